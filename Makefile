@@ -1,0 +1,26 @@
+# The README's two commands: `make demo` and `make test`. Both create or refresh
+# the local virtual environment first.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test schemas lock bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/audit demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2
+
+schemas: $(STAMP)
+	$(BIN)/audit schemas --write
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

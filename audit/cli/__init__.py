@@ -1,0 +1,61 @@
+"""The `audit` command line. The library raises; this layer turns errors into one line and an exit code.
+
+Exit codes: 0 success; 1 a check found problems (validate, diff found changes,
+reproduce differs); 2 bad input or a refused operation; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from audit import __version__
+from audit.errors import AuditError, ValidationFailed
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(context_settings=CONTEXT, no_args_is_help=True)
+@click.version_option(__version__, "--version", prog_name="audit", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Regrade, diff and release LLM evaluation results as verifiable artifacts."""
+
+
+def _load_commands() -> None:
+    # Each module adds its commands to `cli`; one module per area.
+    from audit.cli import packages_cmd  # noqa: F401
+
+
+def error_line(message: str) -> str:
+    return f"audit: error: {message}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    _load_commands()
+    try:
+        rv = cli.main(args=argv, prog_name="audit", standalone_mode=False)
+    except ValidationFailed as e:
+        for p in e.problems:
+            click.echo(error_line(str(p)), err=True)
+        return e.exit_code
+    except AuditError as e:
+        click.echo(error_line(str(e)), err=True)
+        return e.exit_code
+    except click.UsageError as e:
+        click.echo(error_line(e.format_message().replace("\n", " ")), err=True)
+        return 2
+    except click.ClickException as e:
+        click.echo(error_line(e.format_message().replace("\n", " ")), err=True)
+        return e.exit_code
+    except (click.Abort, KeyboardInterrupt):
+        click.echo(error_line("interrupted"), err=True)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return rv if isinstance(rv, int) else 0
+
+
+def run() -> None:
+    sys.exit(main())

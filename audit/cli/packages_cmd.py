@@ -1,0 +1,168 @@
+"""Commands on raw packages: pack, validate, show, bundle, schemas."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from audit.cli import cli
+from audit.pack import Table, build_package, jsonl_source, load_provenance
+from audit.packages import bundle, open_package, validate_package
+
+
+@cli.command()
+@click.argument("out_dir", type=click.Path(path_type=Path))
+@click.option("--kind", type=click.Choice(["responses", "items"]), default="responses", show_default=True,
+              help="Package kind.")
+@click.option("--benchmark", metavar="NAME", help="Benchmark name recorded in the manifest, e.g. mmlu_pro.")
+@click.option("--responses", "responses", type=click.Path(path_type=Path), metavar="R.jsonl",
+              help="Responses: JSONL rows {item_id, sample, response, finish_reason, ...}.")
+@click.option("--items", "items", type=click.Path(path_type=Path), metavar="I.jsonl",
+              help="Items: JSONL rows {item_id, reference, choices, subject, protected}.")
+@click.option("--provenance", type=click.Path(path_type=Path), metavar="P.json",
+              help="Provenance JSON: model, engine, hardware, dataset, sampling as sent.")
+@click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from kind, benchmark and content).")
+@click.option("--gzip", "use_gzip", is_flag=True, help="Store data files as .jsonl.gz.")
+@click.option("--force", is_flag=True, help="Replace OUT_DIR if it exists.")
+def pack(out_dir: Path, kind: str, benchmark: str | None, responses: Path | None, items: Path | None,
+         provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool) -> int:
+    """Build a package in OUT_DIR from plain JSONL files.
+
+    Every row is checked against its schema first; on any problem nothing is written.
+    """
+    ext = ".jsonl.gz" if use_gzip else ".jsonl"
+    tables = []
+    if kind == "responses" and responses is None:
+        raise click.UsageError("--kind responses needs --responses R.jsonl")
+    if kind == "items" and responses is not None:
+        raise click.UsageError("--kind items takes --items only")
+    if responses is not None:
+        tables.append(Table("responses" + ext, "response_row.v1", jsonl_source(responses)))
+    if items is not None:
+        tables.append(Table("items" + ext, "item_row.v1", jsonl_source(items)))
+    if not tables:
+        raise click.UsageError("give --items I.jsonl")
+    manifest = build_package(out_dir, kind=kind, tables=tables, benchmark=benchmark,
+                             provenance=load_provenance(provenance), package_id=package_id, overwrite=force)
+    rows = sum(f.rows or 0 for f in manifest.files)
+    click.echo(f"wrote {out_dir}: {manifest.kind} package {manifest.package_id}, "
+               f"{len(manifest.files)} files, {rows} rows")
+    return 0
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+def validate(path: Path) -> int:
+    """Check a package: manifest schema, every file's sha256 and size, every row, path safety.
+
+    Exit 0 when valid; exit 1 with one line per problem (file, row, field).
+    """
+    problems = validate_package(path)
+    if problems:
+        prefix = f"{path}/" if path.is_dir() else f"{path}:"
+        for p in problems:
+            click.echo(f"{prefix}{p}" if p.path else f"{path}: {p.message}")
+        click.echo(f"invalid: {len(problems)} problem{'s' if len(problems) != 1 else ''}", err=True)
+        return 1
+    with open_package(path) as pkg:
+        m = pkg.manifest
+        rows = sum(f.rows or 0 for f in m.files)
+        click.echo(f"valid: {m.kind} package {m.package_id}, {len(m.files)} files, {rows} rows, "
+                   f"digest {pkg.digest}")
+    return 0
+
+
+@cli.command()
+@click.argument("path", type=click.Path(path_type=Path))
+def show(path: Path) -> int:
+    """Summarise a package: kind, counts, provenance and hashes (validates it first)."""
+    with open_package(path) as pkg:
+        m = pkg.manifest
+        echo = click.echo
+        echo(f"package    {m.package_id}")
+        echo(f"kind       {m.kind}" + (f" ({m.benchmark})" if m.benchmark else ""))
+        echo(f"created    {m.created}")
+        prod = m.producer
+        commit = f" {prod.git_commit[:12]}{'+dirty' if prod.git_dirty else ''}" if prod.git_commit else ""
+        echo(f"producer   {prod.tool} {prod.version}{commit}")
+        echo(f"digest     {pkg.digest}")
+        pv = m.provenance
+        for label, value in (("model", pv.model), ("engine", " ".join(x for x in (pv.engine, pv.engine_version) if x)),
+                             ("hardware", pv.hardware), ("source", pv.source)):
+            if value:
+                echo(f"{label:<10} {value}")
+        if pv.dataset:
+            d = pv.dataset
+            bits = [d.name] + [f"{k}={v}" for k, v in (("split", d.split), ("revision", d.revision),
+                                                       ("sha256", d.sha256)) if v]
+            echo(f"dataset    {' '.join(bits)}")
+        if pv.sampling:
+            echo("sampling   " + ", ".join(f"{k}={v}" for k, v in pv.sampling.items()))
+        echo("files")
+        for f in m.files:
+            rows = f"{f.rows} rows" if f.rows is not None else "-"
+            echo(f"  {f.path:<28} {f.schema_:<16} {rows:>12} {f.bytes:>12} B  sha256 {f.sha256[:16]}")
+        if pkg.files("response_row.v1"):
+            _summarise_responses(pkg)
+        if pkg.files("item_row.v1"):
+            n = protected = 0
+            for it in pkg.iter_rows("item_row.v1"):
+                n += 1
+                protected += it.protected
+            echo(f"items      {n} ({protected} protected)")
+    return 0
+
+
+def _summarise_responses(pkg) -> None:
+    items, samples, attempts = set(), set(), Counter()
+    finish: Counter[str] = Counter()
+    n = empty = excluded = errors = 0
+    for r in pkg.iter_rows("response_row.v1"):
+        n += 1
+        items.add(r.item_id)
+        samples.add(r.sample)
+        attempts[r.attempt] += 1
+        finish[r.finish_reason or "unknown"] += 1
+        empty += r.response is None
+        excluded += r.excluded is not None
+        errors += r.error is not None
+    click.echo(f"responses  {n} rows: {len(items)} items x {len(samples)} samples; "
+               f"attempts {dict(sorted(attempts.items()))}")
+    click.echo("finish     " + ", ".join(f"{k}={v}" for k, v in sorted(finish.items())))
+    if empty or excluded or errors:
+        click.echo(f"missing    {empty} without text ({excluded} excluded, {errors} errors)")
+
+
+@cli.command("bundle")
+@click.argument("pkg_dir", type=click.Path(path_type=Path, file_okay=False))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, metavar="OUT.tar.gz",
+              help="Tarball to write.")
+def bundle_cmd(pkg_dir: Path, output: Path) -> int:
+    """Write a validated package directory as a reproducible .tar.gz."""
+    if not output.name.endswith((".tar.gz", ".tgz")):
+        raise click.UsageError("the output must end in .tar.gz or .tgz")
+    bundle(pkg_dir, output)
+    click.echo(f"wrote {output}")
+    return 0
+
+
+@cli.command()
+@click.option("--write", "mode", flag_value="write", help="Regenerate schemas/*.json from the models.")
+@click.option("--check", "mode", flag_value="check", default=True, help="Exit 1 if schemas/ differs from the models.")
+def schemas(mode: str) -> int:
+    """Generate or check the JSON Schema files in schemas/."""
+    from audit import schemas as sch
+
+    if mode == "write":
+        for name in sch.write():
+            click.echo(f"wrote schemas/{name}")
+        return 0
+    bad = sch.check()
+    for name in bad:
+        click.echo(f"schemas/{name}: out of date (run `audit schemas --write`)")
+    if not bad:
+        click.echo(f"schemas/ in sync ({len(sch.expected_files())} files)")
+    return 1 if bad else 0
+

@@ -1,0 +1,47 @@
+"""Errors the library raises. The CLI turns each into one line and an exit code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with an input: where (file, row, field) and what."""
+
+    path: str
+    message: str
+    row: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        where = [self.path]
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.field:
+            where.append(f"field {self.field}")
+        return f"{': '.join(where)}: {self.message}"
+
+
+class AuditError(Exception):
+    """A user-facing error: bad input, a refused operation. Exit code 2."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | None = None, row: int | None = None,
+                 field: str | None = None):
+        self.problem = Problem(path or "", message, row, field)
+        super().__init__(str(self.problem) if path else message)
+
+
+class ValidationFailed(AuditError):
+    """A package or file failed validation; `problems` lists every finding. Exit code 1."""
+
+    exit_code = 1
+
+    def __init__(self, target: str, problems: list[Problem]):
+        self.target = target
+        self.problems = problems
+        first = problems[0] if problems else "no details"
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        super().__init__(f"{first}{more}")

@@ -1,0 +1,149 @@
+"""Streaming JSON Lines: bounded memory per line, byte-stable output.
+
+Lines are read in binary with a length cap, so a multi-GB line is reported and
+skipped instead of being loaded; decoding and parsing errors name the line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""Longest JSONL line read; longer lines are errors (responses cut at 65,536 tokens are well under 1 MB)."""
+
+_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RawLine:
+    """One line of a JSONL file: its 1-based number and bytes, or why it could not be read."""
+
+    lineno: int
+    data: bytes | None
+    error: str | None = None
+
+
+def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open a file for binary reading, transparently un-gzipping `*.gz`."""
+    p = str(path)
+    if p.endswith(".gz"):
+        return gzip.open(p, "rb")
+    return open(p, "rb")
+
+
+def iter_raw_lines(fh: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[RawLine]:
+    """Yield each non-blank line with its number; an over-long line yields an error and is skipped."""
+    lineno = 0
+    while True:
+        line = fh.readline(max_line_bytes + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > max_line_bytes and not line.endswith(b"\n"):
+            # Skip the rest of the line in bounded chunks.
+            skipped = len(line)
+            while True:
+                rest = fh.readline(_CHUNK)
+                skipped += len(rest)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield RawLine(lineno, None, f"line is {skipped:,} bytes, over the {max_line_bytes:,}-byte limit")
+            continue
+        if line.strip():
+            yield RawLine(lineno, line)
+
+
+def decode_utf8(data: bytes) -> tuple[str | None, str | None]:
+    """Decode bytes as UTF-8; return (text, None) or (None, error naming the byte offset)."""
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        return None, f"not valid UTF-8 at byte {e.start} of the line"
+
+
+def parse_object(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """Parse one line as a JSON object; return (object, None) or (None, error)."""
+    text, err = decode_utf8(data)
+    if err:
+        return None, err
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        return None, f"malformed JSON: {e.msg} at column {e.colno}"
+    if not isinstance(obj, dict):
+        return None, f"expected a JSON object, found {type(obj).__name__}"
+    return obj, None
+
+
+def dumps(obj: Any) -> str:
+    """Canonical one-line JSON: key order as given, no spaces, UTF-8 kept, no NaN."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def dumps_pretty(obj: Any) -> str:
+    """Stable indented JSON for documents (manifests, verdict files), ending in a newline."""
+    return json.dumps(obj, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+
+
+def sha256_file(path: str | os.PathLike[str]) -> tuple[str, int]:
+    """sha256 hex digest and byte size of a file, read in chunks."""
+    h = hashlib.sha256()
+    n = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+            n += len(chunk)
+    return h.hexdigest(), n
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class JsonlWriter:
+    """Write canonical JSONL rows, counting them; gzip (with a fixed mtime) for `*.gz` paths."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        self.rows = 0
+        raw = open(self.path, "wb")
+        if self.path.name.endswith(".gz"):
+            # mtime=0 and no file name: the same rows give the same bytes.
+            self._raw: IO[bytes] | None = raw
+            self._fh: IO[bytes] = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+        else:
+            self._raw = None
+            self._fh = raw
+        self._text = io.TextIOWrapper(self._fh, encoding="utf-8", newline="\n")
+
+    def write(self, obj: Any) -> None:
+        self._text.write(dumps(obj))
+        self._text.write("\n")
+        self.rows += 1
+
+    def flush(self) -> None:
+        """Flush to the OS, so a crash loses at most the row being written."""
+        self._text.flush()
+        self._fh.flush()
+        if self._raw is not None:
+            self._raw.flush()
+
+    def close(self) -> None:
+        self._text.flush()
+        self._text.close()
+        if self._raw is not None:
+            self._raw.close()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

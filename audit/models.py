@@ -1,0 +1,247 @@
+"""Typed records of raw packages: the manifest and the rows of its data files.
+
+These pydantic models are the source of truth; `schemas/*.json` are generated
+from them (`audit schemas --write`) and a test fails when the two drift apart.
+Every model puts `schema_version` first where it is a top-level document.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MANIFEST_SCHEMA_VERSION = 1
+
+PACKAGE_KINDS = (
+    "responses",
+    "items",
+    "verdicts",
+    "release",
+    "throughput",
+    "telemetry",
+    "profile",
+    "checkpoint-headers",
+)
+PackageKind = Literal[
+    "responses",
+    "items",
+    "verdicts",
+    "release",
+    "throughput",
+    "telemetry",
+    "profile",
+    "checkpoint-headers",
+]
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class Record(BaseModel):
+    """Base for every record: unknown fields are errors, types are strict."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        use_attribute_docstrings=True,
+    )
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+class Producer(Record):
+    """The program that wrote the package."""
+
+    tool: str = "audit"
+    """Name of the producing tool."""
+    version: str
+    """The tool's version string."""
+    git_commit: str | None = None
+    """Commit of the tool's source tree, when it runs from a git checkout."""
+    git_dirty: bool | None = None
+    """True when that checkout had uncommitted changes (the commit alone does not pin the code)."""
+
+
+class DatasetRef(Record):
+    """Which dataset the items come from, pinned by revision or content hash."""
+
+    name: str
+    """Dataset name, e.g. `TIGER-Lab/MMLU-Pro`."""
+    split: str | None = None
+    """Split or subset, e.g. `test`."""
+    revision: str | None = None
+    """Dataset revision (commit, tag or date) when known."""
+    sha256: str | None = None
+    """sha256 of the dataset file the items were read from, when known."""
+
+
+class Provenance(Record):
+    """What produced the data in the package: model, engine, hardware, dataset, sampling."""
+
+    model: str | None = None
+    """Model name or path as served."""
+    engine: str | None = None
+    """Inference engine, e.g. `vllm`, or the upstream tool that wrote imported files."""
+    engine_version: str | None = None
+    """The engine's version."""
+    hardware: str | None = None
+    """Hardware the responses or measurements came from, e.g. `1x NVIDIA H200`."""
+    dataset: DatasetRef | None = None
+    """The items' dataset."""
+    sampling: dict[str, Any] | None = None
+    """Sampling parameters as actually sent to the engine (not as intended)."""
+    source: str | None = None
+    """Where imported data came from: repository, path and commit, or a file's sha256."""
+    notes: str | None = None
+    """Free text: anything a reader must know to interpret the data."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Further provenance that has no field of its own."""
+
+
+class FileEntry(Record):
+    """One data file of the package, pinned by hash, size and row count."""
+
+    path: str
+    """Path relative to the package root, with `/` separators; never absolute, never `..`."""
+    sha256: str
+    """sha256 of the file's bytes, lowercase hex."""
+    bytes: int = Field(ge=0)
+    """Size of the file in bytes."""
+    rows: int | None = Field(default=None, ge=0)
+    """Number of rows for tabular files; null for other files."""
+    schema_: str = Field(alias="schema")
+    """The schema every row follows, e.g. `response_row.v1`; `text` for files without rows."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, v: str) -> str:
+        if not _SHA256.match(v):
+            raise ValueError("must be 64 lowercase hex digits")
+        return v
+
+    @field_validator("path")
+    @classmethod
+    def _safe(cls, v: str) -> str:
+        problem = unsafe_path_reason(v)
+        if problem:
+            raise ValueError(problem)
+        return v
+
+
+class Manifest(Record):
+    """`manifest.json`: what a package holds and where it came from."""
+
+    schema_version: int = MANIFEST_SCHEMA_VERSION
+    """Version of this manifest format; readers refuse versions newer than they know."""
+    package_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+    """Identifier of the package: letters, digits and `._+-`."""
+    kind: PackageKind
+    """What the package holds."""
+    benchmark: str | None = None
+    """Benchmark name, e.g. `mmlu_pro`, for packages of responses, items or verdicts."""
+    created: str
+    """Creation time, ISO 8601 UTC. Not part of the content digest."""
+    producer: Producer
+    """The program that wrote the package."""
+    provenance: Provenance = Field(default_factory=Provenance)
+    """Model, engine, hardware, dataset and sampling behind the data."""
+    files: list[FileEntry]
+    """Every file of the package but this manifest; a file not listed here is an error."""
+
+
+# --------------------------------------------------------------------------- rows
+
+
+class ResponseRow(Record):
+    """One model response: a row of a `responses` package."""
+
+    item_id: str = Field(min_length=1)
+    """Identifier of the item answered, as the dataset names it."""
+    sample: int = Field(default=0, ge=0)
+    """Index of the repeated run (K repetitions of the same item get 0..K-1)."""
+    attempt: int = Field(default=0, ge=0)
+    """Index of the attempt for this (item, sample): 0 is the original, re-samples count up."""
+    response: str | None
+    """The response text; null when no response exists (see `excluded` and `error`)."""
+    finish_reason: str | None = None
+    """Why generation stopped as the engine reported it: `stop`, `length` (cut at the output ceiling), ..."""
+    prompt_tokens: int | None = Field(default=None, ge=0)
+    """Prompt length in tokens, from the engine's usage report."""
+    completion_tokens: int | None = Field(default=None, ge=0)
+    """Response length in tokens, from the engine's usage report."""
+    max_tokens: int | None = Field(default=None, ge=0)
+    """The output ceiling sent with the request."""
+    seed: int | None = None
+    """Sampling seed sent with the request."""
+    prompt_sha256: str | None = None
+    """sha256 of the exact prompt text (or chat messages as canonical JSON) that was sent."""
+    started_at: float | None = None
+    """Request start, seconds since the Unix epoch."""
+    first_token_s: float | None = Field(default=None, ge=0)
+    """Time to first token: seconds from request start to the first streamed token."""
+    finished_at: float | None = None
+    """Request end, seconds since the Unix epoch."""
+    excluded: str | None = None
+    """Reason this item was not sent (e.g. the prompt did not fit the context); `response` is then null."""
+    error: str | None = None
+    """Error that left this row without a usable response (server error, malformed reply)."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Importer- or engine-specific fields with no place above (e.g. an upstream extractor's letter)."""
+
+
+class ItemRow(Record):
+    """One benchmark item: a row of an `items` package."""
+
+    item_id: str = Field(min_length=1)
+    """The dataset's own identifier for the item."""
+    reference: str
+    """The gold answer: a letter for multiple choice, an answer string otherwise."""
+    choices: list[str] | None = None
+    """Option texts in order (A, B, ...) for multiple-choice items."""
+    num_choices: int | None = Field(default=None, ge=1, le=26)
+    """Number of options, for multiple-choice items whose option texts are not stored."""
+    subject: str | None = None
+    """Category or subject, e.g. `physics`."""
+    question: str | None = None
+    """The question text, when it may be stored."""
+    protected: bool = False
+    """True for datasets that must not be published in plain text (GPQA, HLE): releases omit all its text."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Dataset-specific fields with no place above."""
+
+    def option_count(self) -> int | None:
+        """How many options the item has, from `choices` or `num_choices`."""
+        if self.choices is not None:
+            return len(self.choices)
+        return self.num_choices
+
+
+ROW_MODELS: dict[str, type[Record]] = {
+    "response_row.v1": ResponseRow,
+    "item_row.v1": ItemRow,
+}
+"""Row schemas a package file may name, by schema id."""
+
+TEXT_SCHEMA = "text"
+"""Schema id of files without rows (README, logs): only hash and size are checked."""
+
+
+def unsafe_path_reason(path: str) -> str | None:
+    """Why `path` may not name a file inside a package, or None when it is safe."""
+    if not path:
+        return "empty path"
+    if "\\" in path or "\x00" in path:
+        return "path has a backslash or NUL character"
+    if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
+        return "absolute path"
+    parts = path.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return "path has an empty, '.' or '..' component"
+    if path == "manifest.json":
+        return "manifest.json cannot list itself"
+    return None

@@ -1,0 +1,119 @@
+"""Build packages from row sources: plain JSONL (`audit pack`) and importers alike.
+
+Every input row is validated against its schema while it is written; any
+problem aborts the build, so a package exists only when all of its rows were good.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from audit.errors import AuditError, Problem, ValidationFailed
+from audit.jsonl import iter_raw_lines, open_binary, parse_object
+from audit.models import ROW_MODELS, Manifest, Provenance
+from audit.packages import MAX_PROBLEMS_PER_FILE, ROW_KEYS, PackageWriter, _pydantic_problems
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRow:
+    """One input row: where it came from, and the object or why it could not be read."""
+
+    path: str
+    row: int
+    obj: dict[str, Any] | None
+    error: str | None = None
+    field: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """One data file to write: its path in the package, its row schema and its rows."""
+
+    path: str
+    schema: str
+    rows: Iterable[SourceRow]
+
+
+def jsonl_source(path: str | os.PathLike[str]) -> Iterator[SourceRow]:
+    """Rows of a JSONL (or .jsonl.gz) input file, with line numbers; never raises on bad lines."""
+    p = str(path)
+    if not Path(p).is_file():
+        raise AuditError("no such file", path=p)
+    with open_binary(p) as fh:
+        try:
+            for raw in iter_raw_lines(fh):
+                if raw.error:
+                    yield SourceRow(p, raw.lineno, None, raw.error)
+                    continue
+                obj, err = parse_object(raw.data)
+                yield SourceRow(p, raw.lineno, obj, err)
+        except (OSError, EOFError) as e:
+            raise AuditError(f"unreadable: {e}", path=p) from None
+
+
+def load_provenance(path: str | os.PathLike[str] | None) -> Provenance:
+    """Read a provenance JSON file; errors name the file and field."""
+    if path is None:
+        return Provenance()
+    p = str(path)
+    if not Path(p).is_file():
+        raise AuditError("no such file", path=p)
+    obj, err = parse_object(Path(p).read_bytes().replace(b"\n", b" "))
+    if err:
+        raise AuditError(err, path=p)
+    try:
+        return Provenance.model_validate(obj)
+    except pydantic.ValidationError as e:
+        raise ValidationFailed(p, _pydantic_problems(p, None, e)) from None
+
+
+def build_package(out: str | os.PathLike[str], *, kind: str, tables: list[Table],
+                  benchmark: str | None = None, provenance: Provenance | None = None,
+                  package_id: str | None = None, overwrite: bool = False) -> Manifest:
+    """Write a package from row sources; raise ValidationFailed (writing nothing) on any bad row."""
+    if not tables:
+        raise AuditError("nothing to pack: give at least one data file")
+    problems: list[Problem] = []
+    writer = PackageWriter(out, kind=kind, benchmark=benchmark, provenance=provenance,
+                           package_id=package_id, overwrite=overwrite)
+    try:
+        for table in tables:
+            model = ROW_MODELS[table.schema]
+            keys = ROW_KEYS.get(table.schema, ())
+            seen: dict[tuple[Any, ...], str] = {}
+            file_problems: list[Problem] = []
+            with writer.rows(table.path, table.schema) as sink:
+                for src in table.rows:
+                    if len(file_problems) >= MAX_PROBLEMS_PER_FILE:
+                        break
+                    if src.error:
+                        file_problems.append(Problem(src.path, src.error, src.row, src.field))
+                        continue
+                    try:
+                        rec = model.model_validate(src.obj)
+                    except pydantic.ValidationError as e:
+                        file_problems += _pydantic_problems(src.path, src.row, e)
+                        continue
+                    if keys:
+                        key = tuple(getattr(rec, k) for k in keys)
+                        if key in seen:
+                            desc = ", ".join(f"{k}={v!r}" for k, v in zip(keys, key))
+                            file_problems.append(Problem(src.path, f"duplicate ({desc}); first seen in "
+                                                                   f"{seen[key]}", src.row, keys[0]))
+                            continue
+                        seen[key] = f"row {src.row}"
+                    if not file_problems:
+                        sink.write(rec)
+            problems += file_problems
+        if problems:
+            raise ValidationFailed(str(out), problems)
+        return writer.commit()
+    except BaseException:
+        writer.abort()
+        raise

@@ -1,0 +1,111 @@
+"""Versioned answer extractors: pure functions from a response's text to an answer.
+
+    >>> import extractors
+    >>> ex = extractors.get("mmlu_pro.official@f418b11")
+    >>> ex.extract("... so the answer is (C).")
+    Extraction(answer='C', rule='L1', span=(...))
+
+Each benchmark family has its own module; each registered `name@version` is
+immutable (see `extractors.registry`). Nothing here imports from `graders` or `audit`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from extractors.registry import Registry, RegistryError, code_fingerprint
+
+LOCK_FILE = Path(__file__).with_name("lock.json")
+
+RULE_NO_RESPONSE = "no_response"
+"""Rule reported when there is no response text at all."""
+RULE_NONE = "none"
+"""Rule reported when no step of the extractor matched."""
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What an extractor read from a response."""
+
+    answer: str | None
+    """The extracted answer, or None when nothing was found."""
+    rule: str
+    """Which step fired (e.g. `L1`, `final_line`, `boxed`), or why none did (`none`, `truncated`)."""
+    span: tuple[int, int] | None = None
+    """Character offsets [start, end) of the matched evidence in the response."""
+
+
+ExtractFn = Callable[..., Extraction]
+
+
+@dataclass(frozen=True)
+class Extractor:
+    """A registered extractor version: `extract(text, finish_reason=...) -> Extraction`."""
+
+    name: str
+    version: str
+    description: str
+    source: str
+    """Where the behaviour comes from: repository, path and commit, or `audit` for our own."""
+    fn: ExtractFn = field(repr=False)
+    config: Any = None
+    """Frozen configuration passed to `fn` as `config=` when not None; part of the fingerprint."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        return code_fingerprint(self.fn, config=self.config)
+
+    def extract(self, text: str | None, *, finish_reason: str | None = None) -> Extraction:
+        if text is None:
+            return Extraction(None, RULE_NO_RESPONSE)
+        if self.config is not None:
+            return self.fn(text, finish_reason=finish_reason, config=self.config)
+        return self.fn(text, finish_reason=finish_reason)
+
+
+REGISTRY: Registry[Extractor] = Registry("extractor")
+
+
+def register(name: str, version: str, *, description: str, source: str = "audit",
+             config: Any = None) -> Callable[[ExtractFn], ExtractFn]:
+    """Register `fn(text, *, finish_reason=None[, config]) -> Extraction` as `name@version`."""
+
+    def deco(fn: ExtractFn) -> ExtractFn:
+        REGISTRY.add(Extractor(name, version, description, source, fn, config))
+        return fn
+
+    return deco
+
+
+def get(spec: str) -> Extractor:
+    """The extractor `name@version`, or the latest version of `name`."""
+    _load_families()
+    return REGISTRY.get(spec)
+
+
+def all_extractors() -> list[Extractor]:
+    _load_families()
+    return list(REGISTRY)
+
+
+FAMILIES: tuple[str, ...] = ()
+"""Modules that register extractors, one per benchmark family."""
+
+
+@functools.cache
+def _load_families() -> None:
+    import importlib
+
+    for mod in FAMILIES:
+        importlib.import_module(f"extractors.{mod}")
+
+
+__all__ = ["Extraction", "Extractor", "REGISTRY", "RegistryError", "register", "get", "all_extractors"]

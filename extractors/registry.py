@@ -1,0 +1,219 @@
+"""Versioned registries with code fingerprints, shared by extractors and graders.
+
+A registered `name@version` never changes behaviour. To make that checkable,
+each entry has a fingerprint: a sha256 over the source of its function and of
+every function, class, pattern and constant of this project that it reaches
+through global names, plus its frozen config. A committed lock file maps
+`name@version -> fingerprint`; a test fails when code under an unchanged
+version changes. A behaviour change is a new version registered beside the old.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import json
+import re
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+OWN_PACKAGES = ("extractors", "graders")
+"""Code in these packages is fingerprinted by source; anything else is named only."""
+
+
+class RegistryError(LookupError):
+    """Unknown or duplicate `name@version`."""
+
+
+class Versioned(Protocol):
+    name: str
+    version: str
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def fingerprint(self) -> str: ...
+
+
+T = TypeVar("T", bound=Versioned)
+
+
+class Registry(Generic[T]):
+    """Entries by `name@version`; `get(name)` returns the version registered last under that name."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: dict[str, T] = {}
+        self._latest: dict[str, str] = {}
+
+    def add(self, entry: T) -> T:
+        key = f"{entry.name}@{entry.version}"
+        if "@" in entry.name or not entry.name or not entry.version or "@" in entry.version:
+            raise RegistryError(f"bad {self.kind} name or version: {key!r}")
+        if key in self._entries:
+            raise RegistryError(f"{self.kind} {key} is already registered; a changed behaviour needs a new version")
+        self._entries[key] = entry
+        self._latest[entry.name] = key
+        return entry
+
+    def get(self, spec: str) -> T:
+        """`name@version` exactly, or `name` for its latest version."""
+        key = spec if "@" in spec else self._latest.get(spec, spec)
+        try:
+            return self._entries[key]
+        except KeyError:
+            known = ", ".join(sorted(self._entries)) or "none"
+            raise RegistryError(f"unknown {self.kind} {spec!r} (known: {known})") from None
+
+    def __contains__(self, spec: str) -> bool:
+        try:
+            self.get(spec)
+        except RegistryError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._entries.values())
+
+    def keys(self) -> list[str]:
+        return list(self._entries)
+
+
+# --------------------------------------------------------------------------- fingerprints
+
+
+def _own(module: str | None) -> bool:
+    return bool(module) and module.split(".")[0] in OWN_PACKAGES
+
+
+def _code_names(code: types.CodeType) -> Iterator[str]:
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_names(const)
+
+
+def _stable(value: Any) -> Any:
+    """A JSON-able, order-stable rendering of a constant."""
+    if isinstance(value, re.Pattern):
+        return {"pattern": value.pattern, "flags": int(value.flags)}
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, (list, tuple)):
+        return [_stable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_stable(v) for v in value), key=repr)
+    if isinstance(value, dict):
+        return [[_stable(k), _stable(v)] for k, v in value.items()]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"dataclass": type(value).__qualname__,
+                "fields": [[f.name, _stable(getattr(value, f.name))] for f in dataclasses.fields(value)]}
+    if isinstance(value, types.MappingProxyType):
+        return _stable(dict(value))
+    return {"repr": type(value).__qualname__}
+
+
+def code_fingerprint(*roots: Any, config: Any = None) -> str:
+    """sha256 over the source of `roots` and of everything of this project they reach by global name."""
+    parts: list[Any] = []
+    seen: set[int] = set()
+
+    def visit_code_object(obj: Any, namespace: dict[str, Any]) -> None:
+        code = getattr(obj, "__code__", None)
+        names = set(_code_names(code)) if code is not None else set()
+        if inspect.isclass(obj):
+            for member in vars(obj).values():
+                fn = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+                if isinstance(fn, property):
+                    fn = fn.fget
+                if inspect.isfunction(fn):
+                    names |= set(_code_names(fn.__code__))
+        for name in sorted(names):
+            if name in namespace:
+                visit(name, namespace[name], names)
+
+    def visit(label: str, obj: Any, attr_names: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        if id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, types.ModuleType):
+            if _own(obj.__name__):
+                # `module.attr` uses: follow the attributes the code names.
+                for name in sorted(attr_names):
+                    if hasattr(obj, name):
+                        visit(f"{obj.__name__}.{name}", getattr(obj, name))
+            else:
+                parts.append(["module", obj.__name__])
+            return
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            mod = getattr(obj, "__module__", None)
+            if not _own(mod):
+                parts.append(["external", f"{mod}.{getattr(obj, '__qualname__', label)}"])
+                return
+            try:
+                src = textwrap.dedent(inspect.getsource(obj))
+            except (OSError, TypeError):
+                src = f"<no source for {mod}.{obj.__qualname__}>"
+            parts.append(["code", f"{mod}.{obj.__qualname__}", src])
+            namespace = obj.__globals__ if inspect.isfunction(obj) else vars(sys.modules[mod])
+            visit_code_object(obj, namespace)
+            return
+        if callable(obj) and not isinstance(obj, type):
+            # Builtins and other callables from outside the project (e.g. math.isclose).
+            parts.append(["callable", f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', label)}"])
+            return
+        parts.append(["value", label, _stable(obj)])
+
+    for i, root in enumerate(roots):
+        visit(f"root{i}", root)
+    if config is not None:
+        parts.append(["config", _stable(config)])
+    blob = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- lock files
+
+
+def read_lock(path: Path) -> dict[str, str]:
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def lock_problems(registry: Registry[Any], path: Path) -> list[str]:
+    """Differences between registered fingerprints and the committed lock file."""
+    lock = read_lock(path)
+    problems = []
+    for entry in registry:
+        key = f"{entry.name}@{entry.version}"
+        if key not in lock:
+            problems.append(f"{key}: not in {path.name} (new version: run `audit lock --update`)")
+        elif lock[key] != entry.fingerprint:
+            problems.append(f"{key}: code changed under an unchanged version (fingerprint {entry.fingerprint[:12]}, "
+                            f"locked {lock[key][:12]}); register a new version instead")
+    for key in lock:
+        if key not in registry.keys():
+            problems.append(f"{key}: locked but no longer registered; registered versions must not be removed")
+    return problems
+
+
+def update_lock(registry: Registry[Any], path: Path) -> list[str]:
+    """Add new versions to the lock file; never rewrite an existing entry. Returns the keys added."""
+    lock = read_lock(path)
+    added = []
+    for entry in registry:
+        key = f"{entry.name}@{entry.version}"
+        if key not in lock:
+            lock[key] = entry.fingerprint
+            added.append(key)
+    path.write_text(json.dumps(dict(sorted(lock.items())), indent=2) + "\n", encoding="utf-8")
+    return added
