@@ -1,0 +1,100 @@
+"""Accuracy figures and their uncertainty, each interval named by its formula.
+
+Two formulas that labs already quote, by name:
+- `binomial_2se` (K = 1): p ± 2·√(p(1−p)/n).
+- `runs_2se` (K > 1 independent runs): mean ± 2·sd/√K, sd over the K run accuracies.
+Two that account for what those miss:
+- `runs_t`: the same with the t quantile for K − 1 degrees of freedom (small K).
+- `clustered_t`: question-clustered standard error (average the K samples of each
+  question, then sd/√n over questions; Miller 2024, "Adding Error Bars to Evals",
+  arXiv:2411.00640), with the t quantile for n − 1 degrees of freedom.
+And `zero_failure_upper`: the exact one-sided 95% bound when a run has no failures
+(or no successes), where the 2-SE interval collapses to a point.
+
+Paired comparison for two gradings of the same responses: `mcnemar_exact`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats as _st
+
+from audit.verdicts import Interval
+
+LEVEL = 0.95
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+def binomial_2se(correct: int, n: int) -> Interval | None:
+    """p ± 2·√(p(1−p)/n): the single-run interval most reports quote."""
+    if n <= 0:
+        return None
+    p = correct / n
+    se = math.sqrt(p * (1 - p) / n)
+    return Interval(method="binomial_2se", formula="p ± 2·√(p(1−p)/n)", low=_clip(p - 2 * se),
+                    high=_clip(p + 2 * se), se=se)
+
+
+def runs_2se(values: Sequence[float]) -> Interval | None:
+    """mean ± 2·sd/√K over K independent runs (sd with K − 1 in the denominator)."""
+    k = len(values)
+    if k < 2:
+        return None
+    mean = float(np.mean(values))
+    se = float(np.std(values, ddof=1)) / math.sqrt(k)
+    return Interval(method="runs_2se", formula="mean ± 2·sd/√K over K runs", low=_clip(mean - 2 * se),
+                    high=_clip(mean + 2 * se), se=se)
+
+
+def runs_t(values: Sequence[float], level: float = LEVEL) -> Interval | None:
+    """mean ± t(K−1)·sd/√K: the runs interval with the t quantile, right for small K."""
+    k = len(values)
+    if k < 2:
+        return None
+    mean = float(np.mean(values))
+    se = float(np.std(values, ddof=1)) / math.sqrt(k)
+    t = float(_st.t.ppf(0.5 + level / 2, k - 1))
+    return Interval(method="runs_t", formula=f"mean ± t{{{level:g}, K−1}}·sd/√K over K runs",
+                    low=_clip(mean - t * se), high=_clip(mean + t * se), se=se)
+
+
+def clustered_t(question_means: Sequence[float], level: float = LEVEL) -> Interval | None:
+    """Question-clustered SE: sd of per-question mean scores / √n, with the t(n−1) quantile."""
+    n = len(question_means)
+    if n < 2:
+        return None
+    arr = np.asarray(question_means, dtype=float)
+    mean = float(arr.mean())
+    se = float(arr.std(ddof=1)) / math.sqrt(n)
+    t = float(_st.t.ppf(0.5 + level / 2, n - 1))
+    return Interval(method="clustered_t",
+                    formula=f"mean ± t{{{level:g}, n−1}}·sd(question means)/√n (Miller 2024)",
+                    low=_clip(mean - t * se), high=_clip(mean + t * se), se=se)
+
+
+def zero_failure_upper(correct: int, n: int, level: float = LEVEL) -> Interval | None:
+    """Exact one-sided bound when all n are correct (or all wrong): failure rate ≤ 1 − (1−level)^(1/n)."""
+    if n <= 0 or 0 < correct < n:
+        return None
+    bound = 1 - (1 - level) ** (1 / n)
+    if correct == n:
+        return Interval(method="zero_failure_upper",
+                        formula=f"no failures in n: accuracy ≥ (1−{level:g})^(1/n), one-sided",
+                        low=1 - bound, high=1.0)
+    return Interval(method="zero_failure_upper",
+                    formula=f"no successes in n: accuracy ≤ 1−(1−{level:g})^(1/n), one-sided",
+                    low=0.0, high=bound)
+
+
+def mcnemar_exact(flips_to_correct: int, flips_to_incorrect: int) -> float:
+    """Two-sided exact McNemar p-value for paired verdicts: binomial test of b vs c at 1/2."""
+    n = flips_to_correct + flips_to_incorrect
+    if n == 0:
+        return 1.0
+    return float(_st.binomtest(flips_to_correct, n, 0.5).pvalue)

@@ -1,0 +1,83 @@
+"""Figures from verdict rows: per run and overall, both denominators, with intervals.
+
+Used by `audit grade` to write a summary and by `audit diff` to recompute the
+figures of both sides the same way. Works on a pandas DataFrame with columns
+`item_id`, `sample`, `verdict`, `status`, `reason`, so a million rows stay fast.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from audit import stats
+from audit.verdicts import Figure, Interval, Summary
+
+DENOMINATORS = ("graded", "all")
+
+
+def figure_name(denominator: str, sample: int | None) -> str:
+    base = "accuracy" if denominator == "graded" else "accuracy_all"
+    return base if sample is None else f"{base}[sample={sample}]"
+
+
+def _intervals(correct: int, total: int, k_values: list[float] | None,
+               question_means: pd.Series | None) -> list[Interval]:
+    out = []
+    if k_values is None:  # a single run
+        for iv in (stats.binomial_2se(correct, total), stats.zero_failure_upper(correct, total)):
+            if iv is not None:
+                out.append(iv)
+        return out
+    for iv in (stats.runs_2se(k_values), stats.runs_t(k_values)):
+        if iv is not None:
+            out.append(iv)
+    if question_means is not None:
+        iv = stats.clustered_t(question_means.tolist())
+        if iv is not None:
+            out.append(iv)
+    iv = stats.zero_failure_upper(correct, total)
+    if iv is not None:
+        out.append(iv)
+    return out
+
+
+def figures(df: pd.DataFrame) -> list[Figure]:
+    """Every figure of a grading: each run and overall, for both denominators."""
+    if df.empty:
+        return []
+    is_correct = (df["verdict"] == "correct").astype("int64")
+    is_graded = (df["verdict"] != "ungraded").astype("int64")
+    frame = pd.DataFrame({"item_id": df["item_id"], "sample": df["sample"], "c": is_correct,
+                          "g": is_graded, "n": 1})
+    per_run = frame.groupby("sample", sort=True)[["c", "g", "n"]].sum()
+    samples = [int(s) for s in per_run.index]
+    out: list[Figure] = []
+    for denom in DENOMINATORS:
+        col = "g" if denom == "graded" else "n"
+        run_values = []
+        for s in samples:
+            c, t = int(per_run.at[s, "c"]), int(per_run.at[s, col])
+            value = c / t if t else 0.0
+            run_values.append(value)
+            out.append(Figure(name=figure_name(denom, s), sample=s, denominator=denom, correct=c, total=t,
+                              value=value, intervals=_intervals(c, t, None, None)))
+        c, t = int(per_run["c"].sum()), int(per_run[col].sum())
+        if len(samples) == 1:
+            intervals = _intervals(c, t, None, None)
+        else:
+            q = frame.groupby("item_id", sort=False)[["c", col]].sum()
+            q = q[q[col] > 0]
+            intervals = _intervals(c, t, run_values, q["c"] / q[col])
+        out.append(Figure(name=figure_name(denom, None), sample=None, denominator=denom, correct=c, total=t,
+                          value=c / t if t else 0.0, intervals=intervals))
+    return out
+
+
+def summarize(df: pd.DataFrame) -> Summary:
+    """The summary block of a verdict file."""
+    statuses = {str(k): int(v) for k, v in df["status"].value_counts().sort_index().items()}
+    ungraded = df[df["verdict"] == "ungraded"]
+    excluded = [{"item_id": r.item_id, "sample": int(r.sample), "status": r.status, "reason": r.reason}
+                for r in ungraded[["item_id", "sample", "status", "reason"]].itertuples(index=False)]
+    return Summary(samples=int(df["sample"].nunique()) if len(df) else 0, items=int(df["item_id"].nunique()),
+                   statuses=statuses, figures=figures(df), excluded=excluded)
