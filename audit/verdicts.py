@@ -78,6 +78,9 @@ class Policies(Record):
     """Seed of the random guess policy (upstream MMLU-Pro's compute_accuracy.py uses 12345)."""
     exclude: list[str] = Field(default_factory=list)
     """Item ids excluded by the caller (in addition to rows the package marks `excluded`)."""
+    scope: Literal["items", "responses"] = "items"
+    """Which items are in the denominator: every item of the items package (an item without a
+    response in some run is a `missing` row), or only items with at least one response row."""
 
 
 class VerdictRow(Record):
@@ -184,6 +187,12 @@ class VerdictFile(Record):
     """Extractor version and fingerprint (null when answers were imported)."""
     grader: ComponentRef | None
     """Grader version and fingerprint."""
+    mc_extractor: ComponentRef | None = None
+    """For benchmarks mixing answer types (HLE): the extractor used on multiple-choice items."""
+    mc_grader: ComponentRef | None = None
+    """For benchmarks mixing answer types (HLE): the grader used on multiple-choice items."""
+    reference_field: str = "reference"
+    """Item field the references were read from (`reference`, or `extra.KEY`)."""
     producer: Producer
     """The audit version (and git commit) that graded."""
     environment: dict[str, str] = Field(default_factory=dict)
