@@ -1,0 +1,85 @@
+"""Commands that grade: grade, reproduce, benchmarks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from audit.cli import cli
+
+
+@cli.command()
+@click.argument("package", type=click.Path(path_type=Path))
+@click.option("--benchmark", required=True, metavar="NAME", help="Benchmark spec (see `audit benchmarks`).")
+@click.option("--items", type=click.Path(path_type=Path), metavar="ITEMS_PACKAGE",
+              help="Package holding the item rows (default: the responses package's own).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, metavar="RESULTS.json",
+              help="Verdict file to write.")
+@click.option("--extractor", metavar="NAME[@VERSION]", help="Override the spec's extractor.")
+@click.option("--grader", metavar="NAME[@VERSION]", help="Override the spec's grader.")
+@click.option("--policy", "policies", multiple=True, metavar="KEY=VALUE",
+              help="Override a policy: truncation=wrong|exclude, resampling=original|longer-only, "
+                   "no_answer=wrong|random-guess, guess_seed=N, exclude=ID,ID, scope=items|responses.")
+@click.option("--reference-field", metavar="FIELD", help="Item field holding the gold answer: reference or extra.KEY.")
+@click.option("--force", is_flag=True, help="Overwrite RESULTS.json if it exists.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the path written.")
+def grade(package: Path, benchmark: str, items: Path | None, output: Path, extractor: str | None,
+          grader: str | None, policies: tuple[str, ...], reference_field: str | None, force: bool,
+          quiet: bool) -> int:
+    """Regrade a responses PACKAGE into a verdict file.
+
+    The file names every input by digest, the extractor and grader by version and fingerprint, and
+    every policy; identical inputs give a byte-identical file.
+    """
+    from audit.errors import AuditError
+    from audit.grade import format_summary, grade_package, resolve_config
+
+    if output.exists() and not force:
+        raise AuditError("already exists (use --force to overwrite)", path=str(output))
+    config = resolve_config(benchmark, extractor=extractor, grader=grader, policies=policies,
+                            reference_field=reference_field)
+    vf = grade_package(package, config, items=items, out=output)
+    click.echo(f"wrote {output}")
+    if not quiet:
+        ex, gr = vf.extractor, vf.grader
+        click.echo(f"{vf.benchmark}: {len(vf.items)} rows, {vf.summary.items} items x {vf.summary.samples} samples; "
+                   f"extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")
+        for line in format_summary(vf):
+            click.echo(line)
+    return 0
+
+
+@cli.command()
+@click.argument("results", type=click.Path(path_type=Path))
+@click.option("--package", type=click.Path(path_type=Path), help="Responses package (default: the recorded path).")
+@click.option("--items", type=click.Path(path_type=Path), help="Items package (default: the recorded path).")
+def reproduce(results: Path, package: Path | None, items: Path | None) -> int:
+    """Re-grade RESULTS from its referenced package; exit 0 only if the result is identical.
+
+    Refuses (exit 2) when the package's content digest differs from the recorded one.
+    """
+    from audit.grade import reproduce as run
+
+    outcome = run(results, package=package, items=items)
+    for note in outcome.notes:
+        click.echo(f"note: {note}")
+    if outcome.identical:
+        click.echo(f"identical: {results}")
+        return 0
+    click.echo(f"differs: {results} ({len(outcome.differences)} differences)")
+    for line in outcome.differences[:50]:
+        click.echo(f"  {line}")
+    return 1
+
+
+@cli.command("benchmarks")
+def benchmarks_cmd() -> int:
+    """List the benchmark specs: extractor, grader and policies of each."""
+    from audit.specs import SPECS
+
+    for spec in SPECS.values():
+        mc = f" (multiple choice: {spec.mc_extractor}, {spec.mc_grader})" if spec.mc_grader else ""
+        click.echo(f"{spec.name:<14} {spec.extractor} + {spec.grader}{mc}")
+        click.echo(f"{'':<14} {spec.description}")
+    return 0

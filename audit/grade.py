@@ -1,0 +1,465 @@
+"""Regrade a responses package into a verdict file: the library's main job.
+
+The flow, in three streaming passes over a validated package:
+1. read each row's metadata (no text) and choose the attempt to grade per
+   (item, sample) under the re-sampling policy;
+2. extract answers from the chosen rows only, keeping answers, not texts;
+3. grade the answers and apply the truncation, no-answer and exclusion
+   policies, so each row ends `correct`, `incorrect` or `ungraded` with a status.
+Rows for items that have no response in a run are added as `missing`, so an
+item can never vanish from the denominator unnoticed.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import string
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version as pkg_version
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pydantic
+
+import extractors
+import graders
+from audit.errors import AuditError
+from audit.models import ItemRow
+from audit.packages import Package, open_package, write_atomic
+from audit.producer import producer
+from audit.specs import BenchmarkSpec, get_spec
+from audit.summary import summarize
+from audit.verdicts import (
+    ComponentRef,
+    PackageRef,
+    Policies,
+    VerdictFile,
+    VerdictRow,
+    dump_verdict_file,
+)
+
+LETTERS = string.ascii_uppercase
+ENVIRONMENT_PACKAGES = ("sympy", "latex2sympy2_extended", "math-verify", "antlr4-python3-runtime")
+"""Libraries whose versions can change a grader's verdicts; recorded in every verdict file."""
+
+
+@dataclass(frozen=True)
+class GradeConfig:
+    """Everything that decides a grading besides the input packages."""
+
+    benchmark: str
+    extractor: str
+    grader: str
+    mc_extractor: str | None = None
+    mc_grader: str | None = None
+    reference_field: str = "reference"
+    policies: Policies = field(default_factory=Policies)
+
+
+def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies:
+    """Apply `key=value` overrides (`exclude=a,b` for lists) to a spec's policies; one-line errors."""
+    data = base.model_dump()
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in Policies.model_fields:
+            known = ", ".join(Policies.model_fields)
+            raise AuditError(f"--policy {item!r}: expected KEY=VALUE with KEY one of {known}")
+        if key == "exclude":
+            data[key] = [v for v in value.split(",") if v]
+        elif key == "guess_seed":
+            try:
+                data[key] = int(value)
+            except ValueError:
+                raise AuditError(f"--policy {item!r}: guess_seed must be an integer") from None
+        else:
+            data[key] = value
+    try:
+        return Policies.model_validate(data)
+    except pydantic.ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        raise AuditError(f"--policy {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def resolve_config(benchmark: str, *, extractor: str | None = None, grader: str | None = None,
+                   policies: Iterable[str] = (), reference_field: str | None = None) -> GradeConfig:
+    """The spec of `benchmark` with command-line overrides applied."""
+    spec: BenchmarkSpec = get_spec(benchmark)
+    return GradeConfig(
+        benchmark=spec.name,
+        extractor=extractor or spec.extractor,
+        grader=grader or spec.grader,
+        mc_extractor=None if extractor else spec.mc_extractor,
+        mc_grader=None if grader else spec.mc_grader,
+        reference_field=reference_field or spec.reference_field,
+        policies=parse_policy_overrides(spec.policies, policies),
+    )
+
+
+def _component(kind: str, spec: str | None) -> Any:
+    if spec is None:
+        return None
+    try:
+        return (extractors.get if kind == "extractor" else graders.get)(spec)
+    except LookupError as e:
+        raise AuditError(str(e.args[0] if e.args else e)) from None
+
+
+def _ref(component: Any) -> ComponentRef | None:
+    if component is None:
+        return None
+    return ComponentRef(name=component.name, version=component.version, fingerprint=component.fingerprint)
+
+
+def environment() -> dict[str, str]:
+    env = {"python": f"{sys.version_info.major}.{sys.version_info.minor}"}
+    for name in ENVIRONMENT_PACKAGES:
+        try:
+            env[name] = pkg_version(name)
+        except PackageNotFoundError:
+            env[name] = "not installed"
+    return env
+
+
+# --------------------------------------------------------------------------- items
+
+
+@dataclass(frozen=True, slots=True)
+class ItemInfo:
+    reference: str
+    options: int | None
+
+
+def _reference(item: ItemRow, field_name: str, where: str) -> str:
+    if field_name == "reference":
+        return item.reference
+    if field_name.startswith("extra."):
+        key = field_name[6:]
+        value = item.extra.get(key)
+        if isinstance(value, str):
+            return value
+        raise AuditError(f"item {item.item_id!r} has no string extra.{key}", path=where, field=field_name)
+    raise AuditError(f"reference field must be `reference` or `extra.KEY`, got {field_name!r}")
+
+
+def load_items(pkg: Package, reference_field: str) -> dict[str, ItemInfo]:
+    items: dict[str, ItemInfo] = {}
+    for item in pkg.iter_rows("item_row.v1"):
+        items[item.item_id] = ItemInfo(_reference(item, reference_field, str(pkg.source)), item.option_count())
+    return items
+
+
+# --------------------------------------------------------------------------- attempts
+
+
+@dataclass(slots=True)
+class AttemptMeta:
+    attempt: int
+    finish_reason: str | None
+    length: int
+    has_text: bool
+    excluded: str | None
+    error: str | None
+    max_tokens: int | None
+
+
+def _length(obj: dict[str, Any]) -> int:
+    tokens = obj.get("completion_tokens")
+    if isinstance(tokens, int):
+        return tokens
+    text = obj.get("response")
+    return len(text) if isinstance(text, str) else 0
+
+
+def choose_attempt(attempts: list[AttemptMeta], policy: str) -> tuple[AttemptMeta, dict[str, Any]]:
+    """The attempt to grade for one (item, sample), and what was considered.
+
+    `original`: attempt 0 (the lowest present). `longer-only`: among re-runs longer than the
+    original's cut, the first that finished (finish_reason not `length`), else the longest of
+    them; when no re-run is longer than the original, the original.
+    """
+    attempts = sorted(attempts, key=lambda a: a.attempt)
+    original = attempts[0]
+    detail: dict[str, Any] = {}
+    if len(attempts) > 1:
+        detail["attempts"] = [a.attempt for a in attempts]
+    if policy == "original" or len(attempts) == 1:
+        return original, detail
+    longer = [a for a in attempts[1:] if a.length > original.length]
+    if not longer:
+        return original, detail
+    finished = [a for a in longer if a.finish_reason != "length"]
+    chosen = finished[0] if finished else max(longer, key=lambda a: (a.length, -a.attempt))
+    return chosen, detail
+
+
+# --------------------------------------------------------------------------- grading
+
+
+def _guess(policies: Policies, item_id: str, sample: int, options: int) -> tuple[str, dict[str, Any]]:
+    # Seeded per (item, sample), so the draw does not depend on processing order
+    # (upstream MMLU-Pro draws from one global stream, which no re-run can reproduce).
+    rng = random.Random(f"{policies.guess_seed}:{item_id}:{sample}")
+    draw = rng.randrange(options)
+    return LETTERS[draw], {"guess": LETTERS[draw], "draw": draw, "seed": policies.guess_seed, "options": options}
+
+
+def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, verdict: graders.Verdict | None,
+            item: ItemInfo, item_id: str, sample: int, policies: Policies,
+            excluded_ids: frozenset[str]) -> tuple[str, str, str, dict[str, Any]]:
+    """(verdict, status, reason, detail) for one row."""
+    if item_id in excluded_ids:
+        return "ungraded", "excluded", "excluded by policy (--policy exclude=...)", {}
+    if meta is None:
+        return "ungraded", "missing", f"no response for this item in sample {sample}", {}
+    if meta.excluded is not None:
+        return "ungraded", "excluded", f"not sent: {meta.excluded}", {}
+    if not meta.has_text:
+        return "ungraded", "error", f"no response text: {meta.error or 'response is null'}", {}
+    if meta.finish_reason == "length":
+        cut = f"cut at the output ceiling (max_tokens={meta.max_tokens})" if meta.max_tokens else \
+            "cut at the output ceiling"
+        if policies.truncation == "exclude":
+            return "ungraded", "truncated", f"{cut}; excluded by policy", {}
+        return "incorrect", "truncated", f"{cut}; never credited", {}
+    assert ex is not None
+    if ex.answer is None:
+        if policies.no_answer == "random-guess" and item.options:
+            guess, detail = _guess(policies, item_id, sample, item.options)
+            ok = guess == item.reference
+            return ("correct" if ok else "incorrect"), "random_guess", \
+                f"no answer extracted ({ex.rule}); seeded guess {guess} {'=' if ok else '!='} {item.reference}", detail
+        return "incorrect", "no_answer", f"no answer extracted ({ex.rule})", {}
+    assert verdict is not None
+    if verdict.status == "correct":
+        return "correct", "correct", verdict.reason, {}
+    if verdict.status in ("incorrect", "parse_error_answer", "no_answer"):
+        return "incorrect", verdict.status, verdict.reason, {}
+    return "ungraded", verdict.status, verdict.reason, {}
+
+
+def _grade_all(grader: Any, tasks: list[tuple[str, str, int | None]]) -> list[graders.Verdict]:
+    """Grade (answer, reference, options) tasks in order; a batch API is used when the grader has one."""
+    batch = getattr(graders, "grade_many", None)
+    if batch is not None and getattr(grader, "needs_pool", False):
+        return list(batch(grader, tasks))
+    return [grader.grade(a, r, num_choices=n) for a, r, n in tasks]
+
+
+def grade_package(responses: str | os.PathLike[str], config: GradeConfig, *,
+                  items: str | os.PathLike[str] | None = None,
+                  out: str | os.PathLike[str] | None = None,
+                  base_dir: str | os.PathLike[str] | None = None) -> VerdictFile:
+    """Grade a responses package; write the verdict file to `out` (atomically) when given.
+
+    Package paths are recorded relative to `out`'s directory (or `base_dir`).
+    """
+    main = (_component("extractor", config.extractor), _component("grader", config.grader))
+    mc = (_component("extractor", config.mc_extractor), _component("grader", config.mc_grader))
+    policies = config.policies
+    if base_dir is not None:
+        out_dir = Path(base_dir).resolve()
+    else:
+        out_dir = Path(out).resolve().parent if out is not None else Path.cwd()
+
+    def components(info: ItemInfo) -> tuple[Any, Any]:
+        # Mixed benchmarks (HLE) grade items that have options with the multiple-choice pair.
+        return (mc[0] or main[0], mc[1] or main[1]) if info.options and (mc[0] or mc[1]) else main
+
+    with open_package(responses) as rp:
+        if rp.kind != "responses":
+            raise AuditError(f"is a {rp.kind!r} package; `audit grade` needs a responses package",
+                             path=str(responses))
+        if items is not None:
+            with open_package(items) as ip:
+                if not ip.files("item_row.v1"):
+                    raise AuditError("holds no item rows", path=str(items))
+                item_info = load_items(ip, config.reference_field)
+                items_ref: PackageRef | None = _package_ref(ip, out_dir)
+        elif rp.files("item_row.v1"):
+            item_info = load_items(rp, config.reference_field)
+            items_ref = None
+        else:
+            raise AuditError("holds no item rows: give --items ITEMS_PACKAGE", path=str(responses))
+        responses_ref = _package_ref(rp, out_dir)
+
+        # Pass 1: metadata (no text) and the attempt to grade.
+        groups: dict[tuple[str, int], list[AttemptMeta]] = {}
+        for entry, rowno, obj in rp.iter_objects("response_row.v1"):
+            item_id = obj["item_id"]
+            if item_id not in item_info:
+                raise AuditError(f"item {item_id!r} is not in the items package",
+                                 path=f"{rp.source}/{entry.path}", row=rowno, field="item_id")
+            groups.setdefault((item_id, obj.get("sample", 0)), []).append(AttemptMeta(
+                attempt=obj.get("attempt", 0), finish_reason=obj.get("finish_reason"), length=_length(obj),
+                has_text=isinstance(obj.get("response"), str), excluded=obj.get("excluded"),
+                error=obj.get("error"), max_tokens=obj.get("max_tokens")))
+        chosen = {key: choose_attempt(metas, policies.resampling) for key, metas in groups.items()}
+        wanted = {(k[0], k[1], m.attempt) for k, (m, _) in chosen.items()}
+
+        # Pass 2: extract from the chosen attempts only; keep answers, not texts.
+        extractions: dict[tuple[str, int], extractors.Extraction] = {}
+        for _entry, _rowno, obj in rp.iter_objects("response_row.v1"):
+            key3 = (obj["item_id"], obj.get("sample", 0), obj.get("attempt", 0))
+            if key3 in wanted:
+                ex = components(item_info[key3[0]])[0]
+                extractions[key3[:2]] = ex.extract(obj.get("response"), finish_reason=obj.get("finish_reason"))
+
+    # Pass 3: grade the answers, then apply the policies.
+    excluded_ids = frozenset(policies.exclude)
+    item_ids = sorted(item_info) if policies.scope == "items" else sorted({k[0] for k in groups})
+    sample_list = sorted({k[1] for k in groups}) or [0]
+    keys = [(i, s) for i in item_ids for s in sample_list]
+
+    pending: dict[str, tuple[Any, list[tuple[str, int]]]] = {}
+    for key in keys:
+        ex = extractions.get(key)
+        meta = chosen[key][0] if key in chosen else None
+        if ex is None or ex.answer is None or meta is None or meta.finish_reason == "length" \
+                or key[0] in excluded_ids:
+            continue
+        grader = components(item_info[key[0]])[1]
+        pending.setdefault(grader.key, (grader, []))[1].append(key)
+    verdicts: dict[tuple[str, int], graders.Verdict] = {}
+    for grader, gkeys in pending.values():
+        tasks = [(extractions[k].answer, item_info[k[0]].reference, item_info[k[0]].options) for k in gkeys]
+        verdicts.update(zip(gkeys, _grade_all(grader, tasks)))
+
+    rows = []
+    for key in keys:
+        item_id, sample = key
+        meta, detail = chosen.get(key, (None, {}))
+        ex = extractions.get(key)
+        info = item_info[item_id]
+        verdict, status, reason, more = _decide(meta, ex, verdicts.get(key), info, item_id, sample, policies,
+                                                excluded_ids)
+        rows.append(VerdictRow(
+            item_id=item_id, sample=sample, attempt=meta.attempt if meta else None,
+            answer=ex.answer if ex else None, rule=ex.rule if ex else None,
+            span=list(ex.span) if ex and ex.span else None, verdict=verdict, status=status, reason=reason,
+            reference=info.reference, detail={**detail, **more}))
+
+    df = pd.DataFrame({"item_id": [r.item_id for r in rows], "sample": [r.sample for r in rows],
+                       "verdict": [r.verdict for r in rows], "status": [r.status for r in rows],
+                       "reason": [r.reason for r in rows]})
+    vf = VerdictFile(
+        benchmark=config.benchmark, responses_package=responses_ref, items_package=items_ref,
+        extractor=_ref(main[0]), grader=_ref(main[1]), mc_extractor=_ref(mc[0]), mc_grader=_ref(mc[1]),
+        reference_field=config.reference_field, producer=producer(), environment=environment(),
+        policies=policies, summary=summarize(df), items=rows)
+    if out is not None:
+        write_atomic(out, dump_verdict_file(vf))
+    return vf
+
+
+def _package_ref(pkg: Package, out_dir: Path) -> PackageRef:
+    try:
+        rel = os.path.relpath(pkg.source.resolve(), out_dir)
+    except ValueError:  # another drive
+        rel = str(pkg.source.resolve())
+    return PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest, path=Path(rel).as_posix())
+
+
+def format_summary(vf: VerdictFile) -> list[str]:
+    """Short human-readable lines: the figures with their intervals, and status counts."""
+    lines = []
+    for f in vf.summary.figures:
+        ivs = "; ".join(f"{iv.method} [{100 * iv.low:.2f}, {100 * iv.high:.2f}]" for iv in f.intervals)
+        lines.append(f"{f.name:<28} {100 * f.value:6.2f}%  ({f.correct}/{f.total})" + (f"  {ivs}" if ivs else ""))
+    lines.append("statuses: " + ", ".join(f"{k}={v}" for k, v in vf.summary.statuses.items()))
+    return lines
+
+
+# --------------------------------------------------------------------------- reproduce
+
+
+@dataclass
+class Reproduction:
+    """Outcome of re-grading a verdict file from its referenced packages."""
+
+    identical: bool
+    differences: list[str]
+    notes: list[str]
+
+
+def _resolve(recorded: PackageRef | None, override: str | os.PathLike[str] | None, base: Path,
+             what: str) -> Path | None:
+    if override is not None:
+        return Path(override)
+    if recorded is None:
+        return None
+    if not recorded.path:
+        raise AuditError(f"the verdict file records no path for its {what} package; give --{what} PATH")
+    return base / recorded.path
+
+
+def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLike[str] | None = None,
+              items: str | os.PathLike[str] | None = None) -> Reproduction:
+    """Re-grade from the referenced packages with the recorded versions and policies; compare.
+
+    Refuses (AuditError) when a package's content digest differs from the recorded one.
+    """
+    from audit.packages import content_digest, load_manifest, unpacked
+    from audit.verdicts import load_verdict_file
+
+    vpath = Path(verdict_path)
+    vf = load_verdict_file(vpath)
+    if vf.responses_package is None:
+        raise AuditError("records no responses package (imported verdicts cannot be re-graded)", path=str(vpath))
+    base = vpath.resolve().parent
+    resp_path = _resolve(vf.responses_package, package, base, "package")
+    items_path = _resolve(vf.items_package, items, base, "items")
+    for ref, path in ((vf.responses_package, resp_path), (vf.items_package, items_path)):
+        if ref is None or path is None:
+            continue
+        with unpacked(path) as (root, problems):
+            manifest, more = load_manifest(root, "") if not problems else (None, problems)
+        if manifest is None:
+            raise AuditError(str((problems or more)[0]), path=str(path))
+        digest = content_digest(manifest.files)
+        if digest != ref.digest:
+            raise AuditError(f"package content differs from the one graded (digest {digest[:16]}…, recorded "
+                             f"{ref.digest[:16]}…); refusing to compare", path=str(path))
+    notes = []
+    for label, ref in (("extractor", vf.extractor), ("grader", vf.grader), ("extractor", vf.mc_extractor),
+                       ("grader", vf.mc_grader)):
+        if ref is None:
+            continue
+        comp = _component(label, f"{ref.name}@{ref.version}")
+        if comp.fingerprint != ref.fingerprint:
+            notes.append(f"{label} {ref.name}@{ref.version}: code fingerprint differs from the recorded one")
+    if vf.extractor is None or vf.grader is None:
+        raise AuditError("records no extractor or grader (imported verdicts cannot be re-graded)", path=str(vpath))
+    config = GradeConfig(
+        benchmark=vf.benchmark, extractor=f"{vf.extractor.name}@{vf.extractor.version}",
+        grader=f"{vf.grader.name}@{vf.grader.version}",
+        mc_extractor=f"{vf.mc_extractor.name}@{vf.mc_extractor.version}" if vf.mc_extractor else None,
+        mc_grader=f"{vf.mc_grader.name}@{vf.mc_grader.version}" if vf.mc_grader else None,
+        reference_field=vf.reference_field, policies=vf.policies)
+    new = grade_package(resp_path, config, items=items_path if vf.items_package else None, base_dir=base)
+    env_now = environment()
+    if env_now != vf.environment:
+        notes.append("environment differs: " + ", ".join(
+            f"{k} {vf.environment.get(k)} -> {v}" for k, v in env_now.items() if vf.environment.get(k) != v))
+    # Who graded and where the packages were found do not decide the result.
+    same_refs = {"producer": vf.producer, "environment": vf.environment,
+                 "responses_package": vf.responses_package, "items_package": vf.items_package}
+    new_cmp = new.model_copy(update=same_refs)
+    old_cmp = vf.model_copy(update={"rows_file": None})
+    if dump_verdict_file(new_cmp) == dump_verdict_file(old_cmp):
+        return Reproduction(True, [], notes)
+    diffs = []
+    old_rows = {(r.item_id, r.sample): r for r in vf.items}
+    for r in new.items:
+        o = old_rows.pop((r.item_id, r.sample), None)
+        if o != r:
+            diffs.append(f"{r.item_id} sample {r.sample}: recorded "
+                         f"{(o.verdict, o.status, o.answer) if o else 'absent'}, now {(r.verdict, r.status, r.answer)}")
+    diffs += [f"{k[0]} sample {k[1]}: recorded but not produced now" for k in old_rows]
+    if not diffs:
+        diffs.append("rows are identical; the header or summary differs")
+    return Reproduction(False, diffs, notes)

@@ -1,0 +1,69 @@
+"""Benchmarks as specs: which extractor, grader, reference field and policies each uses.
+
+A spec is a small typed object, not logic in configuration. Every part can be
+overridden on the command line (`--extractor`, `--grader`, `--policy key=value`)
+and the verdict file records what was actually used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from audit.errors import AuditError
+from audit.verdicts import Policies
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """How one benchmark's responses are graded."""
+
+    name: str
+    description: str
+    extractor: str
+    """Extractor `name@version` for the benchmark's answer format."""
+    grader: str
+    """Grader `name@version`."""
+    mc_extractor: str | None = None
+    """For mixed benchmarks (HLE): extractor for items that have options."""
+    mc_grader: str | None = None
+    """For mixed benchmarks (HLE): grader for items that have options."""
+    reference_field: str = "reference"
+    policies: Policies = field(default_factory=Policies)
+
+
+SPECS: dict[str, BenchmarkSpec] = {}
+
+
+def _add(spec: BenchmarkSpec) -> None:
+    SPECS[spec.name] = spec
+
+
+_add(BenchmarkSpec(
+    "mmlu_pro", "MMLU-Pro: the official extraction cascade at TIGER-AI-Lab/MMLU-Pro@f418b11, letter match",
+    extractor="mmlu_pro.official@f418b11", grader="choice@1"))
+_add(BenchmarkSpec(
+    "gpqa_diamond", "GPQA Diamond prompted for a final `Answer: X` line; truncated responses never credited",
+    extractor="gpqa.final_line@1", grader="choice@1"))
+_add(BenchmarkSpec(
+    "math500", "MATH-500: last \\boxed{} answer, symbolic equivalence",
+    extractor="boxed@1", grader="math.equiv@1"))
+_add(BenchmarkSpec(
+    "hle", "Humanity's Last Exam: strict exact match on the `Exact Answer:` line; letter match for "
+           "multiple-choice items",
+    extractor="hle.exact_answer@1", grader="exact.hle@1", mc_extractor="hle.choice_answer@1", mc_grader="choice@1"))
+_add(BenchmarkSpec(
+    "choice", "Generic multiple choice: a free-form final answer statement, letter match",
+    extractor="choice.freeform@1", grader="choice@1"))
+_add(BenchmarkSpec(
+    "math", "Generic math: last \\boxed{} answer, symbolic equivalence",
+    extractor="boxed@1", grader="math.equiv@1"))
+_add(BenchmarkSpec(
+    "exact", "Generic exact match of the whole (stripped) response",
+    extractor="raw@1", grader="exact.hle@1"))
+
+
+def get_spec(name: str) -> BenchmarkSpec:
+    try:
+        return SPECS[name]
+    except KeyError:
+        raise AuditError(f"unknown benchmark {name!r} (known: {', '.join(sorted(SPECS))})") from None

@@ -1,0 +1,43 @@
+"""The CLI's contract: --version, --help on every command, one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from audit import __version__
+from audit.cli import _load_commands, cli
+
+_load_commands()
+COMMANDS = sorted(cli.commands)
+
+
+def test_version(cli):
+    r = cli("--version")
+    assert (r.code, r.out, r.err) == (0, f"audit {__version__}\n", "")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(cli, command):
+    r = cli(command, "--help")
+    assert r.code == 0
+    assert r.out.startswith(f"Usage: audit {command} ")
+    assert r.err == ""
+
+
+def test_unknown_command_is_one_line_exit_2(cli):
+    r = cli("frobnicate")
+    assert r.code == 2
+    assert r.out == ""
+    assert r.err == "audit: error: No such command 'frobnicate'.\n"
+
+
+def test_missing_option_is_one_line_exit_2(cli, tmp_path):
+    r = cli("grade", tmp_path)
+    assert r.code == 2
+    assert r.err.count("\n") == 1 and r.err.startswith("audit: error: Missing option")
+
+
+def test_missing_package_is_one_line(cli, tmp_path):
+    r = cli("validate", tmp_path / "nope")
+    assert r.code == 2
+    assert r.err == f"audit: error: {tmp_path / 'nope'}: no such file or directory\n"
