@@ -107,6 +107,8 @@ def build_package(out: str | os.PathLike[str], *, kind: str, tables: list[Table]
             with writer.rows(table.path, table.schema) as sink:
                 for src in table.rows:
                     if len(file_problems) >= MAX_PROBLEMS_PER_FILE:
+                        file_problems.append(Problem(src.path, f"stopped reading after {MAX_PROBLEMS_PER_FILE} "
+                                                               f"problems"))
                         break
                     if src.error:
                         file_problems.append(Problem(src.path, src.error, src.row, src.field))

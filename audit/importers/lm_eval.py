@@ -96,7 +96,7 @@ class LmEvalImport:
         if "doc_id" not in obj:
             return None, SourceRow(label, row, None, "missing required field", "doc_id")
         try:
-            item_id = coerce(self.item_id(obj), (str,))
+            item_id = coerce(self.item_id(obj), (str,), int_to_text=True)
         except ExprError as e:
             raise AuditError(f"--item-id: {e}", path=label, row=row, field="item_id") from None
         resps = obj.get("resps")

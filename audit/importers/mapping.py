@@ -121,14 +121,15 @@ def field_types(model: type[BaseModel], name: str) -> tuple[type, ...]:
 _INT = re.compile(r"^[+-]?\d+$")
 
 
-def coerce(value: Any, accepts: tuple[type, ...]) -> Any:
+def coerce(value: Any, accepts: tuple[type, ...], *, int_to_text: bool = False) -> Any:
     """Convert text (CSV cells, templates, --const values) to the field's type when that is lossless.
 
-    Anything else is returned unchanged for the row schema to accept or reject.
+    With `int_to_text` (identifier-like fields) an integer becomes its decimal text, so
+    `question_id: 84` gives item id "84". Anything else is returned unchanged for the
+    row schema to accept or reject.
     """
     if str in accepts:
-        # Integer ids (question_id) become item ids; floats and bools do not, they are rarely ids.
-        if isinstance(value, int) and not isinstance(value, bool):
+        if int_to_text and isinstance(value, int) and not isinstance(value, bool):
             return str(value)
         return value
     if not isinstance(value, str):

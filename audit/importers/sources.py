@@ -249,13 +249,14 @@ def _iter_csv(path: Path, chunk_rows: int = 8192) -> Iterator[Record]:
     row = 0
     try:
         # Every cell as text: CSV has no types, and guessing them would turn "007" into 7.
+        # An empty cell is null: CSV cannot tell an empty string from a missing value.
         reader = pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=chunk_rows,
                              encoding="utf-8", encoding_errors="strict")
         with reader:
             for chunk in reader:
                 for obj in chunk.to_dict("records"):
                     row += 1
-                    yield Record(label, row, obj)
+                    yield Record(label, row, {k: (None if v == "" else v) for k, v in obj.items()})
     except UnicodeDecodeError as e:
         yield Record(label, row + 1, None, f"not valid UTF-8: {e.reason}")
     except pd.errors.EmptyDataError:

@@ -23,6 +23,10 @@ from audit.models import ROW_MODELS, Provenance
 from audit.pack import SourceRow, Table
 from audit.packages import ROW_KEYS
 
+INT_TO_TEXT = ("item_id", "reference")
+"""Fields where an integer column is taken as its decimal text (ids, numeric answers); elsewhere
+an integer where text belongs is an error, not a silent conversion."""
+
 PSEUDO_COLUMNS = ("_row", "_index")
 """Columns every record has: its row number in the source, and its element index under --explode."""
 
@@ -232,7 +236,7 @@ class TableImport:
         # Columns named like a field fill it when nothing else did.
         for name in self.types:
             if name not in out and name != "extra" and name in obj:
-                out[name] = coerce(obj[name], self.types[name])
+                out[name] = coerce(obj[name], self.types[name], int_to_text=name in INT_TO_TEXT)
                 used.add(name)
         if "extra" in obj and isinstance(obj["extra"], dict):
             used.add("extra")
@@ -254,7 +258,7 @@ class TableImport:
         if name.startswith("extra."):
             extra[name[len("extra."):]] = value
         else:
-            out[name] = coerce(value, self.types[name])
+            out[name] = coerce(value, self.types[name], int_to_text=name in INT_TO_TEXT)
 
     def provenance(self, base: Provenance | None, *, model: str | None, engine: str | None) -> Provenance:
         if not self.written:
