@@ -377,3 +377,9 @@ def test_same_input_gives_same_package(cli, tmp_path, monkeypatch):
         assert r.code == 0, r.err
     for f in ("manifest.json", "responses.jsonl"):
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+
+
+@pytest.mark.parametrize("command", [(), ("mmlu-pro",), ("lm-eval",), ("table",)])
+def test_every_import_command_has_help(cli, command):
+    r = cli("import", *command, "--help")
+    assert r.code == 0 and r.out.startswith(f"Usage: audit import {' '.join(command)}".rstrip())
