@@ -36,6 +36,9 @@ PackageKind = Literal[
 ]
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+SAFE_PATH_PATTERN = (r"^(?!/)(?![A-Za-z]:)(?!manifest\.json$)(?!.*[\\\x00])(?!(?:.*/)?\.{1,2}(?:/|$))"
+                     r"(?!.*//)(?!.*/$).+$")
+"""`unsafe_path_reason` as a regular expression, for JSON Schema users (the model keeps its clearer messages)."""
 
 
 class Record(BaseModel):
@@ -104,9 +107,9 @@ class Provenance(Record):
 class FileEntry(Record):
     """One data file of the package, pinned by hash, size and row count."""
 
-    path: str
+    path: str = Field(json_schema_extra={"pattern": SAFE_PATH_PATTERN})
     """Path relative to the package root, with `/` separators; never absolute, never `..`."""
-    sha256: str
+    sha256: str = Field(json_schema_extra={"pattern": _SHA256.pattern})
     """sha256 of the file's bytes, lowercase hex."""
     bytes: int = Field(ge=0)
     """Size of the file in bytes."""

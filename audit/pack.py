@@ -7,7 +7,7 @@ problem aborts the build, so a package exists only when all of its rows were goo
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from typing import Any
 import pydantic
 
 from audit.errors import AuditError, Problem, ValidationFailed
-from audit.jsonl import iter_raw_lines, open_binary, parse_object
+from audit.jsonl import READ_ERRORS, iter_raw_lines, open_binary, parse_object, read_document
 from audit.models import ROW_MODELS, Manifest, Provenance
 from audit.packages import MAX_PROBLEMS_PER_FILE, ROW_KEYS, PackageWriter, _pydantic_problems
 
@@ -53,7 +53,7 @@ def jsonl_source(path: str | os.PathLike[str]) -> Iterator[SourceRow]:
                     continue
                 obj, err = parse_object(raw.data)
                 yield SourceRow(p, raw.lineno, obj, err)
-        except (OSError, EOFError) as e:
+        except READ_ERRORS as e:
             raise AuditError(f"unreadable: {e}", path=p) from None
 
 
@@ -64,7 +64,10 @@ def load_provenance(path: str | os.PathLike[str] | None) -> Provenance:
     p = str(path)
     if not Path(p).is_file():
         raise AuditError("no such file", path=p)
-    obj, err = parse_object(Path(p).read_bytes().replace(b"\n", b" "))
+    data, err = read_document(p)
+    if err:
+        raise AuditError(err, path=p)
+    obj, err = parse_object(data.replace(b"\n", b" "))
     if err:
         raise AuditError(err, path=p)
     try:
@@ -73,14 +76,27 @@ def load_provenance(path: str | os.PathLike[str] | None) -> Provenance:
         raise ValidationFailed(p, _pydantic_problems(p, None, e)) from None
 
 
+class RowsRejected(ValidationFailed):
+    """Input rows broke their schema: bad input (exit 2), unlike a package failing `validate` (exit 1)."""
+
+    exit_code = 2
+
+
 def build_package(out: str | os.PathLike[str], *, kind: str, tables: list[Table],
-                  benchmark: str | None = None, provenance: Provenance | None = None,
+                  benchmark: str | None = None,
+                  provenance: Provenance | Callable[[], Provenance] | None = None,
                   package_id: str | None = None, overwrite: bool = False) -> Manifest:
-    """Write a package from row sources; raise ValidationFailed (writing nothing) on any bad row."""
+    """Write a package from row sources; raise RowsRejected (writing nothing) on any bad row.
+
+    `provenance` may be a function, called after every row was read: importers
+    learn some of it (sample numbering, parameters as sent) only from the rows.
+    """
+    deferred = provenance if callable(provenance) else None
     if not tables:
         raise AuditError("nothing to pack: give at least one data file")
     problems: list[Problem] = []
-    writer = PackageWriter(out, kind=kind, benchmark=benchmark, provenance=provenance,
+    writer = PackageWriter(out, kind=kind, benchmark=benchmark,
+                           provenance=None if deferred else provenance,
                            package_id=package_id, overwrite=overwrite)
     try:
         for table in tables:
@@ -91,6 +107,8 @@ def build_package(out: str | os.PathLike[str], *, kind: str, tables: list[Table]
             with writer.rows(table.path, table.schema) as sink:
                 for src in table.rows:
                     if len(file_problems) >= MAX_PROBLEMS_PER_FILE:
+                        file_problems.append(Problem(src.path, f"stopped reading after {MAX_PROBLEMS_PER_FILE} "
+                                                               f"problems"))
                         break
                     if src.error:
                         file_problems.append(Problem(src.path, src.error, src.row, src.field))
@@ -112,7 +130,9 @@ def build_package(out: str | os.PathLike[str], *, kind: str, tables: list[Table]
                         sink.write(rec)
             problems += file_problems
         if problems:
-            raise ValidationFailed(str(out), problems)
+            raise RowsRejected(str(out), problems)
+        if deferred is not None:
+            writer.provenance = deferred()
         return writer.commit()
     except BaseException:
         writer.abort()

@@ -25,12 +25,14 @@ import pydantic
 
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import (
+    READ_ERRORS,
     JsonlWriter,
     dumps,
     dumps_pretty,
     iter_raw_lines,
     open_binary,
     parse_object,
+    read_document,
     sha256_bytes,
     sha256_file,
 )
@@ -137,10 +139,13 @@ def _iter_file_objects(root: Path, entry: FileEntry) -> Iterator[tuple[int, dict
             yield 0, None, f"not a readable Parquet file: {e}"
             return
         n = 0
-        for batch in pf.iter_batches(batch_size=8192):
-            for obj in batch.to_pylist():
-                n += 1
-                yield n, _from_parquet(obj), None
+        try:
+            for batch in pf.iter_batches(batch_size=8192):
+                for obj in batch.to_pylist():
+                    n += 1
+                    yield n, _from_parquet(obj), None
+        except Exception as e:  # a damaged column chunk surfaces only while reading
+            yield 0, None, f"not a readable Parquet file after row {n}: {e}"
         return
     with open_binary(full) as fh:
         try:
@@ -150,7 +155,7 @@ def _iter_file_objects(root: Path, entry: FileEntry) -> Iterator[tuple[int, dict
                     continue
                 obj, err = parse_object(raw.data)
                 yield raw.lineno, obj, err
-        except (OSError, EOFError) as e:  # damaged gzip stream
+        except READ_ERRORS as e:  # damaged gzip stream
             yield 0, None, f"unreadable: {e}"
 
 
@@ -221,7 +226,9 @@ def load_manifest(root: Path, label: str) -> tuple[Manifest | None, list[Problem
     name = f"{label}/{MANIFEST}" if label else MANIFEST
     if not mpath.is_file() or mpath.is_symlink():
         return None, [Problem(name, "missing: not an audit package (no manifest.json)")]
-    data = mpath.read_bytes()
+    data, err = read_document(mpath)
+    if err:
+        return None, [Problem(name, err)]
     obj, err = parse_object(data.replace(b"\n", b" "))
     if err:
         return None, [Problem(name, err)]
@@ -255,6 +262,10 @@ def validate_tree(root: Path, label: str = "", rows: bool = True) -> tuple[Manif
             if not full.is_symlink():
                 problems.append(Problem(entry.path, "listed in manifest.json but missing"))
             continue
+        if not full.resolve().is_relative_to(root.resolve()):
+            # A symlinked directory on the way (reported by _check_tree): never read through it.
+            problems.append(Problem(entry.path, "resolves outside the package"))
+            continue
         digest, size = sha256_file(full)
         if size != entry.bytes:
             problems.append(Problem(entry.path, f"size is {size} bytes, manifest says {entry.bytes}",
@@ -283,18 +294,24 @@ def _is_tar(path: Path) -> bool:
     return path.is_file() and path.name.endswith((".tar.gz", ".tgz", ".tar"))
 
 
-def _tar_problems(path: Path, tf: tarfile.TarFile) -> list[Problem]:
+def _tar_problems(tf: tarfile.TarFile) -> list[Problem]:
+    # Problem paths are member names: callers prefix them with the tarball's path.
     problems = []
     for m in tf.getmembers():
         name = m.name[2:] if m.name.startswith("./") else m.name
         reason = unsafe_path_reason(name) if name not in (".", "") else None
         if reason and name != MANIFEST:
-            problems.append(Problem(f"{path.name}:{m.name}", f"unsafe tar member: {reason}"))
+            problems.append(Problem(m.name, f"unsafe tar member: {reason}"))
         elif m.issym() or m.islnk():
-            problems.append(Problem(f"{path.name}:{m.name}", f"unsafe tar member: link to {m.linkname}"))
+            problems.append(Problem(m.name, f"unsafe tar member: link to {m.linkname}"))
         elif not (m.isfile() or m.isdir()):
-            problems.append(Problem(f"{path.name}:{m.name}", "unsafe tar member: not a file or directory"))
+            problems.append(Problem(m.name, "unsafe tar member: not a file or directory"))
     return problems
+
+
+def _one_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
 
 
 @contextmanager
@@ -308,19 +325,25 @@ def unpacked(path: str | os.PathLike[str]) -> Iterator[tuple[Path, list[Problem]
         raise AuditError("no such file or directory", path=str(p))
     if not _is_tar(p):
         raise AuditError("not a package: expected a directory or a .tar.gz", path=str(p))
+    mode = "r:" if p.name.endswith(".tar") else "r:gz"
     try:
-        tf = tarfile.open(p, "r:*")
-    except (tarfile.TarError, OSError, EOFError) as e:
-        raise AuditError(f"not a readable tar archive: {e}", path=str(p)) from None
+        tf = tarfile.open(p, mode)
+    except (tarfile.TarError, *READ_ERRORS) as e:
+        # A damaged package is invalid (exit 1), like one damaged further in.
+        yield p, [Problem("", f"not a readable tar archive: {_one_line(e)}")]
+        return
     with tf, tempfile.TemporaryDirectory(prefix="audit-pkg-") as tmp:
-        problems = _tar_problems(p, tf)
+        try:
+            problems = _tar_problems(tf)
+        except (tarfile.TarError, *READ_ERRORS) as e:  # truncated or damaged after the first header
+            problems = [Problem("", f"not a readable tar archive: {_one_line(e)}")]
         if problems:
             yield Path(tmp), problems
             return
         try:
             tf.extractall(tmp, filter="data")
-        except (tarfile.TarError, OSError, EOFError) as e:
-            yield Path(tmp), [Problem(p.name, f"cannot unpack: {e}")]
+        except (tarfile.TarError, *READ_ERRORS) as e:
+            yield Path(tmp), [Problem("", f"cannot unpack: {_one_line(e)}")]
             return
         root = Path(tmp)
         entries = [e for e in root.iterdir()]
@@ -407,8 +430,10 @@ def open_package(path: str | os.PathLike[str], *, kind: str | None = None) -> Pa
 
 
 def _prefixed(src: Path, p: Problem) -> Problem:
+    if not p.path:
+        return Problem(str(src), p.message, p.row, p.field)
     if src.is_dir():
-        return Problem(f"{src}/{p.path}" if p.path else str(src), p.message, p.row, p.field)
+        return Problem(f"{src}/{p.path}", p.message, p.row, p.field)
     return Problem(f"{src}:{p.path}", p.message, p.row, p.field)
 
 

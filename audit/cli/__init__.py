@@ -24,7 +24,9 @@ def cli() -> None:
 
 def _load_commands() -> None:
     # Each module adds its commands to `cli`; one module per area.
-    from audit.cli import grade_cmd, packages_cmd  # noqa: F401
+    from audit.cli import packages_cmd  # noqa: F401
+    from audit.cli import import_cmd  # noqa: F401
+    from audit.cli import grade_cmd  # noqa: F401
 
 
 def error_line(message: str) -> str:

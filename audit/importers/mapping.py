@@ -1,0 +1,168 @@
+"""Column expressions and type conversion for mapping source records onto row schemas.
+
+An expression is a column name (`question_id`) or a Python format template
+(`gpqa-{item_index:03d}-v{version}`, `{doc[question_id]}`). Templates may index
+into objects with `[key]` but not reach attributes, and refuse null values
+rather than writing the text "None".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class ExprError(Exception):
+    """An expression could not be evaluated on a record; `column` names the culprit when known."""
+
+    def __init__(self, message: str, column: str | None = None):
+        super().__init__(message)
+        self.column = column
+
+
+class _Formatter(string.Formatter):
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        obj, used = super().get_field(field_name, args, kwargs)
+        if obj is None:
+            raise ExprError(f"template field {{{field_name}}} is null", field_name.split("[")[0])
+        return obj, used
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        try:
+            return format(value, format_spec)
+        except (ValueError, TypeError):
+            # CSV cells are text: let `{n:03d}` format "7" as a number.
+            if isinstance(value, str) and format_spec:
+                for conv in (int, float):
+                    try:
+                        return format(conv(value), format_spec)
+                    except (ValueError, TypeError):
+                        continue
+            raise
+
+
+_FORMATTER = _Formatter()
+
+
+class Expr:
+    """A column name or a format template, compiled once and evaluated per record."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.template = "{" in text or "}" in text
+        if not self.template:
+            if not text:
+                raise ValueError("empty column name")
+            self.columns = (text,)
+            return
+        roots = []
+        try:
+            parsed = list(_FORMATTER.parse(text))
+        except ValueError as e:
+            raise ValueError(f"bad template {text!r}: {e}") from None
+        for _, field_name, spec, _ in parsed:
+            if field_name is None:
+                continue
+            if field_name == "" or field_name.isdigit():
+                raise ValueError(f"bad template {text!r}: fields must name columns, e.g. {{item_index}}")
+            root = re.split(r"[.\[]", field_name, maxsplit=1)[0]
+            if "." in field_name.split("[", 1)[0] or re.search(r"\]\.", field_name):
+                raise ValueError(f"bad template {text!r}: attribute access ({field_name}) is not allowed; "
+                                 f"index with [key]")
+            if spec and "{" in spec:
+                raise ValueError(f"bad template {text!r}: nested fields in format specs are not allowed")
+            roots.append(root)
+        self.columns = tuple(dict.fromkeys(roots))
+
+    def __call__(self, record: Mapping[str, Any]) -> Any:
+        if not self.template:
+            if self.text not in record:
+                raise ExprError(f"refers to missing column {self.text!r}", self.text)
+            return record[self.text]
+        for col in self.columns:
+            if col not in record:
+                raise ExprError(f"template {self.text!r} refers to missing column {col!r}", col)
+        try:
+            return _FORMATTER.vformat(self.text, (), record)
+        except ExprError:
+            raise
+        except KeyError as e:
+            raise ExprError(f"template {self.text!r}: missing key {e.args[0]!r}", self.columns[0]) from None
+        except (IndexError, TypeError, ValueError) as e:
+            raise ExprError(f"template {self.text!r}: {e}") from None
+
+    def __repr__(self) -> str:
+        return f"Expr({self.text!r})"
+
+
+# --------------------------------------------------------------------------- types
+
+
+def field_types(model: type[BaseModel], name: str) -> tuple[type, ...]:
+    """The plain types a model field accepts (`int | None` gives (int, NoneType))."""
+    ann = model.model_fields[name].annotation
+
+    def flat(t: Any) -> list[Any]:
+        origin = typing.get_origin(t)
+        if origin in (typing.Union, types.UnionType):
+            return [x for a in typing.get_args(t) for x in flat(a)]
+        return [origin or t]
+
+    return tuple(flat(ann))
+
+
+_INT = re.compile(r"^[+-]?\d+$")
+
+
+def coerce(value: Any, accepts: tuple[type, ...], *, int_to_text: bool = False) -> Any:
+    """Convert text (CSV cells, templates, --const values) to the field's type when that is lossless.
+
+    With `int_to_text` (identifier-like fields) an integer becomes its decimal text, so
+    `question_id: 84` gives item id "84". Anything else is returned unchanged for the
+    row schema to accept or reject.
+    """
+    if str in accepts:
+        if int_to_text and isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+    if not isinstance(value, str):
+        if float in accepts and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        return value
+    text = value.strip()
+    if text == "" and type(None) in accepts:
+        return None
+    if bool in accepts and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if int in accepts and _INT.match(text):
+        return int(text)
+    if float in accepts:
+        try:
+            f = float(text)
+        except ValueError:
+            return value
+        return f if math.isfinite(f) else value
+    if list in accepts and text.startswith("["):
+        import json
+
+        try:
+            return json.loads(text)
+        except ValueError:
+            return value
+    return value
+
+
+def as_text(value: Any) -> str:
+    """How `--where` and `--sample-from` compare values: JSON spelling for null and booleans."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

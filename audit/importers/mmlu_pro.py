@@ -1,0 +1,144 @@
+"""TIGER-AI-Lab/MMLU-Pro result files → responses (and items) packages.
+
+Shapes, as the upstream scripts write them (mirror of github.com/TIGER-AI-Lab/MMLU-Pro):
+- `evaluate_from_api.py` / `run_gpt4o.py` (e.g. commit ff991b5b, eval_results/gpt4o/<category>_result.json):
+  a JSON array per category of the dataset's records plus `pred` and the model text under
+  `response` (May 2024) or `model_outputs` (later API scripts, e.g. eval_results/merged at 4885ba7d);
+- `evaluate_from_local.py`: a JSON array per category with the vLLM text under `model_outputs`;
+- eval_results/model_outputs_<run>.zip (since 964a136e): one JSON array for all categories,
+  text under `generated_text` (vLLM runs) or `model_outputs` (API runs).
+Each record: question_id, question, options (the "N/A" options already removed), answer (letter),
+answer_index, cot_content, category, src, pred (the upstream regex extractor's letter or null).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from audit.errors import AuditError
+from audit.importers import Output, data_file, import_provenance
+from audit.importers.sources import JSON_SUFFIXES, SourceFile, iter_json_records, source_file
+from audit.models import DatasetRef, Provenance
+from audit.pack import SourceRow, Table
+
+ENGINE = "TIGER-AI-Lab/MMLU-Pro"
+DATASET = "TIGER-Lab/MMLU-Pro"
+TEXT_FIELDS = ("model_outputs", "response", "generated_text")
+"""Where upstream scripts put the model's text, in the order they are looked for."""
+LETTERS = "ABCDEFGHIJKLMNOP"
+
+
+def _text_field(rec: dict[str, Any]) -> str | None:
+    for name in TEXT_FIELDS:
+        if name in rec:
+            return name
+    return None
+
+
+def _question_id(rec: dict[str, Any], label: str, row: int) -> tuple[str | None, SourceRow | None]:
+    qid = rec.get("question_id")
+    if "question_id" not in rec:
+        return None, SourceRow(label, row, None, "missing required field", "question_id")
+    if isinstance(qid, bool) or not isinstance(qid, (int, str)) or (isinstance(qid, str) and not qid):
+        return None, SourceRow(label, row, None, f"expected an integer question id (got {qid!r})", "question_id")
+    return str(qid), None
+
+
+def response_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> Iterator[SourceRow]:
+    """One response row per upstream record: item_id = question_id, sample 0."""
+    counts = counts if counts is not None else {}
+    for f in files:
+        for rec in iter_json_records(f.path):
+            if rec.obj is None:
+                yield SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
+                continue
+            obj = rec.obj
+            item_id, bad = _question_id(obj, rec.label, rec.row)
+            if bad:
+                yield bad
+                continue
+            name = _text_field(obj)
+            if name is None:
+                yield SourceRow(rec.label, rec.row, None,
+                                f"no model text: none of {', '.join(TEXT_FIELDS)} is present", TEXT_FIELDS[0])
+                continue
+            text = obj[name]
+            row: dict[str, Any] = {"item_id": item_id, "sample": 0, "response": text}
+            if text is None:
+                row["error"] = f"upstream record has null {name}"
+            extra: dict[str, Any] = {"response_field": name}
+            if "pred" in obj:
+                extra["pred"] = obj["pred"]
+            row["extra"] = extra
+            counts[name] = counts.get(name, 0) + 1
+            yield SourceRow(rec.label, rec.row, row)
+
+
+def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> Iterator[SourceRow]:
+    """One item row per upstream record: gold letter, options, category and question as that run stored them."""
+    counts = counts if counts is not None else {}
+    for f in files:
+        for rec in iter_json_records(f.path):
+            if rec.obj is None:
+                yield SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
+                continue
+            obj = rec.obj
+            item_id, bad = _question_id(obj, rec.label, rec.row)
+            if bad:
+                yield bad
+                continue
+            if "answer" not in obj:
+                yield SourceRow(rec.label, rec.row, None, "missing required field", "answer")
+                continue
+            answer, index = obj["answer"], obj.get("answer_index")
+            if isinstance(index, int) and not isinstance(index, bool) and isinstance(answer, str):
+                if not (0 <= index < len(LETTERS)) or LETTERS[index] != answer:
+                    yield SourceRow(rec.label, rec.row, None,
+                                    f"answer {answer!r} does not match answer_index {index}", "answer_index")
+                    continue
+            row: dict[str, Any] = {"item_id": item_id, "reference": answer}
+            if "options" in obj:
+                row["choices"] = obj["options"]
+            if "category" in obj:
+                row["subject"] = obj["category"]
+            if "question" in obj:
+                row["question"] = obj["question"]
+            extra = {k: obj[k] for k in ("answer_index", "src") if k in obj}
+            if extra:
+                row["extra"] = extra
+            counts["items"] = counts.get("items", 0) + 1
+            yield SourceRow(rec.label, rec.row, row)
+
+
+def mmlu_pro_outputs(srcs: list[str | Path], out: Path, *, items_out: Path | None = None, gzip: bool = False,
+                     benchmark: str = "mmlu_pro", model: str | None = None,
+                     provenance: Provenance | None = None, package_id: str | None = None) -> list[Output]:
+    """The packages an MMLU-Pro import writes: responses at `out`, items at `items_out` when given."""
+    if not srcs:
+        raise AuditError("give at least one MMLU-Pro result file")
+    files = [source_file(s, JSON_SUFFIXES) for s in srcs]
+    seen: dict[str, str] = {}
+    for f in files:
+        if f.sha256 in seen:
+            raise AuditError(f"same content as {seen[f.sha256]}: given twice", path=str(f.path))
+        seen[f.sha256] = str(f.path)
+    def prov(counts: dict[str, int]) -> Provenance:
+        if not counts:
+            raise AuditError("no records to import", path=str(files[0].path))
+        # Which upstream field held the text, counted: scripts of different dates used different ones.
+        config = {"importer": "mmlu-pro", "records": dict(sorted(counts.items()))}
+        return import_provenance(provenance, files=files, importer=config, engine=ENGINE, model=model,
+                                 dataset=DatasetRef(name=DATASET, split="test"))
+
+    resp_counts: dict[str, int] = {}
+    rel, schema = data_file("responses", gzip)
+    outputs = [Output(out, "responses", [Table(rel, schema, response_rows(files, resp_counts))],
+                      lambda: prov(resp_counts), benchmark=benchmark, package_id=package_id)]
+    if items_out is not None:
+        item_counts: dict[str, int] = {}
+        rel, schema = data_file("items", gzip)
+        outputs.append(Output(items_out, "items", [Table(rel, schema, item_rows(files, item_counts))],
+                              lambda: prov(item_counts), benchmark=benchmark))
+    return outputs

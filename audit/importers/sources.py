@@ -1,0 +1,295 @@
+"""Reading the files other tools write, one record at a time, with bounded memory.
+
+Each reader yields `Record(label, row, obj, error)`: `row` is the 1-based line
+number (JSONL), element number (JSON array) or data-row number (CSV, Parquet),
+so every error can name file and row. A damaged file ends its stream with an
+error record instead of raising from deep inside a parser.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+import io
+import json
+import os
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from audit.errors import AuditError
+from audit.jsonl import (
+    DECODER,
+    MAX_LINE_BYTES,
+    READ_ERRORS,
+    iter_raw_lines,
+    open_binary,
+    parse_object,
+    sha256_file,
+)
+
+JSON_SUFFIXES = (".json", ".jsonl", ".jsonl.gz", ".ndjson", ".zip")
+TABLE_SUFFIXES = (*JSON_SUFFIXES, ".csv", ".csv.gz", ".parquet")
+_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One input record: where it came from, and the object or why it could not be read."""
+
+    label: str
+    row: int
+    obj: dict[str, Any] | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """An input file pinned by content: recorded in the package's provenance."""
+
+    path: Path
+    sha256: str
+    bytes: int
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "sha256": self.sha256, "bytes": self.bytes}
+
+
+def source_file(path: str | os.PathLike[str], suffixes: tuple[str, ...]) -> SourceFile:
+    """Check that `path` is a readable file of a known format and hash it."""
+    p = Path(path)
+    if not p.is_file():
+        raise AuditError("no such file", path=str(p))
+    if not p.name.lower().endswith(suffixes):
+        raise AuditError(f"unknown file type: expected {', '.join(suffixes)}", path=str(p))
+    digest, size = sha256_file(p)
+    return SourceFile(p, digest, size)
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def iter_json_records(path: Path) -> Iterator[Record]:
+    """Records of a JSONL (`.jsonl`, `.jsonl.gz`, `.ndjson`), JSON array (`.json`) or `.zip` of those."""
+    name = path.name.lower()
+    label = str(path)
+    if name.endswith(".zip"):
+        yield from _iter_zip(path)
+        return
+    try:
+        with open_binary(path) as fh:
+            if name.endswith(".json") and _first_char(fh) == b"[":
+                yield from iter_json_array(fh, label)
+            else:
+                yield from _iter_jsonl(fh, label)
+    except READ_ERRORS as e:
+        yield Record(label, 0, None, f"unreadable: {e}")
+
+
+def _first_char(fh: IO[bytes]) -> bytes:
+    # Peek past leading whitespace without consuming anything.
+    head = fh.peek(4096) if hasattr(fh, "peek") else b""
+    stripped = head.lstrip()
+    return stripped[:1]
+
+
+def _iter_jsonl(fh: IO[bytes], label: str) -> Iterator[Record]:
+    for raw in iter_raw_lines(fh):
+        if raw.error:
+            yield Record(label, raw.lineno, None, raw.error)
+            continue
+        obj, err = parse_object(raw.data)
+        yield Record(label, raw.lineno, obj, err)
+
+
+def _iter_zip(path: Path) -> Iterator[Record]:
+    # Upstream MMLU-Pro keeps results as a zip holding one JSON array.
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, *READ_ERRORS) as e:
+        yield Record(str(path), 0, None, f"not a readable zip archive: {e}")
+        return
+    with zf:
+        members = sorted(i.filename for i in zf.infolist()
+                         if not i.is_dir() and i.filename.lower().endswith((".json", ".jsonl"))
+                         and not i.filename.startswith("__MACOSX/"))
+        if not members:
+            yield Record(str(path), 0, None, "zip archive holds no .json or .jsonl file")
+            return
+        for member in members:
+            label = f"{path}:{member}"
+            try:
+                with zf.open(member) as raw:
+                    fh = io.BufferedReader(raw, buffer_size=_CHUNK)
+                    if member.lower().endswith(".json") and _first_char(fh) == b"[":
+                        yield from iter_json_array(fh, label)
+                    else:
+                        yield from _iter_jsonl(fh, label)
+            except (zipfile.BadZipFile, *READ_ERRORS) as e:
+                yield Record(label, 0, None, f"unreadable: {e}")
+                return
+
+
+def iter_json_array(fh: IO[bytes], label: str, max_element_bytes: int = MAX_LINE_BYTES) -> Iterator[Record]:
+    """Elements of a top-level JSON array, decoded one at a time (never the whole file at once).
+
+    A syntax error ends the stream: inside an array there is no next line to resume at.
+    """
+    text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+    buf = ""
+    pos = 0
+    eof = False
+    row = 0
+
+    def more(n: int = _CHUNK) -> bool:
+        nonlocal buf, pos, eof
+        if eof:
+            return False
+        chunk = text.read(n)
+        if not chunk:
+            eof = True
+            return False
+        if pos:
+            buf = buf[pos:]
+            pos = 0
+        buf += chunk
+        return True
+
+    def skip_ws() -> str:
+        # The next non-blank character, or "" at the end of the input.
+        nonlocal pos
+        while True:
+            while pos < len(buf) and buf[pos] in " \t\r\n":
+                pos += 1
+            if pos < len(buf):
+                return buf[pos]
+            if not more():
+                return ""
+
+    try:
+        if skip_ws() != "[":
+            yield Record(label, 0, None, "expected a JSON array")
+            return
+        pos += 1
+        if skip_ws() == "]":
+            pos += 1
+        else:
+            while True:
+                row += 1
+                want = _CHUNK
+                while True:
+                    try:
+                        obj, end = DECODER.raw_decode(buf, pos)
+                        # A number or literal cut at the buffer's end decodes too early.
+                        if end < len(buf) or eof or isinstance(obj, (dict, list, str)):
+                            break
+                    except json.JSONDecodeError as e:
+                        if len(buf) - pos > max_element_bytes:
+                            yield Record(label, row, None,
+                                         f"element is over the {max_element_bytes:,}-byte limit")
+                            return
+                        if not more(want):
+                            yield Record(label, row, None, f"malformed JSON: {e.msg}")
+                            return
+                        want *= 2  # grow geometrically: re-decoding stays linear overall
+                        continue
+                    except ValueError as e:
+                        yield Record(label, row, None, f"malformed JSON: {e}")
+                        return
+                    except RecursionError:
+                        yield Record(label, row, None, "malformed JSON: nested too deeply")
+                        return
+                    if not more(want):
+                        break
+                pos = end
+                if isinstance(obj, dict):
+                    yield Record(label, row, obj)
+                else:
+                    yield Record(label, row, None, f"expected a JSON object, found {type(obj).__name__}")
+                c = skip_ws()
+                if c == ",":
+                    pos += 1
+                    skip_ws()
+                    continue
+                if c == "]":
+                    pos += 1
+                    break
+                yield Record(label, row, None, "malformed JSON: expected ',' or ']' after the element")
+                return
+        if skip_ws() != "":
+            yield Record(label, row, None, "malformed JSON: data after the closing ']'")
+    except UnicodeDecodeError as e:
+        yield Record(label, row or 0, None, f"not valid UTF-8 near element {row or 1}: {e.reason}")
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def iter_table_records(path: Path) -> Iterator[Record]:
+    """Records of any supported table file: JSONL/JSON/zip, CSV (all values as text) or Parquet."""
+    name = path.name.lower()
+    if name.endswith((".csv", ".csv.gz")):
+        yield from _iter_csv(path)
+    elif name.endswith(".parquet"):
+        yield from _iter_parquet(path)
+    else:
+        yield from iter_json_records(path)
+
+
+def _iter_csv(path: Path, chunk_rows: int = 8192) -> Iterator[Record]:
+    import pandas as pd
+
+    label = str(path)
+    row = 0
+    try:
+        # Every cell as text: CSV has no types, and guessing them would turn "007" into 7.
+        # An empty cell is null: CSV cannot tell an empty string from a missing value.
+        reader = pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=chunk_rows,
+                             encoding="utf-8", encoding_errors="strict")
+        with reader:
+            for chunk in reader:
+                for obj in chunk.to_dict("records"):
+                    row += 1
+                    yield Record(label, row, {k: (None if v == "" else v) for k, v in obj.items()})
+    except UnicodeDecodeError as e:
+        yield Record(label, row + 1, None, f"not valid UTF-8: {e.reason}")
+    except pd.errors.EmptyDataError:
+        return
+    except (pd.errors.ParserError, ValueError, *READ_ERRORS) as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        yield Record(label, row + 1, None, f"malformed CSV: {msg}")
+
+
+def _iter_parquet(path: Path, batch_rows: int = 8192) -> Iterator[Record]:
+    import pyarrow.parquet as pq
+
+    label = str(path)
+    row = 0
+    try:
+        pf = pq.ParquetFile(path)
+        for batch in pf.iter_batches(batch_size=batch_rows):
+            for obj in batch.to_pylist():
+                row += 1
+                yield Record(label, row, {k: _plain(v) for k, v in obj.items()})
+    except Exception as e:  # pyarrow raises several types for damaged files
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        yield Record(label, row + 1, None, f"not a readable Parquet file: {msg}")
+
+
+def _plain(v: Any) -> Any:
+    # Parquet types JSON has no word for: dates and times as ISO text, decimals as text.
+    if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
