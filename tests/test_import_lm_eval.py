@@ -73,7 +73,7 @@ def lm_eval_record(doc_id: int, doc: dict, texts: list[str], pred: str | None, f
 @pytest.fixture(scope="module")
 def runs():
     """Real records per run: (doc as the HF dataset row, text, upstream pred), in the sample's order."""
-    from conftest import shared_path
+    from tests.conftest import shared_path
 
     questions = {}
     for line in shared_path("mmlu_pro/mmlu_pro_test_questions.jsonl").open():

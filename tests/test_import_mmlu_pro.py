@@ -27,7 +27,7 @@ LETTERS = "ABCDEFGHIJ"
 
 @pytest.fixture(scope="module")
 def sample_and_questions():
-    from conftest import shared_path
+    from tests.conftest import shared_path
 
     sample = [json.loads(x) for x in shared_path("mmlu_pro/mmlu_pro_responses_sample.jsonl").open()]
     questions = {}
