@@ -56,6 +56,7 @@ import queue
 import random
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -573,8 +574,12 @@ class GenerateRun:
         mml = card.get("max_model_len")
         if not isinstance(mml, int) or mml < 1:
             raise AuditError(f"server {c.url}: /v1/models reports no max_model_len for {card['id']!r}")
-        return {"url": c.url, "version": version, "model": card["id"], "root": card.get("root"),
+        info = {"url": c.url, "version": version, "model": card["id"], "root": card.get("root"),
                 "max_model_len": mml}
+        server_config = c.server_info()
+        if server_config:
+            info["server_config"] = server_config
+        return info
 
     def _check_servers_agree(self) -> None:
         first = self.slots[0].info
@@ -986,7 +991,23 @@ def resume(out: Path, rt: Runtime, *, servers: tuple[str, ...] = (), log: IO[str
     return _run(out, cfg, rt, state, log)
 
 
+def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def _run(out: Path, cfg: RunConfig, rt: Runtime, state: dict[str, Any], log: IO[str]) -> Manifest:
+    # SIGTERM (`timeout`, a scheduler) stops the run like Ctrl-C: the server is stopped, the journal kept.
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    try:
+        return _run_locked(out, cfg, rt, state, log)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run_locked(out: Path, cfg: RunConfig, rt: Runtime, state: dict[str, Any], log: IO[str]) -> Manifest:
     work = work_dir(out)
     lock = _lock(work)
     run = GenerateRun(out, cfg, rt, state=state, log=log)

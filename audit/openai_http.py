@@ -187,6 +187,20 @@ class OpenAIServer:
         v = obj.get("version") if isinstance(obj, dict) else None
         return v if isinstance(v, str) else None
 
+    def server_info(self) -> dict[str, Any] | None:
+        """What `GET /server_info?config_format=json` says of the model config, when the server runs with
+        VLLM_SERVER_DEV_MODE=1 (`vllm/entrypoints/serve/dev/server_info/api_router.py`); else None."""
+        try:
+            obj = self._json("GET", "/server_info?config_format=json", timeout=60)
+        except ServerError:
+            return None
+        mc = obj.get("vllm_config", {}).get("model_config") if isinstance(obj, dict) else None
+        if not isinstance(mc, dict):
+            return None
+        keep = ("model", "served_model_name", "max_model_len", "dtype", "seed", "generation_config",
+                "override_generation_config", "revision", "tokenizer")
+        return {k: mc[k] for k in keep if k in mc}
+
     def models(self) -> list[dict[str, Any]]:
         """The model cards of `GET /v1/models`."""
         obj = self._json("GET", "/v1/models", timeout=30)

@@ -30,6 +30,7 @@ Sources (wording reimplemented from these files, not copied code):
 from __future__ import annotations
 
 import hashlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,8 +61,16 @@ class PromptTemplate:
 
     @property
     def fingerprint(self) -> str:
-        """sha256 over the name, version, renderer name and every fixed text part."""
-        blob = dumps({"key": self.key, "renderer": self.render_fn.__name__, "parts": [list(p) for p in self.parts]})
+        """sha256 over the name, version, the renderer's source and every fixed text part.
+
+        tests/test_prompts.py pins each registered version's fingerprint: a change to the
+        wording or the renderer under an unchanged version fails there.
+        """
+        try:
+            code = inspect.getsource(self.render_fn)
+        except (OSError, TypeError):
+            code = self.render_fn.__qualname__
+        blob = dumps({"key": self.key, "renderer": code, "parts": [list(p) for p in self.parts]})
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def part(self, name: str) -> str:

@@ -253,21 +253,30 @@ _PARAM_KEYS = (
     "include_stop_str_in_output", "ignore_eos", "max_tokens", "min_tokens", "logprobs", "prompt_logprobs",
     "skip_special_tokens", "spaces_between_special_tokens", "structured_outputs", "extra_args",
 )
-_KEY_AT = re.compile(r"(?:^|, )(" + "|".join(_PARAM_KEYS) + r")=")
 _DEFAULTS = re.compile(r"Default vLLM sampling parameters have been overridden by (.*?): `(\{.*\})`")
 
 
 def parse_sampling_params(inner: str) -> dict[str, Any]:
-    """The fields of a `SamplingParams(...)` repr (without the outer name and parentheses)."""
-    marks = list(_KEY_AT.finditer(inner))
+    """The fields of a `SamplingParams(...)` repr (without the outer name and parentheses).
+
+    Keys are looked for in the repr's fixed order, each after the one before, so a stop
+    string that happens to contain ", top_k=" cannot be read as a field.
+    """
+    marks: list[tuple[str, int, int]] = []
+    pos = 0
+    for key in _PARAM_KEYS:
+        m = re.compile(r"(?:^|, )" + key + "=").search(inner, pos)
+        if m:
+            marks.append((key, m.start(), m.end()))
+            pos = m.end()
     out: dict[str, Any] = {}
-    for i, m in enumerate(marks):
-        end = marks[i + 1].start() if i + 1 < len(marks) else len(inner)
-        raw = inner[m.end():end]
+    for i, (key, _, start) in enumerate(marks):
+        end = marks[i + 1][1] if i + 1 < len(marks) else len(inner)
+        raw = inner[start:end]
         try:
-            out[m.group(1)] = ast.literal_eval(raw)
+            out[key] = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
-            out[m.group(1)] = raw  # e.g. a dataclass repr: kept as text
+            out[key] = raw  # e.g. a dataclass repr: kept as text
     return out
 
 

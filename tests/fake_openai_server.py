@@ -19,7 +19,7 @@ Faults for tests (`faults`: dicts consumed in order, each `{"kind", "match", "ti
 fault, disarms it across restarts): `500`, `drop` (close without a reply),
 `truncate` (cut the stream before `[DONE]`), `badjson` (an event that is not JSON),
 `no_usage`, `error_event` (a 500 error inside the stream), `die` (the process exits).
-Misbehaviours: `apply` (sampling values the server uses whatever was sent),
+`dev_mode` answers `GET /server_info` like VLLM_SERVER_DEV_MODE=1. Misbehaviours: `apply` (sampling values the server uses whatever was sent),
 `max_tokens_cap` (a server-wide ceiling), `prompt_tokens_delta` (usage off by N).
 
 Run as a program (for `--launch` and kill tests):
@@ -68,7 +68,7 @@ class FakeState:
                  log_path: str | None = None, faults: list[dict[str, Any]] | None = None,
                  apply: dict[str, Any] | None = None, max_tokens_cap: int | None = None,
                  prompt_tokens_delta: int = 0, defaults: dict[str, Any] | None = None, log_stdout: bool = False,
-                 log_requests: bool = True):
+                 log_requests: bool = True, dev_mode: bool = False):
         self.model = model
         self.root = root or model
         self.max_model_len = max_model_len
@@ -83,6 +83,7 @@ class FakeState:
         self.max_tokens_cap = max_tokens_cap
         self.prompt_tokens_delta = prompt_tokens_delta
         self.defaults = dict(defaults or {})
+        self.dev_mode = dev_mode
         self.lock = threading.Lock()
         self.generate_requests: list[dict[str, Any]] = []
         self.tokenize_requests = 0
@@ -200,6 +201,11 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": [
                 {"id": st.model, "object": "model", "created": 0, "owned_by": "vllm", "root": st.root,
                  "parent": None, "max_model_len": st.max_model_len, "permission": []}]})
+        elif self.path.startswith("/server_info") and st.dev_mode:
+            self._json(200, {"vllm_config": {"model_config": {
+                "model": st.root, "served_model_name": st.model, "max_model_len": st.max_model_len, "seed": 0,
+                "dtype": "bfloat16", "generation_config": "auto", "override_generation_config": {}}},
+                "vllm_env": {}, "system_env": {}})
         else:
             self._error(404, f"no route {self.path}", "NotFoundError")
 

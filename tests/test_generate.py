@@ -142,7 +142,7 @@ def test_chat_run_records_what_was_sent_and_what_came_back(cli, tmp_path, math_i
 
 
 def test_completion_mode_hashes_the_prompt_text(cli, tmp_path, math_items):
-    with FakeOpenAIServer(max_model_len=300) as srv:
+    with FakeOpenAIServer(max_model_len=300, dev_mode=True) as srv:
         r = cli(*base_args(math_items, tmp_path / "out", "--server", srv.url, "--mode", "completion", "--limit", "2"))
         bodies = srv.state.generate_requests
     assert r.code == 0, r.err
@@ -154,6 +154,8 @@ def test_completion_mode_hashes_the_prompt_text(cli, tmp_path, math_items):
         assert body["max_tokens"] == row.max_tokens and "max_completion_tokens" not in body
     m = manifest_of(tmp_path / "out")
     assert m.provenance.extra["sampling_check"]["method"] == "replies only"
+    server = m.provenance.extra["sessions"][0]["servers"][0]
+    assert server["server_config"]["generation_config"] == "auto"  # recorded from /server_info (dev mode)
     assert m.provenance.sampling["mode"] == "completion"
 
 
@@ -553,3 +555,20 @@ def test_ctrl_c_stops_the_launched_server_and_the_run_resumes(cli, tmp_path, mat
     r = cli("generate", "--resume", str(out))
     assert r.code == 0, r.err
     assert len(rows_of(out)) == 12
+
+
+def test_sigterm_stops_the_run_like_ctrl_c(tmp_path, math_items):
+    out, work = tmp_path / "out", tmp_path / "out.work"
+    with FakeOpenAIServer(max_model_len=300, token_delay=0.004, stop_prob=0.0) as srv:
+        proc = subprocess.Popen([*AUDIT, *base_args(math_items, out, "--server", srv.url, "--samples", "3")],
+                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            _wait_for(lambda: _journal_rows(work) >= 2 or proc.poll() is not None)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err.decode()
+    assert "interrupted;" in err.decode() and not out.exists()
+    assert 2 <= len(gen.read_journal(work / "journal.jsonl")) < 12
