@@ -55,6 +55,7 @@ import os
 import queue
 import random
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -78,7 +79,6 @@ from audit.vllm_server import (
     DEFAULT_PROGRAM,
     LaunchedServer,
     LogWatcher,
-    ServerDied,
     kill_stale,
     parse_default_overrides,
     parse_launch_args,
@@ -523,8 +523,7 @@ class GenerateRun:
                 if pid and kill_stale(pid, f"--model {cfg.model}"):
                     self.note(f"stopped server pid {pid} left by an earlier, killed run")
             args = parse_launch_args(cfg.launch, cfg.model)
-            program = [sys.executable if p == "{python}" else p
-                       for p in cfg.launch_program.split()]
+            program = [sys.executable if p == "{python}" else p for p in shlex.split(cfg.launch_program)]
             log_rel = f"logs/server-{self.session}.log"
             srv = LaunchedServer(program=program, model=cfg.model, args=args, log_path=self.work / log_rel,
                                  log_requests=cfg.log_check)

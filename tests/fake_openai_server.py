@@ -19,7 +19,8 @@ Faults for tests (`faults`: dicts consumed in order, each `{"kind", "match", "ti
 fault, disarms it across restarts): `500`, `drop` (close without a reply),
 `truncate` (cut the stream before `[DONE]`), `badjson` (an event that is not JSON),
 `no_usage`, `error_event` (a 500 error inside the stream), `die` (the process exits).
-`dev_mode` answers `GET /server_info` like VLLM_SERVER_DEV_MODE=1. Misbehaviours: `apply` (sampling values the server uses whatever was sent),
+`dev_mode` answers `GET /server_info` like VLLM_SERVER_DEV_MODE=1.
+Misbehaviours: `apply` (sampling values the server uses whatever was sent),
 `max_tokens_cap` (a server-wide ceiling), `prompt_tokens_delta` (usage off by N).
 
 Run as a program (for `--launch` and kill tests):

@@ -148,7 +148,7 @@ def test_completion_mode_hashes_the_prompt_text(cli, tmp_path, math_items):
     assert r.code == 0, r.err
     rows = rows_of(tmp_path / "out")
     assert len(rows) == 2
-    for row, body in zip(rows, bodies):
+    for row, body in zip(rows, bodies, strict=True):
         assert row.prompt_sha256 == hashlib.sha256(body["prompt"].encode()).hexdigest()
         assert row.prompt_tokens == count_tokens(body["prompt"]) + 1  # the BOS the server adds
         assert body["max_tokens"] == row.max_tokens and "max_completion_tokens" not in body
@@ -572,3 +572,27 @@ def test_sigterm_stops_the_run_like_ctrl_c(tmp_path, math_items):
     assert proc.returncode == 130, err.decode()
     assert "interrupted;" in err.decode() and not out.exists()
     assert 2 <= len(gen.read_journal(work / "journal.jsonl")) < 12
+
+
+def test_a_server_that_does_not_answer_is_named(cli, tmp_path, math_items):
+    r = cli(*base_args(math_items, tmp_path / "out", "--server", "http://127.0.0.1:9"))
+    assert r.code == 2
+    assert "audit: error: http://127.0.0.1:9/health does not answer 200" in r.err
+    assert not (tmp_path / "out").exists()
+
+
+def test_progress_bar_on_a_terminal():
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Tty()
+    p = gen.Progress("attempt 0", 4, stream=stream)
+    for _ in range(4):
+        p.update(tokens=10)
+    p.close()
+    text = stream.getvalue()
+    assert text.startswith("\rattempt 0 [") and "4/4 rows" in text and "tok/s" in text and text.endswith("\n")
+    assert "[" + "#" * 24 + "]" in text

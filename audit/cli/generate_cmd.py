@@ -24,7 +24,8 @@ FIXED_ON_RESUME = ("benchmark", "items", "model", "launch", "launch_program", "s
 @click.option("--server", "servers", multiple=True, metavar="URL",
               help="A running OpenAI-compatible server; repeat to share the work between servers.")
 @click.option("--launch", metavar="'ARGS'",
-              help="Start vLLM's server with these arguments (e.g. '--max-model-len 4096'), stop it at the end.")
+              help="Start vLLM's OpenAI server (`vllm serve`) with these arguments, e.g. '--max-model-len 4096 "
+                   "--enforce-eager' (or a whole 'vllm serve MODEL ...' line); stop it at the end.")
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path), metavar="PACKAGE",
               help="Responses package to write (its work directory is PACKAGE.work until it is done).")
 @click.option("--resume", "resume_pkg", type=click.Path(path_type=Path), metavar="PACKAGE",
