@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, shared_path
-from fake_openai_server import FakeOpenAIServer, chat_template, count_tokens
+from tests.conftest import REPO, shared_path
+from tests.fake_openai_server import FakeOpenAIServer, chat_template, count_tokens
 
 from audit import generate as gen
 from audit.jsonl import dumps

@@ -6,7 +6,7 @@ import hashlib
 import json
 
 import pytest
-from conftest import shared_path
+from tests.conftest import shared_path
 
 from audit.errors import AuditError
 from audit.models import ItemRow
