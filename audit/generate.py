@@ -7,7 +7,9 @@ appends one `ResponseRow` per request to a journal that is flushed as each reque
 completes. The package (`PackageWriter`: atomic) is written from the journal at
 the end, with the items used, the server logs and the full configuration.
 
-Budgets. vLLM v0.26.0 rejects a request whose prompt plus `max_tokens` exceeds
+Paths below are in vLLM v0.26.0 (the wheel's `vllm/_version.py`: commit ffd46bfab).
+
+Budgets. vLLM rejects a request whose prompt plus `max_tokens` exceeds
 `max_model_len` (`vllm/renderers/params.py: TokenizeParams._token_len_check`) and
 otherwise silently lowers `max_tokens` to what is left
 (`vllm/entrypoints/serve/utils/api_utils.py: get_max_tokens`). So the prompt is
@@ -41,6 +43,9 @@ min_p and max_new_tokens. Hence:
    with what was sent before the row is kept. Any difference stops the run.
 5. `usage.prompt_tokens` must equal the `/tokenize` count, else the budget was
    computed for another prompt and the run stops.
+
+Seeds. Request seed = `--seed` + attempt * K + sample: distinct for every sample and
+re-sample of an item, and recorded on every row.
 
 Crash safety. Rows are appended to `OUT.work/journal.jsonl` with one `write` and an
 fsync each; `--resume OUT` re-plans from the journal (a torn last line is dropped),

@@ -79,7 +79,18 @@ if [ "${KILL_DEMO:-1}" = 1 ]; then
   echo "audit killed (rc=$?) with $(wc -l < "$KILLED.work/journal.jsonl") rows journaled"
   cp "$KILLED.work/journal.jsonl" "$WORK/journal-at-kill.jsonl"
   sleep 5
-  echo "server processes still running 5 s after the kill: $(pgrep -f 'vllm.entrypoints.openai|fake_openai_server' | wc -l)"
+  python3 - <<'EOF'
+import glob, os
+left = []
+for p in glob.glob("/proc/[0-9]*/cmdline"):
+    try:
+        cmd = open(p, "rb").read().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        continue
+    if int(p.split("/")[2]) != os.getpid() and ("vllm.entrypoints.openai" in cmd or "fake_openai_server" in cmd):
+        left.append(cmd[:120])
+print(f"server processes still running 5 s after the kill: {len(left)}", *left, sep="\n  ")
+EOF
   audit generate --resume "$KILLED"
   echo "rc=$?"
   python3 - "$WORK/journal-at-kill.jsonl" "$KILLED/responses.jsonl" <<'EOF'
