@@ -1,0 +1,343 @@
+"""A small client for vLLM's OpenAI-compatible server, on the standard library alone.
+
+Only what `audit generate` needs: `/health`, `/version`, `/v1/models`, `/tokenize`,
+and streamed `/v1/completions` and `/v1/chat/completions` with a final usage chunk.
+Protocol details follow vLLM v0.26.0 (commit ffd46bfab, the wheel's `vllm/_version.py`):
+
+- `vllm/entrypoints/serve/instrumentator/health.py`: `GET /health` is 200 when the
+  engine is alive, 503 when it is dead.
+- `vllm/entrypoints/serve/instrumentator/basic.py`: `GET /version` -> `{"version": ...}`.
+- `vllm/entrypoints/openai/models/serving.py`, `.../engine/protocol.py` (ModelCard):
+  `GET /v1/models` -> `{"data": [{"id", "root", "max_model_len", ...}]}`.
+- `vllm/entrypoints/serve/tokenize/protocol.py`: `POST /tokenize` takes either
+  `{"prompt", "add_special_tokens" (default true)}` or `{"messages",
+  "add_generation_prompt" (default true), "add_special_tokens" (default false)}` and
+  returns `{"count", "max_model_len", "tokens"}`; the chat form renders the messages
+  with the server's chat template exactly as the chat endpoint does
+  (`serving.py: create_tokenize` -> `online_renderer.preprocess_chat`).
+- `vllm/entrypoints/openai/completion/serving.py`, `.../chat_completion/serving.py`:
+  with `"stream": true, "stream_options": {"include_usage": true}` the server sends
+  `data: {json}` events, each with `choices[0].text` (completions) or
+  `choices[0].delta.content` (chat) and `finish_reason` on the last one, then one
+  event with `"choices": []` and `usage`, then `data: [DONE]`. An error inside the
+  stream is sent as `data: {"error": {"message", "type", "code"}}`
+  (`generate/base/serving.py: create_streaming_error_response`).
+
+Errors are sorted by what the caller should do: `Transient` (connection refused or
+dropped, 5xx, a stream cut before `[DONE]`) may succeed when retried; `Rejected`
+(4xx) will not; `Malformed` (a reply that is not the protocol: bad JSON, missing
+fields) is recorded as that request's error.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ServerError(Exception):
+    """A request to the server did not give a usable reply."""
+
+
+class Transient(ServerError):
+    """Connection refused or dropped, a 5xx status, or a stream cut short: worth retrying."""
+
+
+class Rejected(ServerError):
+    """The server refused the request (4xx): retrying the same request will not help."""
+
+
+class Malformed(ServerError):
+    """The reply does not follow the protocol (bad JSON, missing or mistyped fields)."""
+
+
+_CONNECTION_ERRORS = (ConnectionError, socket.timeout, TimeoutError, http.client.HTTPException, OSError)
+
+
+def _error_message(status: int, body: bytes) -> str:
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        obj = json.loads(text)
+        if isinstance(obj, dict):
+            err = obj.get("error")
+            if isinstance(err, dict) and isinstance(err.get("message"), str):
+                return f"HTTP {status}: {err['message']}"
+            if isinstance(obj.get("message"), str):
+                return f"HTTP {status}: {obj['message']}"
+    except json.JSONDecodeError:
+        pass
+    return f"HTTP {status}: {text[:300]}" if text else f"HTTP {status}"
+
+
+@dataclass
+class StreamResult:
+    """What one streamed generation request returned, with client-side timings."""
+
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    started_at: float
+    """Wall clock (Unix seconds) just before the request was sent."""
+    first_token_s: float | None
+    """Seconds from `started_at` to the first event carrying generated text; None when none did."""
+    finished_at: float
+    """Wall clock when `[DONE]` arrived."""
+    response_id: str | None = None
+    model: str | None = None
+    stop_reason: Any = None
+    """vLLM's `stop_reason`: the stop string or token id that ended the text, when one did."""
+    reasoning: str | None = None
+    """Text a reasoning parser separated from the answer (`delta.reasoning`), when the server has one."""
+    events: int = 0
+
+
+@dataclass
+class OpenAIServer:
+    """One server, by base URL (`http://host:port`). Each request opens its own connection (thread-safe)."""
+
+    url: str
+    timeout: float = 600.0
+    """Seconds a connect or a single read may block (a stream gets this long between events)."""
+    _parts: urllib.parse.SplitResult = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        url = self.url.rstrip("/")
+        if "://" not in url:
+            url = "http://" + url
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {self.url!r}")
+        self.url = url
+        self._parts = parts
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        p = self._parts
+        cls = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
+        return cls(p.hostname, p.port, timeout=timeout)
+
+    def _path(self, path: str) -> str:
+        base = self._parts.path.rstrip("/")
+        return f"{base}{path}"
+
+    def _request(self, method: str, path: str, body: Any = None, *, timeout: float | None = None,
+                 headers: dict[str, str] | None = None) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        conn = self._connection(self.timeout if timeout is None else timeout)
+        hdrs = {"Accept": "application/json", **(headers or {})}
+        data = None
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            hdrs["Content-Type"] = "application/json"
+        try:
+            conn.request(method, self._path(path), body=data, headers=hdrs)
+            resp = conn.getresponse()
+        except _CONNECTION_ERRORS as e:
+            conn.close()
+            raise Transient(f"{method} {path}: {type(e).__name__}: {e}") from None
+        return conn, resp
+
+    def _json(self, method: str, path: str, body: Any = None, *, timeout: float | None = None) -> Any:
+        conn, resp = self._request(method, path, body, timeout=timeout)
+        try:
+            try:
+                raw = resp.read()
+            except _CONNECTION_ERRORS as e:
+                raise Transient(f"{method} {path}: reply cut off: {type(e).__name__}: {e}") from None
+            if resp.status >= 500:
+                raise Transient(f"{method} {path}: {_error_message(resp.status, raw)}")
+            if resp.status >= 400:
+                raise Rejected(f"{method} {path}: {_error_message(resp.status, raw)}")
+            try:
+                return json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise Malformed(f"{method} {path}: reply is not JSON ({e})") from None
+        finally:
+            conn.close()
+
+    # ------------------------------------------------------------------ endpoints
+
+    def health(self, timeout: float = 5.0) -> bool:
+        """True when `GET /health` answers 200."""
+        try:
+            conn, resp = self._request("GET", "/health", timeout=timeout)
+        except Transient:
+            return False
+        try:
+            resp.read()
+            return resp.status == 200
+        except _CONNECTION_ERRORS:
+            return False
+        finally:
+            conn.close()
+
+    def version(self) -> str | None:
+        """The engine version from `GET /version`, or None when the server has no such endpoint."""
+        try:
+            obj = self._json("GET", "/version", timeout=30)
+        except Rejected:
+            return None
+        v = obj.get("version") if isinstance(obj, dict) else None
+        return v if isinstance(v, str) else None
+
+    def server_info(self) -> dict[str, Any] | None:
+        """What `GET /server_info?config_format=json` says of the model config, when the server runs with
+        VLLM_SERVER_DEV_MODE=1 (`vllm/entrypoints/serve/dev/server_info/api_router.py`); else None."""
+        try:
+            obj = self._json("GET", "/server_info?config_format=json", timeout=60)
+        except ServerError:
+            return None
+        mc = obj.get("vllm_config", {}).get("model_config") if isinstance(obj, dict) else None
+        if not isinstance(mc, dict):
+            return None
+        keep = ("model", "served_model_name", "max_model_len", "dtype", "seed", "generation_config",
+                "override_generation_config", "revision", "tokenizer")
+        return {k: mc[k] for k in keep if k in mc}
+
+    def models(self) -> list[dict[str, Any]]:
+        """The model cards of `GET /v1/models`."""
+        obj = self._json("GET", "/v1/models", timeout=30)
+        data = obj.get("data") if isinstance(obj, dict) else None
+        if not isinstance(data, list) or not all(isinstance(m, dict) and isinstance(m.get("id"), str) for m in data):
+            raise Malformed("GET /v1/models: expected {\"data\": [{\"id\": ...}, ...]}")
+        return data
+
+    def tokenize(self, model: str, *, prompt: str | None = None,
+                 messages: list[dict[str, str]] | None = None) -> tuple[int, int | None]:
+        """(token count, the server's max_model_len) of a completion prompt or of chat messages
+        rendered with the server's chat template and generation prompt."""
+        body: dict[str, Any] = {"model": model}
+        if messages is not None:
+            body.update(messages=messages, add_generation_prompt=True, add_special_tokens=False)
+        else:
+            body.update(prompt=prompt, add_special_tokens=True)
+        obj = self._json("POST", "/tokenize", body, timeout=120)
+        count = obj.get("count") if isinstance(obj, dict) else None
+        tokens = obj.get("tokens") if isinstance(obj, dict) else None
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise Malformed("POST /tokenize: reply has no integer `count`")
+        if isinstance(tokens, list) and len(tokens) != count:
+            raise Malformed(f"POST /tokenize: `count` {count} differs from {len(tokens)} `tokens`")
+        mml = obj.get("max_model_len")
+        return count, mml if isinstance(mml, int) and not isinstance(mml, bool) else None
+
+    def stream(self, path: str, body: dict[str, Any], *, request_id: str | None = None) -> Iterator[dict[str, Any]]:
+        """The JSON events of a streamed request, ending at `data: [DONE]`.
+
+        Raises Transient when the stream stops before `[DONE]`, Malformed on an event that is not JSON.
+        """
+        headers = {"Accept": "text/event-stream"}
+        if request_id:
+            headers["X-Request-Id"] = request_id
+        conn, resp = self._request("POST", path, body, headers=headers)
+        try:
+            if resp.status != 200:
+                try:
+                    raw = resp.read()
+                except _CONNECTION_ERRORS:
+                    raw = b""
+                err = Transient if resp.status >= 500 else Rejected
+                raise err(f"POST {path}: {_error_message(resp.status, raw)}")
+            while True:
+                try:
+                    line = resp.readline()
+                except _CONNECTION_ERRORS as e:
+                    raise Transient(f"POST {path}: stream cut off: {type(e).__name__}: {e}") from None
+                if not line:
+                    raise Transient(f"POST {path}: stream ended before data: [DONE]")
+                line = line.strip()
+                if not line or line.startswith(b":"):
+                    continue
+                if not line.startswith(b"data:"):
+                    continue  # other SSE fields (event:, id:) carry nothing we use
+                payload = line[5:].strip()
+                if payload == b"[DONE]":
+                    return
+                try:
+                    event = json.loads(payload)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    shown = payload[:120].decode("utf-8", "replace")
+                    raise Malformed(f"POST {path}: stream event is not JSON: {shown!r}") from None
+                if not isinstance(event, dict):
+                    raise Malformed(f"POST {path}: stream event is not a JSON object")
+                yield event
+        finally:
+            conn.close()
+
+    def generate(self, path: str, body: dict[str, Any], *, chat: bool,
+                 request_id: str | None = None) -> StreamResult:
+        """Send one streamed generation request and collect text, finish_reason, usage and timings.
+
+        Durations come from the monotonic clock; `started_at`/`finished_at` are wall-clock stamps.
+        """
+        started = time.time()
+        t0 = time.monotonic()
+        first: float | None = None
+        pieces: list[str] = []
+        reasoning: list[str] = []
+        finish: str | None = None
+        stop_reason: Any = None
+        usage: dict[str, Any] | None = None
+        rid = model = None
+        n = 0
+        for event in self.stream(path, body, request_id=request_id):
+            n += 1
+            if "error" in event:
+                err = event["error"]
+                msg = err.get("message") if isinstance(err, dict) else err
+                code = err.get("code") if isinstance(err, dict) else None
+                cls = Transient if isinstance(code, int) and code >= 500 else Rejected
+                raise cls(f"POST {path}: error in stream: {msg}")
+            rid = event.get("id", rid)
+            model = event.get("model", model)
+            choices = event.get("choices")
+            if not isinstance(choices, list):
+                raise Malformed(f"POST {path}: stream event without a `choices` list")
+            for choice in choices:
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    raise Malformed(f"POST {path}: unexpected choice {str(choice)[:80]!r} (one choice was asked for)")
+                if chat:
+                    delta = choice.get("delta") or {}
+                    if not isinstance(delta, dict):
+                        raise Malformed(f"POST {path}: `delta` is not an object")
+                    piece = delta.get("content")
+                    think = delta.get("reasoning") or delta.get("reasoning_content")
+                else:
+                    piece = choice.get("text")
+                    think = None
+                for value, sink in ((piece, pieces), (think, reasoning)):
+                    if value is None:
+                        continue
+                    if not isinstance(value, str):
+                        raise Malformed(f"POST {path}: generated text is {type(value).__name__}, not a string")
+                    if value and first is None:
+                        first = time.monotonic() - t0
+                    sink.append(value)
+                if choice.get("finish_reason") is not None:
+                    finish = choice["finish_reason"]
+                    stop_reason = choice.get("stop_reason")
+            if event.get("usage") is not None:
+                usage = event["usage"]
+        finished = started + (time.monotonic() - t0)
+        if finish is None:
+            raise Malformed(f"POST {path}: the stream reached [DONE] without a finish_reason")
+        if not isinstance(finish, str):
+            raise Malformed(f"POST {path}: finish_reason is {finish!r}, not a string")
+        if not isinstance(usage, dict):
+            raise Malformed(f"POST {path}: the stream carried no usage (stream_options.include_usage was sent)")
+        pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        for name, v in (("prompt_tokens", pt), ("completion_tokens", ct)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise Malformed(f"POST {path}: usage.{name} is {v!r}, not a count")
+        return StreamResult(
+            text="".join(pieces), finish_reason=finish, prompt_tokens=pt, completion_tokens=ct,
+            started_at=started, first_token_s=first, finished_at=finished, response_id=rid, model=model,
+            stop_reason=stop_reason, reasoning="".join(reasoning) if reasoning else None, events=n,
+        )
