@@ -96,7 +96,7 @@ def all_extractors() -> list[Extractor]:
     return list(REGISTRY)
 
 
-FAMILIES: tuple[str, ...] = ("hle", "raw")
+FAMILIES: tuple[str, ...] = ("mmlu_pro", "gpqa", "boxed", "choice", "hle", "raw")
 """Modules that register extractors, one per benchmark family."""
 
 

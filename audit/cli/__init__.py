@@ -28,6 +28,7 @@ def _load_commands() -> None:
     from audit.cli import import_cmd  # noqa: F401
     from audit.cli import grade_cmd  # noqa: F401
     from audit.cli import generate_cmd  # noqa: F401
+    from audit.cli import extract_cmd  # noqa: F401
 
 
 def error_line(message: str) -> str:

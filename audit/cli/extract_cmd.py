@@ -1,0 +1,157 @@
+"""Commands on answer extractors: extract, extractors, lock."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+import extractors
+from audit.cli import cli
+from audit.errors import AuditError, Problem, ValidationFailed
+from audit.jsonl import dumps
+from audit.pack import jsonl_source
+from extractors.registry import RegistryError, lock_problems, update_lock
+
+MAX_PROBLEMS_SHOWN = 20
+
+
+class BadRows(ValidationFailed):
+    """Rows of an input file that cannot be read; nothing was written. Exit code 2."""
+
+    exit_code = 2
+
+
+def _row_problems(path: str, lineno: int, obj: dict[str, Any]) -> list[Problem]:
+    problems = []
+    item_id = obj.get("item_id")
+    if "item_id" not in obj:
+        problems.append(Problem(path, "missing", lineno, "item_id"))
+    elif not isinstance(item_id, str) or not item_id:
+        problems.append(Problem(path, f"expected a non-empty string, found {_kind(item_id)}", lineno, "item_id"))
+    sample = obj.get("sample", 0)
+    if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
+        problems.append(Problem(path, f"expected an integer >= 0, found {_kind(sample)}", lineno, "sample"))
+    if "response" not in obj:
+        problems.append(Problem(path, "missing (use null for no response)", lineno, "response"))
+    elif obj["response"] is not None and not isinstance(obj["response"], str):
+        problems.append(Problem(path, f"expected a string or null, found {_kind(obj['response'])}", lineno, "response"))
+    fr = obj.get("finish_reason")
+    if fr is not None and not isinstance(fr, str):
+        problems.append(Problem(path, f"expected a string or null, found {_kind(fr)}", lineno, "finish_reason"))
+    return problems
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return "an empty string" if not value else "a string"
+    return {"list": "an array", "dict": "an object"}.get(type(value).__name__, type(value).__name__)
+
+
+def _check_file(path: Path) -> int:
+    """Validate every row first, so that a bad row leaves stdout empty. Returns the row count."""
+    problems: list[Problem] = []
+    rows = 0
+    for src in jsonl_source(path):
+        rows += 1
+        if src.error:
+            problems.append(Problem(src.path, src.error, src.row))
+        else:
+            problems.extend(_row_problems(src.path, src.row, src.obj))
+    if problems:
+        shown = problems[:MAX_PROBLEMS_SHOWN]
+        if len(problems) > len(shown):
+            shown.append(Problem(str(path), f"{len(problems) - len(shown)} more problems not shown"))
+        raise BadRows(str(path), shown)
+    return rows
+
+
+def _get_extractor(spec: str) -> extractors.Extractor:
+    try:
+        return extractors.get(spec)
+    except RegistryError as e:
+        raise AuditError(str(e)) from None
+
+
+@cli.command("extract")
+@click.option("--extractor", "spec", required=True, metavar="NAME[@VERSION]",
+              help="Registered extractor (see `audit extractors`); without @VERSION, its latest version.")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+def extract_cmd(spec: str, file: Path) -> int:
+    """Extract an answer from each response of FILE.jsonl; write JSONL to stdout.
+
+    Input rows: {item_id, sample, response, finish_reason?}; other fields are ignored.
+    `sample` defaults to 0; `response` may be null. Output rows, in input order:
+    {item_id, sample, answer, rule, span}, where `answer` is null when nothing was
+    found, `rule` names the step that fired (or why none did) and `span` gives
+    [start, end) character offsets of the evidence in the response, or null.
+    Every row is checked before anything is written. The extractor's name@version
+    and fingerprint are printed to stderr.
+    """
+    ex = _get_extractor(spec)
+    if not file.is_file():
+        raise AuditError("no such file", path=str(file))
+    n = _check_file(file)
+    out = sys.stdout
+    found = 0
+    for src in jsonl_source(file):
+        obj = src.obj
+        got = ex.extract(obj["response"], finish_reason=obj.get("finish_reason"))
+        found += got.answer is not None
+        out.write(dumps({"item_id": obj["item_id"], "sample": obj.get("sample", 0), "answer": got.answer,
+                         "rule": got.rule, "span": list(got.span) if got.span else None}))
+        out.write("\n")
+    out.flush()
+    click.echo(f"{ex.key} (fingerprint {ex.fingerprint[:12]}): {found} answers from {n} rows", err=True)
+    return 0
+
+
+@cli.command("extractors")
+def extractors_cmd() -> int:
+    """List registered extractors: name, version, fingerprint (first 12 hex digits), description."""
+    entries = sorted(extractors.all_extractors(), key=lambda e: (e.name, e.version))
+    wn = max([len("NAME")] + [len(e.name) for e in entries])
+    wv = max([len("VERSION")] + [len(e.version) for e in entries])
+    click.echo(f"{'NAME':<{wn}}  {'VERSION':<{wv}}  {'FINGERPRINT':<12}  DESCRIPTION")
+    for e in entries:
+        click.echo(f"{e.name:<{wn}}  {e.version:<{wv}}  {e.fingerprint[:12]}  {e.description}")
+    return 0
+
+
+@cli.command("lock")
+@click.option("--update", "mode", flag_value="update", help="Add versions not yet locked; never rewrite an entry.")
+@click.option("--check", "mode", flag_value="check", default=True,
+              help="Exit 1 if a registered version's fingerprint differs from the lock file.")
+def lock_cmd(mode: str) -> int:
+    """Check or extend extractors/lock.json and graders/lock.json (name@version -> fingerprint).
+
+    A registered version must never change behaviour: when its code changes, its
+    fingerprint no longer matches the lock and this check fails. Register a new
+    version instead; `--update` only adds entries for new versions.
+    """
+    import graders
+
+    extractors.all_extractors()
+    graders.all_graders()
+    registries = (("extractors", extractors.REGISTRY, extractors.LOCK_FILE),
+                  ("graders", graders.REGISTRY, graders.LOCK_FILE))
+    bad = 0
+    for label, registry, lock_file in registries:
+        if mode == "update":
+            for key in update_lock(registry, lock_file):
+                click.echo(f"{label}/{lock_file.name}: locked {key}")
+        problems = lock_problems(registry, lock_file)
+        for p in problems:
+            click.echo(f"{label}/{lock_file.name}: {p}")
+        if not problems:
+            click.echo(f"{label}/{lock_file.name}: {len(registry.keys())} versions in sync")
+        bad += len(problems)
+    return 1 if bad else 0

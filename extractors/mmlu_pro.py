@@ -1,0 +1,140 @@
+r"""MMLU-Pro answer extractors: the official cascade, its later "X" variant, and lm-eval's filter.
+
+mmlu_pro.official@f418b11
+    Source: TIGER-AI-Lab/MMLU-Pro at commit f418b116db00b065c2aea046518d8fcf74d39872,
+    `evaluate_from_api.py` and `evaluate_from_local.py` (`extract_answer` -> `extract_again`
+    -> `extract_final`) and `compute_accuracy.py` (level `l2`, same three steps):
+
+    L1  `re.search(r"answer is \(?([A-J])\)?", text)`: the first match; case-sensitive.
+    L2  `re.search(r".*[aA]nswer:\s*([A-J])", text)` without DOTALL. `.` stops at "\n",
+        so the search fails line by line and succeeds on the EARLIEST line holding an
+        `[aA]nswer:` followed by a letter; the greedy `.*` then backtracks from that
+        line's end, so the LAST `answer:` on that line wins. `\s*` is not limited by
+        lines: `Answer:\n\nB` reads B from a later line.
+    L3  `re.search(r"\b[A-J]\b(?!.*\b[A-J]\b)", text, re.DOTALL)`: the last standalone
+        capital A-J anywhere (`\b` is Unicode-aware: `é` and `中` are word characters).
+    else None (upstream then scores a seeded random guess among the item's options).
+    Spans (here and in official_x): L1 the whole `answer is (X)` match, L2 and L3 the letter.
+
+    Here the same three steps run in linear time: L2 visits each `[aA]nswer:` once
+    instead of re-running `.*` from every position of a line (quadratic in a line's
+    length), and L3 searches backwards for the last candidate instead of checking, for
+    every candidate, that no other follows (quadratic in the text after the first one).
+    It returns the same letter as the literal cascade on every text; the test suite
+    and `benchmarks/bench_extractors.py` compare them.
+
+    Known traps of the upstream behaviour, kept on purpose (this version reproduces it):
+    - `the answer is (b)` gives nothing at L1 (case-sensitive); then L2/L3 decide.
+    - L3 reads any standalone capital: "... that's all right. I" gives I; "Option A is
+      wrong" late in the text gives A.
+    - `Answer: **B**` fails L2 (`*` is not whitespace) and falls to L3.
+      `evaluate_from_api.py` removes every `**` from a response before extracting and
+      stores that stripped text; `evaluate_from_local.py` does not. Feed the text the
+      runner stored.
+    - Letters beyond an item's option count (e.g. J on a 4-option item) are returned;
+      upstream compares `pred == answer`, so they are simply wrong. Grading decides.
+    - A null pred is scored upstream as `random.randint(0, len(options) - 1) ==
+      answer_index` (seed 12345 in `compute_accuracy.py`), not as wrong.
+
+mmlu_pro.official_x@7535b16
+    Source: TIGER-AI-Lab/MMLU-Pro `evaluate_from_apiX.py` at commit
+    7535b160628b2ea6efb306f1817b4ecb3e76b7c7 (the commit that introduced this
+    extractor; unchanged up to f418b11). For each of `answer is \(?([A-J])\)?`,
+    `[aA]nswer:\s*([A-J])`, `\b[A-J]\b` in turn, `re.findall` and the LAST match.
+    Traps: the last "answer is X" wins, so a restated option late in the text beats the
+    conclusion; findall's matches do not overlap, so in `answer: Answer: B` the first
+    `answer:` consumes the A of `Answer` and the result is A. That script also retries a
+    question whose extracted letter is wrong (`--retry-wrong`), which no extractor can undo.
+
+mmlu_pro.lmeval@325f168
+    Source: EleutherAI/lm-evaluation-harness `lm_eval/tasks/mmlu_pro/_default_template_yaml`,
+    filter `custom-extract` as fixed at commit 325f168cf0877deb08397f5390a3cf25449709eb
+    (before it, the YAML held the pattern with a stray `r"..."` inside the string and
+    matched nothing); unchanged up to 4e7e0d4. `regex` filter with
+    `answer is \(?([ABCDEFGHIJ])\)?`, `group_select: 0` (the first match), no ignore_case,
+    then `take_first` (first of the repeated samples, not of the matches). No fallback
+    step: lm-eval returns the string "[invalid]" when nothing matches; here the answer is
+    None with rule `none`. Its metric `exact_match` sets ignore_case and
+    ignore_punctuation; generation stops at "Question:".
+"""
+
+from __future__ import annotations
+
+import re
+
+from extractors import RULE_NONE, Extraction, register
+from extractors._scan import last_match, last_of
+
+SOURCE_OFFICIAL = ("TIGER-AI-Lab/MMLU-Pro evaluate_from_api.py, evaluate_from_local.py, compute_accuracy.py "
+                   "@ f418b116db00b065c2aea046518d8fcf74d39872")
+SOURCE_OFFICIAL_X = "TIGER-AI-Lab/MMLU-Pro evaluate_from_apiX.py @ 7535b160628b2ea6efb306f1817b4ecb3e76b7c7"
+SOURCE_LMEVAL = ("EleutherAI/lm-evaluation-harness lm_eval/tasks/mmlu_pro/_default_template_yaml "
+                 "@ 325f168cf0877deb08397f5390a3cf25449709eb")
+
+_ANSWER_IS = re.compile(r"answer is \(?([A-J])\)?")
+_LETTER_AFTER_COLON = re.compile(r"\s*([A-J])")
+_ANSWER_COLON_LETTER = re.compile(r"[aA]nswer:\s*([A-J])")
+_STANDALONE_LETTER = re.compile(r"\b[A-J]\b")
+_LMEVAL_ANSWER_IS = re.compile(r"answer is \(?([ABCDEFGHIJ])\)?")
+
+
+def _official_l2(text: str) -> tuple[int, int] | None:
+    """Span of the letter that `re.search(r'.*[aA]nswer:\\s*([A-J])', text)` captures."""
+    line_end = -1
+    found = None
+    # str.find skips ahead much faster than a regex scan for `[aA]nswer:`.
+    i = text.find("nswer:", 1)
+    while i >= 0:
+        key = i - 1
+        if line_end >= 0 and key >= line_end:
+            break  # past the first line with a match: its last match stands
+        if text[key] in "aA":
+            tail = _LETTER_AFTER_COLON.match(text, i + 6)
+            if tail is not None:
+                if line_end < 0:
+                    nl = text.find("\n", key)
+                    line_end = len(text) if nl < 0 else nl
+                found = tail.span(1)
+        i = text.find("nswer:", i + 6)
+    return found
+
+
+@register("mmlu_pro.official", "f418b11", source=SOURCE_OFFICIAL,
+          description="MMLU-Pro official cascade: 'answer is (X)', then 'Answer: X', then the last standalone A-J")
+def official(text: str, *, finish_reason: str | None = None) -> Extraction:
+    # finish_reason is ignored: upstream extracts from cut responses too.
+    m = _ANSWER_IS.search(text)
+    if m:
+        return Extraction(m.group(1), "L1", m.span())
+    span = _official_l2(text)
+    if span:
+        return Extraction(text[span[0]:span[1]], "L2", span)
+    m = last_match(_STANDALONE_LETTER, text)
+    if m:
+        return Extraction(m.group(0), "L3", m.span())
+    return Extraction(None, RULE_NONE)
+
+
+@register("mmlu_pro.official_x", "7535b16", source=SOURCE_OFFICIAL_X,
+          description="MMLU-Pro evaluate_from_apiX.py: last 'answer is (X)', else last 'Answer: X', else last A-J")
+def official_x(text: str, *, finish_reason: str | None = None) -> Extraction:
+    # findall + [-1]: non-overlapping matches from the start, so scan forwards.
+    m = last_of(_ANSWER_IS.finditer(text))
+    if m:
+        return Extraction(m.group(1), "L1", m.span())
+    m = last_of(_ANSWER_COLON_LETTER.finditer(text))
+    if m:
+        return Extraction(m.group(1), "L2", m.span(1))
+    m = last_match(_STANDALONE_LETTER, text)
+    if m:
+        return Extraction(m.group(0), "L3", m.span())
+    return Extraction(None, RULE_NONE)
+
+
+@register("mmlu_pro.lmeval", "325f168", source=SOURCE_LMEVAL,
+          description="lm-evaluation-harness mmlu_pro filter: first 'answer is (X)', no fallback")
+def lmeval(text: str, *, finish_reason: str | None = None) -> Extraction:
+    m = _LMEVAL_ANSWER_IS.search(text)
+    if m:
+        return Extraction(m.group(1), "answer_is", m.span())
+    return Extraction(None, RULE_NONE)

@@ -1,0 +1,134 @@
+"""`audit extract`, `audit extractors`, `audit lock`: exact output and exit codes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+import extractors
+
+
+@pytest.fixture
+def responses(tmp_path):
+    p = tmp_path / "r.jsonl"
+    rows = [
+        {"item_id": "q1", "sample": 0, "response": "So the answer is (C).", "finish_reason": "stop"},
+        {"item_id": "q1", "sample": 1, "response": "Answer: **B**", "model": "ignored"},
+        {"item_id": "q2", "response": None},
+        {"item_id": "q3", "sample": 0, "response": "Answer: D", "finish_reason": "length"},
+    ]
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return p
+
+
+def test_extract_writes_one_row_per_response(cli, responses):
+    r = cli("extract", "--extractor", "mmlu_pro.official@f418b11", responses)
+    assert r.code == 0
+    assert r.out == (
+        '{"item_id":"q1","sample":0,"answer":"C","rule":"L1","span":[7,20]}\n'
+        '{"item_id":"q1","sample":1,"answer":"B","rule":"L3","span":[10,11]}\n'
+        '{"item_id":"q2","sample":0,"answer":null,"rule":"no_response","span":null}\n'
+        '{"item_id":"q3","sample":0,"answer":"D","rule":"L2","span":[8,9]}\n')
+    fp = extractors.get("mmlu_pro.official@f418b11").fingerprint[:12]
+    assert r.err == f"mmlu_pro.official@f418b11 (fingerprint {fp}): 3 answers from 4 rows\n"
+
+
+def test_extract_latest_version_and_finish_reason(cli, responses):
+    r = cli("extract", "--extractor", "gpqa.final_line", responses)
+    assert r.code == 0
+    assert r.out == (
+        '{"item_id":"q1","sample":0,"answer":null,"rule":"no_final_line","span":null}\n'
+        '{"item_id":"q1","sample":1,"answer":"B","rule":"final_line","span":[10,11]}\n'
+        '{"item_id":"q2","sample":0,"answer":null,"rule":"no_response","span":null}\n'
+        '{"item_id":"q3","sample":0,"answer":null,"rule":"truncated","span":null}\n')
+
+
+def test_extract_reads_gzip(cli, responses, tmp_path):
+    gz = tmp_path / "r.jsonl.gz"
+    gz.write_bytes(gzip.compress(responses.read_bytes()))
+    assert cli("extract", "--extractor", "boxed", gz).out == cli("extract", "--extractor", "boxed", responses).out
+
+
+def test_extract_bad_rows_name_file_row_and_field_and_write_nothing(cli, tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"item_id": "ok", "response": "x"}\n'
+                 '{"item_id": 7, "sample": -1, "response": 3}\n'
+                 '\n'
+                 'not json\n'
+                 '{"sample": true, "response": "x", "finish_reason": 1}\n'
+                 '{"item_id": "q"}\n'
+                 '[1]\n', encoding="utf-8")
+    r = cli("extract", "--extractor", "boxed@1", p)
+    assert r.code == 2
+    assert r.out == ""
+    assert r.err == (
+        f"audit: error: {p}: row 2: field item_id: expected a non-empty string, found the number 7\n"
+        f"audit: error: {p}: row 2: field sample: expected an integer >= 0, found the number -1\n"
+        f"audit: error: {p}: row 2: field response: expected a string or null, found the number 3\n"
+        f"audit: error: {p}: row 4: malformed JSON: Expecting value at column 1\n"
+        f"audit: error: {p}: row 5: field item_id: missing\n"
+        f"audit: error: {p}: row 5: field sample: expected an integer >= 0, found a boolean\n"
+        f"audit: error: {p}: row 5: field finish_reason: expected a string or null, found the number 1\n"
+        f"audit: error: {p}: row 6: field response: missing (use null for no response)\n"
+        f"audit: error: {p}: row 7: expected a JSON object, found list\n")
+
+
+def test_extract_caps_the_number_of_problems_shown(cli, tmp_path):
+    p = tmp_path / "many.jsonl"
+    p.write_text('{"response": "x"}\n' * 25, encoding="utf-8")
+    r = cli("extract", "--extractor", "boxed@1", p)
+    assert r.code == 2
+    lines = r.err.splitlines()
+    assert len(lines) == 21
+    assert lines[0] == f"audit: error: {p}: row 1: field item_id: missing"
+    assert lines[-1] == f"audit: error: {p}: 5 more problems not shown"
+
+
+def test_extract_unknown_extractor_and_missing_file(cli, responses, tmp_path):
+    r = cli("extract", "--extractor", "mmlu_pro.official@0000000", responses)
+    assert (r.code, r.out) == (2, "")
+    assert r.err.startswith("audit: error: unknown extractor 'mmlu_pro.official@0000000' (known: boxed.choice@1, ")
+    r = cli("extract", "--extractor", "boxed", tmp_path / "nope.jsonl")
+    assert (r.code, r.out, r.err) == (2, "", f"audit: error: {tmp_path / 'nope.jsonl'}: no such file\n")
+    r = cli("extract", responses)
+    assert (r.code, r.err) == (2, "audit: error: Missing option '--extractor'.\n")
+
+
+def test_extractors_lists_every_version(cli):
+    lock = json.loads(extractors.LOCK_FILE.read_text(encoding="utf-8"))
+    r = cli("extractors")
+    assert r.code == 0
+    rows = [
+        ("boxed", "1", "Content of the last \\boxed{...} or \\fbox{...} (balanced braces)"),
+        ("boxed.choice", "1", "Option letter A-J in the last box: \\boxed{G}, \\boxed{\\text{G. ...}}, (G)"),
+        ("choice.freeform", "1",
+         "Option letter A-D from a free-form response's last answer statement; conflicts give none"),
+        ("gpqa.final_line", "1",
+         "GPQA: the letter on the response's final 'Answer: X' line only; cut responses give none"),
+        ("gpqa.simple_evals", "ee3b031",
+         "openai/simple-evals GPQA: first '(?i)Answer: X' anywhere (X may come back lowercase)"),
+        ("mmlu_pro.lmeval", "325f168", "lm-evaluation-harness mmlu_pro filter: first 'answer is (X)', no fallback"),
+        ("mmlu_pro.official", "f418b11",
+         "MMLU-Pro official cascade: 'answer is (X)', then 'Answer: X', then the last standalone A-J"),
+        ("mmlu_pro.official_x", "7535b16",
+         "MMLU-Pro evaluate_from_apiX.py: last 'answer is (X)', else last 'Answer: X', else last A-J"),
+    ]
+    expected = "NAME                 VERSION  FINGERPRINT   DESCRIPTION\n" + "".join(
+        f"{name:<19}  {version:<7}  {lock[f'{name}@{version}'][:12]}  {desc}\n" for name, version, desc in rows)
+    assert r.out == expected
+
+
+def test_lock_check(cli):
+    r = cli("lock")
+    assert r.code == 0
+    n = len(extractors.all_extractors())
+    assert r.out.splitlines()[0] == f"extractors/lock.json: {n} versions in sync"
+
+
+@pytest.mark.parametrize("command", ["extract", "extractors", "lock"])
+def test_help(cli, command):
+    r = cli(command, "--help")
+    assert r.code == 0
+    assert r.out.startswith(f"Usage: audit {command} [OPTIONS]")

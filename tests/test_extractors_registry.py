@@ -1,0 +1,165 @@
+"""The extractor registry: lookup, immutability (duplicates, lock file) and the fingerprint mechanism."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import sys
+import textwrap
+
+import pytest
+
+import extractors
+from extractors import Extraction, Extractor, RegistryError
+from extractors.lock import check
+from extractors.registry import Registry, code_fingerprint, lock_problems, update_lock
+
+
+def test_get_pinned_and_latest():
+    pinned = extractors.get("mmlu_pro.official@f418b11")
+    assert pinned.key == "mmlu_pro.official@f418b11"
+    assert extractors.get("mmlu_pro.official") is pinned
+    got = pinned.extract("... so the answer is (C).")
+    assert got == Extraction("C", "L1", (11, 24))
+
+
+def test_unknown_names_raise_and_list_the_known_ones():
+    with pytest.raises(RegistryError, match=r"unknown extractor 'mmlu_pro.official@0000000' \(known: .*boxed@1"):
+        extractors.get("mmlu_pro.official@0000000")
+    with pytest.raises(RegistryError, match="unknown extractor 'nope'"):
+        extractors.get("nope")
+
+
+def test_registering_a_duplicate_version_raises():
+    ex = extractors.get("boxed@1")
+    with pytest.raises(RegistryError, match="boxed@1 is already registered"):
+        extractors.REGISTRY.add(Extractor(ex.name, ex.version, "again", "audit", ex.fn))
+    with pytest.raises(RegistryError, match="already registered"):
+        extractors.register("boxed", "1", description="again")(lambda text, *, finish_reason=None: None)
+
+
+def test_latest_is_the_version_registered_last():
+    reg: Registry[Extractor] = Registry("extractor")
+
+    def fn(text, *, finish_reason=None):
+        return Extraction(None, "none")
+
+    reg.add(Extractor("x", "1", "", "audit", fn))
+    reg.add(Extractor("x", "2", "", "audit", fn))
+    assert reg.get("x").version == "2"
+    assert reg.get("x@1").version == "1"
+    with pytest.raises(RegistryError, match="bad extractor name"):
+        reg.add(Extractor("x@y", "3", "", "audit", fn))
+
+
+def test_every_family_module_is_listed_and_documents_its_source():
+    for mod in extractors.FAMILIES:
+        doc = importlib.import_module(f"extractors.{mod}").__doc__
+        assert "Source:" in doc and "Traps" in doc or "traps" in doc, mod
+    families = {e.fn.__module__ for e in extractors.all_extractors()}
+    assert families == {f"extractors.{m}" for m in extractors.FAMILIES}
+
+
+def test_lock_file_matches_every_registered_version():
+    # Fails when the code of a registered version changed: register a new version instead.
+    assert check() == []
+
+
+def test_lock_update_only_adds_new_entries(tmp_path):
+    lock = tmp_path / "lock.json"
+    reg: Registry[Extractor] = Registry("extractor")
+    ex = extractors.get("boxed@1")
+    reg.add(ex)
+    lock.write_text('{"boxed@1": "0000"}\n', encoding="utf-8")
+    assert update_lock(reg, lock) == []
+    assert '"boxed@1": "0000"' in lock.read_text(encoding="utf-8")
+    assert lock_problems(reg, lock) == [
+        f"boxed@1: code changed under an unchanged version (fingerprint {ex.fingerprint[:12]}, locked 0000); "
+        "register a new version instead"]
+    reg.add(extractors.get("boxed.choice@1"))
+    assert update_lock(reg, lock) == ["boxed.choice@1"]
+
+
+# --------------------------------------------------------------------------- the fingerprint mechanism
+
+MODULE = '''
+import re
+
+from extractors import Extraction
+
+_PATTERN = re.compile(r"answer is ([A-D])")
+LIMIT = 10
+
+
+def _helper(text):
+    return _PATTERN.search(text[:LIMIT * 100])
+
+
+def extract(text, *, finish_reason=None):
+    m = _helper(text)
+    return Extraction(m.group(1) if m else None, "x" if m else "none")
+'''
+
+
+def _load(tmp_path, name, source):
+    """Load `source` as module extractors.<name> (fingerprints read the source of project modules only)."""
+    path = tmp_path / str(len(list(tmp_path.iterdir()))) / f"{name}.py"
+    path.parent.mkdir()
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"extractors.{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def fingerprint_of(tmp_path):
+    loaded = []
+
+    def fp(source, config=None):
+        # The same module name every time: a fingerprint names the module of each function.
+        name = "_fp_probe"
+        loaded.append(name)
+        return code_fingerprint(_load(tmp_path, name, source).extract, config=config)
+
+    yield fp
+    for name in loaded:
+        sys.modules.pop(f"extractors.{name}", None)
+
+
+def test_identical_copies_have_the_same_fingerprint(fingerprint_of):
+    assert fingerprint_of(MODULE) == fingerprint_of(MODULE)
+
+
+@pytest.mark.parametrize("old,new", [
+    ('"x" if m else "none"', '"y" if m else "none"'),          # the function itself
+    ("return _PATTERN.search", "return _PATTERN.match"),       # a helper it calls
+    ('r"answer is ([A-D])"', 'r"answer is ([A-E])"'),          # a compiled pattern it reaches
+    ("LIMIT = 10", "LIMIT = 11"),                              # a constant
+])
+def test_a_modified_copy_has_another_fingerprint(fingerprint_of, old, new):
+    assert old in MODULE
+    assert fingerprint_of(MODULE) != fingerprint_of(MODULE.replace(old, new))
+
+
+def test_pattern_flags_and_config_are_part_of_the_fingerprint(fingerprint_of):
+    flagged = MODULE.replace('re.compile(r"answer is ([A-D])")', 're.compile(r"answer is ([A-D])", re.I)')
+    assert fingerprint_of(MODULE) != fingerprint_of(flagged)
+    assert fingerprint_of(MODULE, config={"letters": "ABCD"}) != fingerprint_of(MODULE, config={"letters": "ABC"})
+
+
+def test_registered_fingerprints_cover_helpers_in_other_modules():
+    # mmlu_pro.official reaches extractors._scan.last_match through a global name.
+    from extractors import _scan, mmlu_pro
+
+    assert re.search(r"def last_match", "".join(_scan.__dict__.get("__doc__") or "") + "def last_match")
+    before = code_fingerprint(mmlu_pro.official)
+    original = _scan._FIRST_WINDOW
+    try:
+        _scan._FIRST_WINDOW = original + 1
+        assert code_fingerprint(mmlu_pro.official) != before
+    finally:
+        _scan._FIRST_WINDOW = original
+    assert code_fingerprint(mmlu_pro.official) == before
