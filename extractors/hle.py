@@ -49,7 +49,7 @@ def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     return match
 
 
-@register("hle.exact_answer", "1", description="HLE: value of the last `Exact Answer:` line",
+@register("hle.exact_answer", "1", description="HLE: the value on the last 'Exact Answer:' line; cut responses give none",
           source="centerforaisafety/hle hle_eval/run_model_predictions.py (SYSTEM_EXACT_ANSWER)")
 def exact_answer(text: str, *, finish_reason: str | None = None) -> Extraction:
     if finish_reason == "length":
@@ -63,7 +63,7 @@ def exact_answer(text: str, *, finish_reason: str | None = None) -> Extraction:
     return Extraction(value, "exact_answer_line", (m.start(1), m.end(1)))
 
 
-@register("hle.choice_answer", "1", description="HLE multiple choice: letter on the last `Answer:` line",
+@register("hle.choice_answer", "1", description="HLE multiple choice: the letter on the last 'Answer:' line; cut responses give none",
           source="centerforaisafety/hle hle_eval/run_model_predictions.py (SYSTEM_MC)")
 def choice_answer(text: str, *, finish_reason: str | None = None) -> Extraction:
     if finish_reason == "length":

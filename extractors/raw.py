@@ -1,7 +1,9 @@
 """The whole response as the answer: for packages whose `response` already is an extracted answer.
 
-Source: audit. Leading and trailing whitespace is dropped; an empty response
-has no answer (rule `empty`), never an empty-string answer.
+Source: audit. Leading and trailing whitespace is dropped.
+
+Known traps: an empty or whitespace-only response has no answer (rule `empty`),
+never an empty-string answer that a lenient grader could match.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from extractors import Extraction, register
 
 
-@register("raw", "1", description="the whole response, stripped (for pre-extracted answers)")
+@register("raw", "1", description="The whole response, stripped (for packages of pre-extracted answers)")
 def raw(text: str, *, finish_reason: str | None = None) -> Extraction:
     stripped = text.strip()
     if not stripped:

@@ -109,11 +109,14 @@ def test_extractors_lists_every_version(cli):
          "GPQA: the letter on the response's final 'Answer: X' line only; cut responses give none"),
         ("gpqa.simple_evals", "ee3b031",
          "openai/simple-evals GPQA: first '(?i)Answer: X' anywhere (X may come back lowercase)"),
+        ("hle.choice_answer", "1", "HLE multiple choice: the letter on the last 'Answer:' line; cut responses give none"),
+        ("hle.exact_answer", "1", "HLE: the value on the last 'Exact Answer:' line; cut responses give none"),
         ("mmlu_pro.lmeval", "325f168", "lm-evaluation-harness mmlu_pro filter: first 'answer is (X)', no fallback"),
         ("mmlu_pro.official", "f418b11",
          "MMLU-Pro official cascade: 'answer is (X)', then 'Answer: X', then the last standalone A-J"),
         ("mmlu_pro.official_x", "7535b16",
          "MMLU-Pro evaluate_from_apiX.py: last 'answer is (X)', else last 'Answer: X', else last A-J"),
+        ("raw", "1", "The whole response, stripped (for packages of pre-extracted answers)"),
     ]
     expected = "NAME                 VERSION  FINGERPRINT   DESCRIPTION\n" + "".join(
         f"{name:<19}  {version:<7}  {lock[f'{name}@{version}'][:12]}  {desc}\n" for name, version, desc in rows)

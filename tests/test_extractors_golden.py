@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from reference_extractors import literal_lmeval, literal_official_rule, literal_official_x, literal_simple_evals
+from tests.reference_extractors import literal_lmeval, literal_official_rule, literal_official_x, literal_simple_evals
 
 import extractors
 
@@ -28,6 +28,9 @@ RULES = {
                           "named_option", "colon_line", "option_word", "option_line", "paren_letter", "conflict",
                           "none",
                           "truncated"},
+    "hle.exact_answer@1": {"exact_answer_line", "empty_answer_line", "none", "truncated"},
+    "hle.choice_answer@1": {"answer_line", "no_letter_on_answer_line", "none", "truncated"},
+    "raw@1": {"whole_response", "empty"},
 }
 """Every rule each extractor can report; the golden rows must reach all of them."""
 

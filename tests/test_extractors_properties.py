@@ -13,7 +13,7 @@ import string
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reference_extractors import literal_lmeval, literal_official_rule, literal_official_x, literal_simple_evals
+from tests.reference_extractors import literal_lmeval, literal_official_rule, literal_official_x, literal_simple_evals
 
 import extractors
 

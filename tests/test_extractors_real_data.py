@@ -12,7 +12,7 @@ import re
 from collections import Counter
 
 import pytest
-from reference_extractors import literal_lmeval, literal_official_rule, literal_official_x, literal_simple_evals
+from tests.reference_extractors import literal_lmeval, literal_official_rule, literal_official_x, literal_simple_evals
 
 import extractors
 
