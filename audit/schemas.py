@@ -36,7 +36,7 @@ def _load_all() -> None:
     # Modules that define further documents register them on import.
     import importlib
 
-    for mod in ("audit.verdicts",):
+    for mod in ("audit.verdicts", "audit.diff"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:
