@@ -333,14 +333,18 @@ class DiffResult:
             t = t.filter(pc.equal(t.column("cause"), cause))
         if limit is not None:
             t = t.slice(0, limit)
+        fields = ("attempt", "answer", "rule", "verdict", "status", "reason", "reference")
+        col = {name: t.column(name).to_pylist() for name in t.column_names}
         out = []
-        for r in t.to_pylist():
-            ref = r["reference_differs"]
-            sides = [{"attempt": r["attempt" + x], "answer": r["answer" + x], "rule": r["rule" + x],
-                      "verdict": r["verdict" + x], "status": r["status" + x], "reason": r["reason" + x],
-                      "reference": r["reference" + x] if ref else None} for x in ("_o", "_n")]
-            out.append({"item_id": r["item_id"], "sample": r["sample"], "cause": r["cause"], "causes": r["causes"],
-                        "old": sides[0], "new": sides[1]})
+        for i, ref in enumerate(col["reference_differs"]):
+            sides = []
+            for x in ("_o", "_n"):
+                side = {f: col[f + x][i] for f in fields}
+                if not ref:
+                    side["reference"] = None
+                sides.append(side)
+            out.append({"item_id": col["item_id"][i], "sample": col["sample"][i], "cause": col["cause"][i],
+                        "causes": col["causes"][i], "old": sides[0], "new": sides[1]})
         return out
 
     def one_sided_rows(self, which: str, limit: int | None = None) -> list[dict[str, Any]]:
@@ -819,12 +823,17 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""Same output as `audit.jsonl.dumps`."""
+
+
 def render_json(result: DiffResult) -> str:
     """The `diff_report.v1` document: header keys indented, one row per line in the row lists; stable bytes."""
     head = json.dumps(result.header(), ensure_ascii=False, indent=2, allow_nan=False)
+    encode = _ROW_ENCODER.encode  # one encoder for all rows (json.dumps builds one per call)
     parts = []
     for key, rows in (("changed", result.changed_rows()), ("only_old", result.one_sided_rows("old")),
                       ("only_new", result.one_sided_rows("new"))):
-        body = "[\n" + ",\n".join("    " + dumps(row) for row in rows) + "\n  ]" if rows else "[]"
+        body = "[\n" + ",\n".join("    " + encode(row) for row in rows) + "\n  ]" if rows else "[]"
         parts.append(f'  "{key}": {body}')
     return head[:-2] + ",\n" + ",\n".join(parts) + "\n}\n"

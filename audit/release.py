@@ -25,6 +25,16 @@ written; any finding aborts it (exit 2, one line per leak naming file, row and f
 text). The check indexes the question, options and reference of protected items (from the items
 package) and their responses (from the responses package; required when there are protected
 items, unless `--no-response-check` is given and recorded).
+
+`audit verify-release DIR --items PRIVATE_ITEMS [--salt S] [--responses R]` lets a holder of
+the dataset check a release against their own copy, in this order: package (manifest, hashes,
+row schemas), counts (rows, items, samples, statuses against release.json), ids (every
+released id is one of theirs, via the salt for hashed ids), items package digest
+(informational), protected (items their copy marks protected are published as protected),
+references (published references equal theirs), verdicts (agree with statuses, and with
+answer = reference for multiple-choice letters), figures (recomputed from the rows equal
+release.json's), readme (README.md is exactly what release.json generates), leaks (the leak
+check with their text). Exit 0 when all pass, 1 otherwise.
 """
 
 from __future__ import annotations

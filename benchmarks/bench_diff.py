@@ -186,24 +186,24 @@ if pid == 0:
     os.dup2(fd, 1)
     os.execv(sys.argv[1], sys.argv[1:])
 _, status, usage = os.wait4(pid, 0)
-print(time.perf_counter() - t, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+print(time.perf_counter() - t, usage.ru_maxrss, os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime)
 """
 
 
-def measure(cmd: list[str]) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS in MB, exit code) of a fresh process.
+def measure(cmd: list[str]) -> tuple[float, float, int, float]:
+    """(wall seconds, peak RSS in MB, exit code, CPU seconds) of a fresh process.
 
     A small launcher forks the command, so the child's peak RSS does not start from
     this process's (a forked child inherits its parent's resident pages until exec).
     """
     out = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], capture_output=True, text=True, check=False)
     try:
-        wall, rss_kb, code = out.stdout.split()
+        wall, rss_kb, code, cpu = out.stdout.split()
     except ValueError:
         raise SystemExit(f"{' '.join(cmd)}: launcher failed: {out.stderr}") from None
     if int(code) not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} failed ({code}): {out.stderr}")
-    return float(wall), int(rss_kb) / 1024, int(code)
+    return float(wall), int(rss_kb) / 1024, int(code), float(cpu)
 
 
 BASELINE = """
@@ -246,28 +246,31 @@ def main() -> None:
         ]
         results = {}
         for label, cmd in cases:
-            walls, rss = [], []
+            walls, rss, cpus = [], [], []
             for _ in range(args.runs):
-                w, r, code = measure(cmd)
+                w, r, code, c = measure(cmd)
                 assert code == 1, "the synthetic files differ: exit 1 expected"
                 walls.append(w)
                 rss.append(r)
-            results[label] = (statistics.median(walls), statistics.median(rss))
+                cpus.append(c)
+            results[label] = (statistics.median(walls), statistics.median(rss), statistics.median(cpus))
         base = None
         if not args.no_baseline:
-            w, r, _ = measure([sys.executable, "-c", BASELINE, str(d / "old.json"), str(d / "new.json")])
-            base = (w, r)
-        print(f"\n{'case':<30} {'median s':>9} {'x target':>9} {'median RSS MB':>14} {'x target':>9}"
-              + ("  speedup vs baseline" if base else ""))
-        for label, (w, r) in results.items():
-            line = f"{label:<30} {w:>9.2f} {w / TARGET_S:>9.2f} {r:>14.0f} {r / TARGET_RSS_MB:>9.2f}"
+            w, r, _, c = measure([sys.executable, "-c", BASELINE, str(d / "old.json"), str(d / "new.json")])
+            base = (w, r, c)
+        print(f"\n{'case':<30} {'wall s':>7} {'x target':>9} {'CPU s':>6} {'peak RSS MB':>12} {'x target':>9}"
+              + ("  vs baseline (wall, RSS)" if base else ""))
+        for label, (w, r, c) in results.items():
+            line = f"{label:<30} {w:>7.2f} {w / TARGET_S:>9.2f} {c:>6.2f} {r:>12.0f} {r / TARGET_RSS_MB:>9.2f}"
             if base:
-                line += f"  {base[0] / w:>5.1f}x time, {base[1] / r:.1f}x memory"
+                line += f"  {base[0] / w:>5.1f}x faster, {base[1] / r:.1f}x less memory"
             print(line)
         if base:
-            print(f"{'baseline (full load + dicts)':<30} {base[0]:>9.2f} {base[0] / TARGET_S:>9.2f} {base[1]:>14.0f} "
-                  f"{base[1] / TARGET_RSS_MB:>9.2f}  (one run)")
-        print(f"\ntargets: {TARGET_S:.0f} s, {TARGET_RSS_MB:.0f} MB; medians of {args.runs} runs, each a fresh process")
+            print(f"{'baseline (full load + dicts)':<30} {base[0]:>7.2f} {base[0] / TARGET_S:>9.2f} {base[2]:>6.2f} "
+                  f"{base[1]:>12.0f} {base[1] / TARGET_RSS_MB:>9.2f}  (one run)")
+        print(f"load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+        print(f"targets: {TARGET_S:.0f} s, {TARGET_RSS_MB:.0f} MB; medians of {args.runs} runs, each a fresh process "
+              f"(wall time includes interpreter start and imports)")
 
 
 if __name__ == "__main__":

@@ -210,6 +210,22 @@ def test_errors_exit_2(pair, cli):
     assert r.code == 2 and r.err.startswith("audit: error: broken.json: not a JSON verdict file")
 
 
+def test_unknown_row_field_is_named(pair, cli):
+    text = (pair / "old.json").read_text(encoding="utf-8")
+    (pair / "odd.json").write_text(text.replace('"sample":1,', '"sample":1,"colour":"red",', 1), encoding="utf-8")
+    r = cli("diff", "odd.json", "new.json")
+    assert r.code == 2
+    assert r.err.startswith("audit: error: odd.json: row 2: field colour: unknown field")
+
+
+def test_read_rows_frame(pair):
+    df = read_rows("old.json")
+    assert list(df.columns) == ["item_id", "sample", "attempt", "answer", "rule", "verdict", "status", "reason",
+                                "reference"]
+    assert len(df) == 18 and str(df["attempt"].dtype) == "Int64"
+    assert df.loc[0, "item_id"] == "q01" and df["answer"].isna().sum() == 2
+
+
 def test_duplicate_rows_refused(tmp_path, cli):
     rows = [R("q1", 0, "correct"), R("q2", 0, "correct")]
     vf = make_verdict_file(rows)
