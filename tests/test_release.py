@@ -82,6 +82,7 @@ def _nothing_written(parent: Path, name: str) -> bool:
     return not (parent / name).exists() and not any(p.name.startswith(f".{name}.") for p in parent.iterdir())
 
 
+@pytest.mark.slow  # ~4-7 s: builds the release and verifies it against all 6,336 responses
 @pytest.mark.shared_data
 def test_gpqa_release_passes_leak_check_and_verifies(gpqa, cli, tmp_path):
     d = gpqa["dir"]
