@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MANIFEST_SCHEMA_VERSION = 1
 
@@ -224,9 +224,44 @@ class ItemRow(Record):
         return self.num_choices
 
 
+class ReleaseRow(Record):
+    """One published verdict: a row of a `release` package (see `audit.release`)."""
+
+    item_id: str = Field(min_length=1)
+    """The dataset's id, or its salted hash when the release says `id_scheme: hmac-sha256`."""
+    sample: int
+    """Run index (0..K-1)."""
+    verdict: Literal["correct", "incorrect", "ungraded"]
+    """How the row counts: graded correct, graded incorrect, or left out of the graded denominator."""
+    status: str
+    """Why: `correct`, `incorrect`, `no_answer`, `truncated`, `excluded`, ... (see audit.verdicts.ROW_STATUSES)."""
+    protected: bool = False
+    """True for items whose content must not be published: then only the fields above are present."""
+    attempt: int | None = None
+    """Attempt graded (0 = original); absent for protected items."""
+    answer: str | None = None
+    """Extracted answer; absent for protected items (beside a verdict it would reveal the key)."""
+    rule: str | None = None
+    """Extractor step that fired; absent for protected items."""
+    reason: str | None = None
+    """One-line explanation of the verdict; absent for protected items."""
+    reference: str | None = None
+    """Gold answer graded against; absent for protected items."""
+
+    @model_validator(mode="after")
+    def _protected_rows_hold_only_the_verdict(self) -> ReleaseRow:
+        if self.protected:
+            present = [k for k in ("attempt", "answer", "rule", "reason", "reference") if getattr(self, k) is not None]
+            if present:
+                raise ValueError(f"a protected row may hold only item_id, sample, verdict and status, "
+                                 f"not {', '.join(present)}")
+        return self
+
+
 ROW_MODELS: dict[str, type[Record]] = {
     "response_row.v1": ResponseRow,
     "item_row.v1": ItemRow,
+    "release_row.v1": ReleaseRow,
 }
 """Row schemas a package file may name, by schema id."""
 

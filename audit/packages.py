@@ -55,6 +55,7 @@ MAX_PROBLEMS_PER_FILE = 20
 ROW_KEYS: dict[str, tuple[str, ...]] = {
     "response_row.v1": ("item_id", "sample", "attempt"),
     "item_row.v1": ("item_id",),
+    "release_row.v1": ("item_id", "sample"),
 }
 """Fields that must be unique together within one file of each row schema."""
 

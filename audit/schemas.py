@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from audit.models import ItemRow, Manifest, ResponseRow
+from audit.models import ItemRow, Manifest, ReleaseRow, ResponseRow
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 SCHEMA_BASE_URI = "https://audit.invalid/schemas/"
@@ -21,6 +21,7 @@ DOCUMENTS: dict[str, type[BaseModel]] = {
     "manifest.v1": Manifest,
     "response_row.v1": ResponseRow,
     "item_row.v1": ItemRow,
+    "release_row.v1": ReleaseRow,
 }
 """Every schema file, by id: `schemas/<id>.json`."""
 
@@ -36,7 +37,7 @@ def _load_all() -> None:
     # Modules that define further documents register them on import.
     import importlib
 
-    for mod in ("audit.verdicts",):
+    for mod in ("audit.verdicts", "audit.diff", "audit.release"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

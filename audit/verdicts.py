@@ -251,3 +251,317 @@ def load_verdict_file(path: str | Path) -> VerdictFile:
                     continue
             fixed.append(pr)
         raise ValidationFailed(str(p), fixed) from None
+
+
+# --------------------------------------------------------------------------- rows as a table
+#
+# A million-row verdict file is ~250 MB of JSON: validating it row by row with
+# pydantic takes tens of seconds and gigabytes. `audit diff` and `audit release`
+# read the rows as an Arrow table instead: from the Parquet sidecar when the file
+# names one (pinned by sha256), else from the one-row-per-line layout that
+# `dump_verdict_file` writes, parsed by pyarrow's JSON reader with a strict schema.
+# Anything else (foreign formatting, a row pyarrow rejects) falls back to the full
+# `load_verdict_file`, whose errors name the row and field.
+
+FRAME_COLUMNS = ("item_id", "sample", "attempt", "answer", "rule", "verdict", "status", "reason", "reference")
+"""Columns of the frame `read_rows` returns (`span` and `detail` stay in the JSON and the sidecar)."""
+
+_REQUIRED_COLUMNS = ("item_id", "sample", "verdict", "status", "reason")
+
+_ITEMS_MARKER = b'\n  "items": '
+
+
+def rows_arrow_schema() -> Any:
+    """The Arrow schema of the Parquet sidecar: every VerdictRow field, `detail` as canonical JSON text."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("item_id", pa.string()), ("sample", pa.int64()), ("attempt", pa.int64()), ("answer", pa.string()),
+        ("rule", pa.string()), ("span", pa.list_(pa.int64())), ("verdict", pa.string()),
+        ("status", pa.string()), ("reason", pa.string()), ("reference", pa.string()), ("detail", pa.string()),
+    ])
+
+
+def _json_rows_schema() -> Any:
+    # What pyarrow's JSON reader must find in each row; `detail` is read by inference, then dropped.
+    return rows_arrow_schema().remove(10)
+
+
+def write_rows_parquet(rows_df: Any, path: str | Path) -> RowsFileRef:
+    """Write the Parquet sidecar of a verdict file; same rows give the same bytes.
+
+    `rows_df` is a pandas DataFrame with VerdictRow columns (`item_id`, `sample`, `verdict`,
+    `status`, `reason` required; the others may be missing: null; `detail` may hold dicts or
+    JSON text). Rows are sorted by item_id then sample, like `items`. Bytes are stable for a
+    given pyarrow version (the file's `created_by` names it). The returned ref's `path` is the
+    file name: put the sidecar beside the verdict file.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    missing = [c for c in _REQUIRED_COLUMNS if c not in rows_df.columns]
+    if missing:
+        raise AuditError(f"rows lack column(s) {', '.join(missing)}", path=str(p))
+    n = len(rows_df)
+    schema = rows_arrow_schema()
+    arrays = []
+    for f in schema:
+        if f.name not in rows_df.columns:
+            arrays.append(pa.array(["{}"] * n if f.name == "detail" else [None] * n, f.type))
+            continue
+        col = rows_df[f.name]
+        if f.name == "detail":
+            values = [v if isinstance(v, str) else dumps(v) if isinstance(v, dict) else "{}" for v in col.tolist()]
+            arrays.append(pa.array(values, pa.string()))
+        elif f.name == "span":
+            arrays.append(pa.array([None if v is None or (isinstance(v, float) and v != v) else list(v)
+                                    for v in col.tolist()], f.type))
+        else:
+            try:
+                arrays.append(pa.array(col, f.type, from_pandas=True))
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                raise AuditError(f"column {f.name}: {e}", path=str(p)) from None
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    _check_table(table, str(p))
+    table = table.take(_sort_indices(table))
+    tmp = p.parent / f".{p.name}.tmp"
+    try:
+        pq.write_table(table, tmp, compression="zstd", compression_level=3, row_group_size=1 << 20,
+                       use_dictionary=True, write_statistics=True, store_schema=True)
+        digest = _sha256_path(tmp)
+        tmp.replace(p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return RowsFileRef(path=p.name, sha256=digest, rows=n)
+
+
+def read_rows(vf_path: str | Path) -> Any:
+    """The rows of a verdict file as a pandas DataFrame with `FRAME_COLUMNS`.
+
+    Reads the Parquet sidecar when the file names one (its sha256 and row count are
+    checked first), else streams the JSON rows. `attempt` is a nullable Int64 column;
+    text columns use pandas' string dtype with nulls for missing values.
+    """
+    _, table, _ = read_verdict_table(vf_path)
+    return table_to_frame(table)
+
+
+def table_to_frame(table: Any) -> Any:
+    """An Arrow rows table (see `read_verdict_table`) as a pandas DataFrame with `FRAME_COLUMNS`."""
+    import pandas as pd
+    import pyarrow as pa
+
+    return table.select(list(FRAME_COLUMNS)).to_pandas(
+        types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+
+
+def read_verdict_header(path: str | Path) -> VerdictFile:
+    """The verdict file's header (everything but the rows), validated; `items` is empty.
+
+    Reads only up to the `items` key when the file has `dump_verdict_file`'s layout.
+    """
+    p = Path(path)
+    head = _read_head(p)
+    if head is not None:
+        try:
+            return _validate_header(p, head)
+        except AuditError:
+            pass
+    vf = load_verdict_file(p)
+    return vf.model_copy(update={"items": []})
+
+
+def read_verdict_table(path: str | Path) -> tuple[VerdictFile, Any, str]:
+    """(header with empty `items`, rows as an Arrow table, where the rows came from).
+
+    The source is `parquet` (the sidecar), `json-stream` (the one-row-per-line layout) or
+    `json` (a full load, for other formatting). The table has every FRAME_COLUMNS column;
+    rows are unique by (item_id, sample).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise AuditError("no such file", path=str(p))
+    head = _read_head(p)
+    header = None
+    if head is not None:
+        try:
+            header = _validate_header(p, head)
+        except AuditError:
+            header = None
+    if header is not None and header.rows_file is not None:
+        return header, _read_sidecar(p, header.rows_file), "parquet"
+    if header is not None:
+        table = _read_json_stream(p, len(head))
+        if table is not None:
+            _check_table(table, str(p))
+            return header, table, "json-stream"
+    vf = load_verdict_file(p)  # raises with row and field on any problem
+    if vf.rows_file is not None:
+        return vf.model_copy(update={"items": []}), _read_sidecar(p, vf.rows_file), "parquet"
+    table = _rows_to_table(vf.items)
+    _check_table(table, str(p))
+    return vf.model_copy(update={"items": []}), table, "json"
+
+
+def _sha256_path(p: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _read_head(p: Path) -> bytes | None:
+    """Bytes of the header, up to (not including) the top-level `items` key; None if not found."""
+    buf = bytearray()
+    with open(p, "rb") as f:
+        while chunk := f.read(1 << 20):
+            start = max(0, len(buf) - len(_ITEMS_MARKER))
+            buf += chunk
+            i = buf.find(_ITEMS_MARKER, start)
+            if i >= 0:
+                return bytes(buf[:i])
+    return None
+
+
+def _validate_header(p: Path, head: bytes) -> VerdictFile:
+    text = head.rstrip()
+    if not text.endswith(b","):
+        raise AuditError("not the dump_verdict_file layout", path=str(p))
+    try:
+        obj = json.loads(text[:-1] + b"\n}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise AuditError(f"not a JSON verdict file: {e}", path=str(p)) from None
+    if not isinstance(obj, dict) or "items" in obj:
+        raise AuditError("not the dump_verdict_file layout", path=str(p))
+    version = obj.get("schema_version")
+    if isinstance(version, int) and version > VERDICT_FILE_SCHEMA_VERSION:
+        raise AuditError(f"schema_version {version} is newer than this audit reads "
+                         f"({VERDICT_FILE_SCHEMA_VERSION}); upgrade audit", path=str(p), field="schema_version")
+    obj["items"] = []
+    try:
+        return VerdictFile.model_validate(obj)
+    except pydantic.ValidationError:
+        raise AuditError("header does not validate", path=str(p)) from None
+
+
+def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
+    import pyarrow.parquet as pq
+
+    side = p.parent / ref.path
+    where = f"{p}: rows_file {ref.path}"
+    if not side.is_file():
+        raise AuditError("the Parquet rows file it names is missing", path=where)
+    digest = _sha256_path(side)
+    if digest != ref.sha256:
+        raise AuditError(f"sha256 is {digest}, the verdict file says {ref.sha256} (the file was altered)",
+                         path=where)
+    try:
+        table = pq.read_table(side, columns=list(FRAME_COLUMNS))
+    except Exception as e:  # pyarrow raises several types for damaged files
+        raise AuditError(f"not a readable Parquet rows file: {e}", path=where) from None
+    if table.num_rows != ref.rows:
+        raise AuditError(f"has {table.num_rows} rows, the verdict file says {ref.rows}", path=where)
+    expected = _json_rows_schema()
+    for name in FRAME_COLUMNS:
+        if not table.schema.field(name).type.equals(expected.field(name).type):
+            raise AuditError(f"column {name} has type {table.schema.field(name).type}", path=where)
+    _check_table(table, where)
+    return table
+
+
+def _read_json_stream(p: Path, head_len: int) -> Any | None:
+    """Rows of the one-row-per-line layout via pyarrow's JSON reader; None when the layout differs."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    data = p.read_bytes()
+    start = head_len + len(_ITEMS_MARKER)
+    tail = b"\n  ]\n}\n"
+    if data[start:start + 3] == b"[]\n" and data[start + 3:].strip() == b"}":
+        return pa.Table.from_pylist([], schema=_json_rows_schema()).select(list(FRAME_COLUMNS))
+    if not (data[start:start + 6] == b"[\n    " and data.endswith(tail)):
+        return None
+    body = data[start + 6:-len(tail)]
+    del data
+    # Rows are compact JSON: `,\n    ` separates them and cannot occur inside one.
+    ndjson = body.replace(b",\n    ", b"\n")
+    del body
+    schema = _json_rows_schema()
+    for behaviour in ("infer", "ignore"):
+        try:
+            table = pj.read_json(pa.py_buffer(ndjson), read_options=pj.ReadOptions(block_size=16 << 20),
+                                 parse_options=pj.ParseOptions(explicit_schema=schema,
+                                                               unexpected_field_behavior=behaviour))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            # "infer" fails when `detail` objects disagree on a key's type; retry ignoring them.
+            continue
+        extra = [n for n in table.schema.names if n not in schema.names and n != "detail"]
+        if extra:
+            return None  # an unknown field: let the full load name it
+        return table.select(list(FRAME_COLUMNS))
+    return None
+
+
+def _rows_to_table(rows: list[VerdictRow]) -> Any:
+    import pyarrow as pa
+
+    schema = _json_rows_schema().remove(5)  # no span
+    cols: dict[str, list[Any]] = {c: [] for c in FRAME_COLUMNS}
+    for r in rows:
+        for c in FRAME_COLUMNS:
+            cols[c].append(getattr(r, c))
+    return pa.Table.from_pydict(cols, schema=pa.schema([schema.field(c) for c in FRAME_COLUMNS]))
+
+
+def _sort_indices(table: Any) -> Any:
+    import pyarrow.compute as pc
+
+    return pc.sort_indices(table, sort_keys=[("item_id", "ascending"), ("sample", "ascending")])
+
+
+def _check_table(table: Any, where: str) -> None:
+    """Required columns non-null, verdicts known, (item_id, sample) unique: vectorised checks."""
+    import pyarrow.compute as pc
+
+    for name in _REQUIRED_COLUMNS:
+        col = table.column(name)
+        if col.null_count:
+            row = int(pc.index(pc.is_null(col), True).as_py()) + 1
+            raise AuditError("missing required field", path=where, row=row, field=name)
+    bad = pc.invert(pc.is_in(table.column("verdict"), value_set=_pa_strings(VERDICTS)))
+    if pc.any(bad).as_py():
+        row = int(pc.index(bad, True).as_py())
+        raise AuditError(f"verdict must be one of {', '.join(VERDICTS)} "
+                         f"(got {table.column('verdict')[row].as_py()!r})", path=where, row=row + 1,
+                         field="verdict")
+    if table.num_rows > 1 and not _sorted_unique(table):
+        keys = table.select(["item_id", "sample"]).group_by(["item_id", "sample"]).aggregate([])
+        if keys.num_rows != table.num_rows:
+            counts = table.select(["item_id", "sample"]).group_by(["item_id", "sample"]).aggregate(
+                [("item_id", "count")])
+            dup = counts.filter(pc.greater(counts.column("item_id_count"), 1)).slice(0, 1).to_pylist()[0]
+            raise AuditError(f"duplicate row (item_id={dup['item_id']!r}, sample={dup['sample']})",
+                             path=where, field="items")
+
+
+def _sorted_unique(table: Any) -> bool:
+    """True when rows are strictly increasing by (item_id, sample): then they are unique (cheap check)."""
+    import pyarrow.compute as pc
+
+    ids, samples = table.column("item_id"), table.column("sample")
+    n = table.num_rows
+    a_id, b_id = ids.slice(0, n - 1), ids.slice(1)
+    a_s, b_s = samples.slice(0, n - 1), samples.slice(1)
+    ok = pc.or_(pc.less(a_id, b_id), pc.and_(pc.equal(a_id, b_id), pc.less(a_s, b_s)))
+    return bool(pc.all(ok).as_py())
+
+
+def _pa_strings(values: tuple[str, ...]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(list(values), pa.string())

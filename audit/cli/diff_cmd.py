@@ -1,0 +1,45 @@
+"""`audit diff`: compare two verdict files, list every retraction; exit 0 same, 1 changed, 2 error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from audit.cli import cli
+from audit.errors import ValidationFailed
+
+
+@cli.command("diff")
+@click.argument("old", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("new", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True,
+              help="Markdown for people; JSON (schemas/diff_report.v1.json) holds every changed row.")
+@click.option("--max-items", type=click.IntRange(min=0), default=20, show_default=True, metavar="N",
+              help="Rows printed per cause (and per one-sided list) in Markdown; JSON always holds all.")
+@click.option("--allow-different-responses", is_flag=True,
+              help="Compare files that grade different responses packages (the header says so).")
+@click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
+              help="Write the report to FILE instead of stdout.")
+def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_responses: bool,
+         output: Path | None) -> int:
+    """Compare two verdict files OLD and NEW: every figure that changed and every row whose verdict changed.
+
+    Rows are aligned by (item_id, sample). Each changed row gets a cause: response, policy,
+    reference, extractor or grader (first that applies, in that order; see audit/diff.py).
+    Exit 0 when nothing changed, 1 when something did, 2 on error — like diff(1).
+    """
+    from audit.diff import diff_files, render_json, render_markdown
+    from audit.packages import write_atomic
+
+    try:
+        report = diff_files(old, new, allow_different_responses=allow_different_responses)
+    except ValidationFailed as e:
+        e.exit_code = 2  # 1 means "the files differ" here
+        raise
+    text = render_json(report) if fmt == "json" else render_markdown(report, max_items=max_items)
+    if output is not None:
+        write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+    return 1 if report.has_changes else 0

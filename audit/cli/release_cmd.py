@@ -1,0 +1,99 @@
+"""`audit release` and `audit verify-release`: publish per-item verdicts without protected text, and check one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from audit.cli import cli
+from audit.errors import AuditError
+
+
+def _read_salt(salt: str | None, salt_file: Path | None) -> str | None:
+    if salt is not None and salt_file is not None:
+        raise click.UsageError("give --salt or --salt-file, not both")
+    if salt_file is not None:
+        if not salt_file.is_file():
+            raise AuditError("no such file", path=str(salt_file))
+        return salt_file.read_text(encoding="utf-8").strip()
+    return salt
+
+
+@cli.command("release")
+@click.argument("verdicts", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, metavar="DIR",
+              help="Release package directory to write.")
+@click.option("--items", type=click.Path(path_type=Path), metavar="ITEMS_PACKAGE",
+              help="Items package (which items are protected, and their text for the leak check); "
+                   "default: the one the verdict file names.")
+@click.option("--responses", type=click.Path(path_type=Path), metavar="RESPONSES_PACKAGE",
+              help="Responses package (for the leak check); default: the one the verdict file names.")
+@click.option("--protected", "all_protected", is_flag=True, help="Treat every item as protected.")
+@click.option("--public", is_flag=True, help="Treat every item as public (only for datasets that may be published).")
+@click.option("--hash-ids", is_flag=True, help="Publish HMAC-SHA256(salt, id) instead of the dataset's ids.")
+@click.option("--salt", metavar="S", help="Secret salt for --hash-ids (16+ characters; share it privately).")
+@click.option("--salt-file", type=click.Path(path_type=Path), metavar="FILE", help="Read the salt from FILE.")
+@click.option("--no-response-check", is_flag=True,
+              help="Release protected items without the responses package (recorded in release.json).")
+@click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from the content).")
+@click.option("--force", is_flag=True, help="Replace DIR if it exists.")
+def release(verdicts: Path, out: Path, items: Path | None, responses: Path | None, all_protected: bool, public: bool,
+            hash_ids: bool, salt: str | None, salt_file: Path | None, no_response_check: bool,
+            package_id: str | None, force: bool) -> int:
+    """Write a release package of the verdict file VERDICTS: per-item verdicts, release.json, README.md.
+
+    Protected items (GPQA, HLE) keep only verdict and status. A leak check runs on every file
+    first: if any protected string of 20+ characters, or a protected reference beside its
+    item's id, would be published, nothing is written and each leak is reported (exit 2).
+    """
+    from audit.release import build_release
+
+    salt = _read_salt(salt, salt_file)
+    if salt is not None and not hash_ids:
+        raise click.UsageError("--salt is only used with --hash-ids")
+    res = build_release(verdicts, out, items=items, responses=responses, all_protected=all_protected, public=public,
+                        hash_ids=hash_ids, salt=salt, no_response_check=no_response_check, package_id=package_id,
+                        overwrite=force)
+    info = res.info
+    click.echo(f"wrote {out}: release package {res.package_id}, {info.rows:,} rows, {info.items:,} items "
+               f"({info.protected_items:,} protected); leak check passed "
+               f"({info.leak_check.protected_texts:,} protected strings)")
+    return 0
+
+
+@cli.command("verify-release")
+@click.argument("release_dir", type=click.Path(path_type=Path))
+@click.option("--items", type=click.Path(path_type=Path), required=True, metavar="PRIVATE_ITEMS",
+              help="Your own items package of the dataset.")
+@click.option("--salt", metavar="S", help="The salt the publisher shared, for releases with salted ids.")
+@click.option("--salt-file", type=click.Path(path_type=Path), metavar="FILE", help="Read the salt from FILE.")
+@click.option("--responses", type=click.Path(path_type=Path), metavar="RESPONSES_PACKAGE",
+              help="Also check that no text of these responses is in the release.")
+def verify_release_cmd(release_dir: Path, items: Path, salt: str | None, salt_file: Path | None,
+                       responses: Path | None) -> int:
+    """Check a release against your own copy of the items. Exit 0 when every check passes, 1 otherwise.
+
+    \b
+    Checks, in order:
+    package        the manifest, every file's sha256 and size, and every row's schema are valid
+                   (a protected row can hold nothing but item_id, sample, verdict and status)
+    counts         rows, items, samples and statuses equal release.json's
+    ids            every item id of the release is one of yours (salted ids: the salt matches)
+    items package  whether your copy has the digest the release names (informational)
+    protected      every item your copy marks protected is published as protected
+    references     every published reference equals your copy's
+    verdicts       verdicts agree with statuses, and with answer = reference for letters
+    figures        figures recomputed from the rows equal release.json's
+    readme         README.md is exactly what release.json generates
+    leaks          the leak check with your copy's questions, options, references (and --responses)
+    """
+    from audit.release import verify_release
+
+    checks = verify_release(release_dir, items, salt=_read_salt(salt, salt_file), responses=responses)
+    for c in checks:
+        click.echo(f"{'ok  ' if c.ok else 'FAIL'} {c.name:<14} {c.detail}")
+    failed = [c for c in checks if not c.ok]
+    click.echo(f"{'verified' if not failed else 'NOT verified'}: {len(checks) - len(failed)} of {len(checks)} "
+               f"checks passed", err=bool(failed))
+    return 1 if failed else 0

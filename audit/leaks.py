@@ -1,0 +1,345 @@
+"""The leak check of releases: no protected text, and no protected answer beside its item.
+
+Two rules, applied to every file of a release before it is written:
+
+1. No string of `MIN_LEAK_CHARS` (20) or more characters taken from the question,
+   an option, the reference or a response of a protected item appears anywhere.
+   Texts are compared after collapsing runs of whitespace to one space, so reflowed
+   text is caught; JSON files are checked on their decoded string values, so JSON
+   escaping does not hide a leak. A match with fewer than `MIN_ALNUM` letters or
+   digits (a Markdown table rule, a row of dots) carries no content and is ignored.
+2. No reference answer of a protected item appears as a whole token in the same
+   row (JSONL), object (JSON) or line (text) as that item's id (its dataset id or its
+   salted id): a bare `B` beside `gpqa/17` gives the key away.
+
+Method for rule 1: protected texts are indexed by a hash of their 11-character
+windows at every 10th position (11 + 10 − 1 = 20: any common substring of 20
+characters contains one indexed window whole); every 11-character window of the
+scanned text is hashed (numpy, polynomial over 64-bit words) and looked up, and each
+hit is confirmed by extending the match character by character. So the index is
+small (a tenth of the text), there are no false positives, and no match of 20+
+characters can be missed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from audit.errors import Problem
+
+MIN_LEAK_CHARS = 20
+"""Shortest protected substring that counts as a leak."""
+
+MIN_ALNUM = 8
+"""A match needs this many letters or digits to count (punctuation runs carry no content)."""
+
+MAX_LEAKS_PER_FILE = 100
+"""Leaks listed per file; the rest are counted in one line."""
+
+_K = 11
+_STRIDE = MIN_LEAK_CHARS - _K + 1
+_SEP = 0  # code point separating texts in the index; never inside a window that is indexed
+_WS = re.compile(r"\s+")
+
+
+def normalize(text: str) -> str:
+    """Whitespace runs collapsed to one space (the form both sides are compared in)."""
+    return _WS.sub(" ", text)
+
+
+def _weights() -> np.ndarray:
+    rng = np.random.default_rng(0x5EED_1EAC)
+    return rng.integers(1, 2**63 - 1, size=_K, dtype=np.int64).astype(np.uint64) * np.uint64(2) + np.uint64(1)
+
+
+_W = _weights()
+
+
+def _codes(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+
+
+def _window_hashes(codes: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Polynomial hash of the K-character windows starting at `starts` (64-bit wrap-around)."""
+    h = np.zeros(len(starts), dtype=np.uint64)
+    for j in range(_K):
+        h += codes[starts + j].astype(np.uint64) * _W[j]
+    return h
+
+
+@dataclass(frozen=True)
+class ProtectedText:
+    """One protected string: whose it is and which field (for the error message)."""
+
+    item_id: str
+    what: str
+    text: str
+
+
+@dataclass
+class LeakIndex:
+    """Protected strings of a set of items, ready to scan files for leaks."""
+
+    texts: list[ProtectedText]
+    references: Mapping[str, Collection[str]] = field(default_factory=dict)
+    """Protected item id -> its reference answer(s) (rule 2)."""
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    """Id as it may appear in the files (dataset id or salted id) -> dataset id, for protected items."""
+
+    def __post_init__(self) -> None:
+        norm = [normalize(t.text) for t in self.texts]
+        self._starts = np.zeros(len(norm) + 1, dtype=np.int64)
+        pieces = []
+        pos = 0
+        for i, s in enumerate(norm):
+            self._starts[i] = pos
+            pieces.append(s)
+            pos += len(s) + 1
+        self._starts[len(norm)] = pos
+        joined = "\x00".join(pieces) + "\x00"
+        self._codes = _codes(joined)
+        n = len(self._codes)
+        self._alnum_prefix = np.concatenate([[0], np.cumsum(_alnum_mask(self._codes), dtype=np.int64)])
+        self._sep_prefix = np.concatenate([[0], np.cumsum(self._codes == _SEP, dtype=np.int64)])
+        if n >= _K:
+            starts = np.arange(0, n - _K + 1, _STRIDE, dtype=np.int64)
+            sep = self._sep_prefix
+            starts = starts[sep[starts + _K] - sep[starts] == 0]  # windows inside one text only
+            h = _window_hashes(self._codes, starts)
+            order = np.argsort(h, kind="stable")
+            self._hashes, self._positions = h[order], starts[order]
+        else:
+            self._hashes = np.zeros(0, np.uint64)
+            self._positions = np.zeros(0, np.int64)
+        self._ref_patterns: dict[str, re.Pattern[str]] = {}
+        for item, refs in self.references.items():
+            alts = sorted({normalize(r).strip() for r in refs} - {""}, key=lambda x: (-len(x), x))
+            if alts:
+                self._ref_patterns[item] = re.compile(
+                    r"(?<![0-9A-Za-z])(?:" + "|".join(re.escape(a) for a in alts) + r")(?![0-9A-Za-z])")
+
+    @property
+    def windows(self) -> int:
+        """Indexed windows (for the record of what the check covered)."""
+        return int(len(self._hashes))
+
+    # ----------------------------------------------------------------- rule 1
+
+    def find(self, values: list[str]) -> list[tuple[int, int, int]]:
+        """(value index, protected text index, match length) for each value sharing a 20-character window
+        (with `MIN_ALNUM` letters or digits) with a protected text; one vectorised pass over all values."""
+        if not len(self._hashes) or not values:
+            return []
+        uniq: dict[str, int] = {}
+        for v in values:
+            uniq.setdefault(normalize(v), len(uniq))
+        norm = list(uniq)
+        offsets = np.zeros(len(norm) + 1, dtype=np.int64)
+        np.cumsum([len(v) + 1 for v in norm], out=offsets[1:])
+        hay = _codes("\x00".join(norm) + "\x00")
+        if len(hay) < _K:
+            return []
+        h = _window_hashes(hay, np.arange(0, len(hay) - _K + 1, dtype=np.int64))
+        lo = np.searchsorted(self._hashes, h, side="left")
+        hi = np.searchsorted(self._hashes, h, side="right")
+        hits = np.flatnonzero(hi > lo)
+        if not len(hits):
+            return []
+        # Every (hay position, indexed needle position) pair whose K-windows hash alike.
+        counts = hi[hits] - lo[hits]
+        first = np.repeat(lo[hits] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+        q_all = np.repeat(hits, counts)
+        p_all = self._positions[first + np.arange(int(counts.sum()))]
+        # A shared 20-window containing the K-window starts 0..STRIDE-1 characters before it.
+        found_q, found_p = [], []
+        a, n_hay, n_a = self._codes, len(hay), len(self._codes)
+        hay_sep = np.concatenate([[0], np.cumsum(hay == _SEP, dtype=np.int64)])
+        for d in range(_STRIDE):
+            qs, ps = q_all - d, p_all - d
+            ok = (qs >= 0) & (ps >= 0) & (qs + MIN_LEAK_CHARS <= n_hay) & (ps + MIN_LEAK_CHARS <= n_a)
+            qs, ps = qs[ok], ps[ok]
+            ok = ((self._sep_prefix[ps + MIN_LEAK_CHARS] == self._sep_prefix[ps])
+                  & (hay_sep[qs + MIN_LEAK_CHARS] == hay_sep[qs])
+                  & (self._alnum_prefix[ps + MIN_LEAK_CHARS] - self._alnum_prefix[ps] >= MIN_ALNUM))
+            qs, ps = qs[ok], ps[ok]
+            for j in range(MIN_LEAK_CHARS):
+                if not len(qs):
+                    break
+                ok = hay[qs + j] == a[ps + j]
+                qs, ps = qs[ok], ps[ok]
+            found_q.append(qs)
+            found_p.append(ps)
+        q = np.concatenate(found_q)
+        p = np.concatenate(found_p)
+        if not len(q):
+            return []
+        v_of = np.searchsorted(offsets, q, side="right") - 1
+        t_of = np.searchsorted(self._starts, p, side="right") - 1
+        _, first_of_pair = np.unique(v_of * (len(self.texts) + 1) + t_of, return_index=True)
+        best: dict[tuple[int, int], int] = {}
+        for i in first_of_pair.tolist():
+            best[(int(v_of[i]), int(t_of[i]))] = self._length(hay, int(q[i]), int(p[i]))
+        back: dict[int, list[int]] = {}
+        for i, v in enumerate(values):
+            back.setdefault(uniq[normalize(v)], []).append(i)
+        out = [(i, t, n) for (v, t), n in best.items() for i in back[v]]
+        return sorted(out)
+
+    def _length(self, hay: np.ndarray, q: int, p: int) -> int:
+        """Length of the common substring through hay[q:q+20] == text[p:p+20] (for the message)."""
+        a = self._codes
+        left = 0
+        while q - left > 0 and p - left > 0 and a[p - left - 1] != _SEP and hay[q - left - 1] == a[p - left - 1]:
+            left += 1
+        right = MIN_LEAK_CHARS
+        while q + right < len(hay) and p + right < len(a) and a[p + right] != _SEP and hay[q + right] == a[p + right]:
+            right += 1
+        return left + right
+
+    # ----------------------------------------------------------------- rule 2
+
+    def paired(self, record: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """(protected item, field) where the item's reference stands beside its id in one record."""
+        if not self._ref_patterns:
+            return []
+        items = set()
+        for _, v in record:
+            if v in self.aliases:
+                items.add(self.aliases[v])
+            else:
+                items.update(self.aliases[t] for t in _TOKEN.findall(v) if t in self.aliases)
+        out = []
+        for item in sorted(items):
+            pat = self._ref_patterns.get(item)
+            if pat is None:
+                continue
+            for fname, v in record:
+                if v in self.aliases or v in SKIP_VALUES.get(fname, ()):
+                    continue
+                if pat.search(normalize(v)):
+                    out.append((item, fname))
+        return out
+
+
+_TOKEN = re.compile(r"[^\s|,;:\"'`()\[\]{}<>=]+")
+
+SKIP_VALUES = {"verdict": frozenset(("correct", "incorrect", "ungraded"))}
+"""Field values from a fixed vocabulary, never read as a reference answer (rule 2)."""
+
+
+def _alnum_mask(b: np.ndarray) -> np.ndarray:
+    return ((b >= 48) & (b <= 57)) | ((b >= 65) & (b <= 90)) | ((b >= 97) & (b <= 122)) | (b >= 0xC0)
+
+
+def _strings(obj: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(JSON path, value) of every string in a JSON value, object keys included."""
+    if isinstance(obj, str):
+        yield path, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            p = f"{path}.{k}" if path else str(k)
+            yield p, str(k)
+            yield from _strings(v, p)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _strings(v, f"{path}.{i}" if path else str(i))
+
+
+def _records(obj: Any, path: str) -> Iterator[list[tuple[str, str]]]:
+    """One record per JSON object: its own string values and those of its lists (not of nested objects)."""
+    if isinstance(obj, dict):
+        own: list[tuple[str, str]] = []
+        for k, v in obj.items():
+            p = f"{path}.{k}" if path else str(k)
+            stack = [(p, v)]
+            while stack:
+                q, x = stack.pop()
+                if isinstance(x, str):
+                    own.append((q, x))
+                elif isinstance(x, list):
+                    stack += [(f"{q}.{i}", y) for i, y in enumerate(x)]
+                elif isinstance(x, dict):
+                    yield from _records(x, q)
+        yield own
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _records(v, f"{path}.{i}" if path else str(i))
+
+
+@dataclass(frozen=True)
+class _Value:
+    row: int | None
+    field: str | None
+    text: str
+
+
+def find_leaks(files: Mapping[str, bytes], index: LeakIndex) -> list[Problem]:
+    """Every leak in the given files (name -> bytes), one Problem per (file, row, field, protected item).
+
+    JSONL files are read per row (rows numbered from 1, fields by name), JSON files per
+    value (fields by JSON path), other files per line (rows are line numbers).
+    """
+    problems: list[Problem] = []
+    for name in sorted(files):
+        text = files[name].decode("utf-8", errors="replace")
+        values: list[_Value] = []
+        records: list[tuple[int | None, list[tuple[str, str]]]] = []
+        if name.endswith(".jsonl"):
+            for i, line in enumerate(text.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    obj = line
+                rec = list(_strings(obj, ""))
+                values += [_Value(i, f or None, v) for f, v in rec]
+                records.append((i, rec))
+        elif name.endswith(".json") and _is_json(text):
+            obj = json.loads(text)
+            values += [_Value(None, f or "$", v) for f, v in _strings(obj, "")]
+            records += [(None, rec) for rec in _records(obj, "")]
+        else:
+            lines = text.splitlines()
+            values += [_Value(i, None, line) for i, line in enumerate(lines, 1)]
+            records += [(i, [("", line)]) for i, line in enumerate(lines, 1)]
+        found = index.find([v.text for v in values])
+        if not found and not name.endswith((".jsonl", ".json")):
+            # A leak spread over short lines: check the text as a whole.
+            found = [(-1, t, n) for _, t, n in index.find([text])]
+        for vi, t, n in found:
+            pt = index.texts[t]
+            where = values[vi] if vi >= 0 else _Value(None, None, "")
+            problems.append(Problem(name, f"leak: {n} characters of the {pt.what} of protected item {pt.item_id!r}",
+                                    where.row, where.field))
+        for row, rec in records:
+            for item, fname in index.paired(rec):
+                problems.append(Problem(name, f"leak: the reference answer of protected item {item!r} beside its id",
+                                        row, fname or None))
+    seen: set[Problem] = set()
+    unique = [p for p in problems if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
+    unique.sort(key=lambda p: (p.path, p.row or 0, p.field or "", p.message))
+    out: list[Problem] = []
+    per_file: dict[str, int] = {}
+    for p in unique:
+        per_file[p.path] = per_file.get(p.path, 0) + 1
+        if per_file[p.path] <= MAX_LEAKS_PER_FILE:
+            out.append(p)
+    for path, n in sorted(per_file.items()):
+        if n > MAX_LEAKS_PER_FILE:
+            out.append(Problem(path, f"leak: {n - MAX_LEAKS_PER_FILE} more leaks in this file not listed"))
+    return out
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
