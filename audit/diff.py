@@ -8,10 +8,11 @@ a figure is reported when its value, its counts or any verdict inside it changed
 Each row whose verdict changed gets one cause, the first that applies in this order
 (all that apply are kept in `causes`):
 
-1. `response`  — the graded text differs. Verdict rows hold no text, so this is
-   inferred: the responses packages differ in digest, the attempt is the same, and
-   the same extractor (equal fingerprint: registered versions are immutable and
-   deterministic) read a different answer — or the row is `missing` on one side.
+1. `response`  — the graded text differs: both rows carry `response_sha256` and the
+   hashes differ. Rows without hashes (imported verdicts) fall back to an inference:
+   the responses packages differ in digest, the attempt is the same, and the same
+   extractor (equal fingerprint: registered versions are immutable and deterministic)
+   read a different answer — or the row is `missing` on one side.
 2. `policy`    — which text counts, or whether it counts: the graded attempt differs
    (re-sampling), or either side's status is `truncated`, `excluded` or `missing`.
    These are decided before any answer is read, so they come before the answer.
@@ -374,7 +375,7 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    cols = ["attempt", "answer", "rule", "verdict", "status", "reason", "reference"]
+    cols = ["attempt", "answer", "rule", "verdict", "status", "reason", "reference", "response_sha256"]
     if _same_keys(o.table, n.table):
         # Same rows in the same order (the usual case: one responses package graded twice): nothing to align.
         idx_o = idx_n = None
@@ -518,8 +519,11 @@ def _causes(changed: Any, packages_differ: bool, same_extractor: bool) -> tuple[
     selection = either(sel) | attempt_diff
     no_answer = either(noans) & ~answer_diff
     missing = either(pa.array(["missing"], pa.string()))
+    text_known = _np(pc.and_(pc.is_valid(c("response_sha256_o")), pc.is_valid(c("response_sha256_n")))).astype(bool)
+    text_diff = _np(_both_differ(c("response_sha256_o"), c("response_sha256_n"))).astype(bool)
     if packages_differ:
-        response = (same_extractor & answer_diff & ~attempt_diff) | missing
+        inferred = (same_extractor & answer_diff & ~attempt_diff) | missing
+        response = np.where(text_known, text_diff & ~attempt_diff, inferred)
     else:
         response = np.zeros(len(answer_diff), dtype=bool)
     flags = {

@@ -12,9 +12,11 @@ item can never vanish from the denominator unnoticed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import string
+import tempfile
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,12 +36,15 @@ from audit.producer import producer
 from audit.specs import BenchmarkSpec, get_spec
 from audit.summary import summarize
 from audit.verdicts import (
+    VERDICT_ROW_FIELDS,
     ComponentRef,
     PackageRef,
     Policies,
     VerdictFile,
     VerdictRow,
     dump_verdict_file,
+    write_rows_parquet,
+    write_verdict_file,
 )
 
 LETTERS = string.ascii_uppercase
@@ -250,13 +255,65 @@ def _grade_all(grader: Any, tasks: list[tuple[str, str, int | None]]) -> list[gr
     return [grader.grade(a, r, num_choices=n) for a, r, n in tasks]
 
 
+PARQUET_MIN_ROWS = 100_000
+"""Gradings with at least this many rows also write their rows as Parquet beside the JSON."""
+
+
+@dataclass
+class Grading:
+    """A finished grading: the verdict file's header (empty `items`) and its rows as columns.
+
+    Rows are kept column-wise (lists in VERDICT_ROW_FIELDS order, sorted by item_id then
+    sample) so a million rows stay small; `to_verdict_file()` builds the full model.
+    """
+
+    header: VerdictFile
+    columns: dict[str, list[Any]]
+
+    @property
+    def summary(self) -> Any:
+        return self.header.summary
+
+    def __len__(self) -> int:
+        return len(self.columns["item_id"])
+
+    def iter_rows(self) -> Iterable[dict[str, Any]]:
+        cols = [self.columns[k] for k in VERDICT_ROW_FIELDS]
+        for values in zip(*cols):
+            yield dict(zip(VERDICT_ROW_FIELDS, values))
+
+    @property
+    def items(self) -> list[VerdictRow]:
+        return [VerdictRow.model_validate(r) for r in self.iter_rows()]
+
+    def to_verdict_file(self) -> VerdictFile:
+        return self.header.model_copy(update={"items": self.items})
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({k: self.columns[k] for k in VERDICT_ROW_FIELDS})
+
+    def write(self, out: str | os.PathLike[str], *, parquet: bool | None = None) -> VerdictFile:
+        """Write the verdict file (and, for large sets or when asked, its Parquet rows beside it)."""
+        out = Path(out)
+        header = self.header
+        if parquet or (parquet is None and len(self) >= PARQUET_MIN_ROWS):
+            side = out.with_name(out.name.removesuffix(".json") + ".rows.parquet")
+            header = header.model_copy(update={"rows_file": write_rows_parquet(self.frame(), side)})
+        write_verdict_file(out, header, self.iter_rows())
+        return header
+
+
 def grade_package(responses: str | os.PathLike[str], config: GradeConfig, *,
                   items: str | os.PathLike[str] | None = None,
                   out: str | os.PathLike[str] | None = None,
-                  base_dir: str | os.PathLike[str] | None = None) -> VerdictFile:
+                  base_dir: str | os.PathLike[str] | None = None,
+                  parquet: bool | None = None) -> Grading:
     """Grade a responses package; write the verdict file to `out` (atomically) when given.
 
-    Package paths are recorded relative to `out`'s directory (or `base_dir`).
+    One streaming pass over the validated package reads each row's metadata and extracts
+    its answer (texts are dropped as soon as they are read); the attempt to grade per
+    (item, sample) is chosen afterwards. Package paths are recorded relative to `out`'s
+    directory (or `base_dir`).
     """
     main = (_component("extractor", config.extractor), _component("grader", config.grader))
     mc = (_component("extractor", config.mc_extractor), _component("grader", config.mc_grader))
@@ -287,73 +344,72 @@ def grade_package(responses: str | os.PathLike[str], config: GradeConfig, *,
             raise AuditError("holds no item rows: give --items ITEMS_PACKAGE", path=str(responses))
         responses_ref = _package_ref(rp, out_dir)
 
-        # Pass 1: metadata (no text) and the attempt to grade.
         groups: dict[tuple[str, int], list[AttemptMeta]] = {}
+        read: dict[tuple[str, int, int], tuple[extractors.Extraction, str | None]] = {}
         for entry, rowno, obj in rp.iter_objects("response_row.v1"):
             item_id = obj["item_id"]
-            if item_id not in item_info:
+            info = item_info.get(item_id)
+            if info is None:
                 raise AuditError(f"item {item_id!r} is not in the items package",
                                  path=f"{rp.source}/{entry.path}", row=rowno, field="item_id")
-            groups.setdefault((item_id, obj.get("sample", 0)), []).append(AttemptMeta(
-                attempt=obj.get("attempt", 0), finish_reason=obj.get("finish_reason"), length=_length(obj),
-                has_text=isinstance(obj.get("response"), str), excluded=obj.get("excluded"),
-                error=obj.get("error"), max_tokens=obj.get("max_tokens")))
-        chosen = {key: choose_attempt(metas, policies.resampling) for key, metas in groups.items()}
-        wanted = {(k[0], k[1], m.attempt) for k, (m, _) in chosen.items()}
+            sample, attempt = obj.get("sample", 0), obj.get("attempt", 0)
+            text = obj.get("response")
+            groups.setdefault((item_id, sample), []).append(AttemptMeta(
+                attempt=attempt, finish_reason=obj.get("finish_reason"), length=_length(obj),
+                has_text=isinstance(text, str), excluded=obj.get("excluded"), error=obj.get("error"),
+                max_tokens=obj.get("max_tokens")))
+            ex = components(info)[0].extract(text, finish_reason=obj.get("finish_reason"))
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else None
+            read[(item_id, sample, attempt)] = (ex, digest)
 
-        # Pass 2: extract from the chosen attempts only; keep answers, not texts.
-        extractions: dict[tuple[str, int], extractors.Extraction] = {}
-        for _entry, _rowno, obj in rp.iter_objects("response_row.v1"):
-            key3 = (obj["item_id"], obj.get("sample", 0), obj.get("attempt", 0))
-            if key3 in wanted:
-                ex = components(item_info[key3[0]])[0]
-                extractions[key3[:2]] = ex.extract(obj.get("response"), finish_reason=obj.get("finish_reason"))
-
-    # Pass 3: grade the answers, then apply the policies.
+    chosen = {key: choose_attempt(metas, policies.resampling) for key, metas in groups.items()}
     excluded_ids = frozenset(policies.exclude)
     item_ids = sorted(item_info) if policies.scope == "items" else sorted({k[0] for k in groups})
     sample_list = sorted({k[1] for k in groups}) or [0]
-    keys = [(i, s) for i in item_ids for s in sample_list]
 
+    # Grade the answers that count, batched per grader, then apply the policies row by row.
     pending: dict[str, tuple[Any, list[tuple[str, int]]]] = {}
-    for key in keys:
-        ex = extractions.get(key)
-        meta = chosen[key][0] if key in chosen else None
-        if ex is None or ex.answer is None or meta is None or meta.finish_reason == "length" \
-                or key[0] in excluded_ids:
-            continue
-        grader = components(item_info[key[0]])[1]
-        pending.setdefault(grader.key, (grader, []))[1].append(key)
+    for item_id in item_ids:
+        for sample in sample_list:
+            meta = chosen[(item_id, sample)][0] if (item_id, sample) in chosen else None
+            if meta is None or meta.finish_reason == "length" or item_id in excluded_ids:
+                continue
+            ex = read[(item_id, sample, meta.attempt)][0]
+            if ex.answer is not None:
+                grader = components(item_info[item_id])[1]
+                pending.setdefault(grader.key, (grader, []))[1].append((item_id, sample))
     verdicts: dict[tuple[str, int], graders.Verdict] = {}
     for grader, gkeys in pending.values():
-        tasks = [(extractions[k].answer, item_info[k[0]].reference, item_info[k[0]].options) for k in gkeys]
+        tasks = [(read[(k[0], k[1], chosen[k][0].attempt)][0].answer, item_info[k[0]].reference,
+                  item_info[k[0]].options) for k in gkeys]
         verdicts.update(zip(gkeys, _grade_all(grader, tasks)))
 
-    rows = []
-    for key in keys:
-        item_id, sample = key
-        meta, detail = chosen.get(key, (None, {}))
-        ex = extractions.get(key)
+    cols: dict[str, list[Any]] = {k: [] for k in VERDICT_ROW_FIELDS}
+    for item_id in item_ids:
         info = item_info[item_id]
-        verdict, status, reason, more = _decide(meta, ex, verdicts.get(key), info, item_id, sample, policies,
-                                                excluded_ids)
-        rows.append(VerdictRow(
-            item_id=item_id, sample=sample, attempt=meta.attempt if meta else None,
-            answer=ex.answer if ex else None, rule=ex.rule if ex else None,
-            span=list(ex.span) if ex and ex.span else None, verdict=verdict, status=status, reason=reason,
-            reference=info.reference, detail={**detail, **more}))
+        for sample in sample_list:
+            meta, detail = chosen.get((item_id, sample), (None, {}))
+            ex, digest = read[(item_id, sample, meta.attempt)] if meta else (None, None)
+            verdict, status, reason, more = _decide(meta, ex, verdicts.get((item_id, sample)), info, item_id,
+                                                    sample, policies, excluded_ids)
+            values = {"item_id": item_id, "sample": sample, "attempt": meta.attempt if meta else None,
+                      "response_sha256": digest, "answer": ex.answer if ex else None,
+                      "rule": ex.rule if ex else None, "span": list(ex.span) if ex and ex.span else None,
+                      "verdict": verdict, "status": status, "reason": reason, "reference": info.reference,
+                      "detail": {**detail, **more}}
+            for k in VERDICT_ROW_FIELDS:
+                cols[k].append(values[k])
 
-    df = pd.DataFrame({"item_id": [r.item_id for r in rows], "sample": [r.sample for r in rows],
-                       "verdict": [r.verdict for r in rows], "status": [r.status for r in rows],
-                       "reason": [r.reason for r in rows]})
-    vf = VerdictFile(
+    df = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "status", "reason")})
+    header = VerdictFile(
         benchmark=config.benchmark, responses_package=responses_ref, items_package=items_ref,
         extractor=_ref(main[0]), grader=_ref(main[1]), mc_extractor=_ref(mc[0]), mc_grader=_ref(mc[1]),
         reference_field=config.reference_field, producer=producer(), environment=environment(),
-        policies=policies, summary=summarize(df), items=rows)
+        policies=policies, summary=summarize(df), items=[])
+    grading = Grading(header, cols)
     if out is not None:
-        write_atomic(out, dump_verdict_file(vf))
-    return vf
+        grading.header = grading.write(out, parquet=parquet)
+    return grading
 
 
 def _package_ref(pkg: Package, out_dir: Path) -> PackageRef:
@@ -445,13 +501,14 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
     if env_now != vf.environment:
         notes.append("environment differs: " + ", ".join(
             f"{k} {vf.environment.get(k)} -> {v}" for k, v in env_now.items() if vf.environment.get(k) != v))
-    # Who graded and where the packages were found do not decide the result.
-    same_refs = {"producer": vf.producer, "environment": vf.environment,
+    # Who graded, in which environment, and where the packages were found do not decide the result.
+    same_refs = {"producer": vf.producer, "environment": vf.environment, "rows_file": None,
                  "responses_package": vf.responses_package, "items_package": vf.items_package}
-    new_cmp = new.model_copy(update=same_refs)
-    old_cmp = vf.model_copy(update={"rows_file": None})
-    if dump_verdict_file(new_cmp) == dump_verdict_file(old_cmp):
-        return Reproduction(True, [], notes)
+    with tempfile.TemporaryDirectory(prefix="audit-reproduce-") as tmp:
+        again = Path(tmp) / "again.json"
+        write_verdict_file(again, new.header.model_copy(update=same_refs), new.iter_rows())
+        if again.read_text(encoding="utf-8") == dump_verdict_file(vf.model_copy(update={"rows_file": None})):
+            return Reproduction(True, [], notes)
     diffs = []
     old_rows = {(r.item_id, r.sample): r for r in vf.items}
     for r in new.items:

@@ -10,6 +10,8 @@ and stays byte-identical for identical inputs.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -92,6 +94,8 @@ class VerdictRow(Record):
     """Run index (0..K-1)."""
     attempt: int | None
     """Attempt that was graded (0 = original); null when no response exists."""
+    response_sha256: str | None = None
+    """sha256 of the graded response text (UTF-8), so a diff can tell a changed text from a changed reading."""
     answer: str | None
     """Answer the extractor read; null when none."""
     rule: str | None
@@ -220,6 +224,38 @@ def dump_verdict_file(vf: VerdictFile) -> str:
     return head[:-2] + ',\n  "items": ' + items + "\n}\n"
 
 
+VERDICT_ROW_FIELDS = tuple(VerdictRow.model_fields)
+"""Key order of a row in the file (the model's field order)."""
+
+
+def write_verdict_file(path: str | Path, header: VerdictFile, rows: Iterable[dict[str, Any]]) -> None:
+    """Stream a verdict file to `path` atomically: `header` (its `items` ignored) then `rows`.
+
+    Each row is a dict with every VERDICT_ROW_FIELDS key in that order, as `model_dump(mode="json")`
+    gives; the bytes equal `dump_verdict_file` of the same content, without building a model per row.
+    """
+    p = Path(path)
+    data = header.model_dump(mode="json", by_alias=True)
+    data.pop("items")
+    head = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
+    tmp = p.parent / f".{p.name}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write(head[:-2] + ',\n  "items": ')
+            first = True
+            for row in rows:
+                f.write("[\n    " if first else ",\n    ")
+                f.write(dumps(row))
+                first = False
+            f.write("[]\n}\n" if first else "\n  ]\n}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def load_verdict_file(path: str | Path) -> VerdictFile:
     """Read and validate a verdict file; errors name the file and field."""
     p = Path(path)
@@ -263,7 +299,8 @@ def load_verdict_file(path: str | Path) -> VerdictFile:
 # Anything else (foreign formatting, a row pyarrow rejects) falls back to the full
 # `load_verdict_file`, whose errors name the row and field.
 
-FRAME_COLUMNS = ("item_id", "sample", "attempt", "answer", "rule", "verdict", "status", "reason", "reference")
+FRAME_COLUMNS = ("item_id", "sample", "attempt", "answer", "rule", "verdict", "status", "reason", "reference",
+                 "response_sha256")
 """Columns of the frame `read_rows` returns (`span` and `detail` stay in the JSON and the sidecar)."""
 
 _REQUIRED_COLUMNS = ("item_id", "sample", "verdict", "status", "reason")
@@ -279,12 +316,14 @@ def rows_arrow_schema() -> Any:
         ("item_id", pa.string()), ("sample", pa.int64()), ("attempt", pa.int64()), ("answer", pa.string()),
         ("rule", pa.string()), ("span", pa.list_(pa.int64())), ("verdict", pa.string()),
         ("status", pa.string()), ("reason", pa.string()), ("reference", pa.string()), ("detail", pa.string()),
+        ("response_sha256", pa.string()),
     ])
 
 
 def _json_rows_schema() -> Any:
     # What pyarrow's JSON reader must find in each row; `detail` is read by inference, then dropped.
-    return rows_arrow_schema().remove(10)
+    schema = rows_arrow_schema()
+    return schema.remove(schema.get_field_index("detail"))
 
 
 def write_rows_parquet(rows_df: Any, path: str | Path) -> RowsFileRef:

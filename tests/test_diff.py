@@ -221,7 +221,7 @@ def test_unknown_row_field_is_named(pair, cli):
 def test_read_rows_frame(pair):
     df = read_rows("old.json")
     assert list(df.columns) == ["item_id", "sample", "attempt", "answer", "rule", "verdict", "status", "reason",
-                                "reference"]
+                                "reference", "response_sha256"]
     assert len(df) == 18 and str(df["attempt"].dtype) == "Int64"
     assert df.loc[0, "item_id"] == "q01" and df["answer"].isna().sum() == 2
 
@@ -272,6 +272,21 @@ def test_different_responses_and_extractor_is_flagged_ambiguous(tmp_path):
     res = diff_files(tmp_path / "a.json", tmp_path / "b.json", allow_different_responses=True)
     assert res.changed_rows()[0]["cause"] == "extractor"
     assert any("may also reflect changed response text" in n for n in res.notes)
+
+
+def test_response_hashes_make_the_response_cause_exact(tmp_path):
+    # Extractor AND text changed: without hashes this is ambiguous (see the test above); with them it is not.
+    h1, h2 = "1" * 64, "2" * 64
+    old = make_verdict_file([R("q1", 0, "incorrect", answer="B", response_sha256=h1),
+                             R("q2", 0, "incorrect", answer="B", response_sha256=h1)],
+                            extractor=component("e", "1"))
+    new = make_verdict_file([R("q1", 0, "correct", answer="A", response_sha256=h2),   # the text changed
+                             R("q2", 0, "correct", answer="A", response_sha256=h1)],  # same text, new reading
+                            extractor=component("e", "2"), responses_package=package(DIGEST_B))
+    write_verdict_file(tmp_path / "a.json", old)
+    write_verdict_file(tmp_path / "b.json", new, parquet=True)
+    res = diff_files(tmp_path / "a.json", tmp_path / "b.json", allow_different_responses=True)
+    assert [(r["item_id"], r["cause"]) for r in res.changed_rows()] == [("q1", "response"), ("q2", "extractor")]
 
 
 def test_imported_files_without_components(tmp_path, cli):

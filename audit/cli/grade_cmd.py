@@ -22,11 +22,13 @@ from audit.cli import cli
               help="Override a policy: truncation=wrong|exclude, resampling=original|longer-only, "
                    "no_answer=wrong|random-guess, guess_seed=N, exclude=ID,ID, scope=items|responses.")
 @click.option("--reference-field", metavar="FIELD", help="Item field holding the gold answer: reference or extra.KEY.")
+@click.option("--parquet/--no-parquet", default=None,
+              help="Also write the rows as Parquet beside the file (default: for 100,000 rows or more).")
 @click.option("--force", is_flag=True, help="Overwrite RESULTS.json if it exists.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the path written.")
 def grade(package: Path, benchmark: str, items: Path | None, output: Path, extractor: str | None,
-          grader: str | None, policies: tuple[str, ...], reference_field: str | None, force: bool,
-          quiet: bool) -> int:
+          grader: str | None, policies: tuple[str, ...], reference_field: str | None, parquet: bool | None,
+          force: bool, quiet: bool) -> int:
     """Regrade a responses PACKAGE into a verdict file.
 
     The file names every input by digest, the extractor and grader by version and fingerprint, and
@@ -39,11 +41,12 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
         raise AuditError("already exists (use --force to overwrite)", path=str(output))
     config = resolve_config(benchmark, extractor=extractor, grader=grader, policies=policies,
                             reference_field=reference_field)
-    vf = grade_package(package, config, items=items, out=output)
-    click.echo(f"wrote {output}")
+    grading = grade_package(package, config, items=items, out=output, parquet=parquet)
+    vf = grading.header
+    click.echo(f"wrote {output}" + (f" and {vf.rows_file.path}" if vf.rows_file else ""))
     if not quiet:
         ex, gr = vf.extractor, vf.grader
-        click.echo(f"{vf.benchmark}: {len(vf.items)} rows, {vf.summary.items} items x {vf.summary.samples} samples; "
+        click.echo(f"{vf.benchmark}: {len(grading)} rows, {vf.summary.items} items x {vf.summary.samples} samples; "
                    f"extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")
         for line in format_summary(vf):
             click.echo(line)
