@@ -25,6 +25,7 @@ def cli() -> None:
 def _load_commands() -> None:
     # Each module adds its commands to `cli`; one module per area.
     from audit.cli import packages_cmd  # noqa: F401
+    from audit.cli import judge_cmd  # noqa: F401
 
 
 def error_line(message: str) -> str:

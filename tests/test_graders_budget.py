@@ -1,0 +1,86 @@
+"""Hard per-item budgets: soft alarm, kill-and-replace, crashes, threads, input order."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import graders
+from graders.budget import KILL_GRACE_S, WorkerPool
+
+
+@pytest.fixture(scope="module")
+def pool():
+    p = WorkerPool(2, extra_modules=("_budget_test_graders",))
+    p.warm()
+    yield p
+    p.close()
+
+
+def test_soft_alarm_interrupts_python_code(pool):
+    t0 = time.monotonic()
+    out = pool.run_one("test.sleepy@1", "30", "x", None, 0.3)
+    assert out.verdict.status == "timeout"
+    assert "interrupted" in out.verdict.reason
+    assert time.monotonic() - t0 < 0.3 + KILL_GRACE_S
+    assert pool.run_one("test.sleepy@1", "0", "x", None, 0.3).verdict.status == "correct"
+
+
+def test_stuck_worker_is_killed_and_replaced(pool):
+    kills = pool.kills
+    t0 = time.monotonic()
+    out = pool.run_one("test.stuck@1", "stuck", "x", None, 0.2)
+    elapsed = time.monotonic() - t0
+    assert out.verdict.status == "timeout" and "worker killed" in out.verdict.reason
+    assert 0.2 + KILL_GRACE_S <= elapsed < 0.2 + KILL_GRACE_S + 1.0
+    assert pool.kills == kills + 1
+    # the replacement worker grades the next item
+    assert pool.run_one("test.stuck@1", "a", "a", None, 5.0).verdict.status == "correct"
+
+
+def test_crash_is_an_error_verdict_and_the_pool_recovers(pool):
+    out = pool.run_one("test.crash@1", "crash", "x", None, 5.0)
+    assert out.verdict.status == "error" and "exit code 3" in out.verdict.reason
+    assert pool.run_one("test.crash@1", "ok", "x", None, 5.0).verdict.status == "correct"
+
+
+def test_exception_in_grader_is_an_error_verdict(pool):
+    out = pool.run_one("test.raises@1", "a", "b", None, 5.0)
+    assert out.verdict == graders.Verdict(None, "error", "ValueError: boom")
+
+
+def test_run_many_keeps_input_order_through_kills_and_crashes(pool):
+    tasks = [("a", "a", None), ("stuck", "x", None), ("b", "c", None), ("stuck", "y", None), ("d", "d", None)]
+    out = pool.run_many("test.stuck@1", tasks, 0.2, workers=2)
+    assert [o.verdict.status for o in out] == ["correct", "timeout", "incorrect", "timeout", "correct"]
+
+
+def test_budget_works_outside_the_main_thread():
+    # the shared pool, called from threads: no signal.alarm in the caller
+    g = graders.get("math.mathverify")
+    results: list[graders.Verdict] = []
+
+    def work(a: str) -> None:
+        results.append(g.grade(a, "(x+1)^2"))
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in ("x^2+2x+1", "x^2+2x", "(1+x)^2")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(v.status for v in results) == ["correct", "correct", "incorrect"]
+
+
+def test_grade_many_mixes_fast_and_pooled_items_in_order():
+    rows = [("x = 4", "4"), (r"\sin^2 x + \cos^2 x", "1"), (None, "3"), ("2", "3"), ("x^2", "x^3")]
+    out = graders.grade_many("math.equiv", rows, workers=2)
+    assert [v.status for v in out] == ["correct", "correct", "no_answer", "incorrect", "incorrect"]
+    timed = graders.grade_many_timed("math.equiv", [{"answer": "1", "reference": "1"}])
+    assert timed[0].verdict.status == "correct" and timed[0].seconds >= 0
+
+
+def test_grade_many_rejects_a_malformed_row():
+    with pytest.raises(TypeError, match="row 1"):
+        graders.grade_many("choice", [("A", "A"), "A"])
