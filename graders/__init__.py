@@ -162,6 +162,17 @@ class Grader:
             self.key, answer, reference, num_choices, self.budget_s if budget_s is None else budget_s).verdict
 
 
+@functools.lru_cache(maxsize=None)
+def installed_version(dist: str) -> str | None:
+    """The installed version of a distribution, or None (cached: graders check pins on every item)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def _short(e: BaseException, limit: int = 160) -> str:
     s = " ".join(str(e).split())
     return s if len(s) <= limit else s[: limit - 1] + "…"

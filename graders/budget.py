@@ -160,16 +160,18 @@ def worker_main() -> None:
         msg = _read_msg(proto_in)
         if msg is None:
             return
-        key, answer, reference, num_choices, budget_s = msg
         t0 = time.perf_counter()
         try:
+            if not (isinstance(msg, tuple) and len(msg) == 5):
+                raise TypeError(f"malformed task: expected (key, answer, reference, num_choices, budget_s)")
+            key, answer, reference, num_choices, budget_s = msg
             try:
                 signal.setitimer(signal.ITIMER_REAL, max(budget_s, 1e-3))
                 v = graders.get(key).grade_inline(answer, reference, num_choices=num_choices)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         except BudgetExceeded:
-            v = Verdict(None, "timeout", f"over the {budget_s:g} s budget (interrupted)")
+            v = Verdict(None, "timeout", f"over the {msg[4]:g} s budget (interrupted)")
         except MemoryError:
             v = Verdict(None, "error", f"over the worker memory limit ({WORKER_MEMORY_BYTES // 1024**3} GiB)")
         except Exception as e:  # a worker never dies on one item
@@ -256,6 +258,14 @@ class _Worker:
         except subprocess.TimeoutExpired:
             pass
         self.kill()
+
+
+def _exit_code(w: _Worker) -> int | None:
+    """The exit code of a worker whose pipe just closed (it may take a moment to be reaped)."""
+    try:
+        return w.proc.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        return None
 
 
 def _verdict(correct, status, reason):
@@ -356,7 +366,7 @@ class WorkerPool:
                 return Outcome(_timeout_verdict(budget_s, elapsed), elapsed)
             res = w.read_result()
             if res is None:
-                code = w.proc.poll()
+                code = _exit_code(w)
                 w = self._replace(w)
                 return Outcome(_died_verdict(code), time.monotonic() - t0)
             correct, status, reason, seconds = res
@@ -421,7 +431,7 @@ class WorkerPool:
                     _, i, t0 = busy.pop(w.out_fd)
                     res = w.read_result()
                     if res is None:  # the worker died on this item
-                        results[i] = Outcome(_died_verdict(w.proc.poll()), time.monotonic() - t0)
+                        results[i] = Outcome(_died_verdict(_exit_code(w)), time.monotonic() - t0)
                         w = swap(w)
                     else:
                         correct, status, reason, seconds = res

@@ -75,7 +75,16 @@ def _closes_at_end(s: str, brace: int) -> bool:
 
 
 def normalize_text(s: str) -> str:
-    """The string key: NFKC, unwrapped, case folded, single spaces, no trailing period."""
+    """The string key: NFKC, unwrapped, case folded, single spaces, no trailing period. Idempotent."""
+    for _ in range(4):  # NFKC and case folding can expose more to normalize; stop at a fixpoint
+        t = _normalize_text_once(s)
+        if t == s:
+            break
+        s = t
+    return s
+
+
+def _normalize_text_once(s: str) -> str:
     s = unicodedata.normalize("NFKC", s).replace("\u2212", "-")
     s = _unwrap(s)
     s = " ".join(s.split()).casefold()

@@ -47,7 +47,9 @@ Decisions (each one a place where graders differ)
   `\\{…\\}` is an unordered set; `(…)` and `\\langle…\\rangle` are ordered tuples; intervals keep their
   bracket types (`[2,\\infty)` != `(2,\\infty)`); a `\\cup` union is unordered over its parts. A bare
   list compared with a tuple is compared in order; a one-element list equals its element.
-  `a \\pm b` is the unordered pair {a+b, a-b}.
+  `a \\pm b` is the unordered pair {a+b, a-b}. An inequality in one variable is the set of reals it
+  describes: `x > 2` == `(2,\\infty)`, `x<2 \\text{ or } x>3` == `(-\\infty,2)\\cup(3,\\infty)`,
+  `2 \\le x < 3` == `[2,3)`; relations in several variables are compared as relations.
 - Two `\\boxed{}` in one answer (`\\boxed{3}, \\boxed{5}`) are a parse error: they are never joined
   into a set silently.
 - Words: a run of two or more letters that is not a LaTeX command (`Devon`, `yes`, `AB`, `4:30
@@ -74,9 +76,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from importlib import metadata
 
-from graders import Verdict, register
+from graders import Verdict, installed_version, register
 
 # --------------------------------------------------------------------------- caps and config
 
@@ -207,6 +208,8 @@ def _unwrap_outer(s: str) -> str:
         inner = _unwrap_command(s, cmd)
         if inner is not None:
             return inner.strip()
+    if s.startswith("{") and _match_brace(s, 0) == len(s) - 1:  # TeX grouping braces, not a set
+        return s[1:-1].strip()
     return s
 
 
@@ -381,6 +384,9 @@ class WithUnit:
     unit: str
 
 
+_UNION_SEPS = (r"\cup", r"\lor", r"\vee", r"\text{or}")
+"""Separators of a union: of intervals (`\\cup`) or of inequalities (`x<2 \\text{or} x>3`)."""
+_RELATION_RE = re.compile(r"<|>|\\(?:le|ge|lt|gt|ne|leqslant|geqslant)(?![a-zA-Z])")
 _OPENERS = {"(": ")", "[": "]", r"\{": r"\}", r"\langle": r"\rangle"}
 _GREEK = ("alpha|beta|gamma|delta|epsilon|varepsilon|zeta|eta|theta|vartheta|iota|kappa|lambda|mu|nu|xi|pi|rho|"
           "sigma|tau|upsilon|phi|varphi|chi|psi|omega|Gamma|Delta|Theta|Lambda|Xi|Pi|Sigma|Phi|Psi|Omega")
@@ -429,7 +435,8 @@ def _split_top(s: str, seps: tuple[str, ...]) -> list[str]:
                 depth -= 1
             elif depth == 0:
                 for sep in seps:
-                    if sep.startswith("\\") and s.startswith(sep, i) and not s[i + len(sep): i + len(sep) + 1].isalpha():
+                    if sep.startswith("\\") and s.startswith(sep, i) and not (
+                            sep[-1].isalpha() and s[i + len(sep): i + len(sep) + 1].isalpha()):
                         parts.append(s[start:i])
                         start = i + len(sep)
                         i = start
@@ -552,6 +559,8 @@ def _parse_element(s: str, config: MathEquivConfig) -> object:
     # a single-group wrapper: (5) → 5, \text{(B)} stays text
     enc = _enclosing(s)
     if enc is not None:
+        if not enc[2].strip() and enc[0] != r"\{":
+            raise _ParseError(f"empty brackets '{s}'")
         return _parse_structure(s, config, top=False)
     if s in (r"\emptyset", r"\{\}"):
         return Seq("set", r"\{", r"\}", ())
@@ -651,7 +660,7 @@ def _parse_structure(s: str, config: MathEquivConfig, top: bool = True) -> objec
     m = _THOUSANDS_PREFIX_RE.match(s) if top else None
     if m:
         return _parse_element(m.group(0).replace(",", "") + s[m.end():], config)
-    parts = _split_top(s, (r"\cup",))
+    parts = _split_top(s, _UNION_SEPS)
     if len(parts) > 1:
         if len(parts) > config.max_elements:
             raise _ParseError(f"more than MAX_ELEMENTS={config.max_elements} parts")
@@ -666,7 +675,7 @@ def _parse_structure(s: str, config: MathEquivConfig, top: bool = True) -> objec
             expanded.extend(_parse_element(x, config) for x in (pm or [it]))
         return Seq("list", "", "", tuple(expanded))
     enc = _enclosing(s)
-    if enc is not None and s not in ("()", "[]"):
+    if enc is not None:
         op, cl, inner = enc
         if op == r"\{" and not inner.strip():
             return Seq("set", op, cl, ())
@@ -706,6 +715,10 @@ class _Cmp:
 
 def _same(a: object, r: object, cx: _Cmp) -> bool:
     """Is answer node `a` equal to reference node `r`? Sets cx.reason on a decision."""
+    if _has_inequality(a) or _has_inequality(r):
+        if cx.fast:
+            raise _NeedsSympy()
+        return _same_as_sets(a, r, cx)
     if isinstance(a, WithUnit) and isinstance(r, WithUnit):
         if _unit_key(a.unit) != _unit_key(r.unit):
             cx.reason = f"units differ: '{a.unit}' vs '{r.unit}'"
@@ -746,6 +759,57 @@ def _same(a: object, r: object, cx: _Cmp) -> bool:
     if cx.fast:
         raise _NeedsSympy()
     return _sympy_equal(a, r, cx)
+
+
+def _has_inequality(node: object) -> bool:
+    if isinstance(node, Expr):
+        return bool(_RELATION_RE.search(node.latex))
+    if isinstance(node, Union):
+        return any(_has_inequality(p) for p in node.parts)
+    if isinstance(node, WithUnit):
+        return _has_inequality(node.value)
+    return False
+
+
+def _same_as_sets(a: object, r: object, cx: _Cmp) -> bool:
+    """Inequalities in one variable against each other or against intervals: compare the real sets."""
+    sa, sr = _real_set(a, cx.config, "answer"), _real_set(r, cx.config, "reference")
+    if sa is not None and sr is not None:
+        ok = sa == sr or (sa.is_subset(sr) is True and sr.is_subset(sa) is True)
+        cx.reason = "the same set of real numbers" if ok else f"sets differ: {_short(sa)} vs {_short(sr)}"
+        return bool(ok)
+    if isinstance(a, Expr) and isinstance(r, Expr):
+        return _sympy_equal(a, r, cx)  # relations in several variables
+    cx.reason = "an inequality vs an object that is not a set of reals"
+    return False
+
+
+def _real_set(node: object, config: MathEquivConfig, side: str):
+    """The sympy set of reals a node describes (interval, union, one-variable inequality), or None."""
+    import sympy
+
+    if isinstance(node, WithUnit):
+        return _real_set(node.value, config, side)
+    if isinstance(node, Union):
+        parts = [_real_set(p, config, side) for p in node.parts]
+        return None if any(p is None for p in parts) else sympy.Union(*parts)
+    if isinstance(node, Seq) and node.kind in ("tuple", "interval") and len(node.items) == 2:
+        lo, hi = (_leaf_sympy(x, config, side) if isinstance(x, (Number, Expr)) else None for x in node.items)
+        if lo is None or hi is None or not (lo.is_extended_real and hi.is_extended_real):
+            return None
+        if (lo < hi) is not sympy.true:
+            return None
+        return sympy.Interval(lo, hi, left_open=node.open == "(", right_open=node.close == ")")
+    if isinstance(node, Expr) and _RELATION_RE.search(node.latex):
+        rel = _leaf_sympy(node, config, side)
+        free = getattr(rel, "free_symbols", set())
+        if len(free) != 1:
+            return None
+        try:
+            return rel.as_set()
+        except (NotImplementedError, TypeError, ValueError, AttributeError):
+            return None
+    return None
 
 
 def _raw(node: object) -> str:
@@ -852,9 +916,8 @@ def _exact_decimals(latex: str) -> str:
 
 def _check_versions(config: MathEquivConfig) -> str | None:
     for dist, want in (("sympy", config.sympy_version), ("latex2sympy2_extended", config.latex2sympy_version)):
-        try:
-            have = metadata.version(dist)
-        except metadata.PackageNotFoundError:
+        have = installed_version(dist)
+        if have is None:
             return f"{dist} is not installed (pinned {want})"
         if have != want:
             return f"installed {dist} {have} differs from the pinned {want}; verdicts would not be reproducible"

@@ -30,9 +30,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from importlib import metadata
 
-from graders import Verdict, register
+from graders import Verdict, installed_version, register
 
 
 @dataclass(frozen=True)
@@ -51,9 +50,8 @@ CONFIG = MathVerifyConfig()
 
 
 def _installed_problem(config: MathVerifyConfig) -> str | None:
-    try:
-        have = metadata.version("math-verify")
-    except metadata.PackageNotFoundError:
+    have = installed_version("math-verify")
+    if have is None:
         return f"math-verify is not installed (pinned {config.package_version})"
     if have != config.package_version:
         return f"installed math-verify {have} differs from the pinned {config.package_version}"
