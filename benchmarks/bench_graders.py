@@ -134,7 +134,7 @@ def main() -> int:
 
     t0 = time.perf_counter()
     pool = shared_pool()
-    pool.max_workers = max(pool.max_workers, args.workers)
+    pool.max_workers = args.workers
     pool.warm(args.workers)
     start_s = time.perf_counter() - t0
     print(f"{len(rows)} responses; {args.workers} workers started and warmed in {start_s:.2f} s "

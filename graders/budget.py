@@ -19,7 +19,8 @@ The parent talks to workers over pipes (4-byte length + pickle). A pool is
 thread-safe: `run_one` checks out one idle worker, `run_many` drives several
 with `selectors` from the calling thread. `shared_pool()` is the process-wide
 pool that `Grader.grade` and `graders.grade_many` use; it grows on demand up to
-the CPU count and stays alive until the interpreter exits.
+the CPU count (at most MAX_DEFAULT_WORKERS, or more when `workers=` asks for
+more) and stays alive until the interpreter exits.
 """
 
 from __future__ import annotations
@@ -282,12 +283,17 @@ def _died_verdict(code: int | None):
     return _verdict(None, "error", f"grading worker died (exit code {code}) on this item")
 
 
+MAX_DEFAULT_WORKERS = 8
+"""Default pool size is the CPUs available, at most this many (each worker holds ~150 MB of sympy)."""
+
+
 def default_workers() -> int:
-    """The CPUs this process may run on."""
+    """The CPUs this process may run on, at most MAX_DEFAULT_WORKERS."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_DEFAULT_WORKERS))
 
 
 class WorkerPool:
@@ -381,6 +387,9 @@ class WorkerPool:
         """Grade `(answer, reference, num_choices)` tasks on up to `workers` workers; outcomes in input order."""
         if not tasks:
             return []
+        if workers and workers > self.max_workers:  # an explicit request may grow the pool
+            with self._cond:
+                self.max_workers = workers
         want = max(1, min(workers or self.max_workers, len(tasks)))
         ws = self._acquire(want)
         results: list[Outcome | None] = [None] * len(tasks)
@@ -459,14 +468,16 @@ class WorkerPool:
 
 
 _SHARED: WorkerPool | None = None
+_SHARED_PID = 0
 _SHARED_LOCK = threading.Lock()
 
 
 def shared_pool() -> WorkerPool:
-    """The process-wide worker pool (created on first use, closed at exit)."""
-    global _SHARED
+    """The process-wide worker pool (created on first use, closed at exit; a forked child gets its own)."""
+    global _SHARED, _SHARED_PID
     with _SHARED_LOCK:
-        if _SHARED is None or _SHARED._closed:
-            _SHARED = WorkerPool()
+        if _SHARED is None or _SHARED._closed or _SHARED_PID != os.getpid():
+            # after fork() the inherited pool's pipes belong to the parent: never touch them here
+            _SHARED, _SHARED_PID = WorkerPool(), os.getpid()
             atexit.register(_SHARED.close)
         return _SHARED

@@ -48,9 +48,10 @@ def test_string_graders_never_raise(a, r):
 
 @POOLED
 @given(LATEXISH, LATEXISH)
-def test_math_equiv_never_raises(a, r):
-    v = graders.get("math.equiv").grade(a, r, budget_s=2.0)
-    assert v.status in graders.STATUSES and v.reason
+def test_symbolic_graders_never_raise(a, r):
+    for spec in ("math.equiv", "math.mathverify"):
+        v = graders.get(spec).grade(a, r, budget_s=2.0)
+        assert v.status in graders.STATUSES and v.reason
 
 
 # arithmetic expressions that always parse

@@ -64,7 +64,12 @@ def _grader(spec: str) -> graders.Grader:
 
 def _verdicts(g: graders.Grader, rows: list[dict[str, Any]], workers: int | None,
               budget: float | None) -> list[graders.Verdict]:
-    return graders.grade_many(g, rows, workers=workers, budget_s=budget)
+    from graders.budget import WorkerStartError
+
+    try:
+        return graders.grade_many(g, rows, workers=workers, budget_s=budget)
+    except WorkerStartError as e:
+        raise AuditError(f"{g.key}: {e}") from None
 
 
 def _as_obj(v: graders.Verdict) -> dict[str, Any]:
