@@ -198,6 +198,15 @@ def _unwrap_command(s: str, command: str) -> str | None:
 
 
 def _unwrap_outer(s: str) -> str:
+    """Remove outer wrappers (`$…$`, `\\boxed{…}`, `{…}`, …) until none is left."""
+    while True:
+        t = _unwrap_outer_once(s)
+        if t == s:
+            return s
+        s = t
+
+
+def _unwrap_outer_once(s: str) -> str:
     for left, right in _WRAPPERS:
         if len(s) > len(left) + len(right) and s.startswith(left) and s.endswith(right):
             inner = s[len(left): -len(right)]
@@ -948,8 +957,44 @@ def _to_sympy(latex: str, config: MathEquivConfig):
     return expr
 
 
+def _log10_abs(e) -> float | None:
+    """An estimate of log10|e| for numeric trees of numbers, powers, products and sums, computed in
+    floats without evaluating e (towers stay cheap); None when e is of another kind."""
+    import math as pymath
+
+    import sympy
+
+    if e.is_Integer or e.is_Rational:
+        p, q = abs(int(e.p)), int(e.q)
+        if p == 0:
+            return float("-inf")
+        return (p.bit_length() - q.bit_length()) * pymath.log10(2)
+    if e.is_Float:
+        return pymath.log10(abs(float(e))) if e != 0 else float("-inf")
+    if e in (sympy.pi, sympy.E):
+        return 0.5
+    if isinstance(e, sympy.Pow):
+        lb, lx = _log10_abs(e.base), _log10_abs(e.exp)
+        if lb is None or lx is None:
+            return None
+        if lx > 300:
+            return float("inf") if lb != 0 else 0.0
+        x = 10.0 ** lx
+        return x * lb if (e.exp.is_extended_negative is not True) else -x * lb
+    if isinstance(e, sympy.Mul):
+        parts = [_log10_abs(a) for a in e.args]
+        return None if any(p is None for p in parts) else sum(parts)
+    if isinstance(e, sympy.Add):
+        parts = [_log10_abs(a) for a in e.args]
+        return None if any(p is None for p in parts) else max(parts) + pymath.log10(len(parts))
+    return None
+
+
 def _check_size(expr, config: MathEquivConfig) -> None:
-    """Refuse trees over MAX_TREE_NODES and numeric powers over MAX_EXACT_EXPONENT (towers included)."""
+    """Refuse trees over MAX_TREE_NODES and numeric powers over MAX_EXACT_EXPONENT (towers included),
+    judged from float estimates, never by evaluating the power."""
+    import math as pymath
+
     import sympy
 
     if isinstance(expr, sympy.MatrixBase):
@@ -958,17 +1003,19 @@ def _check_size(expr, config: MathEquivConfig) -> None:
         return
     if not isinstance(expr, sympy.Basic):
         return
+    limit = pymath.log10(config.max_exact_exponent)
     nodes = 0
     for node in sympy.preorder_traversal(expr):
         nodes += 1
         if nodes > config.max_tree_nodes:
             raise _ParseError(f"expression over MAX_TREE_NODES={config.max_tree_nodes}")
         if isinstance(node, sympy.Pow) and node.base.is_number and node.exp.is_number:
-            exp = node.exp if node.exp.is_Number else _value(node.exp)  # towers: evaluate the exponent
-            if exp is None or not exp.is_real:
+            if node.base in (0, 1, -1):
                 continue
-            if abs(exp) > config.max_exact_exponent and node.base not in (0, 1, -1):
-                raise _ParseError(f"exponent {_short(exp)} over MAX_EXACT_EXPONENT={config.max_exact_exponent}")
+            lx = _log10_abs(node.exp)
+            if lx is not None and lx > limit:
+                size = "too many digits to estimate" if lx == float("inf") else f"about {lx:.3g} digits"
+                raise _ParseError(f"an exponent with {size} is over MAX_EXACT_EXPONENT={config.max_exact_exponent}")
 
 
 _SAMPLE_VALUES = ("0.7312", "1.6180", "-0.4142", "2.7183", "0.3091", "-1.3247")

@@ -105,3 +105,28 @@ def test_forked_child_gets_its_own_pool():
     os.waitpid(pid, 0)
     assert os.read(r, 100).decode() == "True correct"
     os.close(r)
+
+
+ADVERSARIAL = [
+    "10^{10^{10^{10}}}",  # a power tower
+    "2^{" * 12 + "1" + "}" * 12,  # a deeper tower
+    "(" * 40 + "x" + ")" * 40,  # deep nesting
+    "1+" * 25_000 + "1",  # a 50 KB expression
+    r"\frac{1}{" * 30 + "2" + "}" * 30,
+]
+
+
+def test_adversarial_inputs_stay_within_the_budget():
+    budget = 1.0
+    for spec in ("math.equiv", "math.mathverify"):
+        t0 = time.monotonic()
+        out = graders.grade_many_timed(spec, [(a, "7") for a in ADVERSARIAL], budget_s=budget)
+        elapsed = time.monotonic() - t0
+        for a, t in zip(ADVERSARIAL, out):
+            assert t.verdict.status != "error", (spec, a[:30], t.verdict)
+            assert t.seconds < budget + KILL_GRACE_S + 0.5, (spec, a[:30], t)
+            # a budget hit or a cap is never a silent incorrect
+            assert t.verdict.status in ("timeout", "parse_error_answer", "incorrect"), (spec, a[:30], t.verdict)
+        assert elapsed < len(ADVERSARIAL) * (budget + KILL_GRACE_S) + 5
+    capped = graders.grade_many("math.equiv", [(a, "7") for a in ADVERSARIAL[:4]])
+    assert [v.status for v in capped] == ["parse_error_answer"] * 4
