@@ -62,7 +62,8 @@ def choice_letter(answer: str, reference: str, *, num_choices: int | None = None
         return Verdict(None, "error", f"num_choices={num_choices} is outside 1..{MAX_CHOICES}")
     last = chr(ord("A") + num_choices - 1) if num_choices else None
     if last and ref > last:
-        return Verdict(None, "parse_error_reference", f"reference {ref} is outside the {num_choices} options A–{last}")
+        return Verdict(None, "parse_error_reference",
+                       f"reference {ref} is outside the {num_choices} options A–{last}")
     got = read_letter(answer)
     if got is None:
         return Verdict(None, "parse_error_answer", f"answer '{answer[:40]}' is not a single option letter")

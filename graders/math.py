@@ -7,10 +7,10 @@ one. Parsing of LaTeX into sympy uses latex2sympy2_extended==1.11.0 on sympy==1.
 
 Pipeline
 --------
-1. `normalize(s)` (string only, idempotent): unicode minus and symbols to LaTeX; unwrap one outer
-   `$…$`, `\\(…\\)`, `\\[…\\]`, `\\boxed{…}`, `\\fbox{…}`, `**…**`; `\\dfrac`/`\\tfrac`/`\\cfrac` → `\\frac`;
-   drop `\\left`/`\\right`/`\\big…`, `\\displaystyle`, `\\!` and spacing commands, `^\\circ`/`°`, `\\%`/`%`,
-   `\\$`; `\\mathrm`/`\\textbf`/`\\mbox`… → `\\text`; `\\frac12` → `\\frac{1}{2}`, `\\sqrt2` → `\\sqrt{2}`,
+1. `normalize(s)` (string only, idempotent): unicode minus and symbols to LaTeX; unwrap outer
+   `$…$`, `\\(…\\)`, `\\[…\\]`, `\\boxed{…}`, `\\fbox{…}`, `**…**` and TeX grouping `{…}`;
+   `\\dfrac`/`\\tfrac`/`\\cfrac` → `\\frac`; drop `\\left`/`\\right`/`\\big…`, `\\displaystyle`, `\\!`
+   and spacing commands, `^\\circ`/`°`, `\\%`/`%`, `\\$`; `\\mathrm`/`\\textbf`/`\\mbox`… → `\\text`; `\\frac12` → `\\frac{1}{2}`, `\\sqrt2` → `\\sqrt{2}`,
    `\\sqrt(x)` → `\\sqrt{x}`, `x^(2)` → `x^{2}`, bare `sqrt`/`pi`/`sin`… → commands, `{,}` → `,`;
    spaces removed except between two letters and after a comma; trailing sentence period dropped.
 2. Structure (string only): a top-level comma list, a bracketed tuple/interval/set, a `\\cup` union,
@@ -61,7 +61,14 @@ Decisions (each one a place where graders differ)
 - Symbolic equality: structural, then numeric evaluation (30 digits; a clear difference is
   `incorrect` at once), then `sympy.simplify(a - b) == 0`. Constant expressions equal to 50 digits
   that sympy cannot prove equal are `correct` with a reason saying "not proven"; expressions with
-  variables are checked at SAMPLE_POINTS fixed points before simplification.
+  variables are checked at SAMPLE_POINTS fixed points first (any clear difference: `incorrect`),
+  and when simplification cannot prove an identity that holds at every point, `correct` with a
+  reason saying so.
+- Caps (named constants, copied into MathEquivConfig so they are part of the fingerprint): raw
+  length MAX_ANSWER_CHARS, element length MAX_PARSE_CHARS, nesting MAX_NESTING, list size
+  MAX_ELEMENTS, numeric exponents MAX_EXACT_EXPONENT (estimated in floats, towers never
+  evaluated), tree size MAX_TREE_NODES. Over a cap: `parse_error_answer`/`parse_error_reference`
+  with the cap named in the reason (identical strings are still `correct`).
 - Verdicts: an answer or reference that cannot be parsed is `parse_error_answer` /
   `parse_error_reference`, never `incorrect`; the budget hit is `timeout`.
 
@@ -145,10 +152,11 @@ _UNICODE = (
 )
 _SIMPLE_REPLACE = (
     (r"\dfrac", r"\frac"), (r"\tfrac", r"\frac"), (r"\cfrac", r"\frac"), (r"\dbinom", r"\binom"),
-    (r"\tbinom", r"\binom"), (r"\displaystyle", ""), ("<=", r"\le "), (">=", r"\ge "), ("!=", r"\ne "), (r"\left.", ""), (r"\right.", ""), (r"\!", ""),
+    (r"\tbinom", r"\binom"), (r"\displaystyle", ""), (r"\left.", ""), (r"\right.", ""), (r"\!", ""),
     (r"\$", ""), (r"\%", ""), ("%", ""), (r"{,}", ","), (r"\varnothing", r"\emptyset"), (r"\lbrace", r"\{"),
     (r"\rbrace", r"\}"), (r"\lvert", "|"), (r"\rvert", "|"), (r"\vert", "|"), (r"\neq", r"\ne"),
     (r"\leq", r"\le"), (r"\geq", r"\ge"), (r"\to", r"\rightarrow"),
+    ("<=", r"\le "), (">=", r"\ge "), ("!=", r"\ne "),  # after `\!`, so `x\!=\!5` stays an equation
 )
 _SIZING_RE = re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|biggl|biggr|Biggl|Biggr|big|Big|bigg|Bigg)(?![a-zA-Z])")
 _SPACING_RE = re.compile(r"\\\\|\\(?:,|;|:|\s|quad(?![a-zA-Z])|qquad(?![a-zA-Z]))|~")
@@ -376,7 +384,8 @@ class Equation:
 @dataclass(frozen=True)
 class Seq:
     kind: str
-    """`list` (bare, unordered), `set` (\\{…\\}, unordered), `tuple` ((…) or ⟨…⟩), `interval` (mixed or [ ])."""
+    """`list` (bare, unordered), `set` (\\{…\\}, unordered), `tuple` ((…) or ⟨…⟩), `interval`
+    (mixed or square brackets)."""
     open: str
     close: str
     items: tuple
@@ -602,7 +611,7 @@ def _plain_number(s: str, config: MathEquivConfig) -> Number | None:
         if exp and abs(int(exp)) > config.max_exact_exponent:
             return None
         value = Fraction(mant) * (Fraction(10) ** int(exp) if exp else 1)
-        return Number(value, decimal="." in mant or bool(exp) and "." in mant)
+        return Number(value, decimal="." in mant)
     m = _TIMES_TEN_RE.match(s)
     if m:
         if abs(int(m.group(2))) > config.max_exact_exponent:
