@@ -7,15 +7,51 @@
 A Verdict separates "not gradable" (correct is None, with a status saying why)
 from "wrong". Registered versions are immutable, like the extractors'.
 Graders may use `extractors`; they know nothing of `audit` or the CLI.
+
+Graders shipped (one module per family, listed in FAMILIES):
+
+    math.equiv@1            graders.math        symbolic equivalence on sympy + latex2sympy2_extended
+    math.hendrycks@985bdc1  graders.hendrycks   hendrycks/math `is_equiv` string normalizer, bugs included
+    math.mathverify@0.9.0   graders.mathverify  second opinion through the pinned math-verify package
+    exact.hle@1             graders.exact       HLE-style strict exact match, numbers to stated precision
+    choice@1                graders.choice      multiple-choice letters
+
+Bounded time
+------------
+A grader registered with `isolated=True` (the symbolic ones) never runs its
+symbolic step in the caller's process: `Grader.grade` first tries the grader's
+cheap `fast` function in-process (normalized strings equal, plain numbers), and
+only when that cannot decide sends the item to a persistent worker process
+(`graders.budget`). Each item has a hard wall-clock budget (the grader config's
+`budget_s`, default 5 s): a soft SIGALRM inside the worker's main thread first,
+then, if sympy is stuck in C code, the parent kills that worker and starts a
+new one. A budget hit is the verdict `timeout`, never `incorrect`. This works
+from any thread of the caller and from inside daemonic worker processes (the
+workers are plain subprocesses, not multiprocessing children).
+
+Batch API
+---------
+    graders.grade_many(grader, rows, workers=None, budget_s=None) -> list[Verdict]
+    graders.grade_many_timed(...) -> list[Timed]      # Verdict plus seconds spent
+
+`grader` is a Grader or a `name[@version]` spec; `rows` is an iterable of
+mappings `{answer, reference[, num_choices]}` or tuples `(answer, reference[,
+num_choices])`. Results come back in input order. The fast path runs in the
+caller's process; only the items it cannot decide go to a pool of
+`workers` processes (default: the CPUs this process may use), which stays alive
+between calls (`graders.budget.shared_pool()`), so per-call overhead after the
+first call is a pipe round-trip per undecided item. Only a worker that overruns
+its budget is killed and replaced.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from extractors.registry import Registry, RegistryError, code_fingerprint
 
@@ -24,6 +60,9 @@ LOCK_FILE = Path(__file__).with_name("lock.json")
 STATUSES = ("correct", "incorrect", "no_answer", "parse_error_answer", "parse_error_reference", "timeout",
             "error")
 """Every status a grader may return; only `correct` and `incorrect` are graded."""
+
+DEFAULT_BUDGET_S = 5.0
+"""Per-item wall-clock budget of an isolated grader whose config names none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +85,7 @@ class Verdict:
 
 
 GradeFn = Callable[..., Verdict]
+FastFn = Callable[..., "Verdict | None"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +98,10 @@ class Grader:
     source: str
     fn: GradeFn = field(repr=False)
     config: Any = None
+    fast: FastFn | None = field(default=None, repr=False)
+    """Cheap in-process pre-check: a Verdict when it can decide, else None. `fn` must agree with it."""
+    isolated: bool = False
+    """Run `fn` in a worker process under a hard budget (anything that calls sympy)."""
 
     @property
     def key(self) -> str:
@@ -65,26 +109,94 @@ class Grader:
 
     @functools.cached_property
     def fingerprint(self) -> str:
-        return code_fingerprint(self.fn, config=self.config)
+        roots = (self.fn,) if self.fast is None else (self.fn, self.fast)
+        return code_fingerprint(*roots, config=self.config)
 
-    def grade(self, answer: str | None, reference: str, *, num_choices: int | None = None) -> Verdict:
-        if answer is None:
-            return Verdict(None, "no_answer", "no answer was extracted")
+    @property
+    def budget_s(self) -> float:
+        """Per-item wall-clock budget for isolated graders (from the config when it names one)."""
+        return float(getattr(self.config, "budget_s", DEFAULT_BUDGET_S))
+
+    def _kwargs(self, num_choices: int | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"num_choices": num_choices}
         if self.config is not None:
             kwargs["config"] = self.config
-        return self.fn(answer, reference, **kwargs)
+        return kwargs
+
+    def try_fast(self, answer: str | None, reference: str, *, num_choices: int | None = None) -> Verdict | None:
+        """The verdict when it is decidable without the symbolic step (or without isolation), else None."""
+        if answer is None:
+            return Verdict(None, "no_answer", "no answer was extracted")
+        if self.fast is not None:
+            try:
+                v = self.fast(answer, reference, **self._kwargs(num_choices))
+            except Exception as e:  # a grader never raises: report it
+                return Verdict(None, "error", f"{type(e).__name__} in fast path: {_short(e)}")
+            if v is not None:
+                return v
+        if not self.isolated or _budget().in_worker():
+            return self.grade_inline(answer, reference, num_choices=num_choices)
+        return None
+
+    def grade_inline(self, answer: str, reference: str, *, num_choices: int | None = None) -> Verdict:
+        """Run `fn` in this process with no budget of its own (workers call this under their alarm)."""
+        try:
+            return self.fn(answer, reference, **self._kwargs(num_choices))
+        except _budget().BudgetExceeded:
+            raise
+        except RecursionError:
+            return Verdict(None, "error", "expression nested too deeply (RecursionError)")
+        except MemoryError:
+            return Verdict(None, "error", "out of memory while grading")
+        except Exception as e:
+            return Verdict(None, "error", f"{type(e).__name__}: {_short(e)}")
+
+    def grade(self, answer: str | None, reference: str, *, num_choices: int | None = None,
+              budget_s: float | None = None) -> Verdict:
+        """Grade one answer. Never raises for any answer/reference strings."""
+        v = self.try_fast(answer, reference, num_choices=num_choices)
+        if v is not None:
+            return v
+        assert answer is not None
+        return _budget().shared_pool().run_one(
+            self.key, answer, reference, num_choices, self.budget_s if budget_s is None else budget_s).verdict
+
+
+@functools.lru_cache(maxsize=None)
+def installed_version(dist: str) -> str | None:
+    """The installed version of a distribution, or None (cached: graders check pins on every item)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _short(e: BaseException, limit: int = 160) -> str:
+    s = " ".join(str(e).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _budget():
+    from graders import budget
+
+    return budget
 
 
 REGISTRY: Registry[Grader] = Registry("grader")
 
 
-def register(name: str, version: str, *, description: str, source: str = "audit",
-             config: Any = None) -> Callable[[GradeFn], GradeFn]:
-    """Register `fn(answer, reference, *, num_choices=None[, config]) -> Verdict` as `name@version`."""
+def register(name: str, version: str, *, description: str, source: str = "audit", config: Any = None,
+             fast: FastFn | None = None, isolated: bool = False) -> Callable[[GradeFn], GradeFn]:
+    """Register `fn(answer, reference, *, num_choices=None[, config]) -> Verdict` as `name@version`.
+
+    `fast` (same signature, returns Verdict or None) is tried first in the caller's process;
+    `isolated=True` sends everything `fast` leaves undecided to a worker under a hard budget.
+    """
 
     def deco(fn: GradeFn) -> GradeFn:
-        REGISTRY.add(Grader(name, version, description, source, fn, config))
+        REGISTRY.add(Grader(name, version, description, source, fn, config, fast, isolated))
         return fn
 
     return deco
@@ -101,7 +213,54 @@ def all_graders() -> list[Grader]:
     return list(REGISTRY)
 
 
-FAMILIES: tuple[str, ...] = ()
+class Timed(NamedTuple):
+    """A verdict with the seconds spent on it (fast path: in this process; else: in the worker)."""
+
+    verdict: Verdict
+    seconds: float
+
+
+def _row_fields(row: Any, i: int) -> tuple[str | None, str, int | None]:
+    if isinstance(row, Mapping):
+        return row.get("answer"), row["reference"], row.get("num_choices")
+    if isinstance(row, (tuple, list)) and len(row) in (2, 3):
+        return row[0], row[1], (row[2] if len(row) == 3 else None)
+    raise TypeError(f"row {i}: expected a mapping {{answer, reference[, num_choices]}} or a tuple, "
+                    f"got {type(row).__name__}")
+
+
+def grade_many_timed(grader: Grader | str, rows: Iterable[Any], *, workers: int | None = None,
+                     budget_s: float | None = None) -> list[Timed]:
+    """Grade many rows; results in input order, each with its time. See the module docstring."""
+    g = get(grader) if isinstance(grader, str) else grader
+    budget = g.budget_s if budget_s is None else float(budget_s)
+    out: list[Timed | None] = []
+    pending: list[tuple[int, str, str, int | None]] = []
+    for i, row in enumerate(rows):
+        answer, reference, num_choices = _row_fields(row, i)
+        t0 = time.perf_counter()
+        v = g.try_fast(answer, reference, num_choices=num_choices)
+        if v is None:
+            assert answer is not None
+            pending.append((i, answer, reference, num_choices))
+            out.append(None)
+        else:
+            out.append(Timed(v, time.perf_counter() - t0))
+    if pending:
+        pool = _budget().shared_pool()
+        results = pool.run_many(g.key, [p[1:] for p in pending], budget, workers=workers)
+        for (i, *_), timed in zip(pending, results, strict=True):
+            out[i] = Timed(timed.verdict, timed.seconds)
+    return [t for t in out if t is not None]
+
+
+def grade_many(grader: Grader | str, rows: Iterable[Any], *, workers: int | None = None,
+               budget_s: float | None = None) -> list[Verdict]:
+    """Grade many rows across a process pool; verdicts in input order. See the module docstring."""
+    return [t.verdict for t in grade_many_timed(grader, rows, workers=workers, budget_s=budget_s)]
+
+
+FAMILIES: tuple[str, ...] = ("math", "hendrycks", "mathverify", "exact", "choice")
 """Modules that register graders, one per family."""
 
 
@@ -113,4 +272,5 @@ def _load_families() -> None:
         importlib.import_module(f"graders.{mod}")
 
 
-__all__ = ["Verdict", "Grader", "REGISTRY", "RegistryError", "STATUSES", "register", "get", "all_graders"]
+__all__ = ["Verdict", "Grader", "Timed", "REGISTRY", "RegistryError", "STATUSES", "DEFAULT_BUDGET_S", "register",
+           "get", "all_graders", "grade_many", "grade_many_timed"]

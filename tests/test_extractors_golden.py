@@ -1,4 +1,4 @@
-"""Golden tables under tests/golden/: every row's answer, rule and span, and every rule of every extractor reached."""
+"""Golden tables under tests/golden/extractors/: every row's answer, rule and span, and every rule of every extractor reached."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from tests.reference_extractors import literal_lmeval, literal_official_rule, li
 
 import extractors
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parent / "golden" / "extractors"
 
 ROWS = [(f"{p.name}:{i}", json.loads(line))
         for p in sorted(GOLDEN.glob("*.jsonl"))

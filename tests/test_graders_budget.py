@@ -1,0 +1,132 @@
+"""Hard per-item budgets: soft alarm, kill-and-replace, crashes, threads, input order."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import graders
+from graders.budget import KILL_GRACE_S, WorkerPool
+
+
+@pytest.fixture(scope="module")
+def pool():
+    p = WorkerPool(2, extra_modules=("tests._budget_test_graders",))
+    p.warm()
+    yield p
+    p.close()
+
+
+def test_soft_alarm_interrupts_python_code(pool):
+    t0 = time.monotonic()
+    out = pool.run_one("test.sleepy@1", "30", "x", None, 0.3)
+    assert out.verdict.status == "timeout"
+    assert "interrupted" in out.verdict.reason
+    assert time.monotonic() - t0 < 0.3 + KILL_GRACE_S
+    assert pool.run_one("test.sleepy@1", "0", "x", None, 0.3).verdict.status == "correct"
+
+
+def test_stuck_worker_is_killed_and_replaced(pool):
+    kills = pool.kills
+    t0 = time.monotonic()
+    out = pool.run_one("test.stuck@1", "stuck", "x", None, 0.2)
+    elapsed = time.monotonic() - t0
+    assert out.verdict.status == "timeout" and "worker killed" in out.verdict.reason
+    assert 0.2 + KILL_GRACE_S <= elapsed < 0.2 + KILL_GRACE_S + 3.0
+    assert pool.kills == kills + 1
+    # the replacement worker grades the next item
+    assert pool.run_one("test.stuck@1", "a", "a", None, 5.0).verdict.status == "correct"
+
+
+def test_crash_is_an_error_verdict_and_the_pool_recovers(pool):
+    out = pool.run_one("test.crash@1", "crash", "x", None, 5.0)
+    assert out.verdict.status == "error" and "exit code 3" in out.verdict.reason
+    assert pool.run_one("test.crash@1", "ok", "x", None, 5.0).verdict.status == "correct"
+
+
+def test_exception_in_grader_is_an_error_verdict(pool):
+    out = pool.run_one("test.raises@1", "a", "b", None, 5.0)
+    assert out.verdict == graders.Verdict(None, "error", "ValueError: boom")
+
+
+def test_run_many_keeps_input_order_through_kills_and_crashes(pool):
+    tasks = [("a", "a", None), ("stuck", "x", None), ("b", "c", None), ("stuck", "y", None), ("d", "d", None)]
+    out = pool.run_many("test.stuck@1", tasks, 0.2, workers=2)
+    assert [o.verdict.status for o in out] == ["correct", "timeout", "incorrect", "timeout", "correct"]
+
+
+def test_budget_works_outside_the_main_thread():
+    # the shared pool, called from threads: no signal.alarm in the caller
+    g = graders.get("math.mathverify")
+    results: list[graders.Verdict] = []
+
+    def work(a: str) -> None:
+        results.append(g.grade(a, "(x+1)^2"))
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in ("x^2+2x+1", "x^2+2x", "(1+x)^2")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(v.status for v in results) == ["correct", "correct", "incorrect"]
+
+
+def test_grade_many_mixes_fast_and_pooled_items_in_order():
+    rows = [("x = 4", "4"), (r"\sin^2 x + \cos^2 x", "1"), (None, "3"), ("2", "3"), ("x^2", "x^3")]
+    out = graders.grade_many("math.equiv", rows, workers=2)
+    assert [v.status for v in out] == ["correct", "correct", "no_answer", "incorrect", "incorrect"]
+    timed = graders.grade_many_timed("math.equiv", [{"answer": "1", "reference": "1"}])
+    assert timed[0].verdict.status == "correct" and timed[0].seconds >= 0
+
+
+def test_grade_many_rejects_a_malformed_row():
+    with pytest.raises(TypeError, match="row 1"):
+        graders.grade_many("choice", [("A", "A"), "A"])
+
+
+def test_forked_child_gets_its_own_pool():
+    import os
+
+    from graders.budget import shared_pool
+
+    parent = shared_pool()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: grade through a fresh pool, report the status
+        try:
+            ok = shared_pool() is not parent
+            v = graders.get("math.equiv").grade(r"\sin^2 x + \cos^2 x", "1")
+            os.write(w, f"{ok} {v.status}".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    assert os.read(r, 100).decode() == "True correct"
+    os.close(r)
+
+
+ADVERSARIAL = [
+    "10^{10^{10^{10}}}",  # a power tower
+    "2^{" * 12 + "1" + "}" * 12,  # a deeper tower
+    "(" * 40 + "x" + ")" * 40,  # deep nesting
+    "1+" * 25_000 + "1",  # a 50 KB expression
+    r"\frac{1}{" * 30 + "2" + "}" * 30,
+]
+
+
+def test_adversarial_inputs_stay_within_the_budget():
+    budget = 1.0
+    for spec in ("math.equiv", "math.mathverify"):
+        t0 = time.monotonic()
+        out = graders.grade_many_timed(spec, [(a, "7") for a in ADVERSARIAL], budget_s=budget)
+        elapsed = time.monotonic() - t0
+        for a, t in zip(ADVERSARIAL, out):
+            assert t.verdict.status != "error", (spec, a[:30], t.verdict)
+            assert t.seconds < budget + KILL_GRACE_S + 0.5, (spec, a[:30], t)
+            # a budget hit or a cap is never a silent incorrect
+            assert t.verdict.status in ("timeout", "parse_error_answer", "incorrect"), (spec, a[:30], t.verdict)
+        assert elapsed < len(ADVERSARIAL) * (budget + KILL_GRACE_S) + 5
+    capped = graders.grade_many("math.equiv", [(a, "7") for a in ADVERSARIAL[:4]])
+    assert [v.status for v in capped] == ["parse_error_answer"] * 4

@@ -1,0 +1,77 @@
+"""Properties (hypothesis, bounded example counts): graders never raise, grade(x, x) is correct,
+equal-after-normalization variants are correct, normalization is idempotent."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import graders
+from graders.exact import normalize_text
+from graders.hendrycks import is_equiv
+from graders.math import normalize
+
+# LaTeX-flavoured text: the pieces answers are made of, plus arbitrary characters
+PIECES = st.sampled_from([
+    "x", "y", "2", "10", "0.5", "-", "+", "=", ",", " ", "{", "}", "(", ")", "[", "]", "^", "_", "/", ":", "%",
+    r"\frac", r"\dfrac", r"\sqrt", r"\pi", r"\infty", r"\pm", r"\text{", r"\boxed{", r"\left(", r"\right)", r"\%",
+    r"\$", "$", r"\!", r"\,", r"\cup", r"\{", r"\}", r"^\circ", "e", "E3", "yes", "\u2212", "\u00b0", ".",
+])
+LATEXISH = st.one_of(st.lists(PIECES, max_size=12).map("".join), st.text(max_size=20))
+
+FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+POOLED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(LATEXISH)
+def test_math_normalize_is_idempotent(s):
+    once = normalize(s)
+    assert normalize(once) == once
+
+
+@FAST
+@given(st.text(max_size=40))
+def test_hle_normalize_is_idempotent(s):
+    once = normalize_text(s)
+    assert normalize_text(once) == once
+
+
+@FAST
+@given(LATEXISH, LATEXISH)
+def test_string_graders_never_raise(a, r):
+    for spec in ("math.hendrycks", "exact.hle", "choice"):
+        v = graders.get(spec).grade(a, r, num_choices=10)
+        assert v.status in graders.STATUSES
+    assert isinstance(is_equiv(a, r), bool)
+
+
+@POOLED
+@given(LATEXISH, LATEXISH)
+def test_symbolic_graders_never_raise(a, r):
+    for spec in ("math.equiv", "math.mathverify"):
+        v = graders.get(spec).grade(a, r, budget_s=2.0)
+        assert v.status in graders.STATUSES and v.reason
+
+
+# arithmetic expressions that always parse
+ATOM = st.one_of(st.integers(-50, 50).map(str), st.sampled_from(["x", "y", r"\pi", r"\sqrt{2}", "0.25"]))
+EXPR = st.recursive(ATOM, lambda inner: st.one_of(
+    st.tuples(inner, st.sampled_from(["+", "-", r"\cdot "]), inner).map(lambda t: f"{t[0]}{t[1]}{t[2]}"),
+    st.tuples(inner, inner).map(lambda t: rf"\frac{{{t[0]}}}{{{t[1]}+100}}"),
+    inner.map(lambda e: f"({e})^{{2}}"),
+), max_leaves=5)
+
+
+@POOLED
+@given(EXPR, st.sampled_from(["{}", "$ {} $", r"\boxed{{{}}}", "x = {}", r"\left({}\right)", "{}+0"]))
+def test_math_equiv_is_correct_on_equal_variants(x, wrapper):
+    v = graders.get("math.equiv").grade(wrapper.format(x), x, budget_s=5.0)
+    assert v.status == "correct", (wrapper.format(x), x, v)
+
+
+@POOLED
+@given(EXPR)
+def test_mathverify_grade_x_x_is_correct(x):
+    v = graders.get("math.mathverify").grade(x, x, budget_s=5.0)
+    assert v.status == "correct", (x, v)

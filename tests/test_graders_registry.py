@@ -1,0 +1,90 @@
+"""Registry, fingerprints and the lock file for graders."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import textwrap
+
+import pytest
+
+import graders
+from extractors.registry import lock_problems, read_lock
+
+
+def test_lock_file_matches_the_registered_code():
+    graders.all_graders()
+    assert lock_problems(graders.REGISTRY, graders.LOCK_FILE) == []
+
+
+def test_every_family_registers_and_is_locked():
+    keys = {g.key for g in graders.all_graders()}
+    assert keys >= {"math.equiv@1", "math.hendrycks@985bdc1", "math.mathverify@0.9.0", "exact.hle@1", "choice@1"}
+    assert set(read_lock(graders.LOCK_FILE)) == keys
+
+
+def test_each_family_module_names_its_sources():
+    for g in graders.all_graders():
+        doc = sys.modules[g.fn.__module__].__doc__ or ""
+        assert "Source" in doc, g.key
+        assert g.description and g.source
+
+
+def test_get_by_name_and_version():
+    assert graders.get("math.equiv") is graders.get("math.equiv@1")
+    with pytest.raises(graders.RegistryError, match="unknown grader 'math.equiv@9'"):
+        graders.get("math.equiv@9")
+
+
+def test_verdict_refuses_inconsistent_status():
+    with pytest.raises(ValueError):
+        graders.Verdict(False, "timeout", "x")
+    with pytest.raises(ValueError):
+        graders.Verdict(None, "maybe", "x")
+
+
+def _load(tmp_path, name: str, source: str):
+    path = tmp_path / f"{name.replace('.', '_')}.py"
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+GRADER_SRC = '''
+from dataclasses import dataclass
+from graders import Verdict
+
+TOLERANCE = {tol}
+
+@dataclass(frozen=True)
+class Cfg:
+    budget_s: float = 5.0
+
+def helper(a, b):
+    return abs(float(a) - float(b)) <= TOLERANCE
+
+def fast(answer, reference, *, num_choices=None, config=None):
+    return None
+
+def fn(answer, reference, *, num_choices=None, config=None):
+    ok = helper(answer, reference)
+    return Verdict(ok, "correct" if ok else "incorrect", "")
+'''
+
+
+def test_fingerprint_covers_helpers_constants_fast_path_and_config(tmp_path):
+    a = _load(tmp_path, "graders._fp_a", GRADER_SRC.format(tol="0.5"))
+    b = _load(tmp_path, "graders._fp_b", GRADER_SRC.format(tol="0.25"))
+
+    def make(mod, cfg, fast=True):
+        return graders.Grader("t", "1", "", "", mod.fn, cfg, mod.fast if fast else None, True)
+
+    base = make(a, a.Cfg())
+    assert base.fingerprint == make(a, a.Cfg()).fingerprint
+    assert base.fingerprint != make(b, b.Cfg()).fingerprint  # a constant reached through a helper
+    assert base.fingerprint != make(a, a.Cfg(budget_s=1.0)).fingerprint  # the config
+    assert base.fingerprint != make(a, a.Cfg(), fast=False).fingerprint  # the fast path
+    assert base.budget_s == 5.0
