@@ -247,11 +247,12 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, verdict:
     return "ungraded", verdict.status, verdict.reason, {}
 
 
-def _grade_all(grader: Any, tasks: list[tuple[str, str, int | None]]) -> list[graders.Verdict]:
-    """Grade (answer, reference, options) tasks in order; a batch API is used when the grader has one."""
-    batch = getattr(graders, "grade_many", None)
-    if batch is not None and getattr(grader, "needs_pool", False):
-        return list(batch(grader, tasks))
+def _grade_all(grader: Any, tasks: list[tuple[str, str, int | None]],
+               workers: int | None = None) -> list[graders.Verdict]:
+    """Grade (answer, reference, options) tasks in input order: cheap cases in-process, symbolic
+    ones in the graders' worker pool under each item's time budget."""
+    if isinstance(grader, graders.Grader):
+        return graders.grade_many(grader, tasks, workers=workers)
     return [grader.grade(a, r, num_choices=n) for a, r, n in tasks]
 
 
@@ -307,7 +308,7 @@ def grade_package(responses: str | os.PathLike[str], config: GradeConfig, *,
                   items: str | os.PathLike[str] | None = None,
                   out: str | os.PathLike[str] | None = None,
                   base_dir: str | os.PathLike[str] | None = None,
-                  parquet: bool | None = None) -> Grading:
+                  parquet: bool | None = None, workers: int | None = None) -> Grading:
     """Grade a responses package; write the verdict file to `out` (atomically) when given.
 
     One streaming pass over the validated package reads each row's metadata and extracts
@@ -382,7 +383,7 @@ def grade_package(responses: str | os.PathLike[str], config: GradeConfig, *,
     for grader, gkeys in pending.values():
         tasks = [(read[(k[0], k[1], chosen[k][0].attempt)][0].answer, item_info[k[0]].reference,
                   item_info[k[0]].options) for k in gkeys]
-        verdicts.update(zip(gkeys, _grade_all(grader, tasks)))
+        verdicts.update(zip(gkeys, _grade_all(grader, tasks, workers)))
 
     cols: dict[str, list[Any]] = {k: [] for k in VERDICT_ROW_FIELDS}
     for item_id in item_ids:

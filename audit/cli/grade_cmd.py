@@ -24,11 +24,13 @@ from audit.cli import cli
 @click.option("--reference-field", metavar="FIELD", help="Item field holding the gold answer: reference or extra.KEY.")
 @click.option("--parquet/--no-parquet", default=None,
               help="Also write the rows as Parquet beside the file (default: for 100,000 rows or more).")
+@click.option("--workers", type=click.IntRange(1, 64), metavar="N",
+              help="Worker processes for symbolic grading (default: the CPUs available).")
 @click.option("--force", is_flag=True, help="Overwrite RESULTS.json if it exists.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the path written.")
 def grade(package: Path, benchmark: str, items: Path | None, output: Path, extractor: str | None,
           grader: str | None, policies: tuple[str, ...], reference_field: str | None, parquet: bool | None,
-          force: bool, quiet: bool) -> int:
+          workers: int | None, force: bool, quiet: bool) -> int:
     """Regrade a responses PACKAGE into a verdict file.
 
     The file names every input by digest, the extractor and grader by version and fingerprint, and
@@ -41,7 +43,7 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
         raise AuditError("already exists (use --force to overwrite)", path=str(output))
     config = resolve_config(benchmark, extractor=extractor, grader=grader, policies=policies,
                             reference_field=reference_field)
-    grading = grade_package(package, config, items=items, out=output, parquet=parquet)
+    grading = grade_package(package, config, items=items, out=output, parquet=parquet, workers=workers)
     vf = grading.header
     click.echo(f"wrote {output}" + (f" and {vf.rows_file.path}" if vf.rows_file else ""))
     if not quiet:
