@@ -394,7 +394,7 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
     verdict_changed = pc.not_equal(vo, vn)
     some_field = pc.or_(pc.or_(_differs(both.column("answer_o"), both.column("answer_n")),
                                _differs(both.column("status_o"), both.column("status_n"))),
-                        pc.or_(_differs(both.column("attempt_o"), both.column("attempt_n")),
+                        pc.or_(_both_differ(both.column("attempt_o"), both.column("attempt_n")),
                                _both_differ(both.column("reference_o"), both.column("reference_n"))))
     other_changes = int(pc.sum(pc.and_(pc.invert(verdict_changed), some_field)).as_py() or 0)
 
@@ -507,7 +507,8 @@ def _causes(changed: Any, packages_differ: bool, same_extractor: bool) -> tuple[
 
     c = changed.column
     answer_diff = _np(_differs(c("answer_o"), c("answer_n"))).astype(bool)
-    attempt_diff = _np(_differs(c("attempt_o"), c("attempt_n"))).astype(bool)
+    # An attempt unknown on one side (imported verdicts) is not a change of attempt.
+    attempt_diff = _np(_both_differ(c("attempt_o"), c("attempt_n"))).astype(bool)
     ref_diff = _np(_both_differ(c("reference_o"), c("reference_n"))).astype(bool)
     sel = pa.array(list(SELECTION_STATUSES), pa.string())
     noans = pa.array(list(NO_ANSWER_STATUSES), pa.string())
@@ -581,7 +582,7 @@ def _notes(o: _Side, n: _Side, both: Any, packages_differ: bool, same_extractor:
     if not packages_differ and same_extractor and a is not None:
         c = both.column
         odd = int(np.sum(_np(_differs(c("answer_o"), c("answer_n"))).astype(bool)
-                         & ~_np(_differs(c("attempt_o"), c("attempt_n"))).astype(bool)))
+                         & ~_np(_both_differ(c("attempt_o"), c("attempt_n"))).astype(bool)))
         if odd:
             notes.append(f"{odd} rows read a different answer from the same responses with the same extractor "
                          f"fingerprint: the extractor is not deterministic, or the files were edited")
@@ -747,7 +748,7 @@ def _note_cell(r: dict[str, Any]) -> str:
     bits = []
     if o["reference"] is not None or n["reference"] is not None:
         bits.append(f"reference {_cell(o['reference'], 12)} → {_cell(n['reference'], 12)}")
-    if o["attempt"] != n["attempt"]:
+    if o["attempt"] is not None and n["attempt"] is not None and o["attempt"] != n["attempt"]:
         bits.append(f"attempt {_cell(o['attempt'])} → {_cell(n['attempt'])}")
     also = r["causes"][1:]
     if also:

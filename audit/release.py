@@ -162,7 +162,9 @@ def _resolve(ref: PackageRef | None, given: str | Path | None, base: Path) -> Pa
 
 
 def _load_items(path: Path, ref: PackageRef | None, label: str) -> dict[str, ItemRow]:
-    with open_package(path, kind="items") as pkg:
+    with open_package(path) as pkg:
+        if not pkg.files("item_row.v1"):
+            raise AuditError("holds no item rows", path=str(path))
         if ref is not None and pkg.digest != ref.digest:
             raise AuditError(f"items package digest is {pkg.digest[:12]}, the {label} names {ref.digest[:12]}",
                              path=str(path))
@@ -221,9 +223,15 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
 
     # Which items are protected, and their reference texts.
     items_path = _resolve(header.items_package, items, base)
+    items_ref = header.items_package
+    if items_path is None and header.items_package is None and not (all_protected or public):
+        # Graded with the responses package's own item rows: read them from there.
+        own = _resolve(header.responses_package, responses, base)
+        if own is not None and own.exists():
+            items_path, items_ref = own, header.responses_package if responses is None else None
     item_rows: dict[str, ItemRow] = {}
     if items_path is not None:
-        item_rows = _load_items(items_path, header.items_package, "verdict file")
+        item_rows = _load_items(items_path, items_ref, "verdict file")
         missing = sorted({r["item_id"] for r in rows} - item_rows.keys())
         if missing:
             raise AuditError(f"{len(missing)} graded items are not in the items package (first: {missing[0]!r})",

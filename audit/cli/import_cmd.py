@@ -147,3 +147,32 @@ def import_table(src: Path, kind: str, maps: tuple[str, ...], consts: tuple[str,
     click.echo(f"wrote {out}: {manifest.kind} package {manifest.package_id}, {imp.written} rows "
                f"({', '.join(notes)})")
     return 0
+
+
+@import_group.command("verdicts")
+@click.argument("src", type=click.Path(path_type=Path), metavar="TABLE")
+@click.option("--benchmark", required=True, metavar="NAME", help="Benchmark name recorded in the verdict file.")
+@click.option("--tool", default="another tool", show_default=True, metavar="NAME",
+              help="Who recorded the verdicts (shown as each row's reason).")
+@click.option("--package", type=click.Path(path_type=Path), metavar="RESPONSES_PACKAGE",
+              help="Responses package the verdicts were computed from (pinned by digest).")
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path, dir_okay=False), required=True,
+              metavar="OUT.json", help="Verdict file to write.")
+@click.option("--force", is_flag=True, help="Overwrite OUT.json if it exists.")
+def import_verdicts_cmd(src: Path, benchmark: str, tool: str, package: Path | None, out: Path, force: bool) -> int:
+    """Per-item verdicts another tool recorded, as a verdict file for `audit diff`.
+
+    TABLE rows: item_id, sample (default 0), answer, and correct (true/false/null) or verdict
+    (correct/incorrect/ungraded); optionally status, reason, reference. No extractor or grader
+    is named: they are unknown.
+    """
+    from audit.errors import AuditError
+    from audit.importers.verdicts import import_verdicts
+
+    if out.exists() and not force:
+        raise AuditError("already exists (use --force to overwrite)", path=str(out))
+    header = import_verdicts(src, out, benchmark=benchmark, tool=tool, package=package)
+    overall = next(f for f in header.summary.figures if f.name == "accuracy")
+    click.echo(f"wrote {out}: {benchmark}, {header.summary.items} items x {header.summary.samples} samples, "
+               f"recorded accuracy {100 * overall.value:.2f}% ({overall.correct}/{overall.total})")
+    return 0

@@ -1,0 +1,122 @@
+"""`audit demo`: the lab note's numbers, recomputed from the bundled raw packages.
+
+`packages/demo-lab-note/` holds four small responses packages written for this
+demo (`scripts/make_demo.py`), one per benchmark of the note, and the per-item
+verdicts the lab's runner recorded for them (`lab-recorded/`). For each benchmark
+the demo imports the recorded verdicts, regrades the package with the current
+extractor and grader, and diffs the two; then it writes a release of the
+protected GPQA grading and checks it for leaks. Everything it writes goes under
+`--out` (default `out/demo`); what it prints fits one screen.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from audit.diff import diff_files, render_json, render_markdown
+from audit.grade import grade_package, resolve_config
+from audit.importers.verdicts import import_verdicts
+from audit.packages import write_atomic
+from audit.release import build_release
+from audit.verdicts import Figure, read_verdict_header
+
+BENCHMARKS = ("math500", "mmlu_pro", "gpqa_diamond", "hle")
+DEFAULT_PACKAGES = Path(__file__).resolve().parent.parent / "packages" / "demo-lab-note"
+RELEASED = "gpqa_diamond"
+"""The protected benchmark whose grading the demo releases."""
+
+
+@dataclass
+class DemoLine:
+    benchmark: str
+    recorded: str
+    recomputed: str
+    changed: int
+    causes: str
+    one_sided: str
+
+
+def _pct(correct: int, total: int) -> str:
+    return f"{100 * correct / total:.2f}% ({correct}/{total})" if total else "n/a"
+
+
+def _cut(text: str | None, width: int) -> str:
+    s = "—" if text is None else " ".join(str(text).split())
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def run_demo(packages: Path = DEFAULT_PACKAGES, out: Path = Path("out/demo")) -> list[str]:
+    """Run the demo; return the lines to print."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    summary: list[DemoLine] = []
+    details: list[str] = []
+    for bench in BENCHMARKS:
+        pkg = packages / bench
+        recorded = out / f"{bench}.recorded.json"
+        regraded = out / f"{bench}.json"
+        import_verdicts(packages / "lab-recorded" / f"{bench}.jsonl", recorded, benchmark=bench,
+                        tool="the lab's runner", package=pkg)
+        grade_package(pkg, resolve_config(bench), out=regraded)
+        result = diff_files(recorded, regraded)
+        write_atomic(out / f"{bench}.diff.md", render_markdown(result, max_items=50))
+        write_atomic(out / f"{bench}.diff.json", render_json(result))
+
+        old = _overall(recorded)
+        new = _overall(regraded)
+        counts = ", ".join(f"{c.cause} {c.rows}" for c in result.causes)
+        only_old, only_new = result.only_old.num_rows, result.only_new.num_rows
+        one_sided = ""
+        if only_new:
+            one_sided = f"+{only_new} rows the lab left out"
+        if only_old:
+            one_sided = (one_sided + "; " if one_sided else "") + f"{only_old} rows only the lab has"
+        summary.append(DemoLine(bench, _pct(old.correct, old.total), _pct(new.correct, new.total),
+                                len(result.changed_rows()), counts or "-", one_sided))
+        for row in result.changed_rows():
+            o, n = row["old"], row["new"]
+            details.append(f"  {bench:<13}{row['item_id']:<14}{_cut(o['answer'], 12):<13}→ {_cut(n['answer'], 12):<13}"
+                           f"{o['verdict']:>9} → {n['verdict']:<10} {row['cause']:<10} {_cut(n['reason'], 60)}")
+        for side, table in (("NEW", result.only_new), ("OLD", result.only_old)):
+            for r in table.to_pylist():
+                details.append(f"  {bench:<13}{r['item_id']:<14}{'':<28}{'':>9}   {r['verdict']:<10} "
+                               f"{'denominator':<10} {'only in ' + ('the regrade' if side == 'NEW' else 'the record')}")
+
+    release_dir = out / f"release-{RELEASED}"
+    rel = build_release(out / f"{RELEASED}.json", release_dir)
+
+    lines = [
+        f"audit demo: the lab note's four benchmarks, recomputed from the raw packages in {_rel(packages)}",
+        "(every question and response there was written for this demo; see its README)",
+        "",
+        f"{'benchmark':<13}{'recorded by the lab':<22}{'recomputed by audit':<22}{'changed':>8}  causes",
+    ]
+    for s in summary:
+        extra = f"; {s.one_sided}" if s.one_sided else ""
+        lines.append(f"{s.benchmark:<13}{s.recorded:<22}{s.recomputed:<22}{s.changed:>8}  {s.causes}{extra}")
+    lines += ["", "Each retracted verdict (item, answer recorded → read now, verdict, cause, why):"]
+    lines += details
+    lines += [
+        "",
+        "Figures count every row (accuracy_all); rows the lab left out count as not graded.",
+        f"Reports: {_rel(out)}/<benchmark>.diff.md (readable), .diff.json (every row); "
+        f"verdict files {_rel(out)}/<benchmark>.json",
+        f"Release of the protected GPQA grading: {_rel(release_dir)} — {rel.info.rows} rows, "
+        f"{rel.info.protected_items} protected items published as verdict and status only; leak check passed.",
+        f"Check any of it: audit reproduce {_rel(out)}/math500.json",
+    ]
+    return lines
+
+
+def _overall(path: Path) -> Figure:
+    return next(f for f in read_verdict_header(path).summary.figures if f.name == "accuracy_all")
+
+
+def _rel(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)

@@ -1,0 +1,109 @@
+"""Per-item verdicts another tool recorded, as a verdict file `audit diff` can compare.
+
+A lab's runner, lm-eval's `--log_samples` metrics or a spreadsheet give, per item,
+an answer and whether it was counted correct. Imported as a verdict file with no
+extractor and no grader (they are unknown), those verdicts become the "recorded"
+side of `audit diff recorded.json regraded.json`.
+
+Input rows (JSONL, JSON array, CSV or Parquet): `item_id` (required), `sample`
+(default 0), `answer`, and either `correct` (true/false; null for not graded) or
+`verdict` (`correct`/`incorrect`/`ungraded`); optionally `status`, `reason`,
+`reference`. With `--package`, the responses package the verdicts were computed
+from is pinned by digest, so the diff knows both sides graded the same texts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from audit.errors import AuditError
+from audit.importers.sources import TABLE_SUFFIXES, iter_table_records, source_file
+from audit.packages import open_package
+from audit.producer import producer
+from audit.summary import summarize
+from audit.verdicts import (
+    VERDICT_ROW_FIELDS,
+    PackageRef,
+    Policies,
+    VerdictFile,
+    write_verdict_file,
+)
+
+_VERDICT_OF = {True: "correct", False: "incorrect", None: "ungraded"}
+
+
+def _text(v: Any, label: str, row: int, field: str) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        raise AuditError(f"expected text, got {type(v).__name__}", path=label, row=row, field=field)
+    return str(v)
+
+
+def _row(obj: dict[str, Any], label: str, row: int, tool: str) -> dict[str, Any]:
+    item_id = _text(obj.get("item_id"), label, row, "item_id")
+    if not item_id:
+        raise AuditError("missing required field", path=label, row=row, field="item_id")
+    sample = obj.get("sample", 0)
+    if isinstance(sample, str) and sample.isdigit():
+        sample = int(sample)
+    if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
+        raise AuditError(f"expected a non-negative integer, got {sample!r}", path=label, row=row, field="sample")
+    if "verdict" in obj and obj["verdict"] is not None:
+        verdict = obj["verdict"]
+        if verdict not in ("correct", "incorrect", "ungraded"):
+            raise AuditError(f"expected correct, incorrect or ungraded, got {verdict!r}", path=label, row=row,
+                             field="verdict")
+    elif "correct" in obj:
+        correct = obj["correct"]
+        if isinstance(correct, str) and correct.lower() in ("true", "false"):
+            correct = correct.lower() == "true"
+        if correct not in (True, False, None):
+            raise AuditError(f"expected true, false or null, got {correct!r}", path=label, row=row, field="correct")
+        verdict = _VERDICT_OF[correct]
+    else:
+        raise AuditError("needs `correct` or `verdict`", path=label, row=row, field="correct")
+    answer = _text(obj.get("answer"), label, row, "answer")
+    status = _text(obj.get("status"), label, row, "status") or (verdict if verdict != "ungraded" else "excluded")
+    reason = _text(obj.get("reason"), label, row, "reason") or f"recorded by {tool}"
+    values = {"item_id": item_id, "sample": sample, "attempt": None, "response_sha256": None, "answer": answer,
+              "rule": None, "span": None, "verdict": verdict, "status": status, "reason": reason,
+              "reference": _text(obj.get("reference"), label, row, "reference"), "detail": {}}
+    return {k: values[k] for k in VERDICT_ROW_FIELDS}
+
+
+def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: str,
+                    package: str | Path | None = None) -> VerdictFile:
+    """Write `out` (a verdict file) from a table of recorded verdicts; errors name file, row and field."""
+    sf = source_file(src, TABLE_SUFFIXES)
+    rows: list[dict[str, Any]] = []
+    seen: dict[tuple[str, int], int] = {}
+    for rec in iter_table_records(sf.path):
+        if rec.error:
+            raise AuditError(rec.error, path=rec.label, row=rec.row)
+        assert rec.obj is not None
+        r = _row(rec.obj, rec.label, rec.row, tool)
+        key = (r["item_id"], r["sample"])
+        if key in seen:
+            raise AuditError(f"duplicate (item_id={key[0]!r}, sample={key[1]}); first seen in row {seen[key]}",
+                             path=rec.label, row=rec.row, field="item_id")
+        seen[key] = rec.row
+        rows.append(r)
+    if not rows:
+        raise AuditError("no verdict rows", path=str(src))
+    rows.sort(key=lambda r: (r["item_id"], r["sample"]))
+    responses_ref = None
+    if package is not None:
+        with open_package(package, kind="responses") as pkg:
+            responses_ref = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest,
+                                       path=Path(package).as_posix())
+    df = pd.DataFrame({k: [r[k] for r in rows] for k in ("item_id", "sample", "verdict", "status", "reason")})
+    header = VerdictFile(
+        benchmark=benchmark, responses_package=responses_ref, extractor=None, grader=None, producer=producer(),
+        environment={"imported_from": f"{sf.name} sha256:{sf.sha256}", "recorded_by": tool},
+        policies=Policies(), summary=summarize(df), items=[])
+    write_verdict_file(out, header, rows)
+    return header

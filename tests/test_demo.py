@@ -1,0 +1,43 @@
+"""The README's main command: `audit demo` on the bundled packages finds every failure mode of the lab note."""
+
+from __future__ import annotations
+
+import json
+
+from audit.demo import DEFAULT_PACKAGES
+
+
+def test_demo_prints_every_retraction(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = cli("demo", "--out", "out")
+    assert (r.code, r.err) == (0, "")
+    lines = r.out.splitlines()
+    table = lines[lines.index(next(x for x in lines if x.startswith("benchmark"))):][:5]
+    assert table[1:] == [
+        "math500      62.50% (5/8)          87.50% (7/8)                 2  grader 2",
+        "mmlu_pro     62.50% (5/8)          87.50% (7/8)                 2  extractor 2",
+        "gpqa_diamond 83.33% (5/6)          50.00% (3/6)                 2  policy 2",
+        "hle          83.33% (5/6)          62.50% (5/8)                 1  grader 1; +2 rows the lab left out",
+    ]
+    text = r.out
+    assert "demo-math-01  x = 4        → x = 4        incorrect → correct    grader" in text
+    assert "demo-mmlu-02  E            → C            incorrect → correct    extractor" in text
+    assert "demo-gpqa-01  B            → —              correct → incorrect  policy     cut at the output ceiling" in text
+    assert "demo-hle-01   3.1415       → 3.1415         correct → incorrect  grader" in text
+    assert "leak check passed" in text
+
+
+def test_demo_outputs_are_checkable(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli("demo", "--out", "out").code == 0
+    for bench in ("math500", "mmlu_pro", "gpqa_diamond", "hle"):
+        report = json.loads((tmp_path / "out" / f"{bench}.diff.json").read_text())
+        assert report["changed"], bench
+        assert cli("reproduce", f"out/{bench}.json").code == 0
+    r = cli("validate", "out/release-gpqa_diamond")
+    assert r.code == 0
+    rows = [json.loads(x) for x in (tmp_path / "out/release-gpqa_diamond/verdicts.jsonl").read_text().splitlines()]
+    assert all(set(row) == {"item_id", "sample", "verdict", "status", "protected"} for row in rows)
+    # The demo's packages are the project's own: they validate.
+    for bench in ("math500", "mmlu_pro", "gpqa_diamond", "hle"):
+        assert cli("validate", DEFAULT_PACKAGES / bench).code == 0

@@ -1,0 +1,44 @@
+"""`audit import verdicts`: another tool's per-item verdicts as a verdict file for `audit diff`."""
+
+from __future__ import annotations
+
+import json
+
+from audit.verdicts import load_verdict_file
+from tests.builders import make_package
+
+
+def write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_recorded_verdicts_become_a_verdict_file(cli, tmp_path):
+    pkg = make_package(tmp_path / "pkg", items=[{"item_id": "a", "reference": "B"}, {"item_id": "b", "reference": "C"}],
+                       responses=[{"item_id": "a", "response": "B"}, {"item_id": "b", "response": "D"}])
+    src = write(tmp_path / "lab.jsonl", [{"item_id": "b", "answer": "D", "correct": True},
+                                         {"item_id": "a", "answer": "B", "correct": "false"}])
+    out = tmp_path / "lab.json"
+    r = cli("import", "verdicts", src, "--benchmark", "x", "--tool", "lab runner", "--package", pkg, "-o", out)
+    assert (r.code, r.out) == (0, f"wrote {out}: x, 2 items x 1 samples, recorded accuracy 50.00% (1/2)\n")
+    vf = load_verdict_file(out)
+    assert vf.extractor is None and vf.grader is None
+    assert vf.responses_package.package_id == "responses-test-" + vf.responses_package.digest[:12]
+    assert [(x.item_id, x.verdict, x.attempt, x.reason) for x in vf.items] == [
+        ("a", "incorrect", None, "recorded by lab runner"), ("b", "correct", None, "recorded by lab runner")]
+
+
+def test_bad_rows_are_one_line_and_nothing_is_written(cli, tmp_path):
+    out = tmp_path / "lab.json"
+    cases = [
+        ([{"item_id": "a", "correct": "maybe"}], "row 1: field correct: expected true, false or null, got 'maybe'"),
+        ([{"item_id": "a", "answer": "B"}], "row 1: field correct: needs `correct` or `verdict`"),
+        ([{"item_id": "a", "correct": True}, {"item_id": "a", "correct": False}],
+         "row 2: field item_id: duplicate (item_id='a', sample=0); first seen in row 1"),
+        ([{"sample": 0, "correct": True}], "row 1: field item_id: missing required field"),
+    ]
+    for rows, message in cases:
+        src = write(tmp_path / "lab.jsonl", rows)
+        r = cli("import", "verdicts", src, "--benchmark", "x", "-o", out)
+        assert (r.code, r.out, r.err) == (2, "", f"audit: error: {src}: {message}\n")
+        assert not out.exists()
