@@ -12,8 +12,10 @@ import io
 import json
 import math
 import os
+import uuid
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -191,3 +193,21 @@ class JsonlWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextmanager
+def atomic_text(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
+    """A text file that appears at `path` only when the block completes (temp file, fsync, rename);
+    on any error the temp file is removed and `path` is left as it was."""
+    p = Path(path)
+    tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+

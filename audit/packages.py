@@ -25,6 +25,7 @@ import pydantic
 
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import (
+    atomic_text,
     READ_ERRORS,
     JsonlWriter,
     dumps,
@@ -615,17 +616,8 @@ class _ParquetSink(_RowSink):
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write a text file by temp file + fsync + rename: readers see the old or the new file, never half."""
-    p = Path(path)
-    tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_text(path) as f:
+        f.write(text)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -10,7 +10,6 @@ and stays byte-identical for identical inputs.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +18,7 @@ import pydantic
 from pydantic import Field
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import dumps
+from audit.jsonl import atomic_text, dumps
 from audit.models import Producer, Record
 from audit.schemas import register
 
@@ -238,22 +237,14 @@ def write_verdict_file(path: str | Path, header: VerdictFile, rows: Iterable[dic
     data = header.model_dump(mode="json", by_alias=True)
     data.pop("items")
     head = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
-    tmp = p.parent / f".{p.name}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.write(head[:-2] + ',\n  "items": ')
-            first = True
-            for row in rows:
-                f.write("[\n    " if first else ",\n    ")
-                f.write(dumps(row))
-                first = False
-            f.write("[]\n}\n" if first else "\n  ]\n}\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_text(p) as f:
+        f.write(head[:-2] + ',\n  "items": ')
+        first = True
+        for row in rows:
+            f.write("[\n    " if first else ",\n    ")
+            f.write(dumps(row))
+            first = False
+        f.write("[]\n}\n" if first else "\n  ]\n}\n")
 
 
 def load_verdict_file(path: str | Path) -> VerdictFile:
