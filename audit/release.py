@@ -511,8 +511,15 @@ def verify_release(release: str | Path, items: str | Path, *, salt: str | None =
         aliases[to_release[i]] = i
     index = LeakIndex(texts, references={i: [holder[i].reference] for i in protected}, aliases=aliases)
     leaks = leak_problems(files, index)
-    checks.append(Check("leaks", not leaks, f"no protected text from your copy ({len(texts):,} strings"
-                        f"{', responses included' if responses else ''}) in any file" if not leaks else
-                        f"{len(leaks)} leaks, first: {leaks[0]}"))
+    n_responses = sum(1 for t in texts if t.what.startswith("response"))
+    if leaks:
+        checks.append(Check("leaks", False, f"{len(leaks)} leaks, first: {leaks[0]}"))
+    elif responses and protected and not n_responses:
+        # Saying "responses included" would be false assurance: the package given is not the one graded.
+        checks.append(Check("leaks", False, f"{responses} holds no response of the release's protected items "
+                            f"(another package?); no protected text from your items in any file"))
+    else:
+        checks.append(Check("leaks", True, f"no protected text from your copy ({len(texts):,} strings"
+                            f"{', responses included' if responses else ''}) in any file"))
     return checks
 
