@@ -223,6 +223,18 @@ def test_errors_are_one_line(pair, cli):
                      "(kind 'verdicts', written by `audit grade`)\n")
 
 
+def test_an_unwritable_output_is_one_line_not_a_traceback(tmp_path, cli, monkeypatch):
+    """The CLI's last resort for OSError (here `audit grade` writing into a missing directory)."""
+    from tests.builders import make_package
+
+    monkeypatch.chdir(tmp_path)
+    make_package(tmp_path / "p", responses=[{"item_id": "i1", "response": "The answer is (A)."}],
+                 items=[{"item_id": "i1", "reference": "A", "num_choices": 4}])
+    r = cli("grade", "p", "--benchmark", "choice", "-o", "no/such/dir/v.json")
+    assert r.code == 2 and r.out == ""
+    assert len(r.err.splitlines()) == 1 and r.err.startswith("audit: error: no/such/dir/")
+
+
 def test_identical_denominators_print_as_one_paragraph(tmp_path, cli):
     """Nothing ungraded: `accuracy_all` says what `accuracy` says, so Markdown prints it once; JSON keeps both."""
     old = [R("q1", 0, "incorrect", answer="B"), R("q2", 0, "correct", answer="A"),
