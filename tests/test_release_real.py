@@ -110,7 +110,8 @@ def test_release_of_the_real_grading_passes_the_leak_check_and_verifies(gpqa, cl
     rng = random.Random(7)
     pieces = [t[i:i + 24] for t in (x["response"] for x in _source()) if len(t) > 200
               for i in rng.sample(range(len(t) - 24), 2)]
-    leaked = sum(p in blob for p in pieces)
+    windows = {blob[i:i + 24] for i in range(len(blob) - 23)}  # a set lookup per piece, not a scan
+    leaked = sum(p in windows for p in pieces)
     assert len(pieces) > 12000 and leaked == 0
 
     info = json.loads((out / "release.json").read_text(encoding="utf-8"))
