@@ -277,8 +277,8 @@ def diff_files(old: str | Path, new: str | Path, *, allow_different_responses: b
     if responses_differ(o.header, n.header) and not allow_different_responses:
         a, b = o.header.responses_package, n.header.responses_package
         assert a is not None and b is not None
-        raise AuditError(f"the files grade different responses packages ({a.package_id} {a.digest[:12]} vs "
-                         f"{b.package_id} {b.digest[:12]}); pass --allow-different-responses to compare anyway",
+        raise AuditError(f"the files grade different responses packages ({_package_label(a)} vs "
+                         f"{_package_label(b)}); pass --allow-different-responses to compare anyway",
                          path=str(new), field="responses_package")
     return _diff(o, n)
 
@@ -559,7 +559,7 @@ def _notes(o: _Side, n: _Side, both: Any, packages_differ: bool, same_extractor:
     if packages_differ:
         assert a is not None and b is not None
         notes.append(f"DIFFERENT responses packages (compared with --allow-different-responses): OLD "
-                     f"{a.package_id} {a.digest[:12]}, NEW {b.package_id} {b.digest[:12]}"
+                     f"{_package_label(a)}, NEW {_package_label(b)}"
                      + ("" if same_extractor else "; rows attributed to extractor, grader or policy may also "
                         "reflect changed response text"))
     elif a is None or b is None:
@@ -567,12 +567,15 @@ def _notes(o: _Side, n: _Side, both: Any, packages_differ: bool, same_extractor:
         notes.append(f"responses package not named in {which}: cannot check that both grade the same responses")
     ia, ib = o.header.items_package, n.header.items_package
     if ia is not None and ib is not None and ia.digest != ib.digest:
-        notes.append(f"items packages differ: OLD {ia.package_id} {ia.digest[:12]}, NEW {ib.package_id} "
-                     f"{ib.digest[:12]}")
+        notes.append(f"items packages differ: OLD {_package_label(ia)}, NEW {_package_label(ib)}")
     for label, x, y in (("extractor", o.header.extractor, n.header.extractor),
-                        ("grader", o.header.grader, n.header.grader)):
+                        ("grader", o.header.grader, n.header.grader),
+                        ("multiple-choice extractor", o.header.mc_extractor, n.header.mc_extractor),
+                        ("multiple-choice grader", o.header.mc_grader, n.header.mc_grader)):
         if x != y:
             notes.append(f"{label}: {_ref(x)} -> {_ref(y)}")
+    if o.header.reference_field != n.header.reference_field:
+        notes.append(f"reference field: {o.header.reference_field} -> {n.header.reference_field}")
     pa_, pb = o.header.policies.model_dump(), n.header.policies.model_dump()
     for k in pa_:
         if pa_[k] != pb[k]:
@@ -692,8 +695,10 @@ def _cell(v: Any, width: int = 40) -> str:
     return s.replace("|", "\\|") or "\"\""
 
 
-def _scope(f: FigureChange) -> str:
+def _scope(f: FigureChange, folded: bool = False) -> str:
     run = "all runs" if f.sample is None else f"run {f.sample}"
+    if folded:
+        return f"{run}, both denominators: nothing ungraded"
     den = "graded denominator" if f.denominator == "graded" else "all rows, ungraded counted wrong"
     return f"{run}, {den}"
 
@@ -702,7 +707,8 @@ def _counts_phrase(causes: dict[str, int]) -> str:
     return ", ".join(f"{causes[c]:,} {c}" for c in CAUSES if causes.get(c))
 
 
-def _figure_paragraph(f: FigureChange) -> str:
+def _figure_paragraph(f: FigureChange, twin: FigureChange | None = None) -> str:
+    """One retraction paragraph; `twin` is the other denominator's figure when it says the same."""
     if f.old is not None:
         recorded = f"recorded {_pct(f.old.value)} ({f.old.correct:,}/{f.old.total:,})"
         if f.old_recorded is not None and not math.isclose(f.old_recorded, f.old.value, abs_tol=1e-12):
@@ -712,7 +718,8 @@ def _figure_paragraph(f: FigureChange) -> str:
         recorded = "not recorded (no rows in OLD)"
     recomputed = (f"recomputed {_pct(f.new.value)} ({f.new.correct:,}/{f.new.total:,})" if f.new is not None
                   else "not recomputed (no rows in NEW)")
-    parts = [f"**{f.name}** ({_scope(f)}): {recorded}, {recomputed}"
+    name = f"**{f.name}**" if twin is None else f"**{f.name}** = **{twin.name}**"
+    parts = [f"{name} ({_scope(f, twin is not None)}): {recorded}, {recomputed}"
              + (f", Δ {f.delta_points:+.2f} points." if f.delta_points is not None else ".")]
     if f.changed:
         what = _counts_phrase(f.causes)
@@ -728,9 +735,15 @@ def _figure_paragraph(f: FigureChange) -> str:
     return " ".join(parts)
 
 
+def _package_label(p: PackageRef) -> str:
+    """Package id and digest prefix; the digest once when the id already ends with it (derived ids)."""
+    short = p.digest[:12]
+    return p.package_id if p.package_id.endswith(short) else f"{p.package_id} {short}"
+
+
 def _side_line(label: str, s: SideInfo) -> str:
     rp = s.responses_package
-    resp = f"{rp.package_id} {rp.digest[:12]}" if rp else "not named"
+    resp = _package_label(rp) if rp else "not named"
     return (f"- {label}: `{s.path}` — {s.benchmark}, {_n(s.rows, 'row')} ({s.rows_source}); extractor "
             f"{_ref(s.extractor)}, grader {_ref(s.grader)}; responses {resp}")
 
@@ -768,11 +781,55 @@ def _repeats(f: FigureChange, overall: FigureChange | None) -> bool:
             and f.changed == overall.changed and f.only_old == overall.only_old and f.only_new == overall.only_new)
 
 
+_TWIN_FIELDS = ("old", "new", "old_recorded", "new_recorded", "delta_points", "changed", "to_correct", "to_incorrect",
+                "entered", "left", "pairs", "mcnemar_p", "only_old", "only_new", "causes")
+"""What two figures must share to be printed as one (everything but name and denominator)."""
+
+
+def _same_figure(a: FigureChange, b: FigureChange) -> bool:
+    """Both denominators of one scope say exactly the same thing (no row is ungraded on either side)."""
+
+    def counts(x: Figure | None) -> tuple[int, int, float] | None:
+        return None if x is None else (x.correct, x.total, x.value)
+
+    return all(counts(getattr(a, k)) == counts(getattr(b, k)) if k in ("old", "new") else getattr(a, k) == getattr(b, k)
+               for k in _TWIN_FIELDS)
+
+
+def _paragraph_plan(figures: list[FigureChange]) -> list[tuple[FigureChange, FigureChange | None]]:
+    """The figures to print, each with the other-denominator twin folded into it (or None).
+
+    Overall figures come first (the headline), then the runs; a run's figure that
+    repeats the overall one (a single run) is not printed twice; an `all` figure equal
+    in every number to the `graded` one of the same scope is folded into it.
+    """
+    overall = {f.denominator: f for f in figures if f.sample is None}
+    shown = [f for f in figures if not _repeats(f, overall.get(f.denominator))]
+    shown.sort(key=lambda f: (f.sample is not None, f.sample if f.sample is not None else -1,
+                              f.denominator != "graded"))
+    graded = {f.sample: f for f in shown if f.denominator == "graded"}
+    plan: list[tuple[FigureChange, FigureChange | None]] = []
+    folded: set[int | None] = set()
+    for f in shown:
+        if f.denominator == "all" and f.sample in folded:
+            continue
+        twin = None
+        if f.denominator == "graded":
+            other = next((x for x in shown if x.denominator == "all" and x.sample == f.sample), None)
+            if other is not None and _same_figure(f, other):
+                twin = other
+                folded.add(f.sample)
+        plan.append((f, twin))
+    return plan
+
+
 def render_markdown(result: DiffResult, max_items: int = 20) -> str:
     """The human report: header, a retraction paragraph per changed figure, changed rows by cause.
 
-    At most `max_items` rows are printed per cause and per one-sided list. A run's figure
-    that repeats the overall one (a single run) is printed once, as the overall figure.
+    At most `max_items` rows are printed per cause and per one-sided list. Overall figures
+    come first; a run's figure that repeats the overall one (a single run) is printed once,
+    as the overall figure; the two denominator variants of one scope are printed as one
+    paragraph when every number agrees (nothing ungraded). JSON keeps every figure.
     """
     r = result
     n_changed, n_old, n_new = r.changed.num_rows, r.only_old.num_rows, r.only_new.num_rows
@@ -789,11 +846,10 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
                           f"or reference (see --format json)."]
         return "\n".join(lines) + "\n"
     lines += ["## Retractions", ""]
-    overall = {f.denominator: f for f in r.figures if f.sample is None}
-    shown = [f for f in r.figures if not _repeats(f, overall.get(f.denominator))]
-    for f in shown:
-        lines += [_figure_paragraph(f), ""]
-    if not shown:
+    plan = _paragraph_plan(r.figures)
+    for f, twin in plan:
+        lines += [_figure_paragraph(f, twin), ""]
+    if not plan:
         lines += ["No figure changed.", ""]
     if n_changed:
         lines += ["## Changed verdicts by cause", "", "| cause | rows | transitions |", "| --- | ---: | --- |"]

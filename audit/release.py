@@ -26,6 +26,17 @@ text). The check indexes the question, options and reference of protected items 
 package) and their responses (from the responses package; required when there are protected
 items, unless `--no-response-check` is given and recorded).
 
+False positives. The check reports any shared 20-character piece, and model responses share
+boilerplate ("Therefore, the correct answer is" occurs in hundreds of GPQA responses), so
+what public rows publish must not be free prose. Protected rows publish no reason at all;
+public rows' `reason` is one of `audit grade`'s and the graders' fixed phrases with the row's
+own letters or values ("letter B, reference A", "no answer extracted (none)", "cut at the
+output ceiling (max_tokens=N); never credited"). tests/test_release_real.py checks every such
+phrase, and every reason, rule and answer of a real grading of the 6,336 GPQA Diamond responses,
+against those responses: none matches. A public item graded with a free-form extractor
+(`raw@1`, `hle.exact_answer@1`) publishes a piece of its own response as `answer`; should that
+share 20+ characters with a protected response, the release fails (mark the item protected).
+
 `audit verify-release DIR --items PRIVATE_ITEMS [--salt S] [--responses R]` lets a holder of
 the dataset check a release against their own copy, in this order: package (manifest, hashes,
 row schemas), counts (rows, items, samples, statuses against release.json), ids (every
@@ -34,7 +45,8 @@ released id is one of theirs, via the salt for hashed ids), items package digest
 references (published references equal theirs), verdicts (agree with statuses, and with
 answer = reference for multiple-choice letters), figures (recomputed from the rows equal
 release.json's), readme (README.md is exactly what release.json generates), leaks (the leak
-check with their text). Exit 0 when all pass, 1 otherwise.
+check with their text; it fails when `--responses` holds no response of a protected item, rather
+than claim responses were checked). Exit 0 when all pass, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -519,8 +531,15 @@ def verify_release(release: str | Path, items: str | Path, *, salt: str | None =
         aliases[to_release[i]] = i
     index = LeakIndex(texts, references={i: [holder[i].reference] for i in protected}, aliases=aliases)
     leaks = leak_problems(files, index)
-    checks.append(Check("leaks", not leaks, f"no protected text from your copy ({len(texts):,} strings"
-                        f"{', responses included' if responses else ''}) in any file" if not leaks else
-                        f"{len(leaks)} leaks, first: {leaks[0]}"))
+    n_responses = sum(1 for t in texts if t.what.startswith("response"))
+    if leaks:
+        checks.append(Check("leaks", False, f"{len(leaks)} leaks, first: {leaks[0]}"))
+    elif responses and protected and not n_responses:
+        # Saying "responses included" would be false assurance: the package given is not the one graded.
+        checks.append(Check("leaks", False, f"{responses} holds no response of the release's protected items "
+                            f"(another package?); no protected text from your items in any file"))
+    else:
+        checks.append(Check("leaks", True, f"no protected text from your copy ({len(texts):,} strings"
+                            f"{', responses included' if responses else ''}) in any file"))
     return checks
 

@@ -258,6 +258,10 @@ def load_verdict_file(path: str | Path) -> VerdictFile:
         raise AuditError(f"not a JSON verdict file: {e}", path=str(p)) from None
     if not isinstance(obj, dict):
         raise AuditError("not a JSON verdict file: expected an object", path=str(p))
+    kind = obj.get("kind")
+    if isinstance(kind, str) and kind != "verdicts":
+        raise AuditError(f"is a {kind!r} document, not a verdict file (kind 'verdicts', written by `audit grade`)",
+                         path=str(p), field="kind")
     version = obj.get("schema_version")
     if isinstance(version, int) and version > VERDICT_FILE_SCHEMA_VERSION:
         raise AuditError(f"schema_version {version} is newer than this audit reads "
@@ -468,6 +472,10 @@ def _validate_header(p: Path, head: bytes) -> VerdictFile:
         raise AuditError(f"not a JSON verdict file: {e}", path=str(p)) from None
     if not isinstance(obj, dict) or "items" in obj:
         raise AuditError("not the dump_verdict_file layout", path=str(p))
+    kind = obj.get("kind")
+    if isinstance(kind, str) and kind != "verdicts":
+        raise AuditError(f"is a {kind!r} document, not a verdict file (kind 'verdicts', written by `audit grade`)",
+                         path=str(p), field="kind")
     version = obj.get("schema_version")
     if isinstance(version, int) and version > VERDICT_FILE_SCHEMA_VERSION:
         raise AuditError(f"schema_version {version} is newer than this audit reads "

@@ -62,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a file no command could read or write (full disk, missing directory): one line
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(error_line(f"{where}{e.strerror or e}"), err=True)
+        return 2
     return rv if isinstance(rv, int) else 0
 
 

@@ -30,8 +30,11 @@ def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_respons
     Exit 0 when nothing changed, 1 when something did, 2 on error — like diff(1).
     """
     from audit.diff import diff_files, render_json, render_markdown
+    from audit.errors import AuditError
     from audit.packages import write_atomic
 
+    if output is not None and not output.resolve().parent.is_dir():
+        raise AuditError("parent directory does not exist", path=str(output))
     try:
         report = diff_files(old, new, allow_different_responses=allow_different_responses)
     except ValidationFailed as e:
