@@ -41,6 +41,8 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
 
     if output.exists() and not force:
         raise AuditError("already exists (use --force to overwrite)", path=str(output))
+    if not output.resolve().parent.is_dir():
+        raise AuditError("directory does not exist", path=str(output.parent))
     config = resolve_config(benchmark, extractor=extractor, grader=grader, policies=policies,
                             reference_field=reference_field)
     grading = grade_package(package, config, items=items, out=output, parquet=parquet, workers=workers)
