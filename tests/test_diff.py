@@ -224,15 +224,15 @@ def test_errors_are_one_line(pair, cli):
 
 
 def test_an_unwritable_output_is_one_line_not_a_traceback(tmp_path, cli, monkeypatch):
-    """The CLI's last resort for OSError (here `audit grade` writing into a missing directory)."""
+    """The CLI's last resort for OSError (here `audit bundle` writing into a missing directory)."""
     from tests.builders import make_package
 
     monkeypatch.chdir(tmp_path)
     make_package(tmp_path / "p", responses=[{"item_id": "i1", "response": "The answer is (A)."}],
                  items=[{"item_id": "i1", "reference": "A", "num_choices": 4}])
-    r = cli("grade", "p", "--benchmark", "choice", "-o", "no/such/dir/v.json")
+    r = cli("bundle", "p", "-o", "no/such/dir/p.tar.gz")
     assert r.code == 2 and r.out == ""
-    assert len(r.err.splitlines()) == 1 and r.err.startswith("audit: error: no/such/dir/")
+    assert len(r.err.splitlines()) == 1 and r.err.startswith("audit: error: ") and "no/such/dir/" in r.err
 
 
 def test_identical_denominators_print_as_one_paragraph(tmp_path, cli):
