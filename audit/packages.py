@@ -642,6 +642,8 @@ def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None
     if problems:
         raise ValidationFailed(str(src), [_prefixed(src, p) for p in problems])
     out = Path(out)
+    if not out.parent.is_dir():
+        raise AuditError("directory does not exist", path=str(out.parent))
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
     names = sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file())
     try:
