@@ -224,15 +224,22 @@ def test_errors_are_one_line(pair, cli):
 
 
 def test_an_unwritable_output_is_one_line_not_a_traceback(tmp_path, cli, monkeypatch):
-    """The CLI's last resort for OSError (here `audit bundle` writing into a missing directory)."""
+    """Outputs into a missing directory are refused up front; any other OSError is the CLI's last resort."""
     from tests.builders import make_package
 
     monkeypatch.chdir(tmp_path)
     make_package(tmp_path / "p", responses=[{"item_id": "i1", "response": "The answer is (A)."}],
                  items=[{"item_id": "i1", "reference": "A", "num_choices": 4}])
     r = cli("bundle", "p", "-o", "no/such/dir/p.tar.gz")
+    assert (r.code, r.out, r.err) == (2, "", "audit: error: no/such/dir: directory does not exist\n")
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device", "p.tar.gz")
+
+    monkeypatch.setattr("audit.cli.packages_cmd.bundle", full_disk)
+    r = cli("bundle", "p", "-o", "p.tar.gz")
     assert r.code == 2 and r.out == ""
-    assert len(r.err.splitlines()) == 1 and r.err.startswith("audit: error: ") and "no/such/dir/" in r.err
+    assert len(r.err.splitlines()) == 1 and r.err.startswith("audit: error: ") and "No space left" in r.err
 
 
 def test_identical_denominators_print_as_one_paragraph(tmp_path, cli):
