@@ -12,13 +12,15 @@ item can never vanish from the denominator unnoticed.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import random
 import string
 import tempfile
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version as pkg_version
 from pathlib import Path
@@ -30,6 +32,7 @@ import pydantic
 import extractors
 import graders
 from audit.errors import AuditError
+from audit.jsonl import dumps
 from audit.models import ItemRow
 from audit.packages import Package, open_package, write_atomic
 from audit.producer import producer
@@ -43,8 +46,10 @@ from audit.verdicts import (
     VerdictFile,
     VerdictRow,
     dump_verdict_file,
+    encode_rows,
     write_rows_parquet,
     write_verdict_file,
+    write_verdict_lines,
 )
 
 LETTERS = string.ascii_uppercase
@@ -163,6 +168,8 @@ def load_items(pkg: Package, reference_field: str) -> dict[str, ItemInfo]:
 
 @dataclass(slots=True)
 class AttemptMeta:
+    """One response row as grading needs it: no text, only what was read from it."""
+
     attempt: int
     finish_reason: str | None
     length: int
@@ -170,14 +177,8 @@ class AttemptMeta:
     excluded: str | None
     error: str | None
     max_tokens: int | None
-
-
-def _length(obj: dict[str, Any]) -> int:
-    tokens = obj.get("completion_tokens")
-    if isinstance(tokens, int):
-        return tokens
-    text = obj.get("response")
-    return len(text) if isinstance(text, str) else 0
+    extraction: extractors.Extraction | None = None
+    digest: str | None = None
 
 
 def choose_attempt(attempts: list[AttemptMeta], policy: str) -> tuple[AttemptMeta, dict[str, Any]]:
@@ -250,11 +251,23 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, verdict:
 def _grade_all(grader: Any, tasks: list[tuple[str, str, int | None]],
                workers: int | None = None) -> list[graders.Verdict]:
     """Grade (answer, reference, options) tasks in input order: cheap cases in-process, symbolic
-    ones in the graders' worker pool under each item's time budget."""
+    ones in the graders' worker pool under each item's time budget. Each distinct task is graded
+    once (a registered grader version is a pure function of its inputs): K samples giving the
+    same answer, or a million letters against ten references, cost one grading each."""
+    unique = list(dict.fromkeys(tasks))
     if isinstance(grader, graders.Grader):
-        return graders.grade_many(grader, tasks, workers=workers)
-    return [grader.grade(a, r, num_choices=n) for a, r, n in tasks]
+        verdicts = graders.grade_many(grader, unique, workers=workers)
+    else:
+        verdicts = [grader.grade(a, r, num_choices=n) for a, r, n in unique]
+    if len(unique) == len(tasks):
+        return verdicts
+    by_task = dict(zip(unique, verdicts))
+    return [by_task[t] for t in tasks]
 
+
+_ROW_ORDER = ("item_id", "sample", "attempt", "response_sha256", "answer", "rule", "span", "verdict", "status",
+              "reason", "reference", "detail")
+assert VERDICT_ROW_FIELDS == _ROW_ORDER, "grade_package appends row values in this order"
 
 PARQUET_MIN_ROWS = 100_000
 """Gradings with at least this many rows also write their rows as Parquet beside the JSON."""
@@ -265,7 +278,9 @@ class Grading:
     """A finished grading: the verdict file's header (empty `items`) and its rows as columns.
 
     Rows are kept column-wise (lists in VERDICT_ROW_FIELDS order, sorted by item_id then
-    sample) so a million rows stay small; `to_verdict_file()` builds the full model.
+    sample) so a million rows stay small: values are shared where rows repeat them, `span`
+    is a tuple and an empty `detail` is None. `iter_rows()` gives the rows as the model
+    dumps them; `to_verdict_file()` builds the full model.
     """
 
     header: VerdictFile
@@ -279,9 +294,15 @@ class Grading:
         return len(self.columns["item_id"])
 
     def iter_rows(self) -> Iterable[dict[str, Any]]:
+        """Each row as `VerdictRow.model_dump(mode="json")` gives it."""
         cols = [self.columns[k] for k in VERDICT_ROW_FIELDS]
         for values in zip(*cols):
-            yield dict(zip(VERDICT_ROW_FIELDS, values))
+            row = dict(zip(VERDICT_ROW_FIELDS, values))
+            if row["span"] is not None:
+                row["span"] = list(row["span"])
+            if row["detail"] is None:
+                row["detail"] = {}
+            yield row
 
     @property
     def items(self) -> list[VerdictRow]:
@@ -290,8 +311,14 @@ class Grading:
     def to_verdict_file(self) -> VerdictFile:
         return self.header.model_copy(update={"items": self.items})
 
+    def _sidecar_columns(self) -> dict[str, list[Any]]:
+        data = {k: self.columns[k] for k in VERDICT_ROW_FIELDS}
+        data["detail"] = ["{}" if not v else dumps(v) for v in data["detail"]]  # canonical JSON text
+        return data
+
     def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({k: self.columns[k] for k in VERDICT_ROW_FIELDS})
+        """The rows as a DataFrame (`span` as tuples, `detail` as canonical JSON text)."""
+        return pd.DataFrame(self._sidecar_columns())
 
     def write(self, out: str | os.PathLike[str], *, parquet: bool | None = None) -> VerdictFile:
         """Write the verdict file (and, for large sets or when asked, its Parquet rows beside it)."""
@@ -299,9 +326,37 @@ class Grading:
         header = self.header
         if parquet or (parquet is None and len(self) >= PARQUET_MIN_ROWS):
             side = out.with_name(out.name.removesuffix(".json") + ".rows.parquet")
-            header = header.model_copy(update={"rows_file": write_rows_parquet(self.frame(), side)})
-        write_verdict_file(out, header, self.iter_rows())
+            header = header.model_copy(update={"rows_file": write_rows_parquet(self._sidecar_columns(), side)})
+        write_verdict_lines(out, header, encode_rows(self.columns))
         return header
+
+
+class _GcPause:
+    """Pause the cyclic garbage collector while grading.
+
+    Grading keeps millions of small acyclic objects alive (one per response row), and every
+    full collection walks all of them: about a fifth of the time on a million rows. Reference
+    counting still frees everything as usual; only cycles wait. Graders, whose libraries may
+    make cycles, run with the collector as the caller had it (`resumed()`).
+    """
+
+    def __enter__(self) -> _GcPause:
+        self.enabled = gc.isenabled()
+        gc.disable()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            gc.enable()
+
+    @contextmanager
+    def resumed(self) -> Iterator[None]:
+        if self.enabled:
+            gc.enable()
+        try:
+            yield
+        finally:
+            gc.disable()
 
 
 def grade_package(responses: str | os.PathLike[str], config: GradeConfig, *,
@@ -316,6 +371,16 @@ def grade_package(responses: str | os.PathLike[str], config: GradeConfig, *,
     (item, sample) is chosen afterwards. Package paths are recorded relative to `out`'s
     directory (or `base_dir`).
     """
+    with _GcPause() as pause:
+        return _grade_package(responses, config, pause, items=items, out=out, base_dir=base_dir,
+                              parquet=parquet, workers=workers)
+
+
+def _grade_package(responses: str | os.PathLike[str], config: GradeConfig, pause: _GcPause, *,
+                  items: str | os.PathLike[str] | None = None,
+                  out: str | os.PathLike[str] | None = None,
+                  base_dir: str | os.PathLike[str] | None = None,
+                  parquet: bool | None = None, workers: int | None = None) -> Grading:
     main = (_component("extractor", config.extractor), _component("grader", config.grader))
     mc = (_component("extractor", config.mc_extractor), _component("grader", config.mc_grader))
     policies = config.policies
@@ -345,61 +410,100 @@ def grade_package(responses: str | os.PathLike[str], config: GradeConfig, *,
             raise AuditError("holds no item rows: give --items ITEMS_PACKAGE", path=str(responses))
         responses_ref = _package_ref(rp, out_dir)
 
-        groups: dict[tuple[str, int], list[AttemptMeta]] = {}
-        read: dict[tuple[str, int, int], tuple[extractors.Extraction, str | None]] = {}
+        # Item ids are kept once (the items' own strings), with each item's components.
+        known = {item_id: (item_id, info, *components(info)) for item_id, info in item_info.items()}
+        reads: dict[tuple[str, int], AttemptMeta | list[AttemptMeta]] = {}
+        sha256 = hashlib.sha256
         for entry, rowno, obj in rp.iter_objects("response_row.v1"):
-            item_id = obj["item_id"]
-            info = item_info.get(item_id)
-            if info is None:
-                raise AuditError(f"item {item_id!r} is not in the items package",
+            found = known.get(obj["item_id"])
+            if found is None:
+                raise AuditError(f"item {obj['item_id']!r} is not in the items package",
                                  path=f"{rp.source}/{entry.path}", row=rowno, field="item_id")
-            sample, attempt = obj.get("sample", 0), obj.get("attempt", 0)
-            text = obj.get("response")
-            groups.setdefault((item_id, sample), []).append(AttemptMeta(
-                attempt=attempt, finish_reason=obj.get("finish_reason"), length=_length(obj),
-                has_text=isinstance(text, str), excluded=obj.get("excluded"), error=obj.get("error"),
-                max_tokens=obj.get("max_tokens")))
-            ex = components(info)[0].extract(text, finish_reason=obj.get("finish_reason"))
-            digest = hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else None
-            read[(item_id, sample, attempt)] = (ex, digest)
+            item_id, _, extractor, _ = found
+            get = obj.get
+            text, finish = get("response"), get("finish_reason")
+            has_text = isinstance(text, str)
+            tokens = get("completion_tokens")
+            meta = AttemptMeta(  # positional: attempt, finish_reason, length, has_text, excluded, error,
+                get("attempt", 0), finish,  # max_tokens, extraction, digest
+                tokens if isinstance(tokens, int) else len(text) if has_text else 0,
+                has_text, get("excluded"), get("error"), get("max_tokens"),
+                extractor.extract(text, finish_reason=finish),
+                sha256(text.encode("utf-8")).hexdigest() if has_text else None)
+            key = (item_id, get("sample", 0))
+            prev = reads.setdefault(key, meta)
+            if prev is not meta:
+                if isinstance(prev, AttemptMeta):
+                    prev = reads[key] = [prev]
+                if any(m.attempt == meta.attempt for m in prev):
+                    raise AuditError(f"duplicate (item_id={item_id!r}, sample={key[1]}, attempt={meta.attempt}): "
+                                     f"the package holds this response twice", path=f"{rp.source}/{entry.path}",
+                                     row=rowno, field="attempt")
+                prev.append(meta)
 
-    chosen = {key: choose_attempt(metas, policies.resampling) for key, metas in groups.items()}
     excluded_ids = frozenset(policies.exclude)
-    item_ids = sorted(item_info) if policies.scope == "items" else sorted({k[0] for k in groups})
-    sample_list = sorted({k[1] for k in groups}) or [0]
+    item_ids = sorted(item_info) if policies.scope == "items" else sorted({k[0] for k in reads})
+    sample_list = sorted({k[1] for k in reads}) or [0]
+    chosen: dict[tuple[str, int], tuple[AttemptMeta, dict[str, Any]]] = {
+        key: choose_attempt(metas, policies.resampling) for key, metas in reads.items() if isinstance(metas, list)}
 
-    # Grade the answers that count, batched per grader, then apply the policies row by row.
-    pending: dict[str, tuple[Any, list[tuple[str, int]]]] = {}
-    for item_id in item_ids:
-        for sample in sample_list:
-            meta = chosen[(item_id, sample)][0] if (item_id, sample) in chosen else None
-            if meta is None or meta.finish_reason == "length" or item_id in excluded_ids:
-                continue
-            ex = read[(item_id, sample, meta.attempt)][0]
-            if ex.answer is not None:
-                grader = components(item_info[item_id])[1]
-                pending.setdefault(grader.key, (grader, []))[1].append((item_id, sample))
-    verdicts: dict[tuple[str, int], graders.Verdict] = {}
-    for grader, gkeys in pending.values():
-        tasks = [(read[(k[0], k[1], chosen[k][0].attempt)][0].answer, item_info[k[0]].reference,
-                  item_info[k[0]].options) for k in gkeys]
-        verdicts.update(zip(gkeys, _grade_all(grader, tasks, workers)))
+    def pick(key: tuple[str, int]) -> tuple[AttemptMeta | None, dict[str, Any] | None]:
+        got = reads.get(key)
+        if got is None or isinstance(got, AttemptMeta):
+            return got, None
+        return chosen[key]
+
+    # Grade the answers that count, per grader, each distinct (answer, reference, options) once.
+    tasks: dict[str, tuple[Any, dict[tuple[str, str, int | None], None]]] = {}
+    for key, got in reads.items():
+        meta = got if isinstance(got, AttemptMeta) else chosen[key][0]
+        answer = meta.extraction.answer
+        if answer is None or meta.finish_reason == "length" or key[0] in excluded_ids:
+            continue
+        _, info, _, grader = known[key[0]]
+        tasks.setdefault(grader.key, (grader, {}))[1][(answer, info.reference, info.options)] = None
+    verdicts: dict[str, dict[tuple[str, str, int | None], graders.Verdict]] = {}
+    with pause.resumed():
+        for key, (grader, distinct) in tasks.items():
+            todo = list(distinct)
+            verdicts[key] = dict(zip(todo, _grade_all(grader, todo, workers)))
 
     cols: dict[str, list[Any]] = {k: [] for k in VERDICT_ROW_FIELDS}
+    (add_item, add_sample, add_attempt, add_sha, add_answer, add_rule, add_span, add_verdict, add_status,
+     add_reason, add_reference, add_detail) = [cols[k].append for k in _ROW_ORDER]
     for item_id in item_ids:
-        info = item_info[item_id]
+        _, info, _, grader = known[item_id]
+        graded = verdicts.get(grader.key, {})
+        reference = info.reference
         for sample in sample_list:
-            meta, detail = chosen.get((item_id, sample), (None, {}))
-            ex, digest = read[(item_id, sample, meta.attempt)] if meta else (None, None)
-            verdict, status, reason, more = _decide(meta, ex, verdicts.get((item_id, sample)), info, item_id,
-                                                    sample, policies, excluded_ids)
-            values = {"item_id": item_id, "sample": sample, "attempt": meta.attempt if meta else None,
-                      "response_sha256": digest, "answer": ex.answer if ex else None,
-                      "rule": ex.rule if ex else None, "span": list(ex.span) if ex and ex.span else None,
-                      "verdict": verdict, "status": status, "reason": reason, "reference": info.reference,
-                      "detail": {**detail, **more}}
-            for k in VERDICT_ROW_FIELDS:
-                cols[k].append(values[k])
+            meta, detail = pick((item_id, sample))
+            if meta is None:
+                ex = verdict = None
+                add_attempt(None)
+                add_sha(None)
+                add_answer(None)
+                add_rule(None)
+                add_span(None)
+            else:
+                ex = meta.extraction
+                verdict = graded.get((ex.answer, reference, info.options))
+                add_attempt(meta.attempt)
+                add_sha(meta.digest)
+                add_answer(ex.answer)
+                add_rule(ex.rule)
+                add_span(ex.span or None)  # a tuple (see Grading)
+            decided, status, reason, more = _decide(meta, ex, verdict, info, item_id, sample, policies,
+                                                    excluded_ids)
+            if more:
+                detail = {**detail, **more} if detail else more
+            add_item(item_id)
+            add_sample(sample)
+            add_verdict(decided)
+            add_status(status)
+            add_reason(reason)
+            add_reference(reference)
+            add_detail(detail or None)  # None when empty (see Grading)
+    del reads, chosen, verdicts
 
     df = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "status", "reason")})
     header = VerdictFile(
@@ -407,6 +511,7 @@ def grade_package(responses: str | os.PathLike[str], config: GradeConfig, *,
         extractor=_ref(main[0]), grader=_ref(main[1]), mc_extractor=_ref(mc[0]), mc_grader=_ref(mc[1]),
         reference_field=config.reference_field, producer=producer(), environment=environment(),
         policies=policies, summary=summarize(df), items=[])
+    del df
     grading = Grading(header, cols)
     if out is not None:
         grading.header = grading.write(out, parquet=parquet)

@@ -8,12 +8,16 @@ row against its schema, duplicate keys, and path safety before any row is used.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import shutil
 import tarfile
 import tempfile
 import time
+import types
+import typing
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pydantic
+from pydantic_core import from_json
 
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import (
@@ -129,8 +134,13 @@ def _from_parquet(obj: dict[str, Any]) -> dict[str, Any]:
 _JSON_COLUMNS = ("extra",)
 
 
-def _iter_file_objects(root: Path, entry: FileEntry) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
-    """(row number, object, error) for each row of a JSONL or Parquet data file."""
+def _iter_file_items(root: Path, entry: FileEntry) -> Iterator[tuple[int, bytes | None, dict[str, Any] | None,
+                                                                  str | None]]:
+    """(row number, raw JSONL line, object, error) for each row of a data file.
+
+    JSONL rows come as raw lines (object None), so callers choose how to parse them;
+    Parquet rows come as objects (line None).
+    """
     full = root / entry.path
     if entry.path.endswith(".parquet"):
         import pyarrow.parquet as pq
@@ -138,27 +148,98 @@ def _iter_file_objects(root: Path, entry: FileEntry) -> Iterator[tuple[int, dict
         try:
             pf = pq.ParquetFile(full)
         except Exception as e:  # pyarrow raises several types for damaged files
-            yield 0, None, f"not a readable Parquet file: {e}"
+            yield 0, None, None, f"not a readable Parquet file: {e}"
             return
         n = 0
         try:
             for batch in pf.iter_batches(batch_size=8192):
                 for obj in batch.to_pylist():
                     n += 1
-                    yield n, _from_parquet(obj), None
+                    yield n, None, _from_parquet(obj), None
         except Exception as e:  # a damaged column chunk surfaces only while reading
-            yield 0, None, f"not a readable Parquet file after row {n}: {e}"
+            yield 0, None, None, f"not a readable Parquet file after row {n}: {e}"
         return
     with open_binary(full) as fh:
         try:
             for raw in iter_raw_lines(fh):
-                if raw.error:
-                    yield raw.lineno, None, raw.error
-                    continue
-                obj, err = parse_object(raw.data)
-                yield raw.lineno, obj, err
+                yield raw.lineno, raw.data, None, raw.error
         except READ_ERRORS as e:  # damaged gzip stream
-            yield 0, None, f"unreadable: {e}"
+            yield 0, None, None, f"unreadable: {e}"
+
+
+# Fast paths. pydantic-core parses JSON in Rust, several times faster than `json` plus model
+# validation in Python. Its parser is more lenient in one way: it reads NaN, Infinity and
+# out-of-range numbers (1e400) as non-finite floats, which the strict reader refuses. So a row
+# takes the fast path only when it validates and every float in it is finite; anything else
+# goes through the strict path, whose messages are the ones reported. Rows pydantic-core
+# rejects but the strict reader accepts (lone surrogates such as "\ud800", deep nesting) take
+# the strict path too.
+
+
+_JSON_TYPES = (str, int, float, bool, type(None))
+
+
+def _json_native(annotation: Any) -> bool:
+    """True when a field's type is made of JSON's own: there strict validation of JSON input
+    accepts exactly what strict validation of the parsed object accepts (not so for tuples,
+    dates or bytes, which pydantic reads from JSON arrays and strings)."""
+    if annotation is Any or annotation in _JSON_TYPES:
+        return True
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal:
+        return all(isinstance(a, (str, int, bool)) for a in args)
+    if origin in (typing.Union, types.UnionType, list, dict):
+        return all(_json_native(a) for a in args)
+    return False
+
+
+@functools.cache
+def _float_fields(model: type[Record]) -> tuple[str, ...] | None:
+    """Fields of a row model that can hold a float (float, Any, dict[str, Any], ...); None when
+    the model has a field type that is not JSON-native (then rows take the strict path only)."""
+    fields = model.model_fields
+    if not all(_json_native(f.annotation) for f in fields.values()):
+        return None
+    return tuple(name for name, f in fields.items() if "float" in str(f.annotation) or "Any" in str(f.annotation))
+
+
+_CONTAINERS = (float, dict, list)
+
+
+def _finite(value: Any) -> bool:
+    """False when a float anywhere in a parsed JSON value is NaN or infinite."""
+    t = type(value)
+    if t is float:
+        return math.isfinite(value)
+    if t is dict or t is list:
+        for v in value.values() if t is dict else value:
+            if type(v) in _CONTAINERS and not _finite(v):
+                return False
+    return True
+
+
+def _fast_row(model: type[Record], data: bytes) -> Record | None:
+    """The row model of one JSONL line through pydantic-core's parser, or None: use the strict path."""
+    floats = _float_fields(model)
+    if floats is None:
+        return None
+    try:
+        rec = model.__pydantic_validator__.validate_json(data)
+    except ValueError:  # pydantic.ValidationError, including malformed JSON
+        return None
+    for name in floats:
+        if not _finite(getattr(rec, name)):
+            return None
+    return rec
+
+
+def _fast_object(data: bytes) -> dict[str, Any] | None:
+    """One JSONL line of a validated file as a dict through pydantic-core's parser, or None."""
+    try:
+        obj = from_json(data, allow_inf_nan=False)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) and _finite(obj) else None
 
 
 def validate_rows(root: Path, entry: FileEntry) -> tuple[list[Problem], int]:
@@ -177,18 +258,22 @@ def validate_rows(root: Path, entry: FileEntry) -> tuple[list[Problem], int]:
         else:
             extra += 1
 
-    for rowno, obj, err in _iter_file_objects(root, entry):
+    for rowno, data, obj, err in _iter_file_items(root, entry):
         if rowno:
             rows += 1
-        if err:
-            add(Problem(entry.path, err, rowno or None))
-            continue
-        try:
-            rec = model.model_validate(obj)
-        except pydantic.ValidationError as e:
-            for p in _pydantic_problems(entry.path, rowno, e):
-                add(p)
-            continue
+        rec = _fast_row(model, data) if data is not None else None
+        if rec is None:
+            if data is not None:
+                obj, err = parse_object(data)
+            if err:
+                add(Problem(entry.path, err, rowno or None))
+                continue
+            try:
+                rec = model.model_validate(obj)
+            except pydantic.ValidationError as e:
+                for p in _pydantic_problems(entry.path, rowno, e):
+                    add(p)
+                continue
         if keys:
             key = tuple(getattr(rec, k) for k in keys)
             if key in seen:
@@ -386,7 +471,11 @@ class Package:
         """Raw JSON objects of every file following `schema`, with their row numbers (no model
         construction: fast, for validated packages)."""
         for entry in self.files(schema):
-            for rowno, obj, err in _iter_file_objects(self.root, entry):
+            for rowno, data, obj, err in _iter_file_items(self.root, entry):
+                if data is not None:
+                    obj = _fast_object(data)
+                    if obj is None:
+                        obj, err = parse_object(data)
                 if err or obj is None:  # cannot happen after validation unless the file changed since
                     raise AuditError(err or "unreadable row", path=f"{self.source}/{entry.path}", row=rowno)
                 yield entry, rowno, obj
@@ -395,7 +484,13 @@ class Package:
         """Rows of every file following `schema`, as models (the package was validated on open)."""
         model = ROW_MODELS[schema]
         for entry in self.files(schema):
-            for rowno, obj, err in _iter_file_objects(self.root, entry):
+            for rowno, data, obj, err in _iter_file_items(self.root, entry):
+                rec = _fast_row(model, data) if data is not None else None
+                if rec is not None:
+                    yield rec
+                    continue
+                if data is not None:
+                    obj, err = parse_object(data)
                 if err or obj is None:  # cannot happen after validation unless the file changed since
                     raise AuditError(err or "unreadable row", path=f"{self.source}/{entry.path}", row=rowno)
                 yield model.model_validate(obj)
