@@ -12,6 +12,7 @@ import io
 import json
 import math
 import os
+import re
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -114,7 +115,33 @@ def parse_object(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
         return None, "malformed JSON: nested too deeply"
     if not isinstance(obj, dict):
         return None, f"expected a JSON object, found {type(obj).__name__}"
+    if _SURROGATE_ESCAPE.search(data):
+        bad = _lone_surrogate(obj)
+        if bad:
+            return None, f"string has a lone surrogate \\u{ord(bad):04x}: not valid Unicode"
     return obj, None
+
+
+# A \uD800-\uDFFF escape: the only way a lone surrogate gets into parsed JSON (UTF-8 bytes cannot hold one).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate in any string of a parsed JSON value (pairs decode to one character)."""
+    if isinstance(value, str):
+        m = re.search("[\ud800-\udfff]", value)
+        return m.group() if m else None
+    if isinstance(value, dict):
+        items = list(value.keys()) + list(value.values())
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for v in items:
+        bad = _lone_surrogate(v)
+        if bad:
+            return bad
+    return None
 
 
 def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES) -> tuple[bytes | None, str | None]:

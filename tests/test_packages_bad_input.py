@@ -311,3 +311,13 @@ def test_two_gigabyte_line_is_streamed_not_slurped(cli, sparse_dir):
     assert (f"{pkg}/responses.jsonl: row 2: line is {line_bytes:,} bytes, over the 67,108,864-byte limit"
             in out.splitlines())
     assert peak < 400 * 1024**2, f"peak RSS {peak / 1024**2:.0f} MiB validating a 2 GiB line"
+
+
+def test_lone_surrogate_escape_is_a_row_error_not_a_crash(cli, tmp_path):
+    """JSON may escape a lone surrogate (\\ud800), which no UTF-8 file can hold: refused, one line."""
+    src = tmp_path / "r.jsonl"
+    src.write_text('{"item_id":"a","response":"x \\ud800 y"}\n{"item_id":"b","response":"ok \\ud83d\\ude00"}\n')
+    r = cli("pack", tmp_path / "p", "--responses", src)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == f"audit: error: {src}: row 1: string has a lone surrogate \\ud800: not valid Unicode\n"
+    assert not (tmp_path / "p").exists()
