@@ -13,6 +13,7 @@ item can never vanish from the denominator unnoticed.
 from __future__ import annotations
 
 import gc
+import dataclasses
 import hashlib
 import os
 import random
@@ -21,7 +22,7 @@ import tempfile
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version as pkg_version
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from audit.jsonl import dumps
 from audit.models import ItemRow
 from audit.packages import Package, open_package, write_atomic
 from audit.producer import producer
-from audit.specs import BenchmarkSpec, get_spec
+from audit.specs import GradeConfig, get_spec
 from audit.summary import summarize
 from audit.verdicts import (
     VERDICT_ROW_FIELDS,
@@ -55,19 +56,6 @@ from audit.verdicts import (
 LETTERS = string.ascii_uppercase
 ENVIRONMENT_PACKAGES = ("sympy", "latex2sympy2_extended", "math-verify", "antlr4-python3-runtime")
 """Libraries whose versions can change a grader's verdicts; recorded in every verdict file."""
-
-
-@dataclass(frozen=True)
-class GradeConfig:
-    """Everything that decides a grading besides the input packages."""
-
-    benchmark: str
-    extractor: str
-    grader: str
-    mc_extractor: str | None = None
-    mc_grader: str | None = None
-    reference_field: str = "reference"
-    policies: Policies = field(default_factory=Policies)
 
 
 def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies:
@@ -98,15 +86,16 @@ def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies
 def resolve_config(benchmark: str, *, extractor: str | None = None, grader: str | None = None,
                    policies: Iterable[str] = (), reference_field: str | None = None) -> GradeConfig:
     """The spec of `benchmark` with command-line overrides applied."""
-    spec: BenchmarkSpec = get_spec(benchmark)
-    return GradeConfig(
-        benchmark=spec.name,
-        extractor=extractor or spec.extractor,
-        grader=grader or spec.grader,
-        mc_extractor=None if extractor else spec.mc_extractor,
-        mc_grader=None if grader else spec.mc_grader,
-        reference_field=reference_field or spec.reference_field,
-        policies=parse_policy_overrides(spec.policies, policies),
+    base = get_spec(benchmark).config
+    return dataclasses.replace(
+        base,
+        extractor=extractor or base.extractor,
+        grader=grader or base.grader,
+        # An overridden extractor or grader applies to every item, multiple choice included.
+        mc_extractor=None if extractor else base.mc_extractor,
+        mc_grader=None if grader else base.mc_grader,
+        reference_field=reference_field or base.reference_field,
+        policies=parse_policy_overrides(base.policies, policies),
     )
 
 

@@ -14,11 +14,10 @@ from audit.verdicts import Policies
 
 
 @dataclass(frozen=True)
-class BenchmarkSpec:
-    """How one benchmark's responses are graded."""
+class GradeConfig:
+    """Everything that decides a grading besides the input packages; recorded in the verdict file."""
 
-    name: str
-    description: str
+    benchmark: str
     extractor: str
     """Extractor `name@version` for the benchmark's answer format."""
     grader: str
@@ -28,7 +27,20 @@ class BenchmarkSpec:
     mc_grader: str | None = None
     """For mixed benchmarks (HLE): grader for items that have options."""
     reference_field: str = "reference"
+    """Item field holding the gold answer: `reference` or `extra.KEY`."""
     policies: Policies = field(default_factory=Policies)
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """A benchmark's default grading, with a one-line description."""
+
+    description: str
+    config: GradeConfig
+
+    @property
+    def name(self) -> str:
+        return self.config.benchmark
 
 
 SPECS: dict[str, BenchmarkSpec] = {}
@@ -39,27 +51,28 @@ def _add(spec: BenchmarkSpec) -> None:
 
 
 _add(BenchmarkSpec(
-    "mmlu_pro", "MMLU-Pro: the official extraction cascade at TIGER-AI-Lab/MMLU-Pro@f418b11, letter match",
-    extractor="mmlu_pro.official@f418b11", grader="choice@1"))
+    "MMLU-Pro: the official extraction cascade at TIGER-AI-Lab/MMLU-Pro@f418b11, letter match",
+    GradeConfig("mmlu_pro", extractor="mmlu_pro.official@f418b11", grader="choice@1")))
 _add(BenchmarkSpec(
-    "gpqa_diamond", "GPQA Diamond prompted for a final `Answer: X` line; truncated responses never credited",
-    extractor="gpqa.final_line@1", grader="choice@1"))
+    "GPQA Diamond prompted for a final `Answer: X` line; truncated responses never credited",
+    GradeConfig("gpqa_diamond", extractor="gpqa.final_line@1", grader="choice@1")))
 _add(BenchmarkSpec(
-    "math500", "MATH-500: last \\boxed{} answer, symbolic equivalence",
-    extractor="boxed@1", grader="math.equiv@1"))
+    "MATH-500: last \\boxed{} answer, symbolic equivalence",
+    GradeConfig("math500", extractor="boxed@1", grader="math.equiv@1")))
 _add(BenchmarkSpec(
-    "hle", "Humanity's Last Exam: strict exact match on the `Exact Answer:` line; letter match for "
-           "multiple-choice items",
-    extractor="hle.exact_answer@1", grader="exact.hle@1", mc_extractor="hle.choice_answer@1", mc_grader="choice@1"))
+    "Humanity's Last Exam: strict exact match on the `Exact Answer:` line; letter match for "
+    "multiple-choice items",
+    GradeConfig("hle", extractor="hle.exact_answer@1", grader="exact.hle@1",
+                mc_extractor="hle.choice_answer@1", mc_grader="choice@1")))
 _add(BenchmarkSpec(
-    "choice", "Generic multiple choice: a free-form final answer statement, letter match",
-    extractor="choice.freeform@1", grader="choice@1"))
+    "Generic multiple choice: a free-form final answer statement, letter match",
+    GradeConfig("choice", extractor="choice.freeform@1", grader="choice@1")))
 _add(BenchmarkSpec(
-    "math", "Generic math: last \\boxed{} answer, symbolic equivalence",
-    extractor="boxed@1", grader="math.equiv@1"))
+    "Generic math: last \\boxed{} answer, symbolic equivalence",
+    GradeConfig("math", extractor="boxed@1", grader="math.equiv@1")))
 _add(BenchmarkSpec(
-    "exact", "Generic exact match of the whole (stripped) response",
-    extractor="raw@1", grader="exact.hle@1"))
+    "Generic exact match of the whole (stripped) response",
+    GradeConfig("exact", extractor="raw@1", grader="exact.hle@1")))
 
 
 def get_spec(name: str) -> BenchmarkSpec:

@@ -31,9 +31,9 @@ STRICT_REFUSES = [
     b'{"item_id":"a","response":"x","extra":{"v":1e400}}',
     b'{"item_id":"a","response":"x","started_at":1e400}',
     b'{"item_id":"a","response":"x","first_token_s":' + b"9" * 400 + b".0}",
+    b'{"item_id":"a","response":"\\udc00 lone surrogate"}',
 ]
 STRICT_ACCEPTS_FAST_REFUSES = [
-    b'{"item_id":"a","response":"\\udc00 lone surrogate"}',
     b'{"item_id":"a","response":"x","extra":{"d":' + b"[" * 300 + b"]" * 300 + b"}}",
 ]
 BOTH_ACCEPT = [
@@ -49,7 +49,7 @@ BOTH_ACCEPT = [
 @pytest.mark.parametrize("line", STRICT_REFUSES)
 def test_fast_row_never_accepts_what_the_strict_reader_refuses(line):
     obj, err = parse_object(line)
-    assert obj is None and err.startswith("malformed JSON")
+    assert obj is None and (err.startswith("malformed JSON") or "lone surrogate" in err)
     assert _fast_row(ResponseRow, line) is None
 
 

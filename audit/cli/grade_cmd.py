@@ -86,7 +86,8 @@ def benchmarks_cmd() -> int:
     from audit.specs import SPECS
 
     for spec in SPECS.values():
-        mc = f" (multiple choice: {spec.mc_extractor}, {spec.mc_grader})" if spec.mc_grader else ""
-        click.echo(f"{spec.name:<14} {spec.extractor} + {spec.grader}{mc}")
+        c = spec.config
+        mc = f" (multiple choice: {c.mc_extractor}, {c.mc_grader})" if c.mc_grader else ""
+        click.echo(f"{spec.name:<14} {c.extractor} + {c.grader}{mc}")
         click.echo(f"{'':<14} {spec.description}")
     return 0
