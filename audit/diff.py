@@ -50,7 +50,6 @@ from audit.verdicts import (
     Policies,
     VerdictFile,
     read_verdict_table,
-    table_to_frame,
 )
 
 DIFF_REPORT_SCHEMA_VERSION = 1
@@ -807,7 +806,6 @@ def _paragraph_plan(figures: list[FigureChange]) -> list[tuple[FigureChange, Fig
     shown = [f for f in figures if not _repeats(f, overall.get(f.denominator))]
     shown.sort(key=lambda f: (f.sample is not None, f.sample if f.sample is not None else -1,
                               f.denominator != "graded"))
-    graded = {f.sample: f for f in shown if f.denominator == "graded"}
     plan: list[tuple[FigureChange, FigureChange | None]] = []
     folded: set[int | None] = set()
     for f in shown:

@@ -35,7 +35,7 @@ import graders
 from audit.errors import AuditError
 from audit.jsonl import dumps
 from audit.models import ItemRow
-from audit.packages import Package, open_package, write_atomic
+from audit.packages import Package, open_package
 from audit.producer import producer
 from audit.specs import GradeConfig, get_spec
 from audit.summary import summarize

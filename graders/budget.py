@@ -164,7 +164,7 @@ def worker_main() -> None:
         t0 = time.perf_counter()
         try:
             if not (isinstance(msg, tuple) and len(msg) == 5):
-                raise TypeError(f"malformed task: expected (key, answer, reference, num_choices, budget_s)")
+                raise TypeError("malformed task: expected (key, answer, reference, num_choices, budget_s)")
             key, answer, reference, num_choices, budget_s = msg
             try:
                 signal.setitimer(signal.ITIMER_REAL, max(budget_s, 1e-3))

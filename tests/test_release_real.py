@@ -255,7 +255,7 @@ def test_planted_response_text_in_a_public_reason_fails_and_writes_nothing(gpqa,
     row = 1 + [(x["item_id"], x["sample"]) for x in _verdict_rows(d / "results-mixed.json")].index((target, 3))
     lines = r.err.splitlines()
     assert any(line.startswith(f"audit: error: verdicts.jsonl: row {row}: field reason: leak: ")
-               and f"of the response (sample " in line and f"of protected item '{_item_id(victim)}'" in line
+               and "of the response (sample " in line and f"of protected item '{_item_id(victim)}'" in line
                for line in lines)
     assert all(line.startswith("audit: error: verdicts.jsonl: row ") for line in lines)
     shown = snippet[:20] in r.err

@@ -35,7 +35,7 @@ def _load_rows(path: Path) -> list[dict[str, Any]]:
                     raise AuditError("missing", field=name, **where)
             extra = sorted(set(obj) - {"id", "answer", "reference", "num_choices"})
             if extra:
-                raise AuditError(f"unknown field (expected id, answer, reference, num_choices)", field=extra[0],
+                raise AuditError("unknown field (expected id, answer, reference, num_choices)", field=extra[0],
                                  **where)
             rid = obj["id"]
             if isinstance(rid, bool) or not isinstance(rid, (str, int)):
