@@ -355,9 +355,11 @@ class WorkerPool:
     def run_one(self, key: str, answer: str, reference: str, num_choices: int | None, budget_s: float) -> Outcome:
         """Grade one item in a worker under a hard budget."""
         [w] = self._acquire(1)
+        outstanding = False  # a task was sent whose result is not read yet
         try:
             w.wait_ready()
             t0 = time.monotonic()
+            outstanding = True
             w.send((key, answer, reference, num_choices, budget_s))
             sel = selectors.DefaultSelector()
             sel.register(w.out_fd, selectors.EVENT_READ)
@@ -368,9 +370,11 @@ class WorkerPool:
             if not ready:
                 elapsed = time.monotonic() - t0
                 self.kills += 1
+                outstanding = False
                 w = self._replace(w)
                 return Outcome(_timeout_verdict(budget_s, elapsed), elapsed)
             res = w.read_result()
+            outstanding = False
             if res is None:
                 code = _exit_code(w)
                 w = self._replace(w)
@@ -378,6 +382,8 @@ class WorkerPool:
             correct, status, reason, seconds = res
             return Outcome(_verdict(correct, status, reason), seconds)
         finally:
+            if outstanding:  # interrupted mid-item: its late result must never answer another item
+                w.kill()
             self._release([w])
 
     # -- many items -----------------------------------------------------------------------------
@@ -403,8 +409,8 @@ class WorkerPool:
             def dispatch(w: _Worker) -> None:
                 if queue and w.ready:
                     i = queue.popleft()
-                    w.send((key, *tasks[i], budget_s))
                     busy[w.out_fd] = (w, i, time.monotonic())
+                    w.send((key, *tasks[i], budget_s))
 
             def swap(old: _Worker) -> _Worker:
                 sel.unregister(old.out_fd)
@@ -437,8 +443,9 @@ class WorkerPool:
                             continue
                         dispatch(w)
                         continue
-                    _, i, t0 = busy.pop(w.out_fd)
+                    _, i, t0 = busy[w.out_fd]
                     res = w.read_result()
+                    del busy[w.out_fd]
                     if res is None:  # the worker died on this item
                         results[i] = Outcome(_died_verdict(_exit_code(w)), time.monotonic() - t0)
                         w = swap(w)
@@ -455,6 +462,8 @@ class WorkerPool:
                         swap(w)  # the new worker gets work once it reports READY
         finally:
             sel.close()
+            for w, _, _ in busy.values():  # interrupted mid-item: a late result must never answer another item
+                w.kill()
             self._release(ws)
         return [r for r in results if r is not None]
 

@@ -130,3 +130,43 @@ def test_adversarial_inputs_stay_within_the_budget():
         assert elapsed < len(ADVERSARIAL) * (budget + KILL_GRACE_S) + 5
     capped = graders.grade_many("math.equiv", [(a, "7") for a in ADVERSARIAL[:4]])
     assert [v.status for v in capped] == ["parse_error_answer"] * 4
+
+
+def test_a_run_that_fails_midway_leaves_no_stale_result_behind():
+    # An exception while a task is in flight (here: an unpicklable row; in life also Ctrl-C)
+    # must not hand a worker with an unread result back to the pool: the next call would read
+    # that old result as the verdict of a different item.
+    p = WorkerPool(2, extra_modules=("tests._budget_test_graders",))
+    try:
+        p.warm()
+        with pytest.raises(Exception, match="pickle|Pickl"):
+            p.run_many("test.sleepy@1", [("0.8", "x", None), (lambda: 0, "x", None)], 5.0, workers=2)
+        out = p.run_many("test.stuck@1", [("a", "b", None), ("c", "d", None)], 5.0, workers=2)
+        assert [(o.verdict.status, o.verdict.reason) for o in out] == [("incorrect", "compared")] * 2
+    finally:
+        p.close()
+
+
+def test_run_one_interrupted_after_sending_leaves_no_stale_result(monkeypatch):
+    import graders.budget as budget
+
+    p = WorkerPool(1, extra_modules=("tests._budget_test_graders",))
+    try:
+        p.warm()
+
+        class Interrupted(Exception):
+            pass
+
+        class FailingSelector(budget.selectors.DefaultSelector):
+            def select(self, timeout=None):
+                raise Interrupted()
+
+        with monkeypatch.context() as m:
+            m.setattr(budget.selectors, "DefaultSelector", FailingSelector)
+            with pytest.raises(Interrupted):
+                p.run_one("test.sleepy@1", "0.3", "x", None, 5.0)
+        out = p.run_one("test.stuck@1", "a", "b", None, 5.0)
+        assert (out.verdict.status, out.verdict.reason) == ("incorrect", "compared")
+    finally:
+        p.close()
+
