@@ -317,7 +317,14 @@ class WorkerPool:
             if self._closed:
                 raise RuntimeError("worker pool is closed")
             while True:
-                got = [self._idle.pop() for _ in range(min(n, len(self._idle)))]
+                got = []
+                while self._idle and len(got) < n:
+                    w = self._idle.pop()
+                    if w.alive():
+                        got.append(w)
+                    else:  # died while idle (e.g. the OOM killer): its slot gets a new worker
+                        w.kill()
+                        self._count -= 1
                 new = max(0, min(n - len(got), self.max_workers - self._count))
                 self._count += new
                 if got or new or not block:

@@ -170,3 +170,22 @@ def test_run_one_interrupted_after_sending_leaves_no_stale_result(monkeypatch):
     finally:
         p.close()
 
+
+def test_an_idle_worker_that_died_is_replaced_not_an_exception():
+    import os
+    import signal
+
+    p = WorkerPool(1, extra_modules=("tests._budget_test_graders",))
+    try:
+        p.warm()
+        [w] = p._idle
+        os.kill(w.proc.pid, signal.SIGKILL)  # e.g. the OOM killer, while the worker sat idle
+        w.proc.wait(timeout=5)
+        assert p.run_one("test.stuck@1", "a", "a", None, 5.0).verdict.status == "correct"
+        [w] = p._idle
+        os.kill(w.proc.pid, signal.SIGKILL)
+        w.proc.wait(timeout=5)
+        out = p.run_many("test.stuck@1", [("a", "a", None), ("b", "c", None)], 5.0)
+        assert [o.verdict.status for o in out] == ["correct", "incorrect"]
+    finally:
+        p.close()
