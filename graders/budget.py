@@ -330,8 +330,18 @@ class WorkerPool:
                 if got or new or not block:
                     break
                 self._cond.wait()
-        got.extend(_Worker(self.extra_modules) for _ in range(new))
-        return got
+        started: list[_Worker] = []
+        try:
+            for _ in range(new):
+                started.append(_Worker(self.extra_modules))
+        except BaseException:  # a start failed: give back every slot taken here, or later calls wait forever
+            for w in started:
+                w.kill()
+            with self._cond:
+                self._count -= new
+            self._release(got)
+            raise
+        return got + started
 
     def _release(self, workers: Sequence[_Worker]) -> None:
         with self._cond:

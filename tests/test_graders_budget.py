@@ -189,3 +189,23 @@ def test_an_idle_worker_that_died_is_replaced_not_an_exception():
         assert [o.verdict.status for o in out] == ["correct", "incorrect"]
     finally:
         p.close()
+
+
+def test_a_worker_that_cannot_be_started_does_not_use_up_a_slot(monkeypatch):
+    # A failed start (EMFILE, ENOMEM) must give its slot back: else a later call waits forever.
+    import graders.budget as budget
+
+    p = WorkerPool(1, extra_modules=("tests._budget_test_graders",))
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(budget, "_Worker", lambda extra_modules=(): (_ for _ in ()).throw(OSError("no fds")))
+            with pytest.raises(OSError, match="no fds"):
+                p.run_one("test.stuck@1", "a", "a", None, 5.0)
+        got: list = []
+        t = threading.Thread(target=lambda: got.append(p.run_one("test.stuck@1", "a", "a", None, 5.0)), daemon=True)
+        t.start()
+        t.join(30)
+        assert not t.is_alive(), "run_one waited forever for a slot held by a worker that never started"
+        assert got[0].verdict.status == "correct"
+    finally:
+        p.close()
