@@ -62,8 +62,8 @@ _add(BenchmarkSpec(
 _add(BenchmarkSpec(
     "Humanity's Last Exam: strict exact match on the `Exact Answer:` line; letter match for "
     "multiple-choice items",
-    GradeConfig("hle", extractor="hle.exact_answer@1", grader="exact.hle@1",
-                mc_extractor="hle.choice_answer@1", mc_grader="choice@1")))
+    GradeConfig("hle", extractor="hle.exact_answer@2", grader="exact.hle@1",
+                mc_extractor="hle.choice_answer@2", mc_grader="choice@1")))
 _add(BenchmarkSpec(
     "Generic multiple choice: a free-form final answer statement, letter match",
     GradeConfig("choice", extractor="choice.freeform@1", grader="choice@1")))

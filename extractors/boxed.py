@@ -28,7 +28,12 @@ boxed.choice@1
     all give G. A box holding anything else (`\boxed{42}`, `\boxed{A = 5}`,
     `\boxed{A \cup B}`, `\boxed{g}`) gives None with rule `box_not_a_choice`; the answer
     text is never matched to the options here. Letters beyond an item's option count are
-    returned: grading decides.
+    returned: grading decides. Trap: `\boxed{(A) and (C)}` gives A.
+
+boxed.choice@2
+    As @1, but a box that marks another option letter after the first (`(C)`, `C.`, `C)`,
+    `C:`) gives None with rule `several_choices`. Letters inside option text ("Both A and
+    B are true") are not marked options.
 """
 
 from __future__ import annotations
@@ -116,3 +121,29 @@ def boxed_choice(text: str, *, finish_reason: str | None = None) -> Extraction:
         return Extraction(None, RULE_NOT_A_CHOICE, (start, end))
     group = next(g for g in (1, 2, 3) if m.group(g))
     return Extraction(m.group(group), "boxed_choice", m.span(group))
+
+
+# --------------------------------------------------------------------------- boxed.choice@2
+# @1 read the first letter of a box that names several (`\boxed{(A) and (C)}`,
+# `\boxed{A. 5 or B. 6}` gave A). @2 reads the same letter only when no other option
+# letter is marked in the box; otherwise None with rule `several_choices`.
+RULE_SEVERAL = "several_choices"
+# Another option marked after the first: `(C)`, or `C.`/`C)`/`C:` after a separator. A bare
+# letter in option text ("Both A and B are true") is not a marked option.
+_ANOTHER_CHOICE = re.compile(r"\(([A-J])\)|(?:^|[\s,;/&])([A-J])[.):](?!\d)")
+
+
+@register("boxed.choice", "2",
+          description="Option letter A-J in the last box; a box naming several letters gives none")
+def boxed_choice_2(text: str, *, finish_reason: str | None = None) -> Extraction:
+    got = boxed_choice(text, finish_reason=finish_reason)
+    if got.answer is None or got.span is None:
+        return got
+    _, start, end = _last_box(text)
+    assert end is not None
+    rest = text[got.span[1]:end]
+    for m in _ANOTHER_CHOICE.finditer(rest):
+        other = next(g for g in m.groups() if g)
+        if other != got.answer:
+            return Extraction(None, RULE_SEVERAL, (start, end))
+    return got

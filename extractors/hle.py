@@ -15,6 +15,13 @@ Known traps:
 - Markdown: `**Exact Answer:** 42`, `Exact Answer: $42$` are common.
 - A response cut at the output ceiling (finish_reason `length`) has no final
   answer line even when an earlier one exists: rule `truncated`, answer None.
+
+Versions:
+- `@1` reads a letter from any `Answer:` value that starts with one ("Answer: I think C"
+  gives I, "Answer: A or B" gives A) and needs the labels' exact case.
+- `@2` (the `hle` spec's default) reads a letter only when it is the whole value, or is
+  followed by a separator and option text ("C", "(C)", "**C**", "\boxed{C}", "C. text");
+  labels in any case; a value of markdown alone is no answer.
 """
 
 from __future__ import annotations
@@ -72,6 +79,65 @@ def choice_answer(text: str, *, finish_reason: str | None = None) -> Extraction:
     if m is None:
         return Extraction(None, "none")
     letter = _LETTER.match(m.group(1))
+    if letter is None:
+        return Extraction(None, "no_letter_on_answer_line", (m.start(1), m.end(1)))
+    return Extraction(letter.group(1), "answer_line", (m.start(1) + letter.start(1), m.start(1) + letter.end(1)))
+
+
+# --------------------------------------------------------------------------- version 2
+# @1 read a letter from any value that starts with one ("Answer: I think C" gave I,
+# "Answer: A or B" gave A) and required the label's exact case. @2 reads a letter only
+# when it is the whole value or is followed by a separator and option text
+# ("C", "(C)", "**C**", "\boxed{C}", "C. text", "C) text"), and accepts the labels in any case.
+
+_EXACT_LINE_2 = re.compile(
+    r"^[ \t>*_#-]*(?:\*\*|__)?exact[ \t]+answer(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?[ \t]*(.*)$",
+    re.MULTILINE | re.IGNORECASE)
+_ANSWER_LINE_2 = re.compile(
+    r"^[ \t>*_#-]*(?:\*\*|__)?answer(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?[ \t]*(.*)$",
+    re.MULTILINE | re.IGNORECASE)
+_WRAP_OPEN = r"(?:[\s*_$\[{(]|\\(?:text|textbf|mathrm|mathbf|boxed)\s*\{)*"
+_LETTER_2 = re.compile(_WRAP_OPEN + r"([A-Z])(?:[\s*_$\]})]*|[\s*_$\]})]*[.):]\s+\S.*|[.):][\s*_$\]}]*)$")
+_MARKDOWN_ONLY = re.compile(r"^[\s*_`~]*$")
+
+
+def _value_2(raw: str) -> str:
+    """The value with surrounding markdown emphasis removed; empty when nothing else is there."""
+    value = raw.strip()
+    if _MARKDOWN_ONLY.match(value):
+        return ""
+    for wrap in ("**", "__", "*", "_", "`"):
+        if len(value) > 2 * len(wrap) and value.startswith(wrap) and value.endswith(wrap):
+            value = value[len(wrap):-len(wrap)].strip()
+    return value.removesuffix("**").removesuffix("__").strip()
+
+
+@register("hle.exact_answer", "2",
+          description="HLE: the value on the last 'Exact Answer:' line (any case); cut responses give none",
+          source="centerforaisafety/hle hle_eval/run_model_predictions.py (SYSTEM_EXACT_ANSWER)")
+def exact_answer_2(text: str, *, finish_reason: str | None = None) -> Extraction:
+    if finish_reason == "length":
+        return Extraction(None, "truncated")
+    m = _last(_EXACT_LINE_2, text)
+    if m is None:
+        return Extraction(None, "none")
+    value = _value_2(m.group(1))
+    if not value:
+        return Extraction(None, "empty_answer_line", (m.start(), m.end()))
+    start = m.start(1) + m.group(1).find(value)
+    return Extraction(value, "exact_answer_line", (start, start + len(value)))
+
+
+@register("hle.choice_answer", "2",
+          description="HLE multiple choice: the letter that is the whole last 'Answer:' value; cut responses give none",
+          source="centerforaisafety/hle hle_eval/run_model_predictions.py (SYSTEM_MC)")
+def choice_answer_2(text: str, *, finish_reason: str | None = None) -> Extraction:
+    if finish_reason == "length":
+        return Extraction(None, "truncated")
+    m = _last(_ANSWER_LINE_2, text)
+    if m is None:
+        return Extraction(None, "none")
+    letter = _LETTER_2.match(m.group(1).rstrip())
     if letter is None:
         return Extraction(None, "no_letter_on_answer_line", (m.start(1), m.end(1)))
     return Extraction(letter.group(1), "answer_line", (m.start(1) + letter.start(1), m.start(1) + letter.end(1)))

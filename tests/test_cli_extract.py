@@ -103,6 +103,7 @@ def test_extractors_lists_every_version(cli):
     rows = [
         ("boxed", "1", "Content of the last \\boxed{...} or \\fbox{...} (balanced braces)"),
         ("boxed.choice", "1", "Option letter A-J in the last box: \\boxed{G}, \\boxed{\\text{G. ...}}, (G)"),
+        ("boxed.choice", "2", "Option letter A-J in the last box; a box naming several letters gives none"),
         ("choice.freeform", "1",
          "Option letter A-D from a free-form response's last answer statement; conflicts give none"),
         ("gpqa.final_line", "1",
@@ -110,7 +111,10 @@ def test_extractors_lists_every_version(cli):
         ("gpqa.simple_evals", "ee3b031",
          "openai/simple-evals GPQA: first '(?i)Answer: X' anywhere (X may come back lowercase)"),
         ("hle.choice_answer", "1", "HLE multiple choice: the letter on the last 'Answer:' line; cut responses give none"),
+        ("hle.choice_answer", "2",
+         "HLE multiple choice: the letter that is the whole last 'Answer:' value; cut responses give none"),
         ("hle.exact_answer", "1", "HLE: the value on the last 'Exact Answer:' line; cut responses give none"),
+        ("hle.exact_answer", "2", "HLE: the value on the last 'Exact Answer:' line (any case); cut responses give none"),
         ("mmlu_pro.lmeval", "325f168", "lm-evaluation-harness mmlu_pro filter: first 'answer is (X)', no fallback"),
         ("mmlu_pro.official", "f418b11",
          "MMLU-Pro official cascade: 'answer is (X)', then 'Answer: X', then the last standalone A-J"),

@@ -30,6 +30,10 @@ RULES = {
                           "truncated"},
     "hle.exact_answer@1": {"exact_answer_line", "empty_answer_line", "none", "truncated"},
     "hle.choice_answer@1": {"answer_line", "no_letter_on_answer_line", "none", "truncated"},
+    "hle.exact_answer@2": {"exact_answer_line", "empty_answer_line", "none", "truncated"},
+    "hle.choice_answer@2": {"answer_line", "no_letter_on_answer_line", "none", "truncated"},
+    "boxed.choice@2": {"boxed_choice", "box_not_a_choice", "several_choices", "unclosed", "malformed_box", "empty_box",
+                       "none"},
     "raw@1": {"whole_response", "empty"},
 }
 """Every rule each extractor can report; the golden rows must reach all of them."""
