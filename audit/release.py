@@ -287,7 +287,9 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
                     for r in sorted(rows, key=lambda r: (ids[r["item_id"]], r["sample"]))]
     figs = release_figures(release_rows)
     _check_summary(header, figs, vpath)
-    policies = header.policies.model_copy(update={"exclude": sorted(ids.get(i, i) for i in header.policies.exclude)})
+    # Every excluded id in the release's scheme, those without a row too (a raw id is published otherwise).
+    policies = header.policies.model_copy(update={"exclude": sorted(
+        hash_id(i, salt) if hash_ids else i for i in header.policies.exclude)})  # type: ignore[arg-type]
     info = ReleaseInfo(
         benchmark=header.benchmark, verdict_file_sha256=sha256_file(vpath)[0],
         responses_package=_unpathed(header.responses_package), items_package=_unpathed(header.items_package),

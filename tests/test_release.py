@@ -21,7 +21,7 @@ from audit.models import ReleaseRow
 from audit.pack import SourceRow, Table, build_package
 from audit.packages import open_package
 from audit.release import hash_id
-from audit.verdicts import PackageRef
+from audit.verdicts import PackageRef, Policies
 
 SALT = "0123456789abcdef-test-salt"
 PUBLIC = ["public/1", "public/2"]  # two non-protected items beside the GPQA ones
@@ -333,3 +333,18 @@ def test_leak_check_finds_every_planted_substring_and_nothing_else():
         assert any(v == len(clean) and length >= n for v, _, length in found), n
         assert all(v == len(clean) for v, _, _ in found)
     assert idx.find(["xx" + texts[0].text[:19] + "yy"]) == []  # 19 characters are not a leak
+
+
+def test_hashed_release_never_publishes_a_raw_excluded_id(tmp_path, cli):
+    # An excluded id with no row (scope=responses, or not in the items at all) was written
+    # to release.json's policies as it is, though --hash-ids promises no dataset id is published.
+    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}],
+                           policies=Policies(exclude=["i1", "secret/2"], scope="responses"))
+    write_verdict_file(tmp_path / "v.json", vf)
+    r = cli("release", tmp_path / "v.json", "-o", tmp_path / "rel", "--protected", "--no-response-check",
+            "--hash-ids", "--salt", SALT)
+    assert r.code == 0, r.err
+    blob = b"\n".join(_files(tmp_path / "rel").values()).decode("utf-8")
+    assert "secret/2" not in blob and '"i1"' not in blob
+    info = json.loads((tmp_path / "rel" / "release.json").read_text(encoding="utf-8"))
+    assert info["policies"]["exclude"] == sorted([hash_id("i1", SALT), hash_id("secret/2", SALT)])
