@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from audit.diff import diff_files, render_json, render_markdown
+from audit.errors import AuditError
 from audit.grade import grade_package, resolve_config
 from audit.importers.verdicts import import_verdicts
 from audit.packages import write_atomic
@@ -50,8 +51,13 @@ def _cut(text: str | None, width: int) -> str:
 def run_demo(packages: Path = DEFAULT_PACKAGES, out: Path = Path("out/demo")) -> list[str]:
     """Run the demo; return the lines to print."""
     if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+        for p in _check_replaceable(out):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+    else:
+        out.mkdir(parents=True)
     summary: list[DemoLine] = []
     details: list[str] = []
     for bench in BENCHMARKS:
@@ -109,6 +115,29 @@ def run_demo(packages: Path = DEFAULT_PACKAGES, out: Path = Path("out/demo")) ->
         f"Check any of it: audit reproduce {_rel(out)}/math500.json",
     ]
     return lines
+
+
+def _outputs() -> set[str]:
+    """Names the demo writes directly under `--out`."""
+    names = {f"release-{RELEASED}"}
+    for bench in BENCHMARKS:
+        names |= {f"{bench}.recorded.json", f"{bench}.json", f"{bench}.diff.md", f"{bench}.diff.json"}
+    return names
+
+
+def _check_replaceable(out: Path) -> list[Path]:
+    """`--out` is replaced: its entries, when it holds only what a demo run writes (or temporary
+    files of one); else refuse, so that `--out .` never deletes a user's files."""
+    if not out.is_dir():
+        raise AuditError("exists and is not a directory", path=str(out))
+    known = _outputs()
+    entries = sorted(out.iterdir())
+    foreign = [p.name for p in entries if p.name not in known
+               and not any(p.name.startswith(f".{k}.") for k in known)]
+    if foreign:
+        raise AuditError(f"holds files the demo did not write (first: {foreign[0]!r}); give another --out",
+                         path=str(out))
+    return entries
 
 
 def _overall(path: Path) -> Figure:

@@ -168,6 +168,10 @@ class AttemptMeta:
     max_tokens: int | None
     extraction: extractors.Extraction | None = None
     digest: str | None = None
+    tokens: int | None = None
+    """completion_tokens as the row reports it (None when it does not)."""
+    chars: int | None = None
+    """Characters of the response text (None when not read: then `length` is compared)."""
 
 
 def choose_attempt(attempts: list[AttemptMeta], policy: str) -> tuple[AttemptMeta, dict[str, Any]]:
@@ -179,16 +183,20 @@ def choose_attempt(attempts: list[AttemptMeta], policy: str) -> tuple[AttemptMet
     """
     attempts = sorted(attempts, key=lambda a: a.attempt)
     original = attempts[0]
+    # Lengths in one unit: `length` is completion_tokens where a row reports it, else characters;
+    # when only some attempts report tokens, compare all of them by characters.
+    mixed = len({a.tokens is None for a in attempts}) > 1 and all(a.chars is not None for a in attempts)
+    size = (lambda a: a.chars) if mixed else (lambda a: a.length)
     detail: dict[str, Any] = {}
     if len(attempts) > 1:
         detail["attempts"] = [a.attempt for a in attempts]
     if policy == "original" or len(attempts) == 1:
         return original, detail
-    longer = [a for a in attempts[1:] if a.length > original.length]
+    longer = [a for a in attempts[1:] if size(a) > size(original)]
     if not longer:
         return original, detail
     finished = [a for a in longer if a.finish_reason != "length"]
-    chosen = finished[0] if finished else max(longer, key=lambda a: (a.length, -a.attempt))
+    chosen = finished[0] if finished else max(longer, key=lambda a: (size(a), -a.attempt))
     return chosen, detail
 
 
@@ -414,11 +422,12 @@ def _grade_package(responses: str | os.PathLike[str], config: GradeConfig, pause
             has_text = isinstance(text, str)
             tokens = get("completion_tokens")
             meta = AttemptMeta(  # positional: attempt, finish_reason, length, has_text, excluded, error,
-                get("attempt", 0), finish,  # max_tokens, extraction, digest
+                get("attempt", 0), finish,  # max_tokens, extraction, digest, tokens, chars
                 tokens if isinstance(tokens, int) else len(text) if has_text else 0,
                 has_text, get("excluded"), get("error"), get("max_tokens"),
                 extractor.extract(text, finish_reason=finish),
-                sha256(text.encode("utf-8")).hexdigest() if has_text else None)
+                sha256(text.encode("utf-8")).hexdigest() if has_text else None,
+                tokens if isinstance(tokens, int) else None, len(text) if has_text else 0)
             key = (item_id, get("sample", 0))
             prev = reads.setdefault(key, meta)
             if prev is not meta:

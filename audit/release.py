@@ -108,6 +108,9 @@ class ReleaseInfo(Record):
     """Extractor `name@version` and fingerprint."""
     grader: ComponentRef | None
     """Grader `name@version` and fingerprint."""
+    reference_field: str = "reference"
+    """Item field the grading read the references from (`reference`, or `extra.KEY`); `verify-release`
+    compares published references with that field of the holder's items."""
     policies: Policies
     """Policies of the grading (excluded ids written in the release's id scheme)."""
     id_scheme: Literal["dataset", "hmac-sha256"]
@@ -287,11 +290,13 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
                     for r in sorted(rows, key=lambda r: (ids[r["item_id"]], r["sample"]))]
     figs = release_figures(release_rows)
     _check_summary(header, figs, vpath)
-    policies = header.policies.model_copy(update={"exclude": sorted(ids.get(i, i) for i in header.policies.exclude)})
+    # Every excluded id in the release's scheme, those without a row too (a raw id is published otherwise).
+    policies = header.policies.model_copy(update={"exclude": sorted(
+        hash_id(i, salt) if hash_ids else i for i in header.policies.exclude)})  # type: ignore[arg-type]
     info = ReleaseInfo(
         benchmark=header.benchmark, verdict_file_sha256=sha256_file(vpath)[0],
         responses_package=_unpathed(header.responses_package), items_package=_unpathed(header.items_package),
-        extractor=header.extractor, grader=header.grader, policies=policies,
+        extractor=header.extractor, grader=header.grader, reference_field=header.reference_field, policies=policies,
         id_scheme="hmac-sha256" if hash_ids else "dataset", salt_check=salt_check(salt) if hash_ids else None,  # type: ignore[arg-type]
         rows=len(release_rows), items=len(item_ids), samples=len({r.sample for r in release_rows}),
         protected_items=len(protected), statuses=dict(sorted(Counter(r.status for r in release_rows).items())),
@@ -415,6 +420,14 @@ def render_readme(info: ReleaseInfo) -> str:
 # --------------------------------------------------------------------------- verification
 
 
+def _gold(item: ItemRow, reference_field: str) -> str | None:
+    """The item's reference in the field a grading read (`reference` or `extra.KEY`); None when absent."""
+    if reference_field.startswith("extra."):
+        value = item.extra.get(reference_field[6:])
+        return value if isinstance(value, str) else None
+    return item.reference
+
+
 @dataclass(frozen=True)
 class Check:
     """One verification step: its name, whether it passed, and what it found."""
@@ -492,7 +505,7 @@ def verify_release(release: str | Path, items: str | Path, *, salt: str | None =
 
     # References: the public rows were graded against your copy's gold.
     diff_ref = [r for r in rows if not r.protected and r.reference is not None and r.item_id in back
-                and r.reference != holder[back[r.item_id]].reference]
+                and r.reference != _gold(holder[back[r.item_id]], info.reference_field)]
     checks.append(Check("references", not diff_ref,
                         "every published reference equals your copy's" if not diff_ref else
                         f"{len(diff_ref)} rows graded against another reference, first {diff_ref[0].item_id!r} "
@@ -529,7 +542,8 @@ def verify_release(release: str | Path, items: str | Path, *, salt: str | None =
     for i in protected:
         aliases[i] = i
         aliases[to_release[i]] = i
-    index = LeakIndex(texts, references={i: [holder[i].reference] for i in protected}, aliases=aliases)
+    index = LeakIndex(texts, references={i: {holder[i].reference, _gold(holder[i], info.reference_field)} - {None}
+                                        for i in protected}, aliases=aliases)
     leaks = leak_problems(files, index)
     n_responses = sum(1 for t in texts if t.what.startswith("response"))
     if leaks:

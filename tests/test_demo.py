@@ -41,3 +41,19 @@ def test_demo_outputs_are_checkable(cli, tmp_path, monkeypatch):
     # The demo's packages are the project's own: they validate.
     for bench in ("math500", "mmlu_pro", "gpqa_diamond", "hle"):
         assert cli("validate", DEFAULT_PACKAGES / bench).code == 0
+
+
+def test_demo_replaces_its_own_output_but_never_another_directory(cli, tmp_path, monkeypatch):
+    # `--out` is replaced: it was removed whatever it held, so `audit demo --out .` deleted the
+    # working directory. Only a previous demo output (or an empty directory) is replaced now.
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    assert cli("demo", "--out", ".").code == 0
+    assert cli("demo", "--out", ".").code == 0  # a previous demo output is replaced
+    assert (tmp_path / "here" / "math500.json").is_file()
+    (tmp_path / "here" / "notes.txt").write_text("mine", encoding="utf-8")
+    r = cli("demo", "--out", ".")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == "audit: error: .: holds files the demo did not write (first: 'notes.txt'); give another --out\n"
+    assert (tmp_path / "here" / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert (tmp_path / "here" / "math500.json").is_file()

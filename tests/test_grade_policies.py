@@ -102,6 +102,27 @@ def test_longer_only_keeps_a_rerun_only_when_longer_than_the_cut(tmp_path):
     assert (longer["q2", 0].attempt, longer["q2", 0].status) == (0, "truncated")
 
 
+def test_longer_only_compares_lengths_in_one_unit_when_token_counts_are_missing(tmp_path):
+    # `length` was completion_tokens where given and characters where not, so a re-run without a
+    # token count was compared in characters against the original's tokens.
+    cut = "ANSWER=C " + "x" * 2000
+    responses = [
+        # q1: cut at 500 tokens (2,009 characters); the re-run, 1,009 characters, no token count: shorter
+        {"item_id": "q1", "attempt": 0, "response": cut, "finish_reason": "length", "completion_tokens": 500},
+        {"item_id": "q1", "attempt": 1, "response": "ANSWER=B " + "z" * 1000, "finish_reason": "stop"},
+        # q2: cut at 2,009 characters, no token count; the re-run, 3,009 characters in 800 tokens: longer
+        {"item_id": "q2", "attempt": 0, "response": cut, "finish_reason": "length"},
+        {"item_id": "q2", "attempt": 1, "response": "ANSWER=B " + "y" * 3000, "finish_reason": "stop",
+         "completion_tokens": 800},
+        {"item_id": "q3", "response": "ANSWER=B", "finish_reason": "stop"},
+        {"item_id": "q4", "response": "ANSWER=B", "finish_reason": "stop"},
+    ]
+    pkg = make_package(tmp_path / "p", items=ITEMS, responses=responses)
+    longer = rows_by_key(grade_package(pkg, config(resampling="longer-only")))
+    assert (longer["q1", 0].attempt, longer["q1", 0].status) == (0, "truncated")
+    assert (longer["q2", 0].attempt, longer["q2", 0].verdict) == (1, "correct")
+
+
 def test_choose_attempt_prefers_first_finished_then_longest():
     a = [AttemptMeta(0, "length", 100, True, None, None, 100),
          AttemptMeta(1, "length", 300, True, None, None, 300),

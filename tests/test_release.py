@@ -21,7 +21,7 @@ from audit.models import ReleaseRow
 from audit.pack import SourceRow, Table, build_package
 from audit.packages import open_package
 from audit.release import hash_id
-from audit.verdicts import PackageRef
+from audit.verdicts import PackageRef, Policies
 
 SALT = "0123456789abcdef-test-salt"
 PUBLIC = ["public/1", "public/2"]  # two non-protected items beside the GPQA ones
@@ -333,3 +333,41 @@ def test_leak_check_finds_every_planted_substring_and_nothing_else():
         assert any(v == len(clean) and length >= n for v, _, length in found), n
         assert all(v == len(clean) for v, _, _ in found)
     assert idx.find(["xx" + texts[0].text[:19] + "yy"]) == []  # 19 characters are not a leak
+
+
+def test_hashed_release_never_publishes_a_raw_excluded_id(tmp_path, cli):
+    # An excluded id with no row (scope=responses, or not in the items at all) was written
+    # to release.json's policies as it is, though --hash-ids promises no dataset id is published.
+    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}],
+                           policies=Policies(exclude=["i1", "secret/2"], scope="responses"))
+    write_verdict_file(tmp_path / "v.json", vf)
+    r = cli("release", tmp_path / "v.json", "-o", tmp_path / "rel", "--protected", "--no-response-check",
+            "--hash-ids", "--salt", SALT)
+    assert r.code == 0, r.err
+    blob = b"\n".join(_files(tmp_path / "rel").values()).decode("utf-8")
+    assert "secret/2" not in blob and '"i1"' not in blob
+    info = json.loads((tmp_path / "rel" / "release.json").read_text(encoding="utf-8"))
+    assert info["policies"]["exclude"] == sorted([hash_id("i1", SALT), hash_id("secret/2", SALT)])
+
+
+def test_verify_release_compares_references_in_the_field_the_grading_used(tmp_path, cli):
+    # A grading with --reference-field extra.KEY publishes that gold; verify-release compared it
+    # with the holder's `reference` and reported a gold change against the very items graded.
+    from tests.builders import make_package
+
+    items = [{"item_id": f"q{i}", "reference": "A", "num_choices": 4, "extra": {"fixed": "B"}} for i in range(2)]
+    make_package(tmp_path / "items", items=items)
+    make_package(tmp_path / "resp", responses=[{"item_id": "q0", "response": "Answer: B"},
+                                               {"item_id": "q1", "response": "Answer: A"}])
+    assert cli("grade", tmp_path / "resp", "--items", tmp_path / "items", "--benchmark", "gpqa_diamond", "-o",
+               tmp_path / "r.json", "-q", "--reference-field", "extra.fixed").code == 0
+    assert cli("release", tmp_path / "r.json", "-o", tmp_path / "rel").code == 0
+    info = json.loads((tmp_path / "rel" / "release.json").read_text(encoding="utf-8"))
+    assert info["reference_field"] == "extra.fixed"
+    v = cli("verify-release", tmp_path / "rel", "--items", tmp_path / "items")
+    assert v.code == 0, v.out
+    assert "ok   references     every published reference equals your copy's" in v.out
+    # The holder's copy with another gold in that field is still caught.
+    make_package(tmp_path / "items2", items=[{**it, "extra": {"fixed": "C"}} for it in items])
+    v = cli("verify-release", tmp_path / "rel", "--items", tmp_path / "items2")
+    assert v.code == 1 and "FAIL references     2 rows graded against another reference, first 'q0'" in v.out
