@@ -54,6 +54,8 @@ from audit.verdicts import (
 )
 
 LETTERS = string.ascii_uppercase
+INCOMPLETE_FINISH_REASONS = frozenset({"abort", "error", "content_filter"})
+"""Finish reasons after which the text is partial for a reason other than the output ceiling."""
 ENVIRONMENT_PACKAGES = ("sympy", "latex2sympy2_extended", "math-verify", "antlr4-python3-runtime")
 """Libraries whose versions can change a grader's verdicts; recorded in every verdict file."""
 
@@ -148,6 +150,10 @@ def _reference(item: ItemRow, field_name: str, where: str) -> str:
 def load_items(pkg: Package, reference_field: str) -> dict[str, ItemInfo]:
     items: dict[str, ItemInfo] = {}
     for item in pkg.iter_rows("item_row.v1"):
+        if item.item_id in items:
+            # Unique within each file is checked on validation; across the files of one package, here.
+            raise AuditError(f"item {item.item_id!r} appears in more than one items file", path=str(pkg.source),
+                             field="item_id")
         items[item.item_id] = ItemInfo(_reference(item, reference_field, str(pkg.source)), item.option_count())
     return items
 
@@ -223,6 +229,10 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, verdict:
         return "ungraded", "excluded", f"not sent: {meta.excluded}", {}
     if not meta.has_text:
         return "ungraded", "error", f"no response text: {meta.error or 'response is null'}", {}
+    if meta.error is not None:
+        return "ungraded", "error", f"the response carries an error: {meta.error}", {}
+    if meta.finish_reason in INCOMPLETE_FINISH_REASONS:
+        return "ungraded", "error", f"generation ended with finish_reason {meta.finish_reason!r}: the text is partial", {}
     if meta.finish_reason == "length":
         cut = f"cut at the output ceiling (max_tokens={meta.max_tokens})" if meta.max_tokens else \
             "cut at the output ceiling"
@@ -236,6 +246,9 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, verdict:
             ok = guess == item.reference
             return ("correct" if ok else "incorrect"), "random_guess", \
                 f"no answer extracted ({ex.rule}); seeded guess {guess} {'=' if ok else '!='} {item.reference}", detail
+        if policies.no_answer == "random-guess":
+            return "incorrect", "no_answer", (f"no answer extracted ({ex.rule}); the random-guess policy needs the "
+                                              f"item's option count, which is unknown: counted wrong"), {}
         return "incorrect", "no_answer", f"no answer extracted ({ex.rule})", {}
     assert verdict is not None
     if verdict.status == "correct":
@@ -440,6 +453,9 @@ def _grade_package(responses: str | os.PathLike[str], config: GradeConfig, pause
                 prev.append(meta)
 
     excluded_ids = frozenset(policies.exclude)
+    unknown = sorted(excluded_ids - item_info.keys())
+    if unknown:
+        raise AuditError(f"--policy exclude names {len(unknown)} id(s) that are not items (first: {unknown[0]!r})")
     item_ids = sorted(item_info) if policies.scope == "items" else sorted({k[0] for k in reads})
     sample_list = sorted({k[1] for k in reads}) or [0]
     chosen: dict[tuple[str, int], tuple[AttemptMeta, dict[str, Any]]] = {

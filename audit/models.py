@@ -204,8 +204,8 @@ class ItemRow(Record):
     """The dataset's own identifier for the item."""
     reference: str
     """The gold answer: a letter for multiple choice, an answer string otherwise."""
-    choices: list[str] | None = None
-    """Option texts in order (A, B, ...) for multiple-choice items."""
+    choices: list[str] | None = Field(default=None, max_length=26)
+    """Option texts in order (A, B, ...) for multiple-choice items; at most 26."""
     num_choices: int | None = Field(default=None, ge=1, le=26)
     """Number of options, for multiple-choice items whose option texts are not stored."""
     subject: str | None = None

@@ -58,7 +58,8 @@ def figures(df: pd.DataFrame) -> list[Figure]:
         for s in samples:
             c, t = int(per_run.at[s, "c"]), int(per_run.at[s, col])
             value = c / t if t else 0.0
-            run_values.append(value)
+            if t:  # a run with nothing graded has no accuracy to spread over
+                run_values.append(value)
             out.append(Figure(name=figure_name(denom, s), sample=s, denominator=denom, correct=c, total=t,
                               value=value, intervals=_intervals(c, t, None, None)))
         c, t = int(per_run["c"].sum()), int(per_run[col].sum())

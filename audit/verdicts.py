@@ -143,7 +143,9 @@ class Figure(Record):
     total: int
     """Denominator."""
     value: float
-    """correct / total (for the overall figure over K runs: the mean of the runs' values)."""
+    """correct / total, pooled over the runs for the overall figure (0 when total is 0). The `runs_*`
+    intervals are centred on the mean of the runs' values and `clustered_t` on the mean of per-question
+    means; with equal denominators all three centres are this value."""
     intervals: list[Interval] = Field(default_factory=list)
     """Uncertainty intervals, each naming its formula."""
 

@@ -256,3 +256,44 @@ def test_grade_into_a_missing_directory_fails_before_grading(tmp_path, cli):
     pkg = make_package(tmp_path / "p", items=ITEMS, responses=[{"item_id": "q1", "response": "ANSWER=B"}])
     r = cli("grade", pkg, "--benchmark", "math", "-o", tmp_path / "nope" / "r.json")
     assert (r.code, r.out, r.err) == (2, "", f"audit: error: {tmp_path / 'nope'}: directory does not exist\n")
+
+
+def test_partial_texts_are_not_graded_as_complete(tmp_path):
+    pkg = make_package(tmp_path / "p", items=ITEMS, responses=[
+        {"item_id": "q1", "response": "ANSWER=B so far", "finish_reason": "abort"},
+        {"item_id": "q2", "response": "ANSWER=B", "error": "stream ended without [DONE]"},
+        {"item_id": "q3", "response": "ANSWER=B", "finish_reason": "stop"},
+        {"item_id": "q4", "response": "ANSWER=B", "finish_reason": "content_filter"},
+    ])
+    rows = rows_by_key(grade_package(pkg, config()))
+    assert (rows["q1", 0].verdict, rows["q1", 0].status) == ("ungraded", "error")
+    assert rows["q1", 0].reason == "generation ended with finish_reason 'abort': the text is partial"
+    assert rows["q2", 0].reason == "the response carries an error: stream ended without [DONE]"
+    assert rows["q3", 0].verdict == "correct"
+    assert rows["q4", 0].status == "error"
+
+
+def test_random_guess_without_option_count_says_why_it_counts_wrong(tmp_path):
+    pkg = make_package(tmp_path / "p", items=[{"item_id": "q1", "reference": "42"}],
+                       responses=[{"item_id": "q1", "response": "no idea"}])
+    row = grade_package(pkg, config(no_answer="random-guess")).items[0]
+    assert (row.verdict, row.status) == ("incorrect", "no_answer")
+    assert row.reason.endswith("the random-guess policy needs the item's option count, which is unknown: counted wrong")
+
+
+def test_excluding_an_id_that_is_not_an_item_is_an_error(tmp_path):
+    pkg = make_package(tmp_path / "p", items=ITEMS, responses=[{"item_id": "q1", "response": "ANSWER=B"}])
+    with pytest.raises(AuditError, match=r"^--policy exclude names 1 id\(s\) that are not items \(first: 'q9'\)$"):
+        grade_package(pkg, config(exclude=["q1", "q9"]))
+
+
+def test_an_item_in_two_items_files_is_refused(tmp_path):
+    from audit.pack import Table, build_package
+    from tests.builders import rows_source
+
+    build_package(tmp_path / "p", kind="responses", tables=[
+        Table("responses.jsonl", "response_row.v1", rows_source([{"item_id": "q1", "response": "ANSWER=B"}])),
+        Table("items-a.jsonl", "item_row.v1", rows_source([{"item_id": "q1", "reference": "B"}])),
+        Table("items-b.jsonl", "item_row.v1", rows_source([{"item_id": "q1", "reference": "C"}]))])
+    with pytest.raises(AuditError, match="item 'q1' appears in more than one items file"):
+        grade_package(tmp_path / "p", config())
