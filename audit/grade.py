@@ -48,6 +48,7 @@ from audit.verdicts import (
     VerdictRow,
     dump_verdict_file,
     encode_rows,
+    items_section_sha256,
     write_rows_parquet,
     write_verdict_file,
     write_verdict_lines,
@@ -336,7 +337,9 @@ class Grading:
         header = self.header
         if parquet or (parquet is None and len(self) >= PARQUET_MIN_ROWS):
             side = out.with_name(out.name.removesuffix(".json") + ".rows.parquet")
-            header = header.model_copy(update={"rows_file": write_rows_parquet(self._sidecar_columns(), side)})
+            ref = write_rows_parquet(self._sidecar_columns(), side)
+            ref = ref.model_copy(update={"json_rows_sha256": items_section_sha256(encode_rows(self.columns))})
+            header = header.model_copy(update={"rows_file": ref})
         write_verdict_lines(out, header, encode_rows(self.columns))
         return header
 

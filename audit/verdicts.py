@@ -10,6 +10,7 @@ and stays byte-identical for identical inputs.
 from __future__ import annotations
 
 import itertools
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -174,6 +175,9 @@ class RowsFileRef(Record):
     """sha256 of the Parquet file; readers verify it before trusting it."""
     rows: int
     """Number of rows (equals `len(items)`)."""
+    json_rows_sha256: str | None = None
+    """sha256 of the verdict file's own rows text (from the `[` after `"items": ` to the end of the
+    file), so a reader that takes the Parquet copy can tell when the JSON rows were edited."""
 
 
 class VerdictFile(Record):
@@ -239,6 +243,23 @@ def write_verdict_file(path: str | Path, header: VerdictFile, rows: Iterable[dic
     write_verdict_lines(path, header, (dumps(row) for row in rows))
 
 
+def _items_section(lines: Iterable[str]) -> Iterator[str]:
+    """The text of a verdict file after `"items": `, in pieces: the rows array and the closing brace."""
+    first = True
+    for line in lines:
+        yield ("[\n    " if first else ",\n    ") + line
+        first = False
+    yield "[]\n}\n" if first else "\n  ]\n}\n"
+
+
+def items_section_sha256(lines: Iterable[str]) -> str:
+    """sha256 of the rows text `write_verdict_lines` writes for these serialised rows."""
+    h = hashlib.sha256()
+    for piece in _items_section(lines):
+        h.update(piece.encode("utf-8"))
+    return h.hexdigest()
+
+
 def write_verdict_lines(path: str | Path, header: VerdictFile, lines: Iterable[str]) -> None:
     """`write_verdict_file` with each row already serialised as `dumps(row)` (see `encode_rows`)."""
     p = Path(path)
@@ -247,12 +268,8 @@ def write_verdict_lines(path: str | Path, header: VerdictFile, lines: Iterable[s
     head = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
     with atomic_text(p) as f:
         f.write(head[:-2] + ',\n  "items": ')
-        first = True
-        for line in lines:
-            f.write("[\n    " if first else ",\n    ")
-            f.write(line)
-            first = False
-        f.write("[]\n}\n" if first else "\n  ]\n}\n")
+        for piece in _items_section(lines):
+            f.write(piece)
 
 
 _encode_str = getattr(json.encoder, "c_encode_basestring", None) or json.encoder.py_encode_basestring
@@ -494,6 +511,11 @@ def read_verdict_table(path: str | Path) -> tuple[VerdictFile, Any, str]:
         except AuditError:
             header = None
     if header is not None and header.rows_file is not None:
+        if header.rows_file.json_rows_sha256 is not None:
+            digest = _sha256_path(p, offset=len(head) + len(_ITEMS_MARKER))
+            if digest != header.rows_file.json_rows_sha256:
+                raise AuditError("its rows differ from the ones recorded beside its Parquet copy (the JSON rows "
+                                 "were edited after grading)", path=str(p), field="items")
         return header, _read_sidecar(p, header.rows_file), "parquet"
     if header is not None:
         table = _read_json_stream(p, len(head))
@@ -508,11 +530,10 @@ def read_verdict_table(path: str | Path) -> tuple[VerdictFile, Any, str]:
     return vf.model_copy(update={"items": []}), table, "json"
 
 
-def _sha256_path(p: Path) -> str:
-    import hashlib
-
+def _sha256_path(p: Path, offset: int = 0) -> str:
     h = hashlib.sha256()
     with open(p, "rb") as f:
+        f.seek(offset)
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()

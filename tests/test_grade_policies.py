@@ -297,3 +297,18 @@ def test_an_item_in_two_items_files_is_refused(tmp_path):
         Table("items-b.jsonl", "item_row.v1", rows_source([{"item_id": "q1", "reference": "C"}]))])
     with pytest.raises(AuditError, match="item 'q1' appears in more than one items file"):
         grade_package(tmp_path / "p", config())
+
+
+def test_json_rows_edited_beside_a_parquet_copy_are_caught(tmp_path, cli):
+    from audit.verdicts import read_verdict_table
+
+    pkg = make_package(tmp_path / "p", items=ITEMS, responses=[
+        {"item_id": "q1", "response": "ANSWER=B"}, {"item_id": "q2", "response": "ANSWER=A"}])
+    out = tmp_path / "r.json"
+    grade_package(pkg, config(), out=out, parquet=True)
+    assert read_verdict_table(out)[2] == "parquet"
+    text = out.read_text()
+    out.write_text(text.replace('"verdict":"incorrect","status":"incorrect"', '"verdict":"correct","status":"correct"'))
+    r = cli("diff", out, out)
+    assert (r.code, r.err) == (2, f"audit: error: {out}: field items: its rows differ from the ones recorded beside "
+                                  "its Parquet copy (the JSON rows were edited after grading)\n")
