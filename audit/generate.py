@@ -635,9 +635,12 @@ class GenerateRun:
             return "attempt 0", first
         again: list[Task] = []
         budget = cfg.resample_budget or cfg.max_tokens
+        latest: dict[tuple[str, int], int] = {}  # one pass over the done rows, not one per item and sample
+        for i, ss, a in done:
+            latest[(i, ss)] = max(a, latest.get((i, ss), a))
         for it in self.items:
             for s in range(cfg.samples):
-                last_attempt = max(a for (i, ss, a) in done if i == it.item_id and ss == s)
+                last_attempt = latest[(it.item_id, s)]
                 k = (it.item_id, s, last_attempt)
                 last = done[k]
                 if last.finish_reason == "length" and last.error is None and last_attempt < cfg.resample_truncated:
