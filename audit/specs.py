@@ -58,7 +58,7 @@ _add(BenchmarkSpec(
     GradeConfig("gpqa_diamond", extractor="gpqa.final_line@1", grader="choice@1")))
 _add(BenchmarkSpec(
     "MATH-500: last \\boxed{} answer, symbolic equivalence",
-    GradeConfig("math500", extractor="boxed@1", grader="math.equiv@1")))
+    GradeConfig("math500", extractor="boxed@1", grader="math.equiv@2")))
 _add(BenchmarkSpec(
     "Humanity's Last Exam: strict exact match on the `Exact Answer:` line; letter match for "
     "multiple-choice items",
@@ -69,7 +69,7 @@ _add(BenchmarkSpec(
     GradeConfig("choice", extractor="choice.freeform@1", grader="choice@1")))
 _add(BenchmarkSpec(
     "Generic math: last \\boxed{} answer, symbolic equivalence",
-    GradeConfig("math", extractor="boxed@1", grader="math.equiv@1")))
+    GradeConfig("math", extractor="boxed@1", grader="math.equiv@2")))
 _add(BenchmarkSpec(
     "Generic exact match of the whole (stripped) response",
     GradeConfig("exact", extractor="raw@1", grader="exact.hle@1")))

@@ -1,4 +1,4 @@
-"""Benchmark: math.equiv against math-verify on 800 real CoT responses (not a timed test).
+"""Benchmark: math.equiv@1 and @2 against math-verify on 800 real CoT responses (not a timed test).
 
     .venv/bin/python benchmarks/bench_graders.py [--workers 2] [--runs 5]
 
@@ -8,9 +8,9 @@ a minimal last-`\\boxed{}` reader (private to this script; the extractors are an
 
 Measured in the same run, on the same persistent worker pool (`--workers` processes, started and
 warmed before timing, start-up reported separately):
-- `math.equiv@1` through `graders.grade_many` (fast path in-process, the rest in workers);
+- `math.equiv@1` and `math.equiv@2` through `graders.grade_many` (fast path in-process, the rest in workers);
 - `math.mathverify@0.9.0` through `graders.grade_many` (every item in workers);
-- `math.equiv@1` with every item sent to the workers (no fast path), to show the symbolic path;
+- `math.equiv@1` and `@2` with every item sent to the workers (no fast path), to show the symbolic path;
 - the named baseline, math-verify as its users call it: `parse` + `verify` in this process's main
   thread, sequentially, with its own signal-based timeouts on.
 For each: wall time per run (median of --runs), per-item seconds (median / p99 / max over all
@@ -143,9 +143,12 @@ def main() -> int:
     contenders = {
         "math.equiv@1": lambda: graders.grade_many_timed("math.equiv@1", pairs, workers=args.workers,
                                                          budget_s=args.budget),
+        "math.equiv@2": lambda: graders.grade_many_timed("math.equiv@2", pairs, workers=args.workers,
+                                                         budget_s=args.budget),
         "math.mathverify@0.9.0": lambda: graders.grade_many_timed("math.mathverify@0.9.0", pairs,
                                                                   workers=args.workers, budget_s=args.budget),
         "math.equiv@1, all in workers": lambda: run_all_in_workers(pool, "math.equiv@1", pairs, args),
+        "math.equiv@2, all in workers": lambda: run_all_in_workers(pool, "math.equiv@2", pairs, args),
         "baseline: math-verify inline": lambda: run_mathverify_inline(rows),
     }
     walls: dict[str, list[float]] = {k: [] for k in contenders}
@@ -173,13 +176,17 @@ def main() -> int:
         agree_d = sum((t.verdict.correct is True) == lab for t, lab in zip(res, decided))
         over = sum(s > budget for s in items[name])
         timeouts = sum(t.verdict.status == "timeout" for t in res)
-        print(f"{name:<30} {wall:7.2f} {base / wall:8.2f}x {mv / wall:9.2f}x {1000 * statistics.median(items[name]):7.2f} "
+        print(f"{name:<30} {wall:7.3f} {base / wall:8.2f}x {mv / wall:9.2f}x {1000 * statistics.median(items[name]):7.2f} "
               f"{1000 * pct(items[name], 0.99):7.1f} {1000 * max(items[name]):7.1f} {over:4d} {timeouts:7d} "
               f"{agree_l:>5}/{len(rows)} {agree_d:>7}/{len(rows)}")
-    print("\nwall s per run:", {k: [round(x, 2) for x in v] for k, v in walls.items()})
-    equiv = last["math.equiv@1"]
-    print(f"math.equiv: {sum(t.seconds < 1e-3 for t in equiv)} of {len(equiv)} items decided under 1 ms "
-          f"(fast path, no worker); worker kills during the benchmark: {pool.kills}")
+    print("\nwall s per run:", {k: [round(x, 3) for x in v] for k, v in walls.items()})
+    for key in ("math.equiv@1", "math.equiv@2"):
+        equiv = last[key]
+        print(f"{key}: {sum(t.seconds < 1e-3 for t in equiv)} of {len(equiv)} items decided under 1 ms "
+              f"(fast path, no worker)")
+    v1, v2 = last["math.equiv@1"], last["math.equiv@2"]
+    differ = sum(a.verdict.status != b.verdict.status for a, b in zip(v1, v2))
+    print(f"items whose status differs between @1 and @2: {differ}; worker kills during the benchmark: {pool.kills}")
     return 0
 
 

@@ -11,6 +11,7 @@ Graders may use `extractors`; they know nothing of `audit` or the CLI.
 Graders shipped (one module per family, listed in FAMILIES):
 
     math.equiv@1            graders.math        symbolic equivalence on sympy + latex2sympy2_extended
+    math.equiv@2            graders.math_v2     @1 with assignments by variable, decimals to their stated precision
     math.hendrycks@985bdc1  graders.hendrycks   hendrycks/math `is_equiv` string normalizer, bugs included
     math.mathverify@0.9.0   graders.mathverify  second opinion through the pinned math-verify package
     exact.hle@1             graders.exact       HLE-style strict exact match, numbers to stated precision
@@ -260,7 +261,7 @@ def grade_many(grader: Grader | str, rows: Iterable[Any], *, workers: int | None
     return [t.verdict for t in grade_many_timed(grader, rows, workers=workers, budget_s=budget_s)]
 
 
-FAMILIES: tuple[str, ...] = ("math", "hendrycks", "mathverify", "exact", "choice")
+FAMILIES: tuple[str, ...] = ("math", "math_v2", "hendrycks", "mathverify", "exact", "choice")
 """Modules that register graders, one per family."""
 
 

@@ -309,6 +309,7 @@ def math(tmp_path_factory):
     common = ("--items", d / "items", "--benchmark", "math500", "-q")
     audit("grade", d / "responses", *common, "-o", d / "equiv.json")
     audit("grade", d / "responses", *common, "--grader", "math.hendrycks@985bdc1", "-o", d / "hendrycks.json")
+    audit("grade", d / "responses", *common, "--grader", "math.equiv@1", "-o", d / "equiv1.json")
     with open_package(d / "responses") as p:
         qwen = {(r.item_id, r.sample): r.extra["qwen_score"] for r in p.iter_rows("response_row.v1")}
     return {"dir": d, "qwen": qwen}
@@ -318,19 +319,31 @@ def test_math_two_graders_against_qwen_scores(math):
     out = {}
     for name in ("equiv", "hendrycks"):
         vf = load_verdict_file(math["dir"] / f"{name}.json")
-        assert (vf.extractor.name, vf.grader.name) == ("boxed", {"equiv": "math.equiv",
-                                                                 "hendrycks": "math.hendrycks"}[name])
+        assert (vf.extractor.name, vf.grader.name, vf.grader.version) == (
+            "boxed", *{"equiv": ("math.equiv", "2"), "hendrycks": ("math.hendrycks", "985bdc1")}[name])
         agree = Counter((r.verdict == "correct", math["qwen"][(r.item_id, r.sample)]) for r in vf.items)
         out[name] = (vf.summary.statuses, dict(agree))
     assert sum(math["qwen"].values()) == 728
     # (ours correct?, Qwen's score) -> rows
     assert out == {
-        # math.equiv credits all 728 Qwen credits, and 9 more (8 of them `4:30 \text{ p.m.}` against
+        # math.equiv@2 (the math500 spec's grader) credits all 728 Qwen credits, and 9 more (8 of them `4:30 \text{ p.m.}` against
         # `\text{4:30 p.m.}`, which Qwen's normaliser turned into `4:30p..`).
         "equiv": ({"correct": 737, "incorrect": 63}, {(True, True): 728, (True, False): 9, (False, False): 63}),
         # hendrycks' string normaliser credits nothing Qwen rejects, and misses 20 (e.g. `900,000,000`).
         "hendrycks": ({"correct": 708, "incorrect": 92}, {(True, True): 708, (False, True): 20, (False, False): 72}),
     }
+
+
+def test_math_spec_moved_to_equiv2_and_equiv1_still_reproduces(math, cli):
+    # The spec's grader is math.equiv@2; a file graded with @1 records @1 and still reproduces. On these
+    # 800 responses the two versions give the same verdict to every item (no answer turns on @2's revisions).
+    d = math["dir"]
+    v1, v2 = load_verdict_file(d / "equiv1.json"), load_verdict_file(d / "equiv.json")
+    assert (v1.grader.name, v1.grader.version) == ("math.equiv", "1")
+    assert v1.grader.fingerprint != v2.grader.fingerprint
+    same = [(r.item_id, r.sample, r.verdict) for r in v1.items]
+    assert same == [(r.item_id, r.sample, r.verdict) for r in v2.items]
+    assert cli("reproduce", d / "equiv1.json").code == 0
 
 
 def test_math_diff_between_graders_names_the_grader(math, cli):

@@ -3,7 +3,9 @@
 Label sources (../shared/data): Qwen2.5-Math's grader on 800 CoT responses (qwen25_math_rm_maj_example)
 and PRM800K human ratings of 306 final steps (prm800k_phase1_test_stepwise). Every disagreement of
 math.equiv with a label is adjudicated by hand in golden/graders/math_equiv_adjudicated.jsonl; the tests pin
-both the agreement counts and that table.
+both the agreement counts and that table. math.equiv@2 revises assignments, decimals and division by zero;
+no labelled row turns on those, so @2 disagrees with the labels on exactly @1's adjudicated rows, with the
+same statuses (a row where it would not needs adjudicating by hand before this test passes).
 
 The extractors are another area's work: the responses' final answers are read here with a minimal
 private last-`\\boxed{}` reader (`_last_boxed`), for this test only.
@@ -68,11 +70,12 @@ def _adjudicated() -> list[dict]:
 
 
 @pytest.mark.shared_data
-def test_math_equiv_agreement_and_every_disagreement_adjudicated(shared):
+@pytest.mark.parametrize("spec", ["math.equiv@1", "math.equiv@2"])
+def test_math_equiv_agreement_and_every_disagreement_adjudicated(shared, spec):
     table = {(r["source"], r["row"]): r for r in _adjudicated()}
     agree = {}
     for source, rows in _rows(shared).items():
-        n, misses = _agreement("math.equiv", rows)
+        n, misses = _agreement(spec, rows)
         agree[source] = n
         for r, v in misses:
             key = (source, r["row"])
@@ -94,9 +97,10 @@ def test_mathverify_agreement(shared):
     assert agree == {SOURCE_BOXED: 799, SOURCE_PRED: 799, SOURCE_PRM: 271}
 
 
-def test_adjudicated_table_pins_our_verdicts():
+@pytest.mark.parametrize("spec", ["math.equiv@1", "math.equiv@2"])
+def test_adjudicated_table_pins_our_verdicts(spec):
     rows = _adjudicated()
-    verdicts = graders.grade_many("math.equiv", rows)
+    verdicts = graders.grade_many(spec, rows)
     for r, v in zip(rows, verdicts, strict=True):
         assert v.status == r["ours"], (r["source"], r["row"], v.reason)
         assert r["decided"] in ("correct", "incorrect") and r["reason"]

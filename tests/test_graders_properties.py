@@ -3,6 +3,8 @@ equal-after-normalization variants are correct, normalization is idempotent."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -10,12 +12,14 @@ import graders
 from graders.exact import normalize_text
 from graders.hendrycks import is_equiv
 from graders.math import normalize
+from graders.math_v2 import normalize as normalize2
 
 # LaTeX-flavoured text: the pieces answers are made of, plus arbitrary characters
 PIECES = st.sampled_from([
     "x", "y", "2", "10", "0.5", "-", "+", "=", ",", " ", "{", "}", "(", ")", "[", "]", "^", "_", "/", ":", "%",
     r"\frac", r"\dfrac", r"\sqrt", r"\pi", r"\infty", r"\pm", r"\text{", r"\boxed{", r"\left(", r"\right)", r"\%",
-    r"\$", "$", r"\!", r"\,", r"\cup", r"\{", r"\}", r"^\circ", "e", "E3", "yes", "\u2212", "\u00b0", ".",
+    r"\$", "$", r"\!", r"\,", r"\cup", r"\{", r"\}", r"^\circ", "e", "E3", "yes", "\u2212", "\u00b0", ".", "C",
+    r"\log", "\u2103", "0.3333", "1/0",
 ])
 LATEXISH = st.one_of(st.lists(PIECES, max_size=12).map("".join), st.text(max_size=20))
 
@@ -28,6 +32,13 @@ POOLED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthC
 def test_math_normalize_is_idempotent(s):
     once = normalize(s)
     assert normalize(once) == once
+
+
+@FAST
+@given(LATEXISH)
+def test_math2_normalize_is_idempotent(s):
+    once = normalize2(s)
+    assert normalize2(once) == once
 
 
 @FAST
@@ -49,7 +60,7 @@ def test_string_graders_never_raise(a, r):
 @POOLED
 @given(LATEXISH, LATEXISH)
 def test_symbolic_graders_never_raise(a, r):
-    for spec in ("math.equiv", "math.mathverify"):
+    for spec in ("math.equiv@1", "math.equiv@2", "math.mathverify"):
         v = graders.get(spec).grade(a, r, budget_s=2.0)
         assert v.status in graders.STATUSES and v.reason
 
@@ -64,14 +75,40 @@ EXPR = st.recursive(ATOM, lambda inner: st.one_of(
 
 
 @POOLED
-@given(EXPR, st.sampled_from(["{}", "$ {} $", r"\boxed{{{}}}", "x = {}", r"\left({}\right)", "{}+0"]))
-def test_math_equiv_is_correct_on_equal_variants(x, wrapper):
-    v = graders.get("math.equiv").grade(wrapper.format(x), x, budget_s=5.0)
+@given(EXPR, st.sampled_from(["{}", "$ {} $", r"\boxed{{{}}}", "x = {}", r"\left({}\right)", "{}+0"]),
+       st.sampled_from(["math.equiv@1", "math.equiv@2"]))
+def test_math_equiv_is_correct_on_equal_variants(x, wrapper, spec):
+    v = graders.get(spec).grade(wrapper.format(x), x, budget_s=5.0)
     assert v.status == "correct", (wrapper.format(x), x, v)
 
 
-@POOLED
-@given(EXPR)
-def test_mathverify_grade_x_x_is_correct(x):
-    v = graders.get("math.mathverify").grade(x, x, budget_s=5.0)
-    assert v.status == "correct", (x, v)
+@FAST
+@given(LATEXISH)
+def test_math_equiv2_grade_x_x_is_correct(x):
+    assert graders.get("math.equiv@2").grade(x, x).status == "correct"
+
+
+# the stated-precision rule on exact fractions: the rounding is correct, one unit off in the last digit is not
+FRACTIONS = st.tuples(st.integers(-10**6, 10**6), st.integers(1, 10**4)).map(lambda t: Fraction(*t))
+
+
+def _decimal(x: Fraction, places: int) -> str:
+    n = round(x * 10**places)  # Python rounds ties to even: one of the accepted roundings
+    s = str(abs(n)).rjust(places + 1, "0")
+    return ("-" if n < 0 else "") + s[:-places] + "." + s[-places:]
+
+
+@FAST
+@given(FRACTIONS, st.integers(1, 8))
+def test_math_equiv2_decimals_count_to_their_stated_digits(x, places):
+    ref = rf"\frac{{{x.numerator}}}{{{x.denominator}}}" if x.denominator > 1 else str(x.numerator)
+    g = graders.get("math.equiv@2")
+    good = _decimal(x, places)
+    assert g.grade(good, ref).status == "correct", (good, ref)
+    assert g.grade(ref, good).status == "correct", (ref, good)  # the reference's digits decide
+    unit = Fraction(1, 10**places)
+    for step in (-1, 1):  # one unit off in the last digit: wrong, unless x sits exactly on the tie
+        off = _decimal(Fraction(good) + step * unit, places)
+        tie = abs(Fraction(off) - x) == unit / 2
+        assert g.grade(off, ref).status == ("correct" if tie else "incorrect"), (off, ref)
+        assert g.grade(off, good).status == "incorrect", (off, good)

@@ -19,7 +19,8 @@ def test_lock_file_matches_the_registered_code():
 
 def test_every_family_registers_and_is_locked():
     keys = {g.key for g in graders.all_graders()}
-    assert keys >= {"math.equiv@1", "math.hendrycks@985bdc1", "math.mathverify@0.9.0", "exact.hle@1", "choice@1"}
+    assert keys >= {"math.equiv@1", "math.equiv@2", "math.hendrycks@985bdc1", "math.mathverify@0.9.0", "exact.hle@1",
+                    "choice@1"}
     assert set(read_lock(graders.LOCK_FILE)) == keys
 
 
@@ -31,9 +32,23 @@ def test_each_family_module_names_its_sources():
 
 
 def test_get_by_name_and_version():
-    assert graders.get("math.equiv") is graders.get("math.equiv@1")
+    assert graders.get("math.equiv") is graders.get("math.equiv@2")  # the latest version
+    assert graders.get("math.equiv@1").key == "math.equiv@1"
     with pytest.raises(graders.RegistryError, match="unknown grader 'math.equiv@9'"):
         graders.get("math.equiv@9")
+
+
+def test_math_equiv2_reuses_v1_helpers_without_moving_v1s_fingerprint():
+    # @2 imports @1's unchanged string helpers: their code is in both fingerprints, and @1's is the locked one
+    import graders.math as v1
+    import graders.math_v2 as v2
+
+    assert v2._split_top is v1._split_top and v2._unwrap_outer is v1._unwrap_outer
+    lock = read_lock(graders.LOCK_FILE)
+    assert graders.get("math.equiv@1").fingerprint == lock["math.equiv@1"]
+    assert graders.get("math.equiv@2").fingerprint == lock["math.equiv@2"] != lock["math.equiv@1"]
+    assert graders.get("math.equiv@1").config != graders.get("math.equiv@2").config
+    assert not hasattr(graders.get("math.equiv@2").config, "rel_tol")
 
 
 def test_verdict_refuses_inconsistent_status():

@@ -9,6 +9,7 @@ import pytest
 
 import graders
 from graders.math import math_equiv, math_equiv_fast
+from graders.math_v2 import math_equiv2, math_equiv2_fast
 
 GOLDEN = Path(__file__).parent / "golden" / "graders"
 
@@ -29,7 +30,7 @@ MATH_CASES = _table("math_equiv_cases.jsonl")
 @pytest.fixture(scope="module")
 def math_verdicts() -> list[graders.Verdict]:
     # one batch through the worker pool, as `audit grade` will call it
-    return graders.grade_many("math.equiv", MATH_CASES)
+    return graders.grade_many("math.equiv@1", MATH_CASES)
 
 
 @pytest.mark.parametrize("i", range(len(MATH_CASES)), ids=_ids(MATH_CASES))
@@ -51,8 +52,9 @@ def test_math_equiv_fast_path_agrees_with_the_full_grader():
     assert decided >= len(MATH_CASES) // 2
 
 
-def test_math_equiv_seed_cases_from_the_note():
-    g = graders.get("math.equiv")
+@pytest.mark.parametrize("spec", ["math.equiv@1", "math.equiv@2"])
+def test_math_equiv_seed_cases_from_the_note(spec):
+    g = graders.get(spec)
     assert g.grade("x = 4", "4").correct is True
     assert g.grade(r"\dfrac{1}{2}", r"\frac{1}{2}").correct is True
     assert g.grade(r"\boxed{\text{(B)}}", "B").correct is True
@@ -61,6 +63,71 @@ def test_math_equiv_seed_cases_from_the_note():
     assert h.grade("x = 4", "4").correct is True  # a one-letter left side is dropped...
     assert h.grade("AB = 4", "4").correct is False  # ...a longer one is not
     assert h.grade(r"\boxed{\text{(B)}}", "B").correct is False
+
+
+MATH2_CASES = _table("math_equiv2_cases.jsonl")
+
+
+@pytest.fixture(scope="module")
+def math2_verdicts() -> list[graders.Verdict]:
+    return graders.grade_many("math.equiv@2", MATH2_CASES + MATH_CASES)
+
+
+@pytest.mark.parametrize("i", range(len(MATH2_CASES)), ids=_ids(MATH2_CASES))
+def test_math_equiv2_table(i, math2_verdicts):
+    row, v = MATH2_CASES[i], math2_verdicts[i]
+    assert v.status == row["status"], f"{row['source']}: {row['note']}: {v.reason}"
+    assert v.reason
+
+
+def test_math_equiv2_keeps_every_verdict_of_the_v1_table_it_does_not_revise():
+    # @2 is @1 plus the listed revisions: a row of @1's table changes status only where @2's table
+    # has the same pair with the new status (each revision is reviewed there, with its reason).
+    revised = {(r["answer"], r["reference"]): r["status"] for r in MATH2_CASES}
+    v2 = graders.grade_many("math.equiv@2", MATH_CASES)
+    changed = [(r["answer"], r["reference"], r["status"], v.status)
+               for r, v in zip(MATH_CASES, v2, strict=True) if v.status != r["status"]]
+    assert changed == [("0.333", r"\frac{1}{3}", "incorrect", "correct")]
+    assert all(revised.get((a, ref)) == new for a, ref, _, new in changed)
+
+
+def test_math_equiv2_fast_path_agrees_with_the_full_grader():
+    decided = 0
+    for row in MATH2_CASES + MATH_CASES:
+        fast = math_equiv2_fast(row["answer"], row["reference"])
+        if fast is None:
+            continue
+        decided += 1
+        assert fast == math_equiv2(row["answer"], row["reference"]), row
+    assert decided >= (len(MATH2_CASES) + len(MATH_CASES)) // 2
+
+
+def test_math_equiv2_review_cases():
+    """The review of math.equiv@1: each wrong verdict and each cheap false negative, with @2's reason."""
+    g = graders.get("math.equiv@2")
+    v1 = graders.get("math.equiv@1")
+    wrong_correct = [("x=2,y=3", "x=3,y=2"), ("a=2,b=3", "a=3,b=2"), ("419.9998", "420"), ("0.9999999", "1"),
+                     ("1000000.0", "1000001")]
+    for a, r in wrong_correct:
+        assert v1.grade(a, r).status == "correct", (a, r)  # @1 stays as it was: immutable
+        assert g.grade(a, r).status == "incorrect", (a, r)
+    assert g.grade("419.9998", "420").reason == (
+        "419.9998 vs 420 differ by more than half a unit of the answer's last stated digit (0.0001)")
+    assert g.grade("x=2,y=3", "x=3,y=2").reason == (
+        "answer element 1 matches no reference element (assignments, any order)")
+    false_negatives = [("y=2x+1", "2x-y+1=0"), (r"\log_2 8", "3"), (r"6^\circ C", "6")]
+    for a, r in false_negatives:
+        assert v1.grade(a, r).status != "correct", (a, r)
+        assert g.grade(a, r).status == "correct", (a, r)
+    assert v1.grade("1/0", "2/0").status == "correct"
+    assert g.grade("1/0", "2/0") == graders.Verdict(None, "parse_error_reference", "division by zero in '2/0'")
+    # the lead's examples of the stated-precision rule, both directions
+    expected = {("0.3333", r"\frac{1}{3}"): True, ("420.0", "420"): True, ("3.1416", r"\pi"): True,
+                ("3.1415", r"\pi"): False, ("0.5", r"\frac12"): True, (r"\frac12", "0.5"): True,
+                (r"\frac13", "0.33"): True, ("0.3", "0.33"): False}
+    assert {k: g.grade(*k).correct for k in expected} == expected
+    # the demo's exact item stays exact
+    assert g.grade(r"\frac{1}{2^{99}}", r"\frac{1}{2^{98}}").status == "incorrect"
 
 
 HENDRYCKS_CASES = _table("hendrycks_985bdc1_cases.jsonl")
