@@ -324,6 +324,18 @@ def encode_rows(columns: dict[str, list[Any]]) -> Iterator[str]:
         yield from map("".join, zip(*encoded))
 
 
+def _check_kind_and_version(obj: dict[str, Any], p: Path) -> None:
+    """Refuse other documents (a manifest, a release.json) and newer formats before validating fields."""
+    kind = obj.get("kind")
+    if isinstance(kind, str) and kind != "verdicts":
+        raise AuditError(f"is a {kind!r} document, not a verdict file (kind 'verdicts', written by `audit grade`)",
+                         path=str(p), field="kind")
+    version = obj.get("schema_version")
+    if isinstance(version, int) and version > VERDICT_FILE_SCHEMA_VERSION:
+        raise AuditError(f"schema_version {version} is newer than this audit reads "
+                         f"({VERDICT_FILE_SCHEMA_VERSION}); upgrade audit", path=str(p), field="schema_version")
+
+
 def load_verdict_file(path: str | Path) -> VerdictFile:
     """Read and validate a verdict file; errors name the file and field."""
     p = Path(path)
@@ -335,14 +347,7 @@ def load_verdict_file(path: str | Path) -> VerdictFile:
         raise AuditError(f"not a JSON verdict file: {e}", path=str(p)) from None
     if not isinstance(obj, dict):
         raise AuditError("not a JSON verdict file: expected an object", path=str(p))
-    kind = obj.get("kind")
-    if isinstance(kind, str) and kind != "verdicts":
-        raise AuditError(f"is a {kind!r} document, not a verdict file (kind 'verdicts', written by `audit grade`)",
-                         path=str(p), field="kind")
-    version = obj.get("schema_version")
-    if isinstance(version, int) and version > VERDICT_FILE_SCHEMA_VERSION:
-        raise AuditError(f"schema_version {version} is newer than this audit reads "
-                         f"({VERDICT_FILE_SCHEMA_VERSION}); upgrade audit", path=str(p), field="schema_version")
+    _check_kind_and_version(obj, p)
     try:
         return VerdictFile.model_validate(obj)
     except pydantic.ValidationError as e:
@@ -562,14 +567,7 @@ def _validate_header(p: Path, head: bytes) -> VerdictFile:
         raise AuditError(f"not a JSON verdict file: {e}", path=str(p)) from None
     if not isinstance(obj, dict) or "items" in obj:
         raise AuditError("not the dump_verdict_file layout", path=str(p))
-    kind = obj.get("kind")
-    if isinstance(kind, str) and kind != "verdicts":
-        raise AuditError(f"is a {kind!r} document, not a verdict file (kind 'verdicts', written by `audit grade`)",
-                         path=str(p), field="kind")
-    version = obj.get("schema_version")
-    if isinstance(version, int) and version > VERDICT_FILE_SCHEMA_VERSION:
-        raise AuditError(f"schema_version {version} is newer than this audit reads "
-                         f"({VERDICT_FILE_SCHEMA_VERSION}); upgrade audit", path=str(p), field="schema_version")
+    _check_kind_and_version(obj, p)
     obj["items"] = []
     try:
         return VerdictFile.model_validate(obj)
