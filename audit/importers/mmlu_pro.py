@@ -46,70 +46,71 @@ def _question_id(rec: dict[str, Any], label: str, row: int) -> tuple[str | None,
     return str(qid), None
 
 
-def response_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> Iterator[SourceRow]:
-    """One response row per upstream record: item_id = question_id, sample 0."""
-    counts = counts if counts is not None else {}
+def _records(files: list[SourceFile]) -> Iterator[tuple[Any, str | None, SourceRow | None]]:
+    """Every upstream record with its item id, or the error row that replaces it."""
     for f in files:
         for rec in iter_json_records(f.path):
             if rec.obj is None:
-                yield SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
+                yield rec, None, SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
                 continue
-            obj = rec.obj
-            item_id, bad = _question_id(obj, rec.label, rec.row)
-            if bad:
-                yield bad
-                continue
-            name = _text_field(obj)
-            if name is None:
-                yield SourceRow(rec.label, rec.row, None,
-                                f"no model text: none of {', '.join(TEXT_FIELDS)} is present", TEXT_FIELDS[0])
-                continue
-            text = obj[name]
-            row: dict[str, Any] = {"item_id": item_id, "sample": 0, "response": text}
-            if text is None:
-                row["error"] = f"upstream record has null {name}"
-            extra: dict[str, Any] = {"response_field": name}
-            if "pred" in obj:
-                extra["pred"] = obj["pred"]
-            row["extra"] = extra
-            counts[name] = counts.get(name, 0) + 1
-            yield SourceRow(rec.label, rec.row, row)
+            item_id, bad = _question_id(rec.obj, rec.label, rec.row)
+            yield rec, item_id, bad
+
+
+def response_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> Iterator[SourceRow]:
+    """One response row per upstream record: item_id = question_id, sample 0."""
+    counts = counts if counts is not None else {}
+    for rec, item_id, bad in _records(files):
+        if bad:
+            yield bad
+            continue
+        obj = rec.obj
+        name = _text_field(obj)
+        if name is None:
+            yield SourceRow(rec.label, rec.row, None,
+                            f"no model text: none of {', '.join(TEXT_FIELDS)} is present", TEXT_FIELDS[0])
+            continue
+        text = obj[name]
+        row: dict[str, Any] = {"item_id": item_id, "sample": 0, "response": text}
+        if text is None:
+            row["error"] = f"upstream record has null {name}"
+        extra: dict[str, Any] = {"response_field": name}
+        if "pred" in obj:
+            extra["pred"] = obj["pred"]
+        row["extra"] = extra
+        counts[name] = counts.get(name, 0) + 1
+        yield SourceRow(rec.label, rec.row, row)
 
 
 def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> Iterator[SourceRow]:
     """One item row per upstream record: gold letter, options, category and question as that run stored them."""
     counts = counts if counts is not None else {}
-    for f in files:
-        for rec in iter_json_records(f.path):
-            if rec.obj is None:
-                yield SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
+    for rec, item_id, bad in _records(files):
+        if bad:
+            yield bad
+            continue
+        obj = rec.obj
+        if "answer" not in obj:
+            yield SourceRow(rec.label, rec.row, None, "missing required field", "answer")
+            continue
+        answer, index = obj["answer"], obj.get("answer_index")
+        if isinstance(index, int) and not isinstance(index, bool) and isinstance(answer, str):
+            if not (0 <= index < len(LETTERS)) or LETTERS[index] != answer:
+                yield SourceRow(rec.label, rec.row, None,
+                                f"answer {answer!r} does not match answer_index {index}", "answer_index")
                 continue
-            obj = rec.obj
-            item_id, bad = _question_id(obj, rec.label, rec.row)
-            if bad:
-                yield bad
-                continue
-            if "answer" not in obj:
-                yield SourceRow(rec.label, rec.row, None, "missing required field", "answer")
-                continue
-            answer, index = obj["answer"], obj.get("answer_index")
-            if isinstance(index, int) and not isinstance(index, bool) and isinstance(answer, str):
-                if not (0 <= index < len(LETTERS)) or LETTERS[index] != answer:
-                    yield SourceRow(rec.label, rec.row, None,
-                                    f"answer {answer!r} does not match answer_index {index}", "answer_index")
-                    continue
-            row: dict[str, Any] = {"item_id": item_id, "reference": answer}
-            if "options" in obj:
-                row["choices"] = obj["options"]
-            if "category" in obj:
-                row["subject"] = obj["category"]
-            if "question" in obj:
-                row["question"] = obj["question"]
-            extra = {k: obj[k] for k in ("answer_index", "src") if k in obj}
-            if extra:
-                row["extra"] = extra
-            counts["items"] = counts.get("items", 0) + 1
-            yield SourceRow(rec.label, rec.row, row)
+        row: dict[str, Any] = {"item_id": item_id, "reference": answer}
+        if "options" in obj:
+            row["choices"] = obj["options"]
+        if "category" in obj:
+            row["subject"] = obj["category"]
+        if "question" in obj:
+            row["question"] = obj["question"]
+        extra = {k: obj[k] for k in ("answer_index", "src") if k in obj}
+        if extra:
+            row["extra"] = extra
+        counts["items"] = counts.get("items", 0) + 1
+        yield SourceRow(rec.label, rec.row, row)
 
 
 def mmlu_pro_outputs(srcs: list[str | Path], out: Path, *, items_out: Path | None = None, gzip: bool = False,
