@@ -108,7 +108,7 @@ _COLON_LINE = re.compile(r"(?m)^[^\n]*:[ \t*_]*\n(?:[ \t]*\n)*[ \t>*_#-]*" + _OP
 _INTRODUCES_OPTIONS = re.compile(
     _keyword("options", "each", "every", "following", "analys", "analyz", "consider", "evaluat", "examin", "review",
              "given"))
-# "... is **4,4a,5,6-tetrahydro-1H-cyclopenta[c]pyridine (Option B)**": read with _IS_LETTER.
+# "... is **ethyl acetate (Option B)**": read with _IS_LETTER.
 _NAMED_OPTION = re.compile(r"\((?i:option|choice)\s+([A-D])\)")
 _WEAK_STATEMENTS = (("is_letter", _IS_LETTER), ("named_option", _NAMED_OPTION), ("colon_line", _COLON_LINE))
 
