@@ -4,7 +4,7 @@
 
 Data: ../shared/data/qwen25_math_rm_maj_example/math_cot_100.jsonl (100 MATH problems x 8
 responses, with Qwen2.5-Math's grader verdicts). The final answer of each response is read with
-a minimal last-`\\boxed{}` reader (private to this script; the extractors are another area's).
+the project's `boxed@1` extractor (the last `\\boxed{}`).
 
 Measured in the same run, on the same persistent worker pool (`--workers` processes, started and
 warmed before timing, start-up reported separately):
@@ -31,6 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import extractors  # noqa: E402
 import graders  # noqa: E402
 from graders.budget import shared_pool  # noqa: E402
 
@@ -38,19 +39,7 @@ DATA = Path(os.environ.get("AUDIT_SHARED_DATA", REPO.parent / "shared" / "data")
 QWEN = DATA / "qwen25_math_rm_maj_example" / "math_cot_100.jsonl"
 ADJUDICATED = REPO / "tests" / "golden" / "graders" / "math_equiv_adjudicated.jsonl"
 SOURCE = "qwen25_math_cot_100 (last \\boxed{} of response vs answer)"
-
-
-def last_boxed(text: str) -> str | None:
-    i = text.rfind("\\boxed")
-    j = text.find("{", i) if i >= 0 else -1
-    if j < 0:
-        return None
-    depth = 0
-    for k in range(j, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[k], 0)
-        if depth == 0:
-            return text[j + 1: k]
-    return None
+BOXED = extractors.get("boxed@1")
 
 
 def load_rows() -> list[dict]:
@@ -58,7 +47,7 @@ def load_rows() -> list[dict]:
     for line in QWEN.read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         for k, (resp, label) in enumerate(zip(r["code"], r["score"], strict=True)):
-            rows.append({"row": f"{r['idx']}/{k}", "answer": last_boxed(resp), "reference": r["answer"],
+            rows.append({"row": f"{r['idx']}/{k}", "answer": BOXED.extract(resp).answer, "reference": r["answer"],
                          "label": label})
     return rows
 

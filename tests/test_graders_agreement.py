@@ -7,8 +7,7 @@ both the agreement counts and that table. math.equiv@2 revises assignments, deci
 no labelled row turns on those, so @2 disagrees with the labels on exactly @1's adjudicated rows, with the
 same statuses (a row where it would not needs adjudicating by hand before this test passes).
 
-The extractors are another area's work: the responses' final answers are read here with a minimal
-private last-`\\boxed{}` reader (`_last_boxed`), for this test only.
+The responses' final answers are read with the project's `boxed@1` extractor (the last `\\boxed{}`).
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+import extractors
 import graders
 
 ADJUDICATED = Path(__file__).parent / "golden" / "graders" / "math_equiv_adjudicated.jsonl"
@@ -27,20 +27,7 @@ PRM = "prm800k_phase1_test_stepwise/phase1_test_final_answers_vs_math500.jsonl"
 SOURCE_BOXED = "qwen25_math_cot_100 (last \\boxed{} of response vs answer)"
 SOURCE_PRED = "qwen25_math_cot_100 (pred vs gt)"
 SOURCE_PRM = "prm800k_phase1_test_final_answers"
-
-
-def _last_boxed(text: str) -> str | None:
-    """Content of the last balanced `\\boxed{...}` (private helper; the real extractors live elsewhere)."""
-    i = text.rfind("\\boxed")
-    j = text.find("{", i) if i >= 0 else -1
-    if j < 0:
-        return None
-    depth = 0
-    for k in range(j, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[k], 0)
-        if depth == 0:
-            return text[j + 1: k]
-    return None
+BOXED = extractors.get("boxed@1")
 
 
 def _rows(shared) -> dict[str, list[dict]]:
@@ -49,7 +36,8 @@ def _rows(shared) -> dict[str, list[dict]]:
         r = json.loads(line)
         for k, (resp, pred, label) in enumerate(zip(r["code"], r["pred"], r["score"], strict=True)):
             rid = f"{r['idx']}/{k}"
-            qwen_boxed.append({"row": rid, "answer": _last_boxed(resp), "reference": r["answer"], "label": label})
+            qwen_boxed.append({"row": rid, "answer": BOXED.extract(resp).answer, "reference": r["answer"],
+                               "label": label})
             qwen_pred.append({"row": rid, "answer": pred, "reference": r["gt"], "label": label})
     for line in shared(PRM).read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
