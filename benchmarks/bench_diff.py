@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from _process import measure  # noqa: E402  (benchmarks/, the script's own folder)
 
 from audit.models import Producer  # noqa: E402
 from audit.summary import summarize  # noqa: E402
@@ -147,7 +147,7 @@ def write_file(path: Path, df: pd.DataFrame, *, extractor: ComponentRef, policie
     arrays = [df[c].tolist() for c in cols]
     lines = []
     for iid, s, att, ans, rule, ver, st, rea, ref in zip(*arrays):
-        lines.append(f'    {{"item_id":"{iid}","sample":{s},"attempt":{att},"answer":{_json_value(ans)},'
+        lines.append(f'    {{"item_id":"{iid}","sample":{s},"attempt":{att},"response_sha256":null,"answer":{_json_value(ans)},'
                      f'"rule":{_json_value(rule)},"span":null,"verdict":"{ver}","status":"{st}",'
                      f'"reason":"{rea}","reference":{_json_value(ref)},"detail":{{}}}}')
     with open(path, "w", encoding="utf-8") as f:
@@ -175,35 +175,6 @@ def check_layout() -> None:
                          extractor=ext, grader=_component("mmlu_pro.letter", "1"), producer=Producer(version="bench"),
                          policies=Policies(), summary=summarize(old), items=rows)
         assert p.read_text(encoding="utf-8") == dump_verdict_file(vf), "synthetic layout drifted from dump_verdict_file"
-
-
-_LAUNCHER = """
-import os, sys, time
-t = time.perf_counter()
-pid = os.fork()
-if pid == 0:
-    fd = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(fd, 1)
-    os.execv(sys.argv[1], sys.argv[1:])
-_, status, usage = os.wait4(pid, 0)
-print(time.perf_counter() - t, usage.ru_maxrss, os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime)
-"""
-
-
-def measure(cmd: list[str]) -> tuple[float, float, int, float]:
-    """(wall seconds, peak RSS in MB, exit code, CPU seconds) of a fresh process.
-
-    A small launcher forks the command, so the child's peak RSS does not start from
-    this process's (a forked child inherits its parent's resident pages until exec).
-    """
-    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], capture_output=True, text=True, check=False)
-    try:
-        wall, rss_kb, code, cpu = out.stdout.split()
-    except ValueError:
-        raise SystemExit(f"{' '.join(cmd)}: launcher failed: {out.stderr}") from None
-    if int(code) not in (0, 1):
-        raise SystemExit(f"{' '.join(cmd)} failed ({code}): {out.stderr}")
-    return float(wall), int(rss_kb) / 1024, int(code), float(cpu)
 
 
 BASELINE = """
@@ -248,7 +219,7 @@ def main() -> None:
         for label, cmd in cases:
             walls, rss, cpus = [], [], []
             for _ in range(args.runs):
-                w, r, code, c = measure(cmd)
+                w, r, code, c = measure(cmd, ok_codes=(0, 1))  # diff exits 1 when files differ
                 assert code == 1, "the synthetic files differ: exit 1 expected"
                 walls.append(w)
                 rss.append(r)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from _process import measure  # noqa: E402  (benchmarks/, the script's own folder)
 
 DATA = Path(os.environ.get("AUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 MMLU = DATA / "mmlu_pro" / "mmlu_pro_responses_sample.jsonl"
@@ -42,34 +43,10 @@ QUESTIONS = DATA / "mmlu_pro" / "mmlu_pro_test_questions.jsonl"
 TARGET_MMLU_S = 5.0
 TARGET_BIG_S = 60.0
 
-_LAUNCHER = """
-import os, sys, time
-t = time.perf_counter()
-pid = os.fork()
-if pid == 0:
-    fd = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(fd, 1)
-    os.execv(sys.argv[1], sys.argv[1:])
-_, status, usage = os.wait4(pid, 0)
-print(time.perf_counter() - t, usage.ru_maxrss, os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime)
-"""
-
-
-def measure(cmd: list[str]) -> tuple[float, float, float]:
-    """(wall seconds, peak RSS in MB, CPU seconds) of a fresh process; it must exit 0."""
-    out = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], capture_output=True, text=True, check=False)
-    try:
-        wall, rss_kb, code, cpu = out.stdout.split()
-    except ValueError:
-        raise SystemExit(f"{' '.join(cmd)}: launcher failed: {out.stderr}") from None
-    if int(code) != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({code}): {out.stderr}")
-    return float(wall), int(rss_kb) / 1024, float(cpu)
-
 
 def medians(cmd: list[str], runs: int) -> tuple[float, float, float]:
-    got = [measure(cmd) for _ in range(runs)]
-    return tuple(statistics.median(g[i] for g in got) for i in range(3))  # type: ignore[return-value]
+    got = [measure(cmd) for _ in range(runs)]  # (wall, RSS, exit code, CPU)
+    return tuple(statistics.median(g[i] for g in got) for i in (0, 1, 3))  # type: ignore[return-value]
 
 
 VALIDATE = "import sys; from audit.packages import validate_package as v; sys.exit(any(v(p) for p in sys.argv[1:]))"
