@@ -19,8 +19,9 @@ from audit.diff import diff_files, render_json, render_markdown
 from audit.errors import AuditError
 from audit.grade import grade_package, resolve_config
 from audit.importers.verdicts import import_verdicts
-from audit.packages import write_atomic
+from audit.jsonl import write_atomic
 from audit.release import build_release
+from audit.summary import pct
 from audit.verdicts import Figure, read_verdict_header
 
 BENCHMARKS = ("math500", "mmlu_pro", "gpqa_diamond", "hle")
@@ -39,8 +40,8 @@ class DemoLine:
     one_sided: str
 
 
-def _pct(correct: int, total: int) -> str:
-    return f"{100 * correct / total:.2f}% ({correct}/{total})" if total else "n/a"
+def _rate(correct: int, total: int) -> str:
+    return f"{pct(correct / total)} ({correct}/{total})" if total else "n/a"
 
 
 def _cut(text: str | None, width: int) -> str:
@@ -80,7 +81,7 @@ def run_demo(packages: Path = DEFAULT_PACKAGES, out: Path = Path("out/demo")) ->
             one_sided = f"+{only_new} rows the lab left out"
         if only_old:
             one_sided = (one_sided + "; " if one_sided else "") + f"{only_old} rows only the lab has"
-        summary.append(DemoLine(bench, _pct(old.correct, old.total), _pct(new.correct, new.total),
+        summary.append(DemoLine(bench, _rate(old.correct, old.total), _rate(new.correct, new.total),
                                 len(result.changed_rows()), counts or "-", one_sided))
         for row in result.changed_rows():
             o, n = row["old"], row["new"]

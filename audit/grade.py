@@ -17,7 +17,6 @@ import dataclasses
 import hashlib
 import os
 import random
-import string
 import tempfile
 import sys
 from collections.abc import Iterable, Iterator
@@ -34,7 +33,7 @@ import extractors
 import graders
 from audit.errors import AuditError
 from audit.jsonl import dumps
-from audit.models import ItemRow
+from audit.models import LETTERS, ItemRow
 from audit.packages import Package, open_package
 from audit.producer import producer
 from audit.specs import GradeConfig, get_spec
@@ -54,7 +53,6 @@ from audit.verdicts import (
     write_verdict_lines,
 )
 
-LETTERS = string.ascii_uppercase
 INCOMPLETE_FINISH_REASONS = frozenset({"abort", "error", "content_filter"})
 """Finish reasons after which the text is partial for a reason other than the output ceiling."""
 ENVIRONMENT_PACKAGES = ("sympy", "latex2sympy2_extended", "math-verify", "antlr4-python3-runtime")

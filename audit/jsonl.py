@@ -1,7 +1,9 @@
-"""Streaming JSON Lines: bounded memory per line, byte-stable output.
+"""File I/O: streaming JSON Lines with bounded memory per line, byte-stable JSON, hashes,
+and atomic writes.
 
 Lines are read in binary with a length cap, so a multi-GB line is reported and
 skipped instead of being loaded; decoding and parsing errors name the line.
+Writers replace a file only when it is complete (temp file, fsync, rename).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from audit.errors import AuditError
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """Longest JSONL line read; longer lines are errors (responses cut at 65,536 tokens are well under 1 MB)."""
@@ -238,3 +242,36 @@ def atomic_text(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
         tmp.unlink(missing_ok=True)
         raise
 
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write a text file by temp file + fsync + rename: readers see the old or the new file, never half."""
+    with atomic_text(path) as f:
+        f.write(text)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRow:
+    """One input row: where it came from, and the object or why it could not be read."""
+
+    path: str
+    row: int
+    obj: dict[str, Any] | None
+    error: str | None = None
+    field: str | None = None
+
+
+def jsonl_source(path: str | os.PathLike[str]) -> Iterator[SourceRow]:
+    """Rows of a JSONL (or .jsonl.gz) input file, with line numbers; never raises on bad lines."""
+    p = str(path)
+    if not Path(p).is_file():
+        raise AuditError("no such file", path=p)
+    with open_binary(p) as fh:
+        try:
+            for raw in iter_raw_lines(fh):
+                if raw.error:
+                    yield SourceRow(p, raw.lineno, None, raw.error)
+                    continue
+                obj, err = parse_object(raw.data)
+                yield SourceRow(p, raw.lineno, obj, err)
+        except READ_ERRORS as e:
+            raise AuditError(f"unreadable: {e}", path=p) from None

@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 MANIFEST_SCHEMA_VERSION = 1
 
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+"""Option letters in order: option i of a multiple-choice item is LETTERS[i] (at most 26 options)."""
+
 PACKAGE_KINDS = (
     "responses",
     "items",
@@ -204,9 +207,9 @@ class ItemRow(Record):
     """The dataset's own identifier for the item."""
     reference: str
     """The gold answer: a letter for multiple choice, an answer string otherwise."""
-    choices: list[str] | None = Field(default=None, max_length=26)
+    choices: list[str] | None = Field(default=None, max_length=len(LETTERS))
     """Option texts in order (A, B, ...) for multiple-choice items; at most 26."""
-    num_choices: int | None = Field(default=None, ge=1, le=26)
+    num_choices: int | None = Field(default=None, ge=1, le=len(LETTERS))
     """Number of options, for multiple-choice items whose option texts are not stored."""
     subject: str | None = None
     """Category or subject, e.g. `physics`."""

@@ -7,7 +7,7 @@ problem aborts the build, so a package exists only when all of its rows were goo
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,20 +15,11 @@ from typing import Any
 import pydantic
 
 from audit.errors import AuditError, Problem, ValidationFailed
-from audit.jsonl import READ_ERRORS, iter_raw_lines, open_binary, parse_object, read_document
+from audit.jsonl import SourceRow, parse_object, read_document
 from audit.models import ROW_MODELS, Manifest, Provenance
-from audit.packages import MAX_PROBLEMS_PER_FILE, ROW_KEYS, PackageWriter, _pydantic_problems
-
-
-@dataclass(frozen=True, slots=True)
-class SourceRow:
-    """One input row: where it came from, and the object or why it could not be read."""
-
-    path: str
-    row: int
-    obj: dict[str, Any] | None
-    error: str | None = None
-    field: str | None = None
+from audit.packages.layout import ROW_KEYS
+from audit.packages.validate import MAX_PROBLEMS_PER_FILE, pydantic_problems
+from audit.packages.write import PackageWriter
 
 
 @dataclass(frozen=True)
@@ -38,23 +29,6 @@ class Table:
     path: str
     schema: str
     rows: Iterable[SourceRow]
-
-
-def jsonl_source(path: str | os.PathLike[str]) -> Iterator[SourceRow]:
-    """Rows of a JSONL (or .jsonl.gz) input file, with line numbers; never raises on bad lines."""
-    p = str(path)
-    if not Path(p).is_file():
-        raise AuditError("no such file", path=p)
-    with open_binary(p) as fh:
-        try:
-            for raw in iter_raw_lines(fh):
-                if raw.error:
-                    yield SourceRow(p, raw.lineno, None, raw.error)
-                    continue
-                obj, err = parse_object(raw.data)
-                yield SourceRow(p, raw.lineno, obj, err)
-        except READ_ERRORS as e:
-            raise AuditError(f"unreadable: {e}", path=p) from None
 
 
 def load_provenance(path: str | os.PathLike[str] | None) -> Provenance:
@@ -73,7 +47,7 @@ def load_provenance(path: str | os.PathLike[str] | None) -> Provenance:
     try:
         return Provenance.model_validate(obj)
     except pydantic.ValidationError as e:
-        raise ValidationFailed(p, _pydantic_problems(p, None, e)) from None
+        raise ValidationFailed(p, pydantic_problems(p, None, e)) from None
 
 
 class RowsRejected(ValidationFailed):
@@ -116,7 +90,7 @@ def build_package(out: str | os.PathLike[str], *, kind: str, tables: list[Table]
                     try:
                         rec = model.model_validate(src.obj)
                     except pydantic.ValidationError as e:
-                        file_problems += _pydantic_problems(src.path, src.row, e)
+                        file_problems += pydantic_problems(src.path, src.row, e)
                         continue
                     if keys:
                         key = tuple(getattr(rec, k) for k in keys)

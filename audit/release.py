@@ -66,6 +66,7 @@ from audit.models import ItemRow, Provenance, Record, ReleaseRow
 from audit.packages import PackageWriter, open_package, validate_package
 from audit.schemas import register
 from audit.summary import figures as compute_figures
+from audit.summary import pct
 from audit.verdicts import ComponentRef, Figure, PackageRef, Policies, VerdictFile, read_verdict_table
 
 RELEASE_INFO_SCHEMA_VERSION = 1
@@ -371,10 +372,6 @@ def _check_summary(header: VerdictFile, figs: list[Figure], vpath: Path) -> None
 # --------------------------------------------------------------------------- README
 
 
-def _pct(v: float) -> str:
-    return f"{v * 100:.2f}%"
-
-
 def _component(c: ComponentRef | None) -> str:
     return "not recorded (imported)" if c is None else f"`{c.name}@{c.version}` (fingerprint {c.fingerprint[:12]})"
 
@@ -411,8 +408,8 @@ def render_readme(info: ReleaseInfo) -> str:
         "| figure | value | correct / total | intervals |", "| --- | ---: | ---: | --- |",
     ]
     for f in info.figures:
-        ivs = "; ".join(f"{iv.method} [{_pct(iv.low)}, {_pct(iv.high)}]" for iv in f.intervals) or "none"
-        lines.append(f"| {f.name} | {_pct(f.value)} | {f.correct:,} / {f.total:,} | {ivs} |")
+        ivs = "; ".join(f"{iv.method} [{pct(iv.low)}, {pct(iv.high)}]" for iv in f.intervals) or "none"
+        lines.append(f"| {f.name} | {pct(f.value)} | {f.correct:,} / {f.total:,} | {ivs} |")
     lines += ["", "Interval formulas are named in release.json (`figures[].intervals[].formula`).", ""]
     return "\n".join(lines)
 

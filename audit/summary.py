@@ -15,6 +15,11 @@ from audit.verdicts import Figure, Interval, Summary
 DENOMINATORS = ("graded", "all")
 
 
+def pct(value: float | None) -> str:
+    """A fraction as a percentage with two decimals (`0.8125` -> `81.25%`); `n/a` for None."""
+    return "n/a" if value is None else f"{value * 100:.2f}%"
+
+
 def figure_name(denominator: str, sample: int | None) -> str:
     base = "accuracy" if denominator == "graded" else "accuracy_all"
     return base if sample is None else f"{base}[sample={sample}]"

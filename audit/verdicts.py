@@ -351,9 +351,9 @@ def load_verdict_file(path: str | Path) -> VerdictFile:
     try:
         return VerdictFile.model_validate(obj)
     except pydantic.ValidationError as e:
-        from audit.packages import _pydantic_problems
+        from audit.packages.validate import pydantic_problems
 
-        problems = _pydantic_problems(str(p), None, e)
+        problems = pydantic_problems(str(p), None, e)
         # Rows are addressed as items.N: report them as rows (1-based).
         fixed = []
         for pr in problems:

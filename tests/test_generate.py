@@ -18,12 +18,12 @@ import pytest
 from tests.conftest import REPO, shared_path
 from tests.fake_openai_server import FakeOpenAIServer, chat_template, count_tokens
 
-from audit import generate as gen
+from audit.generate import runner as gen
 from audit.jsonl import dumps
 from audit.models import ItemRow, ResponseRow
 from audit.pack import SourceRow, Table, build_package
 from audit.packages import open_package
-from audit.prompts import chat_messages, get_template
+from audit.generate.prompts import chat_messages, get_template
 
 FAKE = str(REPO / "tests" / "fake_openai_server.py")
 AUDIT = [sys.executable, "-c", "import sys; from audit.cli import main; sys.exit(main(sys.argv[1:]))"]

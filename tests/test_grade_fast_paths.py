@@ -20,7 +20,8 @@ import pytest
 from audit.grade import GradeConfig, _grade_all, grade_package
 from audit.jsonl import dumps, parse_object
 from audit.models import ItemRow, ResponseRow
-from audit.packages import _fast_object, _fast_row, validate_package
+from audit.packages import validate_package
+from audit.packages.layout import fast_object, fast_row
 from audit.verdicts import VERDICT_ROW_FIELDS, encode_rows, write_rows_parquet
 from tests.builders import make_package
 
@@ -50,7 +51,7 @@ BOTH_ACCEPT = [
 def test_fast_row_never_accepts_what_the_strict_reader_refuses(line):
     obj, err = parse_object(line)
     assert obj is None and (err.startswith("malformed JSON") or "lone surrogate" in err)
-    assert _fast_row(ResponseRow, line) is None
+    assert fast_row(ResponseRow, line) is None
 
 
 @pytest.mark.parametrize("line", STRICT_ACCEPTS_FAST_REFUSES + BOTH_ACCEPT)
@@ -58,8 +59,8 @@ def test_fast_row_and_object_equal_the_strict_reading_or_step_aside(line):
     obj, err = parse_object(line)
     assert err is None
     strict = ResponseRow.model_validate(obj)
-    fast = _fast_row(ResponseRow, line)
-    fast_obj = _fast_object(line)
+    fast = fast_row(ResponseRow, line)
+    fast_obj = fast_object(line)
     if line in STRICT_ACCEPTS_FAST_REFUSES:
         assert fast is None and fast_obj is None
     else:
@@ -83,8 +84,8 @@ def test_bad_rows_report_the_strict_messages(tmp_path):
 
 def test_item_rows_fast_path():
     line = b'{"item_id":"q1","reference":"B","choices":["x","y"],"extra":{"w":0.5}}'
-    assert _fast_row(ItemRow, line) == ItemRow.model_validate(json.loads(line))
-    assert _fast_row(ItemRow, b'{"item_id":"q1","reference":"B","extra":{"w":NaN}}') is None
+    assert fast_row(ItemRow, line) == ItemRow.model_validate(json.loads(line))
+    assert fast_row(ItemRow, b'{"item_id":"q1","reference":"B","extra":{"w":NaN}}') is None
 
 
 def _random_text(rng: random.Random, surrogates: bool = True) -> str | None:

@@ -10,7 +10,7 @@ from tests.conftest import shared_path
 
 from audit.errors import AuditError
 from audit.models import ItemRow
-from audit.prompts import TEMPLATES, chat_messages, get_template, prompt_sha256, template_for
+from audit.generate.prompts import TEMPLATES, chat_messages, get_template, prompt_sha256, template_for
 
 PINNED = {
     "mmlu_pro.cot@1": "9f72f4156a9a22eee4f48484c6a10f759a5a5e224bb72a17f78c9cf898e8abb0",

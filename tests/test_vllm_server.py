@@ -1,4 +1,4 @@
-"""Reading vLLM's log and command line (formats of vLLM v0.26.0; see audit/vllm_server.py)."""
+"""Reading vLLM's log and command line (formats of vLLM v0.26.0; see audit/generate/vllm_server.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from audit.errors import AuditError
-from audit.vllm_server import (
+from audit.generate.vllm_server import (
     LaunchedServer,
     LogWatcher,
     parse_default_overrides,

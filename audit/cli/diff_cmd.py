@@ -26,12 +26,12 @@ def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_respons
     """Compare two verdict files OLD and NEW: every figure that changed and every row whose verdict changed.
 
     Rows are aligned by (item_id, sample). Each changed row gets a cause: response, policy,
-    reference, extractor or grader (first that applies, in that order; see audit/diff.py).
+    reference, extractor or grader (first that applies, in that order; see audit/diff/compare.py).
     Exit 0 when nothing changed, 1 when something did, 2 on error — like diff(1).
     """
     from audit.diff import diff_files, render_json, render_markdown
     from audit.errors import AuditError
-    from audit.packages import write_atomic
+    from audit.jsonl import write_atomic
 
     if output is not None and not output.resolve().parent.is_dir():
         raise AuditError("parent directory does not exist", path=str(output))

@@ -11,8 +11,7 @@ import click
 import extractors
 from audit.cli import cli
 from audit.errors import AuditError, Problem, ValidationFailed
-from audit.jsonl import dumps
-from audit.pack import jsonl_source
+from audit.jsonl import dumps, jsonl_source
 from extractors.registry import RegistryError, lock_problems, update_lock
 
 MAX_PROBLEMS_SHOWN = 20

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from audit.cli import cli
-from audit.pack import Table, build_package, jsonl_source, load_provenance
+from audit.jsonl import jsonl_source
+from audit.pack import Table, build_package, load_provenance
 from audit.packages import bundle, open_package, validate_package
 
 

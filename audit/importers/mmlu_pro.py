@@ -20,14 +20,15 @@ from typing import Any
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.sources import JSON_SUFFIXES, SourceFile, iter_json_records, source_file
-from audit.models import DatasetRef, Provenance
+from audit.models import LETTERS, DatasetRef, Provenance
 from audit.pack import SourceRow, Table
 
 ENGINE = "TIGER-AI-Lab/MMLU-Pro"
 DATASET = "TIGER-Lab/MMLU-Pro"
 TEXT_FIELDS = ("model_outputs", "response", "generated_text")
 """Where upstream scripts put the model's text, in the order they are looked for."""
-LETTERS = "ABCDEFGHIJKLMNOP"
+UPSTREAM_LETTERS = LETTERS[:16]
+"""The letters upstream MMLU-Pro code knows (`choices = ["A", ..., "P"]`); an answer_index past them is refused."""
 
 
 def _text_field(rec: dict[str, Any]) -> str | None:
@@ -95,7 +96,7 @@ def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> 
             continue
         answer, index = obj["answer"], obj.get("answer_index")
         if isinstance(index, int) and not isinstance(index, bool) and isinstance(answer, str):
-            if not (0 <= index < len(LETTERS)) or LETTERS[index] != answer:
+            if not (0 <= index < len(UPSTREAM_LETTERS)) or UPSTREAM_LETTERS[index] != answer:
                 yield SourceRow(rec.label, rec.row, None,
                                 f"answer {answer!r} does not match answer_index {index}", "answer_index")
                 continue

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.openai_http import OpenAIServer
+from audit.generate.openai_http import OpenAIServer
 
 DEFAULT_PROGRAM = "{python} -m vllm.entrypoints.openai.api_server"
 """The launch command before the arguments; `{python}` is the running interpreter."""

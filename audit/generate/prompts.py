@@ -37,9 +37,7 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.jsonl import dumps
-from audit.models import ItemRow
-
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+from audit.models import LETTERS, ItemRow
 
 
 @dataclass(frozen=True)

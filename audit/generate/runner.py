@@ -1,6 +1,6 @@
 """`audit generate`: responses from a vLLM server, with a record of what really happened.
 
-A run renders each item with a versioned prompt template (`audit.prompts`), asks the
+A run renders each item with a versioned prompt template (`audit.generate.prompts`), asks the
 server how many tokens the prompt is, sends every sampling parameter explicitly with
 `max_tokens = min(cap, context_window - prompt_tokens)`, streams the reply, and
 appends one `ResponseRow` per request to a journal that is flushed as each request
@@ -75,12 +75,9 @@ from typing import IO, Any
 import pydantic
 
 from audit.errors import AuditError
-from audit.jsonl import dumps, dumps_pretty, sha256_file
-from audit.models import DatasetRef, ItemRow, Manifest, Provenance, ResponseRow
-from audit.openai_http import Malformed, OpenAIServer, Rejected, ServerError, StreamResult, Transient
-from audit.packages import PackageWriter, open_package, row_to_json, write_atomic
-from audit.prompts import PromptTemplate, chat_messages, prompt_sha256, template_for
-from audit.vllm_server import (
+from audit.generate.openai_http import Malformed, OpenAIServer, Rejected, ServerError, StreamResult, Transient
+from audit.generate.prompts import PromptTemplate, chat_messages, prompt_sha256, template_for
+from audit.generate.vllm_server import (
     DEFAULT_PROGRAM,
     LaunchedServer,
     LogWatcher,
@@ -88,6 +85,9 @@ from audit.vllm_server import (
     parse_default_overrides,
     parse_launch_args,
 )
+from audit.jsonl import dumps, dumps_pretty, sha256_file, write_atomic
+from audit.models import DatasetRef, ItemRow, Manifest, Provenance, ResponseRow
+from audit.packages import PackageWriter, open_package, row_to_json
 
 RUN_FORMAT = "audit-generate-run.v1"
 GREEDY_EPS = 1e-5

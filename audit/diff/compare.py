@@ -1,0 +1,414 @@
+"""`audit diff OLD NEW`: the comparison of two gradings, row by row and figure by figure.
+
+Rows are aligned by (item_id, sample); only rows present in both files are
+compared, rows in one file only are listed on their own (a denominator change).
+Figures of both sides are recomputed from their rows with `audit.summary.figures`;
+a figure is reported when its value, its counts or any verdict inside it changed.
+
+Each row whose verdict changed gets one cause, the first that applies in this order
+(all that apply are kept in `causes`):
+
+1. `response`  — the graded text differs: both rows carry `response_sha256` and the
+   hashes differ. Rows without hashes (imported verdicts) fall back to an inference:
+   the responses packages differ in digest, the attempt is the same, and the same
+   extractor (equal fingerprint: registered versions are immutable and deterministic)
+   read a different answer — or the row is `missing` on one side.
+2. `policy`    — which text counts, or whether it counts: the graded attempt differs
+   (re-sampling), or either side's status is `truncated`, `excluded` or `missing`.
+   These are decided before any answer is read, so they come before the answer.
+3. `reference` — the gold answer differs (both rows carry one).
+4. `extractor` — the extracted answer differs.
+5. `policy`    — same answer, and either status is `no_answer` or `random_guess`:
+   how an unreadable response counts (wrong vs seeded guess).
+6. `grader`    — same text, answer, reference and attempt: the grader judged differently.
+
+Loading uses the Arrow paths of `audit.verdicts.read_verdict_table`; the join and
+the comparisons run in pyarrow/numpy, so a million rows take seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audit import stats
+from audit.diff.report import (
+    CAUSES,
+    NO_ANSWER_STATUSES,
+    SELECTION_STATUSES,
+    CauseCount,
+    DiffResult,
+    FigureChange,
+    SideInfo,
+    component_label,
+    package_label,
+)
+from audit.errors import AuditError
+from audit.jsonl import dumps
+from audit.summary import figures as compute_figures
+from audit.summary import pct
+from audit.verdicts import VerdictFile, read_verdict_table
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass
+class _Side:
+    path: str
+    header: VerdictFile
+    table: Any
+    source: str
+
+    def info(self) -> SideInfo:
+        h = self.header
+        return SideInfo(path=self.path, rows_source=self.source, rows=self.table.num_rows, benchmark=h.benchmark,
+                        responses_package=h.responses_package, items_package=h.items_package,
+                        extractor=h.extractor, grader=h.grader, policies=h.policies, producer=h.producer)
+
+
+def _load(path: str | Path) -> _Side:
+    header, table, source = read_verdict_table(path)
+    return _Side(str(path), header, table, source)
+
+
+def responses_differ(old: VerdictFile, new: VerdictFile) -> bool:
+    """True when both files name their responses package and the digests differ."""
+    a, b = old.responses_package, new.responses_package
+    return a is not None and b is not None and a.digest != b.digest
+
+
+def diff_files(old: str | Path, new: str | Path, *, allow_different_responses: bool = False) -> DiffResult:
+    """Compare two verdict files; refuse different responses packages unless allowed."""
+    o = _load(old)
+    n = _load(new)
+    if responses_differ(o.header, n.header) and not allow_different_responses:
+        a, b = o.header.responses_package, n.header.responses_package
+        assert a is not None and b is not None
+        raise AuditError(f"the files grade different responses packages ({package_label(a)} vs "
+                         f"{package_label(b)}); pass --allow-different-responses to compare anyway",
+                         path=str(new), field="responses_package")
+    return _diff(o, n)
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def _differs(a: Any, b: Any) -> Any:
+    """Null-safe inequality of two Arrow arrays: null equals null, null differs from a value."""
+    import pyarrow.compute as pc
+
+    ne = pc.fill_null(pc.not_equal(a, b), False)
+    return pc.or_(ne, pc.xor(pc.is_null(a), pc.is_null(b)))
+
+
+def _np(arr: Any) -> np.ndarray:
+    return np.asarray(arr.to_numpy(zero_copy_only=False))
+
+
+def _diff(o: _Side, n: _Side) -> DiffResult:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols = ["attempt", "answer", "rule", "verdict", "status", "reason", "reference", "response_sha256"]
+    if _same_keys(o.table, n.table):
+        # Same rows in the same order (the usual case: one responses package graded twice): nothing to align.
+        idx_o = idx_n = None
+        only_o = only_n = _one_sided(o.table.slice(0, 0))
+    else:
+        idx_o, idx_n, rest_o, rest_n = _align(o.table, n.table)
+        only_o, only_n = _one_sided(o.table.take(rest_o)), _one_sided(n.table.take(rest_n))
+    a = o.table if idx_o is None else o.table.take(idx_o)
+    b = n.table if idx_n is None else n.table.take(idx_n)
+    both = pa.Table.from_arrays(
+        [a.column("item_id"), a.column("sample")] + [a.column(c) for c in cols] + [b.column(c) for c in cols],
+        names=["item_id", "sample"] + [c + "_o" for c in cols] + [c + "_n" for c in cols])
+    del a, b
+
+    vo, vn = both.column("verdict_o"), both.column("verdict_n")
+    verdict_changed = pc.not_equal(vo, vn)
+    some_field = pc.or_(pc.or_(_differs(both.column("answer_o"), both.column("answer_n")),
+                               _differs(both.column("status_o"), both.column("status_n"))),
+                        pc.or_(_both_differ(both.column("attempt_o"), both.column("attempt_n")),
+                               _both_differ(both.column("reference_o"), both.column("reference_n"))))
+    other_changes = int(pc.sum(pc.and_(pc.invert(verdict_changed), some_field)).as_py() or 0)
+
+    changed = both.filter(verdict_changed)
+    changed = changed.take(pc.sort_indices(changed, sort_keys=[("item_id", "ascending"), ("sample", "ascending")]))
+    packages_differ = responses_differ(o.header, n.header)
+    same_extractor = (o.header.extractor is not None and n.header.extractor is not None
+                      and o.header.extractor.fingerprint == n.header.extractor.fingerprint)
+    primary, flags = _causes(changed, packages_differ, same_extractor)
+
+    notes = _notes(o, n, both, packages_differ, same_extractor)
+    figs = _figures(o, n, both, only_o, only_n, changed, primary)
+    for f in figs:
+        for label, fig, rec in (("OLD", f.old, f.old_recorded), ("NEW", f.new, f.new_recorded)):
+            if fig is not None and rec is not None and not math.isclose(fig.value, rec, abs_tol=1e-12):
+                notes.append(f"{label}'s summary records {f.name} = {pct(rec)} but its rows give {pct(fig.value)}")
+
+    cause_names = np.array(CAUSES, dtype=object)[primary] if len(primary) else np.array([], dtype=object)
+    causes_lists = _cause_lists(primary, flags)
+    changed = (changed.append_column("cause", pa.array(cause_names, pa.string()))
+               .append_column("causes", pa.array(causes_lists, pa.list_(pa.string())))
+               .append_column("reference_differs", pa.array(flags["reference"], pa.bool_())))
+
+    vo_ch = _np(changed.column("verdict_o"))
+    vn_ch = _np(changed.column("verdict_n"))
+    cause_counts = []
+    for ci, cause in enumerate(CAUSES):
+        mask = primary == ci
+        if not mask.any():
+            continue
+        keys, counts = np.unique(np.char.add(np.char.add(vo_ch[mask].astype(str), "->"), vn_ch[mask].astype(str)),
+                                 return_counts=True)
+        cause_counts.append(CauseCount(cause=cause, rows=int(mask.sum()),
+                                       transitions={str(k): int(v) for k, v in zip(keys, counts)}))
+
+    return DiffResult(
+        old=o.info(), new=n.info(), different_responses=packages_differ, notes=notes, aligned=both.num_rows,
+        unchanged=both.num_rows - changed.num_rows, other_changes=other_changes, causes=cause_counts,
+        figures=figs, changed=changed, only_old=only_o, only_new=only_n)
+
+
+def _same_keys(a: Any, b: Any) -> bool:
+    if a.num_rows != b.num_rows:
+        return False
+    return bool(a.column("item_id").equals(b.column("item_id")) and a.column("sample").equals(b.column("sample")))
+
+
+def _align(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Row indices of matching (item_id, sample) pairs in `a` and `b`, and of the rows found on one side only.
+
+    Item ids become integer codes (one hash lookup per row in Arrow), (code, sample)
+    one int64 key, and matching is a sort plus a binary search in numpy.
+    """
+    import pyarrow.compute as pc
+
+    ids = pc.unique(a.column("item_id"))
+    code_a = _np(pc.index_in(a.column("item_id"), value_set=ids)).astype(np.int64)
+    code_b_arr = pc.index_in(b.column("item_id"), value_set=ids)
+    known_b = _np(pc.is_valid(code_b_arr)).astype(bool)
+    code_b = _np(pc.fill_null(code_b_arr, -1)).astype(np.int64)
+    sa = _np(a.column("sample")).astype(np.int64)
+    sb = _np(b.column("sample")).astype(np.int64)
+    lo = min(sa.min(initial=0), sb.min(initial=0))
+    span = max(sa.max(initial=0), sb.max(initial=0)) - lo + 1
+    key_a = code_a * span + (sa - lo)
+    key_b = code_b * span + (sb - lo)
+    order = np.argsort(key_a, kind="stable")
+    sorted_a = key_a[order]
+    pos = np.searchsorted(sorted_a, key_b)
+    pos_c = np.minimum(pos, max(len(sorted_a) - 1, 0))
+    match = known_b & (len(sorted_a) > 0) & (sorted_a[pos_c] == key_b) if len(sorted_a) else np.zeros(len(key_b), bool)
+    idx_b = np.flatnonzero(match)
+    idx_a = order[pos_c[match]]
+    seen_a = np.zeros(len(key_a), dtype=bool)
+    seen_a[idx_a] = True
+    return idx_a, idx_b, np.flatnonzero(~seen_a), np.flatnonzero(~match)
+
+
+def _cause_lists(primary: np.ndarray, flags: dict[str, np.ndarray]) -> list[list[str]]:
+    """Every applicable cause per row, the primary first, the rest in CAUSES order."""
+    if not len(primary):
+        return []
+    bits = np.zeros(len(primary), dtype=np.int64)
+    for i, c in enumerate(CAUSES):
+        bits |= flags[c].astype(np.int64) << i
+    bits |= np.int64(1) << primary.astype(np.int64)
+    combos: dict[tuple[int, int], list[str]] = {}
+    out = []
+    for p, b in zip(primary.tolist(), bits.tolist()):
+        key = (p, b)
+        lst = combos.get(key)
+        if lst is None:
+            lst = [CAUSES[p]] + [c for i, c in enumerate(CAUSES) if b >> i & 1 and i != p]
+            combos[key] = lst
+        out.append(lst)
+    return out
+
+
+def _both_differ(a: Any, b: Any) -> Any:
+    """Both non-null and different (a reference missing on one side is unknown, not a change)."""
+    import pyarrow.compute as pc
+
+    return pc.fill_null(pc.not_equal(a, b), False)
+
+
+def _causes(changed: Any, packages_differ: bool, same_extractor: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Primary cause index per changed row, and each cause's flag array."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    c = changed.column
+    answer_diff = _np(_differs(c("answer_o"), c("answer_n"))).astype(bool)
+    # An attempt unknown on one side (imported verdicts) is not a change of attempt.
+    attempt_diff = _np(_both_differ(c("attempt_o"), c("attempt_n"))).astype(bool)
+    ref_diff = _np(_both_differ(c("reference_o"), c("reference_n"))).astype(bool)
+    sel = pa.array(list(SELECTION_STATUSES), pa.string())
+    noans = pa.array(list(NO_ANSWER_STATUSES), pa.string())
+
+    def either(value_set: Any) -> np.ndarray:
+        return _np(pc.or_(pc.is_in(c("status_o"), value_set=value_set),
+                          pc.is_in(c("status_n"), value_set=value_set))).astype(bool)
+
+    selection = either(sel) | attempt_diff
+    no_answer = either(noans) & ~answer_diff
+    missing = either(pa.array(["missing"], pa.string()))
+    text_known = _np(pc.and_(pc.is_valid(c("response_sha256_o")), pc.is_valid(c("response_sha256_n")))).astype(bool)
+    text_diff = _np(_both_differ(c("response_sha256_o"), c("response_sha256_n"))).astype(bool)
+    if packages_differ:
+        inferred = (same_extractor & answer_diff & ~attempt_diff) | missing
+        response = np.where(text_known, text_diff & ~attempt_diff, inferred)
+    else:
+        response = np.zeros(len(answer_diff), dtype=bool)
+    flags = {
+        "response": response,
+        "policy": selection | no_answer,
+        "reference": ref_diff,
+        "extractor": answer_diff,
+    }
+    # Precedence: response, policy (selection), reference, extractor, policy (no answer), grader.
+    order = [(response, "response"), (selection, "policy"), (ref_diff, "reference"), (answer_diff, "extractor"),
+             (no_answer, "policy")]
+    primary = np.full(len(answer_diff), CAUSES.index("grader"), dtype=np.int8)
+    decided = np.zeros(len(answer_diff), dtype=bool)
+    for mask, cause in order:
+        take = mask & ~decided
+        primary[take] = CAUSES.index(cause)
+        decided |= mask
+    flags["grader"] = ~(response | selection | no_answer | ref_diff | answer_diff)
+    return primary, flags
+
+
+def _one_sided(table: Any) -> Any:
+    import pyarrow.compute as pc
+
+    t = table.select(["item_id", "sample", "verdict", "status"])
+    return t.take(pc.sort_indices(t, sort_keys=[("item_id", "ascending"), ("sample", "ascending")]))
+
+
+def _notes(o: _Side, n: _Side, both: Any, packages_differ: bool, same_extractor: bool) -> list[str]:
+    notes = []
+    a, b = o.header.responses_package, n.header.responses_package
+    if packages_differ:
+        assert a is not None and b is not None
+        notes.append(f"DIFFERENT responses packages (compared with --allow-different-responses): OLD "
+                     f"{package_label(a)}, NEW {package_label(b)}"
+                     + ("" if same_extractor else "; rows attributed to extractor, grader or policy may also "
+                        "reflect changed response text"))
+    elif a is None or b is None:
+        which = " and ".join(x for x, p in (("OLD", a), ("NEW", b)) if p is None)
+        notes.append(f"responses package not named in {which}: cannot check that both grade the same responses")
+    ia, ib = o.header.items_package, n.header.items_package
+    if ia is not None and ib is not None and ia.digest != ib.digest:
+        notes.append(f"items packages differ: OLD {package_label(ia)}, NEW {package_label(ib)}")
+    for label, x, y in (("extractor", o.header.extractor, n.header.extractor),
+                        ("grader", o.header.grader, n.header.grader),
+                        ("multiple-choice extractor", o.header.mc_extractor, n.header.mc_extractor),
+                        ("multiple-choice grader", o.header.mc_grader, n.header.mc_grader)):
+        if x != y:
+            notes.append(f"{label}: {component_label(x)} -> {component_label(y)}")
+    if o.header.reference_field != n.header.reference_field:
+        notes.append(f"reference field: {o.header.reference_field} -> {n.header.reference_field}")
+    pa_, pb = o.header.policies.model_dump(), n.header.policies.model_dump()
+    for k in pa_:
+        if pa_[k] != pb[k]:
+            notes.append(f"policy {k}: {_show(pa_[k])} -> {_show(pb[k])}")
+    if o.header.benchmark != n.header.benchmark:
+        notes.append(f"benchmark: {o.header.benchmark} -> {n.header.benchmark}")
+    if not packages_differ and same_extractor and a is not None:
+        c = both.column
+        odd = int(np.sum(_np(_differs(c("answer_o"), c("answer_n"))).astype(bool)
+                         & ~_np(_both_differ(c("attempt_o"), c("attempt_n"))).astype(bool)))
+        if odd:
+            notes.append(f"{odd} rows read a different answer from the same responses with the same extractor "
+                         f"fingerprint: the extractor is not deterministic, or the files were edited")
+    return notes
+
+
+def _show(v: Any) -> str:
+    return dumps(v) if not isinstance(v, str) else v
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _figures(o: _Side, n: _Side, both: Any, only_o: Any, only_n: Any, changed: Any,
+             primary: np.ndarray) -> list[FigureChange]:
+    old_figs = {f.name: f for f in compute_figures(_frame(o.table))}
+    new_figs = {f.name: f for f in compute_figures(_frame(n.table))}
+    old_rec = {f.name: f.value for f in o.header.summary.figures}
+    new_rec = {f.name: f.value for f in n.header.summary.figures}
+    names = list(new_figs) + [k for k in old_figs if k not in new_figs]
+
+    # Paired counts per sample over the aligned rows.
+    samples = _np(both.column("sample")).astype(np.int64)
+    vo = _np(both.column("verdict_o"))
+    vn = _np(both.column("verdict_n"))
+    oc, nc = vo == "correct", vn == "correct"
+    og, ng = vo != "ungraded", vn != "ungraded"
+    uniq, inv = np.unique(samples, return_inverse=True) if len(samples) else (np.array([], np.int64),
+                                                                              np.array([], np.int64))
+
+    def per_sample(mask: np.ndarray) -> dict[int, int]:
+        counts = np.bincount(inv, weights=mask.astype(np.int64), minlength=len(uniq)) if len(uniq) else []
+        return {int(s): int(c) for s, c in zip(uniq, counts)}
+
+    counts = {
+        "graded": {"pairs": per_sample(og & ng), "to_correct": per_sample(og & ng & ~oc & nc),
+                   "to_incorrect": per_sample(og & ng & oc & ~nc), "entered": per_sample(~og & ng),
+                   "left": per_sample(og & ~ng)},
+        "all": {"pairs": per_sample(np.ones(len(samples), bool)), "to_correct": per_sample(~oc & nc),
+                "to_incorrect": per_sample(oc & ~nc), "entered": {}, "left": {}},
+    }
+    one_o = _np(only_o.column("sample")).astype(np.int64)
+    one_n = _np(only_n.column("sample")).astype(np.int64)
+    ch_s = _np(changed.column("sample")).astype(np.int64)
+    ch_correctness = _np(changed.column("verdict_o")) == "correct"
+    ch_correctness = ch_correctness != (_np(changed.column("verdict_n")) == "correct")
+
+    out = []
+    for name in names:
+        f_old, f_new = old_figs.get(name), new_figs.get(name)
+        ref = f_new or f_old
+        assert ref is not None
+        denom, s = ref.denominator, ref.sample
+        cnt = counts[denom]
+
+        def total(key: str) -> int:
+            d = cnt[key]
+            return sum(d.values()) if s is None else d.get(s, 0)
+
+        to_c, to_i = total("to_correct"), total("to_incorrect")
+        entered, left_ = total("entered"), total("left")
+        scope = np.ones(len(ch_s), bool) if s is None else ch_s == s
+        if denom == "all":
+            scope &= ch_correctness
+        by_cause = np.bincount(primary[scope], minlength=len(CAUSES)) if len(primary) else np.zeros(len(CAUSES))
+        causes = {CAUSES[i]: int(k) for i, k in enumerate(by_cause) if k}
+        n_changed = int(scope.sum())
+        only_old = int(len(one_o) if s is None else np.sum(one_o == s))
+        only_new = int(len(one_n) if s is None else np.sum(one_n == s))
+        rec_o, rec_n = old_rec.get(name), new_rec.get(name)
+        moved = (f_old is None or f_new is None or f_old.value != f_new.value or f_old.correct != f_new.correct
+                 or f_old.total != f_new.total)
+        recorded_off = any(f is not None and r is not None and not math.isclose(f.value, r, abs_tol=1e-12)
+                           for f, r in ((f_old, rec_o), (f_new, rec_n)))
+        if not (moved or n_changed or only_old or only_new or recorded_off):
+            continue
+        delta = None if f_old is None or f_new is None else (f_new.value - f_old.value) * 100
+        out.append(FigureChange(
+            name=name, sample=s, denominator=denom, old=f_old, new=f_new, old_recorded=rec_o, new_recorded=rec_n,
+            delta_points=delta, changed=n_changed, to_correct=to_c, to_incorrect=to_i, entered=entered,
+            left=left_, pairs=total("pairs"), mcnemar_p=stats.mcnemar_exact(to_c, to_i), only_old=only_old,
+            only_new=only_new, causes=causes))
+    return out
+
+
+def _frame(table: Any) -> Any:
+    return table.select(["item_id", "sample", "verdict"]).to_pandas()

@@ -1,0 +1,222 @@
+"""`audit diff` output: the readable Markdown report and the `diff_report.v1` JSON document."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from audit.diff.report import CAUSES, DiffResult, FigureChange, SideInfo, component_label, package_label
+from audit.summary import pct
+from audit.verdicts import Figure
+
+
+def _p(p: float) -> str:
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def _cell(v: Any, width: int = 40) -> str:
+    if v is None:
+        return "—"
+    s = " ".join(str(v).split())
+    if len(s) > width:
+        s = s[: width - 1] + "…"
+    return s.replace("|", "\\|") or "\"\""
+
+
+def _scope(f: FigureChange, folded: bool = False) -> str:
+    run = "all runs" if f.sample is None else f"run {f.sample}"
+    if folded:
+        return f"{run}, both denominators: nothing ungraded"
+    den = "graded denominator" if f.denominator == "graded" else "all rows, ungraded counted wrong"
+    return f"{run}, {den}"
+
+
+def _counts_phrase(causes: dict[str, int]) -> str:
+    return ", ".join(f"{causes[c]:,} {c}" for c in CAUSES if causes.get(c))
+
+
+def _figure_paragraph(f: FigureChange, twin: FigureChange | None = None) -> str:
+    """One retraction paragraph; `twin` is the other denominator's figure when it says the same."""
+    if f.old is not None:
+        recorded = f"recorded {pct(f.old.value)} ({f.old.correct:,}/{f.old.total:,})"
+        if f.old_recorded is not None and not math.isclose(f.old_recorded, f.old.value, abs_tol=1e-12):
+            recorded = (f"recorded {pct(f.old_recorded)} (OLD's summary; its rows give {pct(f.old.value)}, "
+                        f"{f.old.correct:,}/{f.old.total:,})")
+    else:
+        recorded = "not recorded (no rows in OLD)"
+    recomputed = (f"recomputed {pct(f.new.value)} ({f.new.correct:,}/{f.new.total:,})" if f.new is not None
+                  else "not recomputed (no rows in NEW)")
+    name = f"**{f.name}**" if twin is None else f"**{f.name}** = **{twin.name}**"
+    parts = [f"{name} ({_scope(f, twin is not None)}): {recorded}, {recomputed}"
+             + (f", Δ {f.delta_points:+.2f} points." if f.delta_points is not None else ".")]
+    if f.changed:
+        what = _counts_phrase(f.causes)
+        parts.append(f"{f.changed:,} verdict{'s' if f.changed != 1 else ''} changed: {what}.")
+    else:
+        parts.append("No verdict changed.")
+    flips = f"{f.to_correct:,} to correct, {f.to_incorrect:,} to incorrect"
+    parts.append(f"Paired over {f.pairs:,} rows: {flips}; McNemar exact p = {_p(f.mcnemar_p)}.")
+    if f.entered or f.left:
+        parts.append(f"{_n(f.entered, 'row')} entered and {f.left:,} left the denominator.")
+    if f.only_old or f.only_new:
+        parts.append(f"{_n(f.only_old, 'row')} only in OLD, {f.only_new:,} only in NEW.")
+    return " ".join(parts)
+
+
+def _side_line(label: str, s: SideInfo) -> str:
+    rp = s.responses_package
+    resp = package_label(rp) if rp else "not named"
+    return (f"- {label}: `{s.path}` — {s.benchmark}, {_n(s.rows, 'row')} ({s.rows_source}); extractor "
+            f"{component_label(s.extractor)}, grader {component_label(s.grader)}; responses {resp}")
+
+
+def _n(k: int, word: str) -> str:
+    return f"{k:,} {word}{'' if k == 1 else 's'}"
+
+
+def _verdict_cell(r: dict[str, Any]) -> str:
+    return r["verdict"] if r["status"] == r["verdict"] else f"{r['verdict']} ({r['status']})"
+
+
+def _note_cell(r: dict[str, Any]) -> str:
+    o, n = r["old"], r["new"]
+    bits = []
+    if o["reference"] is not None or n["reference"] is not None:
+        bits.append(f"reference {_cell(o['reference'], 12)} → {_cell(n['reference'], 12)}")
+    if o["attempt"] is not None and n["attempt"] is not None and o["attempt"] != n["attempt"]:
+        bits.append(f"attempt {_cell(o['attempt'])} → {_cell(n['attempt'])}")
+    also = r["causes"][1:]
+    if also:
+        bits.append("also " + ", ".join(also))
+    return "; ".join(bits)
+
+
+def _repeats(f: FigureChange, overall: FigureChange | None) -> bool:
+    """A run's figure that says exactly what the overall one says (a single run): not printed twice."""
+    if f.sample is None or overall is None:
+        return False
+
+    def counts(x: Figure | None) -> tuple[int, int] | None:
+        return None if x is None else (x.correct, x.total)
+
+    return (counts(f.old) == counts(overall.old) and counts(f.new) == counts(overall.new)
+            and f.changed == overall.changed and f.only_old == overall.only_old and f.only_new == overall.only_new)
+
+
+_TWIN_FIELDS = ("old", "new", "old_recorded", "new_recorded", "delta_points", "changed", "to_correct", "to_incorrect",
+                "entered", "left", "pairs", "mcnemar_p", "only_old", "only_new", "causes")
+"""What two figures must share to be printed as one (everything but name and denominator)."""
+
+
+def _same_figure(a: FigureChange, b: FigureChange) -> bool:
+    """Both denominators of one scope say exactly the same thing (no row is ungraded on either side)."""
+
+    def counts(x: Figure | None) -> tuple[int, int, float] | None:
+        return None if x is None else (x.correct, x.total, x.value)
+
+    return all(counts(getattr(a, k)) == counts(getattr(b, k)) if k in ("old", "new") else getattr(a, k) == getattr(b, k)
+               for k in _TWIN_FIELDS)
+
+
+def _paragraph_plan(figures: list[FigureChange]) -> list[tuple[FigureChange, FigureChange | None]]:
+    """The figures to print, each with the other-denominator twin folded into it (or None).
+
+    Overall figures come first (the headline), then the runs; a run's figure that
+    repeats the overall one (a single run) is not printed twice; an `all` figure equal
+    in every number to the `graded` one of the same scope is folded into it.
+    """
+    overall = {f.denominator: f for f in figures if f.sample is None}
+    shown = [f for f in figures if not _repeats(f, overall.get(f.denominator))]
+    shown.sort(key=lambda f: (f.sample is not None, f.sample if f.sample is not None else -1,
+                              f.denominator != "graded"))
+    plan: list[tuple[FigureChange, FigureChange | None]] = []
+    folded: set[int | None] = set()
+    for f in shown:
+        if f.denominator == "all" and f.sample in folded:
+            continue
+        twin = None
+        if f.denominator == "graded":
+            other = next((x for x in shown if x.denominator == "all" and x.sample == f.sample), None)
+            if other is not None and _same_figure(f, other):
+                twin = other
+                folded.add(f.sample)
+        plan.append((f, twin))
+    return plan
+
+
+def render_markdown(result: DiffResult, max_items: int = 20) -> str:
+    """The human report: header, a retraction paragraph per changed figure, changed rows by cause.
+
+    At most `max_items` rows are printed per cause and per one-sided list. Overall figures
+    come first; a run's figure that repeats the overall one (a single run) is printed once,
+    as the overall figure; the two denominator variants of one scope are printed as one
+    paragraph when every number agrees (nothing ungraded). JSON keeps every figure.
+    """
+    r = result
+    n_changed, n_old, n_new = r.changed.num_rows, r.only_old.num_rows, r.only_new.num_rows
+    lines = ["# audit diff", "", _side_line("OLD", r.old), _side_line("NEW", r.new)]
+    lines.append(f"- rows: {r.aligned:,} compared, {n_changed:,} verdict{'s' if n_changed != 1 else ''} changed, "
+                 f"{n_old:,} only in OLD, {n_new:,} only in NEW")
+    for note in r.notes:
+        lines.append(f"- note: {note}")
+    lines.append("")
+    if not r.has_changes:
+        lines.append("No figure and no verdict changed.")
+        if r.other_changes:
+            lines += ["", f"{_n(r.other_changes, 'row')} kept the verdict with a different answer, status, attempt "
+                          f"or reference (see --format json)."]
+        return "\n".join(lines) + "\n"
+    lines += ["## Retractions", ""]
+    plan = _paragraph_plan(r.figures)
+    for f, twin in plan:
+        lines += [_figure_paragraph(f, twin), ""]
+    if not plan:
+        lines += ["No figure changed.", ""]
+    if n_changed:
+        lines += ["## Changed verdicts by cause", "", "| cause | rows | transitions |", "| --- | ---: | --- |"]
+        for cc in r.causes:
+            trans = ", ".join(f"{k.replace('->', ' → ')} {v:,}" for k, v in cc.transitions.items())
+            lines.append(f"| {cc.cause} | {cc.rows:,} | {trans} |")
+        lines.append("")
+        for cc in r.causes:
+            lines += [f"### {cc.cause} ({cc.rows:,})", "",
+                      "| item_id | sample | old answer | new answer | old rule | new rule | old verdict | "
+                      "new verdict | note |",
+                      "| --- | ---: | --- | --- | --- | --- | --- | --- | --- |"]
+            for row in r.changed_rows(cc.cause, limit=max_items):
+                o, n = row["old"], row["new"]
+                lines.append(f"| {_cell(row['item_id'])} | {row['sample']} | {_cell(o['answer'])} | "
+                             f"{_cell(n['answer'])} | {_cell(o['rule'])} | {_cell(n['rule'])} | {_verdict_cell(o)} | "
+                             f"{_verdict_cell(n)} | {_note_cell(row)} |")
+            if cc.rows > max_items:
+                lines.append(f"| … {cc.rows - max_items:,} more (all are in --format json) | | | | | | | | |")
+            lines.append("")
+    if n_old or n_new:
+        lines += ["## Rows in one file only", "", "| file | item_id | sample | verdict |", "| --- | --- | ---: | --- |"]
+        for label, which, count in (("OLD", "old", n_old), ("NEW", "new", n_new)):
+            for row in r.one_sided_rows(which, limit=max_items):
+                lines.append(f"| {label} | {_cell(row['item_id'])} | {row['sample']} | {_verdict_cell(row)} |")
+            if count > max_items:
+                lines.append(f"| {label} | … {count - max_items:,} more | | |")
+        lines.append("")
+    if r.other_changes:
+        lines += [f"{_n(r.other_changes, 'further row')} kept the verdict with a different answer, status, attempt "
+                  f"or reference (see --format json).", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+_ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""Same output as `audit.jsonl.dumps`."""
+
+
+def render_json(result: DiffResult) -> str:
+    """The `diff_report.v1` document: header keys indented, one row per line in the row lists; stable bytes."""
+    head = json.dumps(result.header(), ensure_ascii=False, indent=2, allow_nan=False)
+    encode = _ROW_ENCODER.encode  # one encoder for all rows (json.dumps builds one per call)
+    parts = []
+    for key, rows in (("changed", result.changed_rows()), ("only_old", result.one_sided_rows("old")),
+                      ("only_new", result.one_sided_rows("new"))):
+        body = "[\n" + ",\n".join("    " + encode(row) for row in rows) + "\n  ]" if rows else "[]"
+        parts.append(f'  "{key}": {body}')
+    return head[:-2] + ",\n" + ",\n".join(parts) + "\n}\n"

@@ -1,0 +1,284 @@
+"""The `audit diff` report: its pydantic document (`diff_report.v1`) and the in-memory result.
+
+`DiffResult` keeps the changed rows as Arrow tables (a million-row diff stays fast);
+`DiffResult.to_report()` builds the validated `DiffReport` document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import Field
+
+from audit.models import Producer, Record
+from audit.schemas import register
+from audit.verdicts import ComponentRef, Figure, PackageRef, Policies
+
+DIFF_REPORT_SCHEMA_VERSION = 1
+
+CAUSES = ("response", "policy", "reference", "extractor", "grader")
+"""Every cause, in the order used to list them (precedence is in the module docstring)."""
+
+SELECTION_STATUSES = ("truncated", "excluded", "missing")
+"""Statuses decided by a policy before any answer is read (cut at the ceiling, excluded, no response)."""
+
+NO_ANSWER_STATUSES = ("no_answer", "random_guess")
+"""Statuses of rows without a readable answer, whose verdict the no-answer policy decides."""
+
+Verdict = Literal["correct", "incorrect", "ungraded"]
+Cause = Literal["response", "policy", "reference", "extractor", "grader"]
+
+
+# --------------------------------------------------------------------------- report model
+
+
+class SideInfo(Record):
+    """One of the two verdict files compared."""
+
+    path: str
+    """The file as given on the command line."""
+    rows_source: Literal["parquet", "json-stream", "json"]
+    """Where its rows were read from: the Parquet sidecar, the one-row-per-line JSON, or a full JSON load."""
+    rows: int
+    """Number of rows."""
+    benchmark: str
+    """Benchmark spec named in the file."""
+    responses_package: PackageRef | None
+    """The graded responses (null for imported verdicts)."""
+    items_package: PackageRef | None
+    """The items package, when named."""
+    extractor: ComponentRef | None
+    """Extractor `name@version` and fingerprint (null when answers were imported)."""
+    grader: ComponentRef | None
+    """Grader `name@version` and fingerprint (null when verdicts were imported)."""
+    policies: Policies
+    """Policies the grading applied."""
+    producer: Producer
+    """The program that wrote the file."""
+
+
+class RowState(Record):
+    """One side of a changed row."""
+
+    attempt: int | None
+    """Attempt graded (0 = original); null when no response exists."""
+    answer: str | None
+    """Extracted answer; null when none."""
+    rule: str | None
+    """Extractor step that fired, or why none did."""
+    verdict: Verdict
+    """`correct`, `incorrect` or `ungraded`."""
+    status: str
+    """Why the row got its verdict (`correct`, `no_answer`, `truncated`, ...)."""
+    reason: str
+    """The verdict file's one-line explanation."""
+    reference: str | None = None
+    """Gold answer, given only when the two sides' references differ (verdict files are private)."""
+
+
+class ChangedRow(Record):
+    """A row present in both files whose verdict differs."""
+
+    item_id: str
+    """The item's id."""
+    sample: int
+    """Run index."""
+    cause: Cause
+    """The first cause that applies, in the documented precedence."""
+    causes: list[Cause]
+    """Every cause that applies, in precedence order (`cause` is the first)."""
+    old: RowState
+    """The row in OLD."""
+    new: RowState
+    """The row in NEW."""
+
+
+class OneSidedRow(Record):
+    """A row present in one file only: it entered or left the denominator."""
+
+    item_id: str
+    """The item's id."""
+    sample: int
+    """Run index."""
+    verdict: Verdict
+    """Its verdict in the file that has it."""
+    status: str
+    """Its status in the file that has it."""
+
+
+class CauseCount(Record):
+    """How many changed rows one cause explains, by verdict transition."""
+
+    cause: Cause
+    """The cause."""
+    rows: int
+    """Changed rows with this cause as their first cause."""
+    transitions: dict[str, int]
+    """Rows per transition, keyed `old->new` (e.g. `incorrect->correct`)."""
+
+
+class FigureChange(Record):
+    """One figure that changed: old and new value, the paired flips, and McNemar's exact p."""
+
+    name: str
+    """Figure id, e.g. `accuracy`, `accuracy_all[sample=0]` (see `audit.summary.figure_name`)."""
+    sample: int | None
+    """Run index, or null for the overall figure."""
+    denominator: Literal["graded", "all"]
+    """`graded` leaves ungraded rows out; `all` counts them wrong."""
+    old: Figure | None
+    """The figure recomputed from OLD's rows (null when OLD has no rows in its scope)."""
+    new: Figure | None
+    """The figure recomputed from NEW's rows."""
+    old_recorded: float | None
+    """The value OLD's own summary records (differs from `old.value` when that summary does not match its rows)."""
+    new_recorded: float | None
+    """The value NEW's own summary records."""
+    delta_points: float | None
+    """(new − old) × 100, in percentage points; null when one side is missing."""
+    changed: int
+    """Aligned rows whose verdict change moves this figure (for `graded` also moves in or out of the denominator)."""
+    to_correct: int
+    """Paired rows not correct in OLD, correct in NEW (for `graded`: graded on both sides)."""
+    to_incorrect: int
+    """Paired rows correct in OLD, not correct in NEW (for `graded`: graded on both sides)."""
+    entered: int
+    """Aligned rows ungraded in OLD, graded in NEW (always 0 for `all`)."""
+    left: int
+    """Aligned rows graded in OLD, ungraded in NEW (always 0 for `all`)."""
+    pairs: int
+    """Aligned rows the paired test runs over (for `graded`: graded on both sides)."""
+    mcnemar_p: float
+    """Two-sided exact McNemar p of `to_correct` vs `to_incorrect` (1.0 when both are 0)."""
+    only_old: int
+    """Rows in this figure's scope present in OLD only."""
+    only_new: int
+    """Rows in this figure's scope present in NEW only."""
+    causes: dict[str, int]
+    """The `changed` rows by cause."""
+
+
+class DiffReport(Record):
+    """`audit diff --format json`: every changed figure and every changed row between two verdict files."""
+
+    schema_version: int = DIFF_REPORT_SCHEMA_VERSION
+    """Version of this format."""
+    kind: Literal["diff_report"] = "diff_report"
+    """Always `diff_report`."""
+    old: SideInfo
+    """The recorded grading."""
+    new: SideInfo
+    """The recomputed grading."""
+    different_responses: bool
+    """True when the responses packages differ in digest (only with `--allow-different-responses`)."""
+    notes: list[str] = Field(default_factory=list)
+    """File-level findings: components and policies that differ, summaries that disagree with their rows."""
+    aligned: int
+    """Rows present in both files (compared)."""
+    unchanged: int
+    """Aligned rows with the same verdict."""
+    other_changes: int
+    """Aligned rows with the same verdict whose answer, status, attempt or reference differs."""
+    causes: list[CauseCount]
+    """Changed rows per cause, in cause order; causes with no rows left out."""
+    figures: list[FigureChange]
+    """Every figure that changed."""
+    changed: list[ChangedRow]
+    """Every aligned row whose verdict differs, sorted by item_id then sample."""
+    only_old: list[OneSidedRow]
+    """Rows present in OLD only, sorted by item_id then sample."""
+    only_new: list[OneSidedRow]
+    """Rows present in NEW only, sorted by item_id then sample."""
+
+    @property
+    def has_changes(self) -> bool:
+        """True when any figure, verdict or row set differs (exit 1 of `audit diff`)."""
+        return bool(self.figures or self.changed or self.only_old or self.only_new)
+
+
+register("diff_report.v1", DiffReport)
+
+
+@dataclass
+class DiffResult:
+    """The comparison, with the changed rows kept as Arrow tables (a million-row diff stays fast).
+
+    `to_report()` builds the validated `DiffReport`; `render_json` writes the same
+    document directly from the tables.
+    """
+
+    old: SideInfo
+    new: SideInfo
+    different_responses: bool
+    notes: list[str]
+    aligned: int
+    unchanged: int
+    other_changes: int
+    causes: list[CauseCount]
+    figures: list[FigureChange]
+    changed: Any
+    """Changed rows sorted by item_id, sample: keys, `cause`, `causes`, and each side's fields (`_o`, `_n`)."""
+    only_old: Any
+    only_new: Any
+
+    @property
+    def has_changes(self) -> bool:
+        """True when any figure, verdict or row set differs (exit 1 of `audit diff`)."""
+        return bool(self.figures or self.changed.num_rows or self.only_old.num_rows or self.only_new.num_rows)
+
+    def changed_rows(self, cause: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Changed rows as `ChangedRow` JSON objects, optionally of one cause, at most `limit`."""
+        import pyarrow.compute as pc
+
+        t = self.changed
+        if cause is not None:
+            t = t.filter(pc.equal(t.column("cause"), cause))
+        if limit is not None:
+            t = t.slice(0, limit)
+        fields = ("attempt", "answer", "rule", "verdict", "status", "reason", "reference")
+        col = {name: t.column(name).to_pylist() for name in t.column_names}
+        out = []
+        for i, ref in enumerate(col["reference_differs"]):
+            sides = []
+            for x in ("_o", "_n"):
+                side = {f: col[f + x][i] for f in fields}
+                if not ref:
+                    side["reference"] = None
+                sides.append(side)
+            out.append({"item_id": col["item_id"][i], "sample": col["sample"][i], "cause": col["cause"][i],
+                        "causes": col["causes"][i], "old": sides[0], "new": sides[1]})
+        return out
+
+    def one_sided_rows(self, which: str, limit: int | None = None) -> list[dict[str, Any]]:
+        """Rows of OLD only (`which="old"`) or NEW only, as `OneSidedRow` JSON objects."""
+        t = self.only_old if which == "old" else self.only_new
+        if limit is not None:
+            t = t.slice(0, limit)
+        return t.to_pylist()
+
+    def header(self) -> dict[str, Any]:
+        """Every report field but the row lists, as JSON values in schema order."""
+        return {"schema_version": DIFF_REPORT_SCHEMA_VERSION, "kind": "diff_report",
+                "old": self.old.model_dump(mode="json"), "new": self.new.model_dump(mode="json"),
+                "different_responses": self.different_responses, "notes": list(self.notes),
+                "aligned": self.aligned, "unchanged": self.unchanged, "other_changes": self.other_changes,
+                "causes": [c.model_dump(mode="json") for c in self.causes],
+                "figures": [f.model_dump(mode="json") for f in self.figures]}
+
+    def to_report(self) -> DiffReport:
+        """The validated pydantic report (builds one model per row: for small diffs and tests)."""
+        return DiffReport.model_validate({**self.header(), "changed": self.changed_rows(),
+                                          "only_old": self.one_sided_rows("old"),
+                                          "only_new": self.one_sided_rows("new")})
+
+
+def component_label(c: ComponentRef | None) -> str:
+    """`name@version` of an extractor or grader, or what its absence means."""
+    return f"{c.name}@{c.version}" if c else "none (imported)"
+
+
+def package_label(p: PackageRef) -> str:
+    """Package id and digest prefix; the digest once when the id already ends with it (derived ids)."""
+    short = p.digest[:12]
+    return p.package_id if p.package_id.endswith(short) else f"{p.package_id} {short}"

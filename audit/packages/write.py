@@ -1,0 +1,246 @@
+"""Writing a package atomically: files go to a hidden sibling directory, renamed into place
+only after the manifest is complete, so a killed writer leaves nothing that validates.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tarfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from audit.errors import AuditError, ValidationFailed
+from audit.jsonl import JsonlWriter, dumps, dumps_pretty, sha256_file, write_atomic
+from audit.models import ROW_MODELS, TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
+from audit.packages.layout import JSON_COLUMNS, MANIFEST, content_digest, row_to_json
+from audit.packages.validate import prefixed, pydantic_problems, validate_package
+from audit.producer import producer
+
+
+def created_now() -> str:
+    """ISO 8601 UTC creation time; honours SOURCE_DATE_EPOCH for reproducible builds."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    t = int(epoch) if epoch and epoch.isdigit() else int(time.time())
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+class PackageWriter:
+    """Build a package atomically: files go to a hidden sibling directory, renamed on commit.
+
+    >>> with PackageWriter(out, kind="responses", benchmark="math500") as w:
+    ...     with w.rows("responses.jsonl", "response_row.v1") as sink:
+    ...         sink.write(row)
+    """
+
+    def __init__(self, out: str | os.PathLike[str], *, kind: str, benchmark: str | None = None,
+                 provenance: Provenance | None = None, package_id: str | None = None,
+                 overwrite: bool = False):
+        self.out = Path(out)
+        if self.out.name.endswith((".tar.gz", ".tgz")):
+            raise AuditError("write the package as a directory; tar it with `audit bundle`",
+                             path=str(self.out))
+        if self.out.exists() and not overwrite:
+            raise AuditError("already exists (use --force to replace it)", path=str(self.out))
+        parent = self.out.parent
+        if not parent.is_dir():
+            raise AuditError("parent directory does not exist", path=str(parent))
+        self.kind = kind
+        self.benchmark = benchmark
+        self.provenance = provenance or Provenance()
+        self.package_id = package_id
+        self.overwrite = overwrite
+        self.tmp = parent / f".{self.out.name}.partial-{uuid.uuid4().hex[:8]}"
+        self.tmp.mkdir()
+        self._entries: dict[str, tuple[str, int | None]] = {}
+        self.manifest: Manifest | None = None
+
+    def path(self, rel: str) -> Path:
+        reason = unsafe_path_reason(rel)
+        if reason:
+            raise AuditError(reason, path=rel)
+        full = self.tmp / rel
+        full.parent.mkdir(parents=True, exist_ok=True)
+        return full
+
+    @contextmanager
+    def rows(self, rel: str, schema: str) -> Iterator[_RowSink]:
+        """A sink for rows of `schema` written to `rel` (JSONL, gzip'd when it ends in .gz)."""
+        if schema not in ROW_MODELS:
+            raise AuditError(f"unknown row schema {schema!r}")
+        if rel.endswith(".parquet"):
+            sink: _RowSink = _ParquetSink(self.path(rel), ROW_MODELS[schema])
+        else:
+            sink = _JsonlSink(self.path(rel))
+        try:
+            yield sink
+        finally:
+            sink.close()
+        self._entries[rel] = (schema, sink.count)
+
+    def add_text(self, rel: str, text: str) -> None:
+        """Add a file without rows (README, log), pinned by hash and size."""
+        self.path(rel).write_text(text, encoding="utf-8", newline="\n")
+        self._entries[rel] = (TEXT_SCHEMA, None)
+
+    def add_file(self, rel: str, src: str | os.PathLike[str]) -> None:
+        """Copy an existing file in as a text/binary file without rows."""
+        shutil.copyfile(src, self.path(rel))
+        self._entries[rel] = (TEXT_SCHEMA, None)
+
+    def commit(self) -> Manifest:
+        files = []
+        for rel in sorted(self._entries):
+            schema, count = self._entries[rel]
+            digest, size = sha256_file(self.tmp / rel)
+            files.append(FileEntry(path=rel, sha256=digest, bytes=size, rows=count, schema=schema))
+        pid = self.package_id or f"{self.kind}-{self.benchmark or 'package'}-{content_digest(files)[:12]}"
+        try:
+            manifest = Manifest(
+                package_id=pid, kind=self.kind, benchmark=self.benchmark, created=created_now(),
+                producer=producer(), provenance=self.provenance, files=files,
+            )
+        except pydantic.ValidationError as e:
+            raise AuditError(str(pydantic_problems(MANIFEST, None, e)[0])) from None
+        write_atomic(self.tmp / MANIFEST, dumps_pretty(manifest.model_dump(mode="json", by_alias=True)))
+        _fsync_dir(self.tmp)
+        if self.out.exists():
+            trash = self.out.parent / f".{self.out.name}.old-{uuid.uuid4().hex[:8]}"
+            os.rename(self.out, trash)
+            os.rename(self.tmp, self.out)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.rename(self.tmp, self.out)
+        _fsync_dir(self.out.parent)
+        self.manifest = manifest
+        return manifest
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> PackageWriter:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            try:
+                self.commit()
+            except BaseException:
+                self.abort()
+                raise
+        else:
+            self.abort()
+
+
+class _RowSink:
+    count: int
+
+    def write(self, row: Record) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class _JsonlSink(_RowSink):
+    def __init__(self, path: Path):
+        self._w = JsonlWriter(path)
+
+    @property
+    def count(self) -> int:
+        return self._w.rows
+
+    def write(self, row: Record) -> None:
+        self._w.write(row_to_json(row))
+
+    def close(self) -> None:
+        self._w.close()
+
+
+class _ParquetSink(_RowSink):
+    """Rows buffered in batches and written as Parquet; object fields become JSON text columns."""
+
+    BATCH = 65536
+
+    def __init__(self, path: Path, model: type[Record]):
+        self._path = path
+        self._model = model
+        self._buf: list[dict[str, Any]] = []
+        self._writer: Any = None
+        self.count = 0
+
+    def write(self, row: Record) -> None:
+        d = row.model_dump(mode="json", by_alias=True)
+        for k in JSON_COLUMNS:
+            if k in d:
+                d[k] = dumps(d[k])
+        self._buf.append(d)
+        self.count += 1
+        if len(self._buf) >= self.BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not self._buf:
+            return
+        table = pa.Table.from_pylist(self._buf)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._path, table.schema)
+        self._writer.write_table(table.cast(self._writer.schema))
+        self._buf = []
+
+    def close(self) -> None:
+        self._flush()
+        if self._writer is not None:
+            self._writer.close()
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
+    """Write a validated package directory as a reproducible `.tar.gz` (sorted, zeroed owners and times)."""
+    import gzip
+
+    src = Path(pkg_dir)
+    problems = validate_package(src)
+    if problems:
+        raise ValidationFailed(str(src), [prefixed(src, p) for p in problems])
+    out = Path(out)
+    if not out.parent.is_dir():
+        raise AuditError("directory does not exist", path=str(out.parent))
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    names = sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file())
+    try:
+        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
+                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tf:
+            for name in names:
+                info = tf.gettarinfo(str(src / name), arcname=name)
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mtime = 0
+                info.mode = 0o644
+                with open(src / name, "rb") as fh:
+                    tf.addfile(info, fh)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
