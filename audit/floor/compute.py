@@ -79,18 +79,22 @@ class _Acc:
     elements: int = 0
     stored: int = 0
     engine: int = 0
-    active: Fraction = Fraction(0)
+    fraction: Fraction = Fraction(1)  # one per row: the row's key includes how it is read
+
+    @property
+    def active(self) -> Fraction:
+        return self.engine * self.fraction
 
 
 def _fmt_fraction(f: Fraction) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
 
-def _check_experts(tensors: list[tuple[Tensor, str, str]], shape: Shape, notes: list[str]) -> None:
+def _check_experts(tensors: list[tuple[Tensor, str, str, frozenset[str]]], shape: Shape, notes: list[str]) -> None:
     """Cross-check the config's expert count with the experts the names and fused shapes show."""
     per_layer: dict[str, set[int]] = defaultdict(set)
     fused_counts: set[int] = set()
-    for t, role, kind in tensors:
+    for t, role, kind, _ in tensors:
         if kind != "routed_experts":
             continue
         m = _EXPERT_INDEX.search(t.name)
@@ -175,7 +179,7 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
     classified = [(t, *classifier.classify(t.name)) for t in ckpt.tensors]
 
     experts_fraction: Fraction | None = None
-    if any(kind == "routed_experts" for _, _, kind in classified):
+    if any(kind == "routed_experts" for _, _, kind, _ in classified):
         if not shape.routed_experts or not shape.experts_per_token:
             raise AuditError("has routed-expert tensors but no expert count or experts per token "
                              "(n_routed_experts / num_experts / num_local_experts, num_experts_per_tok)",
@@ -191,7 +195,7 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
     stored_by_dtype: dict[str, int] = defaultdict(int)
     has_head = False
     embeddings: list[tuple[Tensor, str]] = []
-    for t, role, kind in classified:
+    for t, role, kind, overlays in classified:
         stored_by_dtype[t.dtype] += t.nbytes
         retype = engine.get(kind) or (engine.get(role) if role in OVERLAY_ROLES else None)
         retyped_key = kind if kind in engine else role
@@ -199,7 +203,7 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
         dropped = False
         if retype is not None:
             used_roles.add(retyped_key)
-            if role == "quant_scales":
+            if "quant_scales" in overlays:
                 e_bytes, dropped = 0, True
             elif len(t.shape) >= 2:
                 if t.dtype not in FLOAT_DTYPES:
@@ -233,7 +237,7 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
         a.elements += t.elements
         a.stored += t.nbytes
         a.engine += e_bytes
-        a.active += e_bytes * frac
+        a.fraction = frac
     if not has_head and embeddings:
         # No output head stored: the head is the embedding matrix, read whole for every token.
         emb, e_dtype = max(embeddings, key=lambda x: x[0].nbytes)
@@ -241,7 +245,6 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
         assert size is not None
         a = acc[("output_head", "output_head", emb.dtype, e_dtype, f"all: tied to {emb.name}")]
         a.engine += size
-        a.active += size
         if shape.tie_word_embeddings is False:
             notes.append("no output head tensor although tie_word_embeddings is false: the head is taken to be "
                          f"{emb.name}")
@@ -296,7 +299,7 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
         by_dtype={d: float(v) for d, v in sorted(by_dtype.items())},
         stored_by_dtype=dict(sorted(stored_by_dtype.items())),
         total_stored_bytes=sum(stored_by_dtype.values()),
-        total_elements=sum(t.elements for t, _, _ in classified),
+        total_elements=sum(t.elements for t, _, _, _ in classified),
         bandwidth=bandwidth.ref,
         floor=FloorFigures(gpus=opts.gpus, bytes_per_token=float(total), ms_per_token=float(seconds * 1000),
                            tokens_per_s=float(1 / seconds)),
