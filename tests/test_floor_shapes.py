@@ -112,6 +112,21 @@ def test_qwen3_30b_a3b_routes_8_of_128_experts(tmp_path):
     assert report.shape.fields["routed_experts"] == "num_experts"
 
 
+def test_qwen3_fp8_experts_config_keeps_its_ignored_layers_in_bf16(tmp_path):
+    # The config vLLM would serve: FP8 block-quantized experts; attention, router and head in ignored_layers.
+    ckpt = _write(tmp_path / "q8", _config("qwen3-30b-a3b-fp8-experts"))
+    report = _floor(ckpt)
+    dtypes = {(w.role, w.kind): w.dtype for w in report.weights}
+    assert dtypes == {("embeddings", "embeddings"): "BF16", ("attention", "attention"): "BF16",
+                      ("router", "router"): "BF16", ("routed_experts", "routed_experts"): "F8_E4M3",
+                      ("norms", "norms"): "BF16", ("output_head", "output_head"): "BF16",
+                      ("quant_scales", "routed_experts"): "F32"}
+    experts = 48 * 128 * (3 * 768 * 2048 + 3 * 6 * 16 * 4)  # FP8 weights + 128x128 block scales
+    assert _role(report, "routed_experts") + _role(report, "quant_scales") == experts * 8 / 128
+    # Most of what a token reads is still BF16: a floor that took the model for FP8 would be far too fast.
+    assert report.by_dtype["BF16"] / report.floor.bytes_per_token > 0.55
+
+
 # --------------------------------------------------------------------------- DeepSeek-V3 (MLA, FP8 + block scales, MTP)
 
 

@@ -9,7 +9,8 @@ mixed with gated full attention, shared expert, `mtp.*` module).
 
 Dtypes: every tensor starts in the config's dtype. A config with an FP8 `quantization_config` (DeepSeek-V3)
 stores every linear layer of attention and MLPs in F8_E4M3 with 128x128 block scales `weight_scale_inv`
-(F32), the router, embeddings, head and norms in the model dtype. `dtype_mix` (`{role: dtype}`, roles as
+(F32), except the modules it lists in `ignored_layers` / `modules_to_not_convert`; the router,
+embeddings, head and norms stay in the model dtype. `dtype_mix` (`{role: dtype}`, roles as
 `audit floor` names them) overrides per role; only linear-layer weights are re-typed, and an FP8 weight
 gets its scale tensor (`fp8_scales`: `block128` as DeepSeek, `tensor` one F32 scale, or `none`).
 """
@@ -232,6 +233,8 @@ def assign_dtypes(config: dict[str, Any], specs: list[Spec], dtype_mix: dict[str
     base = TORCH_DTYPES[name]
     q = c.get("quantization_config") or {}
     default_linear = "F8_E4M3" if q.get("quant_method") == "fp8" else base
+    # Modules an FP8 config leaves unquantized (vLLM reads `ignored_layers`, transformers `modules_to_not_convert`).
+    kept = set(q.get("ignored_layers") or []) | set(q.get("modules_to_not_convert") or [])
     for role, dt in dtype_mix.items():
         if dt not in DTYPE_BITS:
             raise AuditError(f"--dtype-mix {role}={dt}: unknown dtype")
@@ -243,8 +246,9 @@ def assign_dtypes(config: dict[str, Any], specs: list[Spec], dtype_mix: dict[str
         if s.dtype is not None:
             dt = s.dtype
         elif s.linear:
-            dt = dtype_mix.get(role) or dtype_mix.get(s.role) or (
-                default_linear if role in ("attention", "dense_mlp", "shared_experts", "routed_experts") else base)
+            quantized = role in ("attention", "dense_mlp", "shared_experts", "routed_experts") and \
+                s.name.removesuffix(".weight") not in kept
+            dt = dtype_mix.get(role) or dtype_mix.get(s.role) or (default_linear if quantized else base)
         else:
             dt = base
         out.append((s.name, dt, s.shape))
