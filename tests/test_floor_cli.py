@@ -24,7 +24,7 @@ kv_cache:keys+values           BF16                    -                 -      
 total                                                 21         1,442,432           2,884,864                                     1,852,928
 bytes/token by dtype: BF16 1,852,928
 floor: 1,852,928 bytes/token / (1 GPU x 4.800 TB/s from --hbm-tbps) = 0.000386 ms/token, 2,590,494.6 tok/s (context 16)
-note: 1 of 1 safetensors files hold no or partial data (absent): a header-only copy; sizes come from the headers
+note: 1 of 1 safetensors files hold less data than their headers declare (1 header-only); sizes come from the headers
 """
 
 

@@ -205,3 +205,15 @@ def test_tiny_llama_fixture_is_the_header_of_the_real_file():
     assert (len(shard.tensors), shard.data_bytes, shard.data_state) == (21, 2_884_864, "absent")
     assert shard.header_sha256 == "f39f780a8f877e36308f0927e2c77e1067f399b916e0844f55eefda311f0f74f"
     assert sum(nbytes(t.dtype, t.shape) for t in shard.tensors) == 2_884_864
+
+
+def test_shards_linked_into_a_cache_snapshot_are_read(tmp_path):
+    # A Hugging Face cache snapshot holds symbolic links to ../../blobs/<hash>.
+    blobs = tmp_path / "blobs"
+    write_safetensors(blobs / "abc123", {"a": ("BF16", [2])}, data="absent")
+    root = tmp_path / "snapshots" / "rev"
+    config, _ = tiny_dense()
+    root.mkdir(parents=True)
+    (root / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    (root / "model.safetensors").symlink_to(blobs / "abc123")
+    assert [(t.name, t.nbytes) for t in read_checkpoint(root).tensors] == [("a", 4)]

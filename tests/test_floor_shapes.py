@@ -331,3 +331,30 @@ def test_make_header_only_checkpoint_script(tmp_path, capsys):
     assert sum(w.tensors for w in report.weights if w.role == "quant_scales") == 128  # one scale per matrix
     assert make_header_only([str(SHAPES / "llama-3.1-8b.config.json"), str(out)]) == 2  # refuses a non-empty dir
     assert "exists and is not empty" in capsys.readouterr().err
+
+
+def test_glm4_moe_mtp_layers_by_index_and_a_truncated_file(tmp_path, cli):
+    # GLM-4.5 keeps its MTP module as layer num_hidden_layers (here 2), like DeepSeek-V3.
+    config = {"model_type": "glm4_moe", "hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 32,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+              "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1,
+              "num_nextn_predict_layers": 1, "attention_bias": True, "use_qk_norm": True, "vocab_size": 128,
+              "topk_method": "noaux_tc", "torch_dtype": "bfloat16"}
+    ckpt = _write(tmp_path / "glm", config, sparse=True)
+    report = _floor(ckpt, context=3)
+    assert report.shape.fields["routed_experts"] == "n_routed_experts" and report.shape.mtp_layers == 1
+    mtp = [w for w in report.weights if w.role == "mtp"]
+    assert mtp and all(w.reading == "none: MTP (use --with-mtp)" for w in mtp)
+    # MTP glue (embedding, enorm, hnorm, eh_proj, shared head norm and head), 2 norms, attention (4 projections,
+    # 3 biases, q/k norms), router, 8 experts and the shared one; the router's correction bias in F32.
+    assert {(w.dtype, w.tensors) for w in mtp} == {("BF16", 6 + 2 + 9 + 1 + 8 * 3 + 3), ("F32", 1)}
+    assert report.caches[0].layers == 2 and _floor(ckpt, context=3, with_mtp=True).caches[0].layers == 3
+    # Cut the file short: the floor is the same, and the table says the file was truncated.
+    shard = tmp_path / "glm" / "model.safetensors"
+    with open(shard, "r+b") as f:
+        f.truncate(shard.stat().st_size - 100)
+    r = cli("floor", tmp_path / "glm", "--hbm-tbps", "1", "--context", "3", "-o", tmp_path / "p", "-q")
+    assert r.out.splitlines()[1] == ("note: 1 of 1 safetensors files hold less data than their headers declare "
+                                     "(1 truncated); sizes come from the headers")
+    assert json.loads((tmp_path / "p" / "floor.json").read_text())["floor"]["bytes_per_token"] == \
+        report.floor.bytes_per_token

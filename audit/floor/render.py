@@ -48,10 +48,12 @@ def render(report: FloorReport) -> list[str]:
     lines.append(f"floor: {f.bytes_per_token:,.0f} bytes/token / ({gpus} x {bandwidth_label(report.bandwidth)}) "
                  f"= {_sig(f.ms_per_token)} ms/token, {_sig(f.tokens_per_s)} tok/s "
                  f"(context {report.options.context:,}{', with MTP' if report.options.with_mtp else ''})")
-    absent = [s for s in report.shards if s.data != "complete"]
-    if absent:
-        kinds = sorted({s.data for s in absent})
-        lines.append(f"note: {len(absent)} of {len(report.shards)} safetensors files hold no or partial data "
-                     f"({', '.join(kinds)}): a header-only copy; sizes come from the headers")
+    short = [s for s in report.shards if s.data != "complete"]
+    if short:
+        absent = sum(s.data == "absent" for s in short)
+        parts = ([f"{absent} header-only"] if absent else []) + \
+            ([f"{len(short) - absent} truncated"] if len(short) > absent else [])
+        lines.append(f"note: {len(short)} of {len(report.shards)} safetensors files hold less data than their "
+                     f"headers declare ({', '.join(parts)}); sizes come from the headers")
     lines += [f"note: {n}" for n in report.notes]
     return lines
