@@ -2,8 +2,10 @@
 # The H200 proof of `audit floor` (issue 14): header-only checkpoints of real shapes, floors with the
 # bandwidth NVML reports, each re-checked and bundled.
 #
-# On the H200 host, from the checkout root (after vLLM's wheels are installed per
-# ../shared/device/VLLM.md, which brings pydantic; nvidia-ml-py is in the host image):
+# audit needs pydantic on the host (nvidia-ml-py, click, pandas, pyarrow are in the host image). Either
+# install vLLM's wheels first (../shared/device/VLLM.md), or on your machine, once:
+#   PREPARE=1 bash scripts/h200_floor.sh        # pydantic's 4 wheels (vLLM's pins, 2.8 MB) into .whl/
+# and carry .whl. Then on the H200 host, from the checkout root:
 #   bash scripts/h200_floor.sh "$OUT"
 # Environment: GPUS (default 1: NVML devices 0..GPUS-1, and the GPUs the bytes are split over),
 # CONTEXT (default 0: tokens in the KV cache; set it to the mean context of the decode you compare
@@ -20,6 +22,13 @@
 # Writes to OUTDIR: h200_floor.log (everything printed, the NVML readings first) and floor-<shape>.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+if [ "${PREPARE:-0}" = 1 ]; then
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d .whl pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5
+  ls -la .whl
+  exit
+fi
 OUTDIR=${1:-${OUT:?give OUTDIR or set OUT}}
 GPUS=${GPUS:-1}
 CONTEXT=${CONTEXT:-0}
@@ -37,12 +46,15 @@ else
   PY=python3
   # shellcheck disable=SC1091
   [ -f .dev/vllm-smoke/env.sh ] && . .dev/vllm-smoke/env.sh
-  python3 -c "import pydantic, pynvml; print('pydantic', pydantic.VERSION)" \
-    || { echo "pydantic or nvidia-ml-py missing: install vLLM's wheels first (../shared/device/VLLM.md)"; exit 9; }
   rm -rf /tmp/audit-site
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/audit-site . \
     || exit 8
+  if ! python3 -c "import pydantic" 2>/dev/null && ls .whl/pydantic*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/audit-site .whl/*.whl || exit 8
+  fi
   export PYTHONPATH="/tmp/audit-site:${PYTHONPATH:-}" PATH="/tmp/audit-site/bin:$PATH"
+  python3 -c "import pydantic, pynvml; print('pydantic', pydantic.VERSION, 'nvidia-ml-py ok')" \
+    || { echo "pydantic or nvidia-ml-py missing: PREPARE=1 and carry .whl, or install vLLM's wheels"; exit 9; }
   nvidia-smi --query-gpu=index,name,memory.total,clocks.max.memory,clocks.mem --format=csv
   nvidia-smi -q -d CLOCK | sed -n '1,40p'
   python3 - <<'EOF'
