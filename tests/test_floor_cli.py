@@ -234,3 +234,52 @@ def test_usage_errors_are_one_line_exit_2(cli, tmp_path, args, message):
     r = cli("floor", TINY_LLAMA, "-o", tmp_path / "p", *args)
     assert (r.code, r.out, r.err) == (2, "", f"audit: error: {message}\n")
     assert not (tmp_path / "p").exists()
+
+
+TINY_DEEPSEEK = {  # DeepSeek-V3's layout at toy size: MLA, 1 dense + 1 MoE layer, FP8 with block scales, 1 MTP layer
+    "model_type": "deepseek_v3", "hidden_size": 128, "intermediate_size": 256, "moe_intermediate_size": 64,
+    "num_hidden_layers": 2, "first_k_dense_replace": 1, "n_routed_experts": 4, "num_experts_per_tok": 2,
+    "n_shared_experts": 1, "num_attention_heads": 2, "num_key_value_heads": 2, "q_lora_rank": 64, "kv_lora_rank": 64,
+    "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "vocab_size": 256,
+    "num_nextn_predict_layers": 1, "topk_method": "noaux_tc", "torch_dtype": "bfloat16",
+    "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}}
+
+TINY_DEEPSEEK_TABLE = """\
+role                           dtype             tensors        parameters        stored bytes  read per token                   bytes/token
+embeddings                     BF16                    1            32,768              65,536  1 row of 256                             256
+attention                      BF16                    4               256                 512  all                                      512
+attention                      F8_E4M3>BF16           10            81,920              81,920  all                                  163,840
+dense_mlp                      F8_E4M3                 3            98,304              98,304  all                                   98,304
+router                         BF16                    1               512               1,024  all                                    1,024
+router                         F32                     1                 4                  16  all                                       16
+shared_experts                 F8_E4M3                 3            24,576              24,576  all                                   24,576
+routed_experts                 F8_E4M3                12            98,304              98,304  2/4 experts                           49,152
+norms                          BF16                    5               640               1,280  all                                    1,280
+output_head                    BF16                    1            32,768              65,536  all                                   65,536
+quant_scales:attention         F32                    10                10                  40  none: attention re-typed                   0
+quant_scales:dense_mlp         F32                     3                 6                  24  all                                       24
+quant_scales:shared_experts    F32                     3                 3                  12  all                                       12
+quant_scales:routed_experts    F32                    12                12                  48  2/4 experts                               24
+mtp                            BF16                   11            99,584             199,168  none: MTP (use --with-mtp)                   0
+mtp                            F32                    21                24                  96  none: MTP (use --with-mtp)                   0
+mtp                            F8_E4M3>BF16            5            40,960              40,960  none: MTP (use --with-mtp)                   0
+mtp                            F8_E4M3                15           122,880             122,880  none: MTP (use --with-mtp)                   0
+kv_cache:mla latent            BF16                    -                 -                   -  8 tok x 2 layers                       2,560
+total                                                121           633,531             800,236                                       407,116
+bytes/token by dtype: BF16 235,008, F32 76, F8_E4M3 172,032
+floor: 407,116 bytes/token / (1 GPU x 2.000 TB/s from --hbm-tbps) = 0.0002036 ms/token, 4,912,604.8 tok/s (context 8)
+note: 1 of 1 safetensors files hold less data than their headers declare (1 header-only); sizes come from the headers
+"""
+
+
+def test_fp8_moe_with_mla_mtp_and_a_dequantized_role_exact_output(cli, tmp_path):
+    from audit.floor.synth import assign_dtypes, tensor_specs, write_header_only
+
+    write_header_only(tmp_path / "ckpt", json.dumps(TINY_DEEPSEEK).encode(),
+                      assign_dtypes(TINY_DEEPSEEK, tensor_specs(TINY_DEEPSEEK), {}))
+    r = cli("floor", tmp_path / "ckpt", "--hbm-tbps", "2", "--context", "8", "--engine-dtype", "attention=BF16",
+            "-o", tmp_path / "p", "--id", "x")
+    # By hand: attention matrices q_a 64x128, q_b 96x64, kv_a 80x128, kv_b 128x64, o 128x64 = 40,960 FP8 values
+    # a layer, 163,840 bytes for two layers in BF16, their 10 scales dropped; routed experts 2 of 4:
+    # 4 x 3 x 64 x 128 / 2 = 49,152; MLA cache 8 tokens x 2 layers x (64 + 16) x 2 bytes = 2,560.
+    assert r.out == TINY_DEEPSEEK_TABLE + f"wrote {tmp_path / 'p'}: checkpoint-headers package x\n"
