@@ -14,14 +14,14 @@ from audit.jsonl import dumps_pretty, sha256_file
 from tests.floor_helpers import TINY_LLAMA
 
 TINY_TABLE = """\
-role                           dtype             tensors        parameters        stored bytes  read per token                   bytes/token
-embeddings                     BF16                    1           524,288           1,048,576  1 row of 4,096                           256
-attention                      BF16                    8           196,608             393,216  all                                  393,216
-dense_mlp                      BF16                    6           196,608             393,216  all                                  393,216
-norms                          BF16                    5               640               1,280  all                                    1,280
-output_head                    BF16                    1           524,288           1,048,576  all                                1,048,576
-kv_cache:keys+values           BF16                    -                 -                   -  16 tok x 2 layers                     16,384
-total                                                 21         1,442,432           2,884,864                                     1,852,928
+role                           dtype             tensors        parameters        stored bytes  read per token                         bytes/token
+embeddings                     BF16                    1           524,288           1,048,576  1 row of 4,096                                 256
+attention                      BF16                    8           196,608             393,216  all                                        393,216
+dense_mlp                      BF16                    6           196,608             393,216  all                                        393,216
+norms                          BF16                    5               640               1,280  all                                          1,280
+output_head                    BF16                    1           524,288           1,048,576  all                                      1,048,576
+kv_cache:keys+values           BF16                    -                 -                   -  16 tok x 2 layers                           16,384
+total                                                 21         1,442,432           2,884,864                                           1,852,928
 bytes/token by dtype: BF16 1,852,928
 floor: 1,852,928 bytes/token / (1 GPU x 4.800 TB/s from --hbm-tbps) = 0.000386 ms/token, 2,590,494.6 tok/s (context 16)
 note: 1 of 1 safetensors files hold less data than their headers declare (1 header-only); sizes come from the headers
@@ -245,27 +245,27 @@ TINY_DEEPSEEK = {  # DeepSeek-V3's layout at toy size: MLA, 1 dense + 1 MoE laye
     "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}}
 
 TINY_DEEPSEEK_TABLE = """\
-role                           dtype             tensors        parameters        stored bytes  read per token                   bytes/token
-embeddings                     BF16                    1            32,768              65,536  1 row of 256                             256
-attention                      BF16                    4               256                 512  all                                      512
-attention                      F8_E4M3>BF16           10            81,920              81,920  all                                  163,840
-dense_mlp                      F8_E4M3                 3            98,304              98,304  all                                   98,304
-router                         BF16                    1               512               1,024  all                                    1,024
-router                         F32                     1                 4                  16  all                                       16
-shared_experts                 F8_E4M3                 3            24,576              24,576  all                                   24,576
-routed_experts                 F8_E4M3                12            98,304              98,304  2/4 experts                           49,152
-norms                          BF16                    5               640               1,280  all                                    1,280
-output_head                    BF16                    1            32,768              65,536  all                                   65,536
-quant_scales:attention         F32                    10                10                  40  none: attention re-typed                   0
-quant_scales:dense_mlp         F32                     3                 6                  24  all                                       24
-quant_scales:shared_experts    F32                     3                 3                  12  all                                       12
-quant_scales:routed_experts    F32                    12                12                  48  2/4 experts                               24
-mtp                            BF16                   11            99,584             199,168  none: MTP (use --with-mtp)                   0
-mtp                            F32                    21                24                  96  none: MTP (use --with-mtp)                   0
-mtp                            F8_E4M3>BF16            5            40,960              40,960  none: MTP (use --with-mtp)                   0
-mtp                            F8_E4M3                15           122,880             122,880  none: MTP (use --with-mtp)                   0
-kv_cache:mla latent            BF16                    -                 -                   -  8 tok x 2 layers                       2,560
-total                                                121           633,531             800,236                                       407,116
+role                           dtype             tensors        parameters        stored bytes  read per token                         bytes/token
+embeddings                     BF16                    1            32,768              65,536  1 row of 256                                   256
+attention                      BF16                    4               256                 512  all                                            512
+attention                      F8_E4M3>BF16           10            81,920              81,920  all                                        163,840
+dense_mlp                      F8_E4M3                 3            98,304              98,304  all                                         98,304
+router                         BF16                    1               512               1,024  all                                          1,024
+router                         F32                     1                 4                  16  all                                             16
+shared_experts                 F8_E4M3                 3            24,576              24,576  all                                         24,576
+routed_experts                 F8_E4M3                12            98,304              98,304  2/4 experts                                 49,152
+norms                          BF16                    5               640               1,280  all                                          1,280
+output_head                    BF16                    1            32,768              65,536  all                                         65,536
+quant_scales:attention         F32                    10                10                  40  none: attention re-typed                         0
+quant_scales:dense_mlp         F32                     3                 6                  24  all                                             24
+quant_scales:shared_experts    F32                     3                 3                  12  all                                             12
+quant_scales:routed_experts    F32                    12                12                  48  2/4 experts                                     24
+mtp                            BF16                   11            99,584             199,168  none: MTP (use --with-mtp)                       0
+mtp                            F32                    21                24                  96  none: MTP (use --with-mtp)                       0
+mtp                            F8_E4M3>BF16            5            40,960              40,960  none: MTP (use --with-mtp)                       0
+mtp                            F8_E4M3                15           122,880             122,880  none: MTP (use --with-mtp)                       0
+kv_cache:mla latent            BF16                    -                 -                   -  8 tok x 2 layers                             2,560
+total                                                121           633,531             800,236                                             407,116
 bytes/token by dtype: BF16 235,008, F32 76, F8_E4M3 172,032
 floor: 407,116 bytes/token / (1 GPU x 2.000 TB/s from --hbm-tbps) = 0.0002036 ms/token, 4,912,604.8 tok/s (context 8)
 note: 1 of 1 safetensors files hold less data than their headers declare (1 header-only); sizes come from the headers

@@ -25,7 +25,7 @@ def _sig(x: float) -> str:
 def render(report: FloorReport) -> list[str]:
     """The table lines (no trailing newline on each)."""
     head = (f"{'role':<30} {'dtype':<16} {'tensors':>8} {'parameters':>17} {'stored bytes':>19}  "
-            f"{'read per token':<24} {'bytes/token':>19}")
+            f"{'read per token':<30} {'bytes/token':>19}")
     lines = [head]
     for w in report.weights:
         role = w.role if w.role == w.kind else f"{w.role}:{w.kind}"
@@ -34,14 +34,14 @@ def render(report: FloorReport) -> list[str]:
         elements = f"{w.elements:,}" if w.tensors else "-"
         stored = f"{w.stored_bytes:,}" if w.tensors else "-"
         lines.append(f"{role:<30} {dtype:<16} {tensors:>8} {elements:>17} {stored:>19}  "
-                     f"{w.reading:<24} {w.active_bytes:>19,.0f}")
+                     f"{w.reading:<30} {w.active_bytes:>19,.0f}")
     for c in report.caches:
         role = f"{c.role}:{c.part}"
         read = f"{c.tokens:,} tok x {c.layers} layers" if c.role == "kv_cache" else f"{c.layers} layers"
-        lines.append(f"{role:<30} {c.dtype:<16} {'-':>8} {'-':>17} {'-':>19}  {read:<24} {c.active_bytes:>19,}")
+        lines.append(f"{role:<30} {c.dtype:<16} {'-':>8} {'-':>17} {'-':>19}  {read:<30} {c.active_bytes:>19,}")
     tensors = sum(w.tensors for w in report.weights)
     lines.append(f"{'total':<30} {'':<16} {tensors:>8,} {report.total_elements:>17,} "
-                 f"{report.total_stored_bytes:>19,}  {'':<24} {report.floor.bytes_per_token:>19,.0f}")
+                 f"{report.total_stored_bytes:>19,}  {'':<30} {report.floor.bytes_per_token:>19,.0f}")
     lines.append("bytes/token by dtype: " + ", ".join(f"{d} {v:,.0f}" for d, v in report.by_dtype.items()))
     f = report.floor
     gpus = f"{f.gpus} GPU" + ("s" if f.gpus > 1 else "")
