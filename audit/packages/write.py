@@ -89,6 +89,11 @@ class PackageWriter:
         self.path(rel).write_text(text, encoding="utf-8", newline="\n")
         self._entries[rel] = (TEXT_SCHEMA, None)
 
+    def add_bytes(self, rel: str, data: bytes) -> None:
+        """Add a file without rows from bytes (a binary or verbatim copy), pinned by hash and size."""
+        self.path(rel).write_bytes(data)
+        self._entries[rel] = (TEXT_SCHEMA, None)
+
     def add_file(self, rel: str, src: str | os.PathLike[str]) -> None:
         """Copy an existing file in as a text/binary file without rows."""
         shutil.copyfile(src, self.path(rel))
