@@ -37,7 +37,7 @@ def _load_all() -> None:
     # Modules that define further documents register them on import.
     import importlib
 
-    for mod in ("audit.verdicts", "audit.diff", "audit.release"):
+    for mod in ("audit.verdicts", "audit.diff", "audit.release", "audit.claims.ledger", "audit.claims.verify"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:
