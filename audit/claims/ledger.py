@@ -255,11 +255,15 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-# Dates stay text: `2026-11-29` is a string in a ledger, not a datetime.
+# Dates stay text: `2026-11-29` is a string in a ledger, not a datetime. (New lists: SafeLoader's stay as they are.)
 _Loader.yaml_implicit_resolvers = {
     k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
     for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+# YAML 1.1 reads `1e-3` (no dot) as text; YAML 1.2 and JSON read a number. A ledger written as JSON is YAML.
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
 
 
 def _line_map(node: Any, path: tuple[Any, ...] = (), out: dict[tuple[Any, ...], int] | None = None
@@ -269,7 +273,8 @@ def _line_map(node: Any, path: tuple[Any, ...] = (), out: dict[tuple[Any, ...], 
     out[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
-            _line_map(v, path + (k.value,), out)
+            if isinstance(k, yaml.ScalarNode):  # other keys are refused when the document is built
+                _line_map(v, path + (k.value,), out)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
             _line_map(v, path + (i,), out)
@@ -344,7 +349,8 @@ class LoadedLedger:
         return _error(self.path, self.lines, message, loc=loc, claim=claim.id if claim else None, field=field)
 
     def claim_loc(self, claim: Claim, *rest: Any) -> tuple[Any, ...]:
-        return ("claims", self.ledger.claims.index(claim), *rest)
+        index = next(i for i, c in enumerate(self.ledger.claims) if c is claim)  # two equal claims differ here
+        return ("claims", index, *rest)
 
     def resolve(self, rel: str) -> Path:
         """The absolute path of a ledger path; refuses anything outside the ledger's folder."""
@@ -418,8 +424,6 @@ def _pydantic_error(path: Path, obj: dict[str, Any], lines: dict[tuple[Any, ...]
         msg = e["msg"].removeprefix("Value error, ")
         if kind not in ("value_error", "assertion_error") and not isinstance(got, dict):
             msg += f" (got {shown})"
-        if kind == "float_type" and isinstance(got, str) and re.fullmatch(r"[-+]?\d+e[-+]?\d+", got):
-            msg += "; YAML reads 1e-3 as text, write 1.0e-3"
     line = _line(lines, loc)
     parts = ([f"line {line}"] if line else []) + prefix + ([f"claim {claim}"] if claim else [])
     if fieldname:

@@ -27,7 +27,6 @@ RC = {
     "axes.unicode_minus": True,
     "svg.hashsalt": "audit",
     "text.hinting": "default",
-    "text.hinting_factor": 8,
     "path.simplify": True,
 }
 INK, MUTED, OLD, NEW, BAD = "#1f2933", "#7b8794", "#b44d4d", "#2f6f9f", "#b44d4d"

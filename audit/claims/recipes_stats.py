@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from audit import stats
+from audit.models import unsafe_path_reason
 from audit.claims.ledger import evaluate, parse_expression
 from audit.claims.recipes_grade import GradeSource, Rows, graded_rows, recorded_rows
 from audit.claims.registry import (
@@ -238,6 +239,9 @@ class PairedLogRatioArgs(RecipeArgs):
     @field_validator("file")
     @classmethod
     def _table(cls, v: str) -> str:
+        reason = unsafe_path_reason(v)
+        if reason:
+            raise ValueError(f"{reason}: a path inside the package, as its manifest lists it")
         if not v.endswith((".jsonl", ".jsonl.gz", ".csv")):
             raise ValueError("the table must be .jsonl, .jsonl.gz or .csv")
         return v
