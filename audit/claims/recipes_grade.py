@@ -113,19 +113,19 @@ class _Count(RecipeArgs):
     """Only this run."""
 
 
-class GradeAccuracyArgs(GradeSource, _Figure):
+class GradeAccuracyArgs(_Figure, GradeSource):
     """Arguments of grade.accuracy."""
 
 
-class GradeCountArgs(GradeSource, _Count):
+class GradeCountArgs(_Count, GradeSource):
     """Arguments of grade.count."""
 
 
-class VerdictsAccuracyArgs(VerdictSource, _Figure):
+class VerdictsAccuracyArgs(_Figure, VerdictSource):
     """Arguments of verdicts.accuracy."""
 
 
-class VerdictsCountArgs(VerdictSource, _Count):
+class VerdictsCountArgs(_Count, VerdictSource):
     """Arguments of verdicts.count."""
 
 

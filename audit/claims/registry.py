@@ -258,7 +258,7 @@ def recipe(name: str, *, unit: str, claims: Callable[[Any], list[str]] | None = 
     def deco(fn: RecipeFn) -> RecipeFn:
         hints = typing.get_type_hints(fn, include_extras=True)
         first = next(iter(inspect.signature(fn).parameters))
-        model = hints[first]
+        model = hints.get(first)
         if not (isinstance(model, type) and issubclass(model, RecipeArgs)):
             raise TypeError(f"recipe {name}: the first parameter must be typed with a RecipeArgs model")
         if name in REGISTRY and REGISTRY[name].fn is not fn:
@@ -442,17 +442,27 @@ def run_call(call: RecipeCall, ctx: Context) -> Result:
     return result
 
 
-def iter_recipe_help() -> Iterator[str]:
-    """`audit claims recipes`: each recipe, its unit and its arguments with their help."""
-    for rec in all_recipes():
-        yield f"{rec.name}  ->  {rec.unit}"
-        yield f"    {rec.summary}"
+def iter_recipe_help(width: int = 100) -> Iterator[str]:
+    """`audit claims recipes`: each recipe, the unit of its value, and its arguments with their help."""
+    import textwrap
+
+    for i, rec in enumerate(all_recipes()):
+        if i:
+            yield ""
+        yield f"{rec.name} -> {rec.unit}"
+        yield from textwrap.wrap(rec.summary, width, initial_indent="  ", subsequent_indent="  ")
         for name, f in rec.args.model_fields.items():
             kind = _input_kind(f)
             tp = f"{kind} id" if kind else _type_name(f.annotation)
-            default = "" if f.is_required() else f" = {f.default!r}" if f.default is not None else " (optional)"
-            doc = (f.description or "").split("\n")[0]
-            yield f"    {name}: {tp}{default}  {doc}".rstrip()
+            if f.is_required():
+                default = "required"
+            elif f.default_factory is not None:
+                default = f"default {f.default_factory()!r}"
+            else:
+                default = "optional" if f.default is None else f"default {f.default!r}"
+            doc = " ".join((f.description or "").split())
+            yield from textwrap.wrap(f"{name} ({tp}, {default}): {doc}", width, initial_indent="    ",
+                                     subsequent_indent="      ")
 
 
 def _type_name(tp: Any) -> str:

@@ -103,14 +103,17 @@ def _check_package(led: LoadedLedger, entry: Any, opened: dict[str, Any]) -> Inp
     from audit.packages import open_package
 
     check = InputCheck(entry.id, "package", entry.path, entry.sha256)
-    path = led.resolve(entry.path)
     try:
+        path = led.resolve(entry.path)  # checked when the ledger was read; a link may have changed since
         pkg = open_package(path)
     except ValidationFailed as e:
         check.problems = ["fails validation: " + p for p in _first_problems(e.problems, led.root)]
         return check
     except AuditError as e:
         check.problems = [str(e).replace(str(led.root) + "/", "")]
+        return check
+    except ValueError as e:
+        check.problems = [str(e)]
         return check
     check.actual = pkg.digest
     if pkg.manifest.package_id != entry.id:
@@ -129,7 +132,11 @@ def _check_file(led: LoadedLedger, entry: Any, found: dict[str, Path]) -> InputC
     from audit.verdicts import read_verdict_header
 
     check = InputCheck(entry.id, "file", entry.path, entry.sha256)
-    path = led.resolve(entry.path)
+    try:
+        path = led.resolve(entry.path)  # checked when the ledger was read; a link may have changed since
+    except ValueError as e:
+        check.problems.append(str(e))
+        return check
     if not path.is_file():
         check.problems.append("missing or not a regular file")
         return check
