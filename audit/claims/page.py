@@ -38,7 +38,7 @@ body { margin: 0; background: var(--bg); color: var(--ink);
 header, main, footer { max-width: 980px; margin: 0 auto; padding: 0 24px; }
 header { padding-top: 28px; }
 h1 { font-size: 26px; margin: 0 0 6px; }
-h2 { font-size: 17px; margin: 0; display: flex; flex-wrap: wrap; align-items: baseline; gap: 8px; }
+h2 { font-size: 17px; margin: 0; line-height: 1.6; }
 .lede { color: var(--muted); margin: 0 0 10px; }
 .verdict { font-weight: 600; }
 .verdict.ok { color: var(--ok); } .verdict.bad { color: var(--bad); }
