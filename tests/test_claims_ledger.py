@@ -173,6 +173,11 @@ def test_bad_fields_name_line_claim_and_field(cli, mini, old, new, message):
      "line 13: claim G1: field sources: lists 'demo-lab-note-gpqa_diamond' twice"),
     ("    sources: [demo-lab-note-gpqa_diamond]", "    sources: [demo-lab-note-gpqa_diamond, elsewhere]",
      "line 13: claim G1: field sources: 'elsewhere' is neither in `packages` nor in `files`"),
+    # Inputs are named by ledger id, never by path: a path where an id belongs names nothing.
+    ("args: {package: demo-lab-note-gpqa_diamond,", "args: {package: ../../etc,",
+     "line 16: claim G1: field recipe.args.package: names package '../../etc', which `packages` does not list"),
+    ("figure: accuracy_all}", "figure: accuracy_all, items: /etc/passwd}",
+     "line 16: claim G1: field recipe.args.items: names package '/etc/passwd', which `packages` does not list"),
     ("    status: single-run", "    status: arithmetic",
      "line 15: claim G1: field recipe.name: an arithmetic claim is computed by the `arithmetic` recipe"),
 ])

@@ -19,13 +19,21 @@ module listed in `RECIPE_MODULES`:
     @recipe("bench.ratio", unit="ratio")
     def bench_ratio(args: BenchRatioArgs, ctx: Context) -> Result:
         \"\"\"Median tok/s of b over a, with ...\"\"\"
-        with ctx.package(args.a) as a, ctx.package(args.b) as b:   # validated, digest-checked
-            ...
-        return Result(value=r, unit="ratio", interval=..., n=..., basis="...", series=Series(...))
+        a, b = ctx.package(args.a), ctx.package(args.b)  # validated, digest-checked; the runner closes them
+        ...                                               # read a.root / path for path in a.manifest.files
+        return Result(value=r, unit="ratio", interval=Interval(method=..., formula=..., low=..., high=...),
+                      n=..., n_label="windows", basis="one line: what it was computed from",
+                      series=Series(title=..., xlabel="window", ylabel="tok/s", lines=(("a", ...), ("b", ...))))
 
 `ctx.package(id)` gives a validated `audit.packages.Package` whose content digest
-matched the ledger; `ctx.file(id)` a path whose sha256 matched. A `Series` on the
-result gives the claim a plot on the page (tok/s per window for both arms).
+matched the ledger; `ctx.file(id)` a path whose sha256 matched; `ctx.cache` is shared
+between claims (compute a measurement once). Raise `RecipeFailed` (or let a ValueError
+or the library's AuditError escape) when the inputs cannot give the value: the claim then
+does not survive, with that line as the reason. A `Series` on the result gives the claim
+a plot on the page (tok/s per window for both arms); an `interval` a plot of the value
+with it. Units: a claim's unit must equal the recipe's unit or convert to it
+(`audit.claims.units.CONVERSIONS`); `audit schemas` needs nothing (arguments are checked
+against the recipe's model when a ledger is read, and listed by `audit claims recipes`).
 """
 
 from __future__ import annotations
