@@ -279,3 +279,18 @@ def test_arithmetic_in_each_claims_unit(tmp_path):
     got = results(path)
     assert [got[k].survives for k in "VNGM"] == [True] * 4
     assert got["Z"].reasons == ["cannot recompute: ZeroDivisionError: float division by zero"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("task,baseline_s,mtp_s\nx,1,2\ny,3\n", "row 3: has fewer cells than the header"),
+    ("task,baseline_s,mtp_s\nx,1,2\ny,3,4,5\n", "row 3: has more cells than the header"),
+    ("task,baseline_s\nx,1\ny,3\n", "row 2: field mtp_s: expected a positive number, got None"),
+])
+def test_paired_log_ratio_refuses_ragged_csv(tmp_path, text, message):
+    with PackageWriter(tmp_path / "bench", kind="throughput", package_id="bench-agentic") as w:
+        w.add_text("durations.csv", text)
+    path = ledger(tmp_path, [claim("S", 2, "stats.paired_log_ratio",
+                                   {"package": "bench-agentic", "file": "durations.csv", "numerator": "baseline_s",
+                                    "denominator": "mtp_s"}, unit="ratio")],
+                  packages=[("bench-agentic", "bench")])
+    assert results(path)["S"].reasons == [f"cannot recompute: bench-agentic/durations.csv: {message}"]

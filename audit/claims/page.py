@@ -188,7 +188,8 @@ def _html_claim(v: Verification, c: ClaimCheck, out: Path, plots: Plots) -> list
     h = [f'<section class="{" ".join(classes)}" id="{_esc(cl.id.lower())}">',
          f'<h2><span class="id">{_esc(cl.id)}</span> <span>{_prose(cl.text)}</span> '
          f'<span class="tag {_esc(cl.status)}">{_esc(cl.status)}</span> '
-         + (f'<span class="tag survives">survives</span>' if c.survives else '<span class="tag fails">does not survive</span>')
+         + ('<span class="tag survives">survives</span>' if c.survives
+            else '<span class="tag fails">does not survive</span>')
          + "</h2>"]
     if cl.retraction is not None:
         h.append(f'<p class="value"><del>{_esc(units.fmt(cl.value, cl.unit))}</del> → '

@@ -258,7 +258,8 @@ def _read_table(path: Any, label: str) -> list[tuple[int, dict[str, Any]]]:
         try:
             for i, r in enumerate(reader, start=2):
                 if None in r or None in r.values():
-                    raise RecipeFailed(f"{label}: row {i}: has {'more' if None in r else 'fewer'} cells than the header")
+                    more = "more" if None in r else "fewer"
+                    raise RecipeFailed(f"{label}: row {i}: has {more} cells than the header")
                 rows.append((i, dict(r)))
         except csv.Error as e:
             raise RecipeFailed(f"{label}: not valid CSV: {e}") from None
