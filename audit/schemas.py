@@ -37,7 +37,8 @@ def _load_all() -> None:
     # Modules that define further documents register them on import.
     import importlib
 
-    for mod in ("audit.verdicts", "audit.diff", "audit.release", "audit.floor.report"):
+    for mod in ("audit.verdicts", "audit.diff", "audit.release", "audit.floor.report", "audit.claims.ledger",
+                "audit.claims.verify"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

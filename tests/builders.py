@@ -14,7 +14,7 @@ def rows_source(rows: list[dict[str, Any]], label: str = "test") -> list[SourceR
 
 def make_package(path: Path, *, responses: list[dict[str, Any]] | None = None,
                  items: list[dict[str, Any]] | None = None, benchmark: str = "test",
-                 kind: str | None = None) -> Path:
+                 kind: str | None = None, package_id: str | None = None) -> Path:
     """Write a package holding the given response and/or item rows; returns its path."""
     tables = []
     if responses is not None:
@@ -22,5 +22,5 @@ def make_package(path: Path, *, responses: list[dict[str, Any]] | None = None,
     if items is not None:
         tables.append(Table("items.jsonl", "item_row.v1", rows_source(items, "items")))
     build_package(path, kind=kind or ("responses" if responses is not None else "items"), tables=tables,
-                  benchmark=benchmark)
+                  benchmark=benchmark, package_id=package_id)
     return path

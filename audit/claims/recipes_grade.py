@@ -1,0 +1,326 @@
+"""Verdict recipes: accuracy and counts, from a fresh grading of a package or from a verdict file.
+
+`grade.*` runs the real grading (`audit.grade.grade_package`) on a responses package
+with the benchmark's spec and any overrides; `verdicts.*` reads an existing verdict
+file (or another tool's per-item verdicts, imported as `audit import verdicts` does)
+and recomputes its figures from its rows, never from its summary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import Field, field_validator
+
+from audit.claims.registry import (
+    Context,
+    FileId,
+    PackageId,
+    RecipeArgs,
+    RecipeFailed,
+    Result,
+    recipe,
+)
+from audit.verdicts import Figure, Interval, Policies
+
+FigureName = Literal["accuracy", "accuracy_all"]
+IntervalName = Literal["auto", "binomial_2se", "runs_2se", "runs_t", "clustered_t", "zero_failure_upper"]
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+class GradeSource(RecipeArgs):
+    """A fresh grading of a responses package."""
+
+    package: PackageId
+    """The responses package to grade."""
+    benchmark: str
+    """Benchmark spec (`audit benchmarks`): extractor, grader, reference field and policies."""
+    items: PackageId | None = None
+    """Package holding the item rows, when the responses package has none."""
+    extractor: str | None = None
+    """Override the spec's extractor (`name@version`)."""
+    grader: str | None = None
+    """Override the spec's grader (`name@version`)."""
+    reference_field: str | None = None
+    """Item field holding the gold answer: `reference` or `extra.KEY`."""
+    policy: dict[str, str | int | list[str]] = Field(default_factory=dict)
+    """Policy overrides, e.g. `{truncation: wrong, resampling: longer-only}` (see `audit grade --policy`)."""
+
+    @field_validator("benchmark")
+    @classmethod
+    def _known_benchmark(cls, v: str) -> str:
+        from audit.specs import SPECS
+
+        if v not in SPECS:
+            raise ValueError(f"unknown benchmark {v!r} (known: {', '.join(sorted(SPECS))})")
+        return v
+
+    @field_validator("extractor", "grader")
+    @classmethod
+    def _known_component(cls, v: str | None, info: Any) -> str | None:
+        if v is None:
+            return v
+        import extractors
+        import graders
+
+        try:
+            (extractors.get if info.field_name == "extractor" else graders.get)(v)
+        except LookupError as e:
+            raise ValueError(str(e.args[0] if e.args else e)) from None
+        return v
+
+    @field_validator("policy")
+    @classmethod
+    def _known_policies(cls, v: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(v) - set(Policies.model_fields))
+        if unknown:
+            raise ValueError(f"unknown policy {unknown[0]!r} (known: {', '.join(Policies.model_fields)})")
+        Policies.model_validate({**Policies().model_dump(), **v})
+        return v
+
+
+class VerdictSource(RecipeArgs):
+    """An existing verdict file (or recorded per-item verdicts) from the ledger's `files`."""
+
+    verdicts: FileId
+    """The verdict file, or a verdict table another tool recorded."""
+
+
+class _Figure(RecipeArgs):
+    figure: FigureName = "accuracy"
+    """`accuracy`: ungraded rows left out; `accuracy_all`: every row, ungraded counted wrong."""
+    sample: int | None = Field(default=None, ge=0)
+    """One run's figure; unset for the overall figure."""
+    interval: IntervalName = "auto"
+    """Interval formula: `auto` is binomial_2se for one run and clustered_t for several (zero_failure_upper when
+    every row agrees, where those collapse to a point)."""
+
+
+class _Count(RecipeArgs):
+    status: str | None = None
+    """Count rows with this status (`truncated`, `no_answer`, `excluded`, `missing`, ...)."""
+    verdict: Literal["correct", "incorrect", "ungraded"] | None = None
+    """Count rows with this verdict."""
+    count: Literal["rows", "items"] = "rows"
+    """Count rows, or distinct items among them."""
+    sample: int | None = Field(default=None, ge=0)
+    """Only this run."""
+
+
+class GradeAccuracyArgs(_Figure, GradeSource):
+    """Arguments of grade.accuracy."""
+
+
+class GradeCountArgs(_Count, GradeSource):
+    """Arguments of grade.count."""
+
+
+class VerdictsAccuracyArgs(_Figure, VerdictSource):
+    """Arguments of verdicts.accuracy."""
+
+
+class VerdictsCountArgs(_Count, VerdictSource):
+    """Arguments of verdicts.count."""
+
+
+# --------------------------------------------------------------------------- rows
+
+
+@dataclass
+class Rows:
+    """A grading's rows (item_id, sample, verdict, status) and a line on where they come from."""
+
+    frame: pd.DataFrame
+    basis: str
+    grading: Any = None
+
+
+def _config(args: GradeSource) -> Any:
+    from audit.grade import resolve_config
+
+    base = resolve_config(args.benchmark, extractor=args.extractor, grader=args.grader,
+                          reference_field=args.reference_field)
+    policies = Policies.model_validate({**base.policies.model_dump(), **args.policy})
+    return dataclasses.replace(base, policies=policies)
+
+
+def _component_text(vf: Any) -> str:
+    parts = [f"{c.name}@{c.version}" for c in (vf.extractor, vf.grader) if c is not None]
+    mc = [f"{c.name}@{c.version}" for c in (vf.mc_extractor, vf.mc_grader) if c is not None]
+    text = " + ".join(parts) if parts else "imported verdicts"
+    return text + (f" (multiple choice: {' + '.join(mc)})" if mc else "")
+
+
+def _policy_text(p: Policies) -> str:
+    default = Policies()
+    changed = [f"{k}={getattr(p, k)}" for k in Policies.model_fields if getattr(p, k) != getattr(default, k)]
+    return ", ".join(changed) if changed else "default policies"
+
+
+def graded_rows(args: GradeSource, ctx: Context) -> Rows:
+    """The package graded with the spec and overrides; one grading per configuration, shared by claims."""
+    from audit.grade import grade_package
+
+    config = _config(args)
+    key = ("grade", args.package, args.items, repr(config))
+    if key in ctx.cache:
+        return ctx.cache[key]
+    pkg = ctx.package(args.package)
+    items = ctx.package(args.items) if args.items else None
+    grading = grade_package(pkg.source, config, items=items.source if items else None, base_dir=ctx.tmp)
+    got = grading.header.responses_package.digest
+    if got != pkg.digest:  # the package changed between its check and the grading
+        raise RecipeFailed(f"package {args.package} changed while it was graded (digest {got[:12]}…)")
+    c = grading.columns
+    frame = pd.DataFrame({k: c[k] for k in ("item_id", "sample", "verdict", "status")})
+    basis = (f"{args.package} graded as {args.benchmark}: {_component_text(grading.header)}; "
+             f"{_policy_text(config.policies)}")
+    rows = Rows(frame, basis, grading)
+    ctx.cache[key] = rows
+    return rows
+
+
+def verdict_file(ctx: Context, ident: str) -> Path:
+    """The path of a verdict file input; a verdict table is imported into one first (once)."""
+    from audit.importers.verdicts import import_verdicts
+
+    entry = ctx.loaded.files[ident]
+    path = ctx.file(ident)
+    if entry.format == "verdicts":
+        return path
+    key = ("imported", ident)
+    if key not in ctx.cache:
+        out = ctx.tmp / f"imported-{len(ctx.cache)}.json"
+        assert entry.benchmark is not None and entry.package is not None
+        import_verdicts(path, out, benchmark=entry.benchmark, tool=entry.tool or "another tool",
+                        package=ctx.package_path(entry.package))
+        ctx.cache[key] = out
+    return ctx.cache[key]
+
+
+def recorded_rows(ctx: Context, ident: str) -> Rows:
+    """A verdict file's rows (validated as `audit diff` reads them)."""
+    from audit.verdicts import read_verdict_table
+
+    key = ("verdicts", ident)
+    if key in ctx.cache:
+        return ctx.cache[key]
+    header, table, _ = read_verdict_table(verdict_file(ctx, ident))
+    frame = table.select(["item_id", "sample", "verdict", "status"]).to_pandas()
+    entry = ctx.loaded.files[ident]
+    what = "verdict file" if entry.format == "verdicts" else f"verdicts recorded by {entry.tool or 'another tool'}"
+    basis = f"{ident} ({what}, {header.benchmark}): {_component_text(header)}; {_policy_text(header.policies)}"
+    rows = Rows(frame, basis, None)
+    rows.header = header  # type: ignore[attr-defined]
+    ctx.cache[key] = rows
+    return rows
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _figures(frame: pd.DataFrame) -> dict[str, Figure]:
+    from audit.summary import figures
+
+    return {f.name: f for f in figures(frame)}
+
+
+def pick_interval(fig: Figure, method: str, frame: pd.DataFrame) -> Interval | None:
+    """The figure's interval by formula; `auto` as documented on `_Figure.interval`."""
+    from audit import stats
+
+    by = {iv.method: iv for iv in fig.intervals}
+    if method == "auto":
+        if fig.total and fig.correct in (0, fig.total):
+            return by.get("zero_failure_upper")
+        return by.get("clustered_t") or by.get("binomial_2se")
+    if method == "binomial_2se" and method not in by:
+        return stats.binomial_2se(fig.correct, fig.total)  # pooled over the runs
+    if method not in by:
+        samples = frame["sample"].nunique()
+        need = "at least 2 runs" if method in ("runs_2se", "runs_t", "clustered_t") else "no failures or no successes"
+        raise RecipeFailed(f"interval {method} needs {need}; this figure has {samples} run(s), "
+                           f"{fig.correct}/{fig.total} correct")
+    return by[method]
+
+
+def accuracy(rows: Rows, figure: str, sample: int | None, interval: str) -> Result:
+    from audit.summary import figure_name
+
+    if rows.frame.empty:
+        raise RecipeFailed("the grading has no rows")
+    name = figure_name("graded" if figure == "accuracy" else "all", sample)
+    figs = _figures(rows.frame)
+    if name not in figs:
+        raise RecipeFailed(f"no figure {name} (runs: {sorted(set(rows.frame['sample']))})")
+    fig = figs[name]
+    if fig.total == 0:
+        raise RecipeFailed(f"{name} has an empty denominator (every row ungraded)")
+    iv = pick_interval(fig, interval, rows.frame)
+    runs = rows.frame["sample"].nunique() if sample is None else 1
+    items = rows.frame["item_id"].nunique()
+    basis = f"{name} = {fig.correct}/{fig.total} ({items} items × {runs} run{'s' if runs != 1 else ''}); {rows.basis}"
+    return Result(value=fig.value, unit="fraction", interval=iv, n=fig.total, n_label="rows", basis=basis,
+                  detail={"correct": fig.correct, "total": fig.total, "runs": int(runs), "items": int(items)},
+                  grading=rows.grading)
+
+
+def count(rows: Rows, args: _Count) -> Result:
+    f = rows.frame
+    mask = pd.Series(True, index=f.index)
+    what = []
+    if args.sample is not None:
+        mask &= f["sample"] == args.sample
+        what.append(f"run {args.sample}")
+    if args.status is not None:
+        mask &= f["status"] == args.status
+        what.append(f"status {args.status}")
+    if args.verdict is not None:
+        mask &= f["verdict"] == args.verdict
+        what.append(f"verdict {args.verdict}")
+    sel = f[mask]
+    n = int(sel["item_id"].nunique()) if args.count == "items" else int(len(sel))
+    of = int(f["item_id"].nunique()) if args.count == "items" else int(len(f))
+    where = f" with {', '.join(what)}" if what else ""
+    return Result(value=float(n), unit="count", basis=f"{n} of {of} {args.count}{where}; {rows.basis}",
+                  detail={"count": n, "of": of}, grading=rows.grading)
+
+
+# --------------------------------------------------------------------------- recipes
+
+
+@recipe("grade.accuracy", unit="fraction")
+def grade_accuracy(args: GradeAccuracyArgs, ctx: Context) -> Result:
+    """Accuracy of a fresh grading of a responses package, with its interval."""
+    return accuracy(graded_rows(args, ctx), args.figure, args.sample, args.interval)
+
+
+@recipe("grade.count", unit="count")
+def grade_count(args: GradeCountArgs, ctx: Context) -> Result:
+    """Rows (or items) of a fresh grading with a given status or verdict, e.g. responses cut at the ceiling."""
+    return count(graded_rows(args, ctx), args)
+
+
+@recipe("verdicts.accuracy", unit="fraction")
+def verdicts_accuracy(args: VerdictsAccuracyArgs, ctx: Context) -> Result:
+    """Accuracy recomputed from a verdict file's rows (not from its summary), with its interval."""
+    rows = recorded_rows(ctx, args.verdicts)
+    result = accuracy(rows, args.figure, args.sample, args.interval)
+    header = rows.header  # type: ignore[attr-defined]
+    stated = {f.name: f.value for f in header.summary.figures}
+    name = result.basis.split(" = ", 1)[0]
+    if name in stated and abs(stated[name] - result.value) > 1e-12:
+        result.basis += f"; its summary says {stated[name]:.6f}, which its rows do not give"
+    return result
+
+
+@recipe("verdicts.count", unit="count")
+def verdicts_count(args: VerdictsCountArgs, ctx: Context) -> Result:
+    """Rows (or items) of a verdict file with a given status or verdict."""
+    return count(recorded_rows(ctx, args.verdicts), args)

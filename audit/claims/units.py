@@ -1,0 +1,64 @@
+"""Units of claims: which recipe units convert to which claim units, and how values are shown.
+
+A recipe gives its value in one unit (accuracy as a `fraction`); a claim states it in
+the unit it was published in (`percent`). Only the conversions below are allowed;
+anything else must match exactly, so a tok/s figure is never compared with a ratio.
+"""
+
+from __future__ import annotations
+
+CONVERSIONS: dict[tuple[str, str], float] = {
+    ("fraction", "percent"): 100.0,
+    ("fraction", "points"): 100.0,  # a difference of two fractions, in percentage points
+    ("percent", "fraction"): 0.01,
+    ("points", "fraction"): 0.01,
+    ("ms", "s"): 0.001,
+    ("s", "ms"): 1000.0,
+}
+"""(recipe unit, claim unit) → factor."""
+
+ANY = "any"
+"""The unit of recipes whose result takes the claim's unit (arithmetic)."""
+
+
+def factor(recipe_unit: str, claim_unit: str) -> float | None:
+    """The factor that turns a value in `recipe_unit` into `claim_unit`, or None when they do not convert."""
+    if recipe_unit == claim_unit or recipe_unit == ANY:
+        return 1.0
+    return CONVERSIONS.get((recipe_unit, claim_unit))
+
+
+def fmt(value: float | None, unit: str) -> str:
+    """A value as the page and `audit verify` show it: the same text on every machine."""
+    if value is None:
+        return "—"
+    if unit == "percent":
+        return f"{value:.2f}%"
+    if unit == "points":
+        return f"{value:.2f} pts"
+    if unit == "fraction":
+        return f"{value:.4f}"
+    if unit in ("count", "rows", "items", "tasks"):
+        if float(value).is_integer():
+            return f"{int(value):,}" + ("" if unit == "count" else f" {unit}")
+        return f"{value:,.2f}" + ("" if unit == "count" else f" {unit}")
+    if unit == "ratio":
+        return f"{value:.3f}×"
+    return f"{value:.4g} {unit}"
+
+
+def fmt_interval(low: float | None, high: float | None, unit: str) -> str:
+    """An interval in the unit's own style: `[58.73, 100.00]%`, `[1.812, 2.044]×`, `[0.52, 0.91] s`."""
+    if low is None or high is None:
+        return "—"
+    if unit == "percent":
+        return f"[{low:.2f}, {high:.2f}]%"
+    if unit == "points":
+        return f"[{low:.2f}, {high:.2f}] pts"
+    if unit == "ratio":
+        return f"[{low:.3f}, {high:.3f}]×"
+    if unit == "fraction":
+        return f"[{low:.4f}, {high:.4f}]"
+    if unit in ("count", "rows", "items", "tasks"):
+        return f"[{fmt(low, 'count')}, {fmt(high, 'count')}]" + ("" if unit == "count" else f" {unit}")
+    return f"[{low:.4g}, {high:.4g}] {unit}"
