@@ -365,3 +365,27 @@ def test_a_run_with_bundles_spec_counters_and_a_lost_gpu(tmp_path):
     finally:
         t.close()
         tel.close()
+
+
+def test_unavailable_telemetry_of_two_runs_are_two_packages(tmp_path):
+    a, b = synthetic_run("a"), synthetic_run("a", interval=0.02)
+    for r in (a, b):
+        r.telemetry.status, r.telemetry.devices, r.telemetry.gpu_rows, r.telemetry.gpm_rows = "unavailable: x", [], [], []
+    _, ta = write_run(tmp_path, "a", a)
+    _, tb = write_run(tmp_path, "b", b)
+    ma, mb = (json.loads((t / "manifest.json").read_text()) for t in (ta, tb))
+    assert ma["package_id"] != mb["package_id"]  # the link to the run is part of the content
+
+
+def test_the_model_directory_is_llama_3_1_8b(tmp_path):
+    import importlib.util
+
+    from tests.conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("bench_model", REPO / "scripts" / "bench_model.py")
+    bm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bm)
+    assert bm.param_count(bm.CONFIG) == bm.PUBLISHED_PARAMS == 8_030_261_248
+    assert len(bm.SPECIAL) == 256 and bm.SPECIAL[9] == "<|eot_id|>"  # id 128009
+    bm.write_config(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text()) == bm.CONFIG

@@ -205,6 +205,8 @@ class ThroughputSummary(_Doc):
     """Version of this summary format."""
     arm: str
     """The run's arm label, e.g. `cuda-graphs`."""
+    stall_s: float
+    """The stall threshold the windows were judged with."""
     windows: list[WindowFigures]
     """Per window."""
     tok_s: Spread
@@ -341,7 +343,7 @@ def summarize(arm: str, requests: Sequence[BenchRequestRow], windows: Sequence[B
     ttft = TtftFigures(requests=len(ttfts), median_ms=statistics.median(ttfts) if ttfts else None,
                        mean_ms=math.fsum(ttfts) / len(ttfts) if ttfts else None)
     return ThroughputSummary(
-        arm=arm, windows=figs, tok_s=tok_s,
+        arm=arm, stall_s=stall_s, windows=figs, tok_s=tok_s,
         decode=DecodeFigures(requests=len(rates), per_request_mean=math.fsum(rates) / len(rates) if rates else None,
                              per_request_min=min(rates, default=None), per_request_max=max(rates, default=None),
                              tokens=dec_tokens, seconds=seconds, overall_tok_s=dec_tokens / seconds if seconds else None),

@@ -8,7 +8,8 @@ launched server's `server.log` and the anchor's `anchor.json` / `anchor.log`. Th
 `telemetry` package: `gpu_samples.parquet` (`gpu_sample_row.v1`), `gpm_samples.parquet`
 (`gpm_sample_row.v1`) and `summary.json` (`TelemetrySummary`); `provenance.extra.throughput`
 names the throughput package by id and content digest, and `extra.windows` repeats its window
-edges so the telemetry figures can be recomputed from the telemetry package alone.
+edges so the telemetry figures can be recomputed from the telemetry package alone; the summary
+holds both too, so the link is part of the telemetry package's content (and its digest).
 
 A reader never takes a stored summary on trust: `check_*` recompute it from the rows and report
 every field that differs.
@@ -134,9 +135,10 @@ def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifes
     gpu_rows = [GpuSampleRow(**r) for r in tel.gpu_rows]
     gpm_rows = [GpmSampleRow(**r) for r in tel.gpm_rows]
     windows = [(w.window, w.start, w.end) for w in result.windows]
-    summary = telemetry.summarize(tel.status, len(tel.devices), windows, gpu_rows, gpm_rows)
+    link = (throughput.package_id, content_digest(throughput.files))
+    summary = telemetry.summarize(link, tel.status, len(tel.devices), windows, gpu_rows, gpm_rows)
     extra = {
-        "throughput": {"package_id": throughput.package_id, "digest": content_digest(throughput.files)},
+        "throughput": {"package_id": link[0], "digest": link[1]},
         "status": tel.status,
         "devices": [{"index": d.index, "name": d.name, "uuid": d.uuid} for d in tel.devices],
         "counters": tel.counters,
@@ -277,7 +279,8 @@ def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Te
         gpu_rows = list(pkg.iter_rows("gpu_sample_row.v1"))
         gpm_rows = list(pkg.iter_rows("gpm_sample_row.v1"))
         windows = [(int(w[0]), float(w[1]), float(w[2])) for w in extra.get("windows", [])]
-        fresh = telemetry.summarize(str(extra.get("status", "")), len(extra.get("devices", [])), windows,
+        fresh = telemetry.summarize((str(link.get("package_id")), str(link.get("digest"))),
+                                    str(extra.get("status", "")), len(extra.get("devices", [])), windows,
                                     gpu_rows, gpm_rows)
         stored = _stored_summary(pkg)
         _check(str(path), stored, fresh)

@@ -25,7 +25,6 @@ NVML is reached through `DeviceLayer`, a small interface, so tests inject failur
 from __future__ import annotations
 
 import math
-import statistics
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -536,6 +535,10 @@ class WindowTelemetry(_Doc):
 
     window: int
     """Window index (as in the throughput package)."""
+    start: float
+    """Run-clock start of the window (from the throughput package)."""
+    end: float
+    """Run-clock end of the window."""
     gpus: list[GpuWindowFigures]
     """Per GPU."""
     mean_kernel_running_pct: float | None = None
@@ -561,6 +564,10 @@ class TelemetrySummary(_Doc):
 
     schema_version: int = 1
     """Version of this summary format."""
+    throughput_package_id: str
+    """The throughput package whose run these counters were read during."""
+    throughput_digest: str
+    """That package's content digest: the link is part of this package's content."""
     status: str
     """`ok`, `unavailable: ...` or `failed: ...`."""
     gpus: int
@@ -585,9 +592,10 @@ def _interp(points: list[tuple[float, float]], x: float) -> float | None:
     return None
 
 
-def summarize(status: str, gpus: int, windows: Sequence[tuple[int, float, float]],
+def summarize(link: tuple[str, str], status: str, gpus: int, windows: Sequence[tuple[int, float, float]],
               gpu_rows: Sequence[GpuSampleRow], gpm_rows: Sequence[GpmSampleRow]) -> TelemetrySummary:
-    """Per-window figures from the rows; `windows` are (index, start, end)."""
+    """Per-window figures from the rows; `link` is the throughput package's (id, digest), `windows` its
+    (index, start, end)."""
     by_gpu: dict[int, list[GpuSampleRow]] = {}
     for r in sorted(gpu_rows, key=lambda r: (r.t, r.gpu)):
         by_gpu.setdefault(r.gpu, []).append(r)
@@ -623,17 +631,13 @@ def summarize(status: str, gpus: int, windows: Sequence[tuple[int, float, float]
             return math.fsum(vals) if vals and all(v is not None for v in vals) else None
 
         out.append(WindowTelemetry(
-            window=w, gpus=per,
+            window=w, start=start, end=end, gpus=per,
             mean_kernel_running_pct=across("kernel_running_pct"), mean_memory_busy_pct=across("memory_busy_pct"),
             mean_sm_util_pct=across("sm_util_pct"), mean_sm_occupancy_pct=across("sm_occupancy_pct"),
             mean_any_tensor_util_pct=across("any_tensor_util_pct"), mean_dram_bw_util_pct=across("dram_bw_util_pct"),
             power_w_sum_over_gpus=total("power_w"), energy_j_sum_over_gpus=total("energy_j")))
-    return TelemetrySummary(status=status, gpus=gpus, windows=out)
-
-
-def median_or_none(values: Iterable[float]) -> float | None:
-    vs = list(values)
-    return statistics.median(vs) if vs else None
+    return TelemetrySummary(throughput_package_id=link[0], throughput_digest=link[1], status=status, gpus=gpus,
+                            windows=out)
 
 
 schemas.register("telemetry_summary.v1", TelemetrySummary)

@@ -271,7 +271,9 @@ class _Run:
                 if row.ended == "error":
                     self.check_server()
                     time.sleep(min(1.0, self.cfg.stall_s))  # a failing server must not be hammered
-        except (NoChunkUsage, AuditError) as e:
+        except NoChunkUsage as e:
+            self.fatal = AuditError(str(e))
+        except AuditError as e:
             self.fatal = e
         except Exception as e:  # noqa: BLE001 - reported by the main thread
             self.fatal = e
