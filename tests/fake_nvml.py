@@ -4,7 +4,8 @@ Counters are deterministic functions of how many readings were taken. Options: `
 (open() raises TelemetryUnavailable with that reason), `unsupported` (counter names that raise
 CounterUnsupported, legacy or GPM), `lose` ({gpu: n}: raise GpuLost from the n-th reading of that
 GPU on), `flaky` ({gpu: every}: every n-th utilization reading raises CounterError), `gpm` (GPM
-support per GPU), `gpm_nan` (GPM metrics come back as errors like NaN with a success code).
+support per GPU), `gpm_nan` (GPM metrics come back as errors like NaN with a success code),
+`gpm_fail` (every GPM sample raises CounterError).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from audit.bench.telemetry import (
 class FakeLayer(DeviceLayer):
     def __init__(self, gpus: Sequence[str] = ("NVIDIA H200",), *, unavailable: str | None = None,
                  unsupported: Sequence[str] = (), lose: dict[int, int] | None = None,
-                 flaky: dict[int, int] | None = None, gpm: Sequence[bool] | bool = True, gpm_nan: bool = False):
+                 flaky: dict[int, int] | None = None, gpm: Sequence[bool] | bool = True, gpm_nan: bool = False,
+                 gpm_fail: bool = False):
         self.names = list(gpus)
         self.unavailable = unavailable
         self.unsupported = set(unsupported)
@@ -34,6 +36,7 @@ class FakeLayer(DeviceLayer):
         self.flaky = dict(flaky or {})
         self.gpm = [gpm] * len(self.names) if isinstance(gpm, bool) else list(gpm)
         self.gpm_nan = gpm_nan
+        self.gpm_fail = gpm_fail
         self.reads = [0] * len(self.names)
         self.closed = False
         self.freed = 0
@@ -84,6 +87,8 @@ class FakeLayer(DeviceLayer):
         return {"gpu": None, "n": 0}
 
     def gpm_get(self, gpu: int, sample: Any) -> None:
+        if self.gpm_fail:
+            raise CounterError("Insufficient Permissions")
         if gpu in self.lose and self.reads[gpu] >= self.lose[gpu]:
             raise GpuLost("GPU is lost")
         sample["gpu"] = gpu

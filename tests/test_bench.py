@@ -277,6 +277,14 @@ def test_gpm_values_that_are_not_numbers_are_errors():
     assert all(r["t_end"] - r["t_start"] >= 0.1 for r in res.gpm_rows)
 
 
+def test_gpm_samples_that_keep_failing_are_given_up_on():
+    res = _sample(FakeLayer(gpm_fail=True), seconds=1.4)  # 14 GPM ticks at 0.1 s
+    assert res.gpm_rows == [] and res.gpu_rows
+    assert [e["event"] for e in res.events] == ["GPM sample failed: Insufficient Permissions"] * 3 + [
+        "GPM given up after 10 failed samples"]
+    assert res.counters["0"]["sm_util_pct"] == "not read: 10 GPM samples failed (Insufficient Permissions)"
+
+
 def test_gpm_intervals_below_100_ms_are_refused():
     with pytest.raises(ValueError, match="shorter than 0.1 s"):
         Sampler(FakeLayer(), RunClock(), gpm_interval_s=0.05)
@@ -389,3 +397,21 @@ def test_the_model_directory_is_llama_3_1_8b(tmp_path):
     assert len(bm.SPECIAL) == 256 and bm.SPECIAL[9] == "<|eot_id|>"  # id 128009
     bm.write_config(tmp_path)
     assert json.loads((tmp_path / "config.json").read_text()) == bm.CONFIG
+
+
+def test_several_servers_share_the_load(tmp_path):
+    with FakeOpenAIServer(max_model_len=4096, token_delay=0.002) as s1, \
+            FakeOpenAIServer(max_model_len=4096, token_delay=0.002) as s2:
+        cfg = BenchConfig(arm="two", servers=(s1.url, s2.url), concurrency=2, prompt_tokens=30, max_tokens=8,
+                          ignore_eos=True, windows=2, window_s=0.5, telemetry=False)
+        res = run(cfg, layer=FakeLayer(), work_parent=tmp_path)
+        sent = (len(s1.state.generate_requests), len(s2.state.generate_requests))
+    slots = {(r.server, r.slot) for r in res.rows}
+    assert slots == {(0, 0), (0, 1), (1, 0), (1, 1)} and min(sent) > 0
+    assert sum(sent) == len(res.rows)
+    s = figures.summarize("two", res.rows, res.windows, cfg.stall_s)
+    assert all(w.valid for w in s.windows)
+    # Four requests in flight: each window counts the tokens of all of them.
+    assert s.windows[0].tokens == sum(1 for r in res.rows if r.phase == "timed" for o in r.token_times
+                                      if res.windows[0].start <= r.started_at + o < res.windows[0].end)
+    assert res.servers[0]["url"] == s1.url and res.servers[1]["url"] == s2.url

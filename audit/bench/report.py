@@ -201,9 +201,10 @@ def timeline_png(t: Throughput, tel: Telemetry | None, out: Path, *, why_no_tele
                 ax_u.plot([(a + b) / 2 - t0 for a, b in spans], [math.nan if y is None else y for y in ys],
                           color=color, ls=style, lw=1, label=label)
         ax_u.set_ylim(0, 105)
-        ax_u.legend(loc="lower right", fontsize=8)
+        ax_u.legend(loc="center right", fontsize=8)
         ax_p.plot([x - t0 for x in ts], [math.nan if p is None else p for p in power], color="C3", lw=1)
         ax_p.set_ylabel(f"power, W (sum of {tel.summary.gpus} GPU)")
+        ax_p.set_ylim(bottom=0)
     else:
         why = why_no_telemetry or (f"counters {tel.extra.get('status')}" if tel is not None else "no telemetry")
         for a in (ax_u, ax_p):

@@ -37,6 +37,11 @@ from audit.bench.clock import RunClock
 from audit import schemas
 from audit.models import GpmSampleRow, GpuSampleRow
 
+GPM_FAILURES_KEPT = 3
+"""GPM sample failures of one GPU recorded as events one by one."""
+GPM_GIVE_UP = 10
+"""Consecutive GPM sample failures after which a GPU's GPM metrics are no longer read."""
+
 MIN_GPM_INTERVAL_S = 0.1
 """Shortest interval between the two GPM samples of a metric: NVML returns zeros or NaN below it."""
 
@@ -266,6 +271,7 @@ class _Gpu:
     gpm: bool = False
     gpm_samples: list[Any] = field(default_factory=list)
     gpm_prev_t: float | None = None
+    gpm_failures: int = 0
 
 
 @dataclass
@@ -332,7 +338,10 @@ class Sampler:
         for d in self.devices:
             g = _Gpu(d, status={c: "ok" for c in LEGACY_COUNTERS})
             if self.use_gpm:
-                g.gpm = self.layer.gpm_supported(d.index)
+                try:
+                    g.gpm = self.layer.gpm_supported(d.index)
+                except Exception as e:  # a GPU already lost: its readings will say so
+                    self.events.append({"t": self.clock.now(), "gpu": d.index, "event": f"GPM support unknown: {e}"})
             for m in GPM_METRICS:
                 g.status[m] = "ok" if g.gpm else ("unsupported" if self.use_gpm else "not read: --no-gpm")
             self._gpus.append(g)
@@ -458,9 +467,20 @@ class Sampler:
                                       "t_end": round(self.clock.now(), 6), "gpu": i, "error": f"GPU lost: {e}"})
                 self._lost(g, self.clock.now(), e)
             except CounterError as e:
-                # The pair is broken: start a new interval from the next sample.
+                # The pair is broken: start a new interval from the next sample. A GPU whose samples keep
+                # failing is given up on (one event per failure would flood the record).
                 g.gpm_prev_t = None
-                self.events.append({"t": self.clock.now(), "gpu": i, "event": f"GPM sample failed: {e}"})
+                g.gpm_failures += 1
+                if g.gpm_failures <= GPM_FAILURES_KEPT:
+                    self.events.append({"t": self.clock.now(), "gpu": i, "event": f"GPM sample failed: {e}"})
+                if g.gpm_failures >= GPM_GIVE_UP:
+                    g.gpm = False
+                    for m in GPM_METRICS:
+                        g.status[m] = f"not read: {GPM_GIVE_UP} GPM samples failed ({e})"
+                    self.events.append({"t": self.clock.now(), "gpu": i,
+                                        "event": f"GPM given up after {GPM_GIVE_UP} failed samples"})
+                continue
+            g.gpm_failures = 0
 
     def _gpm_row(self, g: _Gpu, t0: float, t1: float) -> None:
         names = [m for m in GPM_METRICS if g.status[m] == "ok"]
@@ -623,10 +643,10 @@ def summarize(link: tuple[str, str], status: str, gpus: int, windows: Sequence[t
                 fig[name] = math.fsum(v * o for v, o in pairs) / weight if pairs and weight > 0 else None
             per.append(GpuWindowFigures(**fig))
 
-        def across(name: str) -> float | None:
+        def across(name: str, per: list[GpuWindowFigures] = per) -> float | None:
             return _mean(getattr(f, name) for f in per if getattr(f, name) is not None)
 
-        def total(name: str) -> float | None:
+        def total(name: str, per: list[GpuWindowFigures] = per) -> float | None:
             vals = [getattr(f, name) for f in per]
             return math.fsum(vals) if vals and all(v is not None for v in vals) else None
 
