@@ -6,6 +6,9 @@
 #   bash scripts/h200_bench_prepare.sh          # .dev/llama-3.1-8b-shape: config.json + Llama 3 tokenizer (gz)
 # Then, on the host, from the checkout root, carrying .dev/llama-3.1-8b-shape and .dev/vllm-smoke:
 #   bash scripts/h200_bench.sh "$OUT"
+# or, on a fresh host, in the same call as the last vLLM install step (carry .dev/vllm/c3, .dev/vllm-smoke
+# and .dev/llama-3.1-8b-shape: about 58 MiB):
+#   bash .dev/vllm-smoke/install-on-device.sh .dev/vllm/c3 || exit 9; bash scripts/h200_bench.sh "$OUT"
 # Writes to OUTDIR (5 files): h200_bench.log (everything printed), bench-packages.tar.gz (every package
 # directory, validated), and one report PNG per arm.
 #
@@ -108,7 +111,7 @@ arm() {  # arm NAME EXTRA_SERVER_ARGS WITH_ANCHOR
   if [ "${DRY:-0}" = 1 ] && [ -n "${!fake_var:-}" ]; then launch="$launch --fake-config '${!fake_var}'"; fi
   local args=(--launch "$launch" --launch-program "$PROGRAM" --launch-timeout 300 --model "$MODEL"
               --arm "$name" -o "$WORK/$name" --prompt-tokens "$PROMPT_TOKENS" --max-tokens "$MAX_TOKENS"
-              --ignore-eos --windows "$WINDOWS" --window-s "$WINDOW_S" --warmup-requests 2 --force)
+              --ignore-eos --windows "$WINDOWS" --window-s "$WINDOW_S" --warmup-requests 1 --force)
   if [ "$anchor" = 1 ]; then
     args+=(--anchor "$BENCH_SERVE bench serve --backend vllm --base-url {url} --model {model} --tokenizer {model}
       --dataset-name random --random-input-len {prompt_tokens} --random-output-len {max_tokens}

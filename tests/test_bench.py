@@ -99,6 +99,11 @@ def test_speculative_decoding_per_window_from_the_server_counters():
     assert w.spec_acceptance_rate == pytest.approx(1 / 3) and w.spec_mean_acceptance_length == 2.0
     assert s.spec.mean_acceptance_length == 2.0 and s.spec.drafts == sum(f.spec_drafts for f in s.windows)
     assert figures.summarize("a", synthetic_run().rows, res.windows[:0], 1.0).spec is None
+    assert figures.summarize("a", res.rows, synthetic_run().windows, 1.0).spec is None  # no spec counters
+    idle = [w.model_copy(update={"server_counters_start": {promtext.SPEC_DRAFTS: 7.0},
+                                 "server_counters_end": {promtext.SPEC_DRAFTS: 7.0}}) for w in res.windows]
+    nothing = figures.summarize("a", res.rows, idle, 1.0).spec  # spec decoding on, but nothing drafted
+    assert nothing.drafts == 0 and nothing.mean_acceptance_length is None
 
 
 def test_prometheus_counters_are_summed_over_labels():

@@ -220,7 +220,7 @@ class ThroughputSummary(_Doc):
     requests: RequestCounts
     """Request counts."""
     spec: SpecFigures | None = None
-    """Speculative decoding, when the server's counters show it ran."""
+    """Speculative decoding, when the server reports its counters (it runs speculative decoding)."""
     anchor: AnchorFigures | None = None
     """`vllm bench serve` on the same server, when the run recorded it."""
 
@@ -332,7 +332,7 @@ def summarize(arm: str, requests: Sequence[BenchRequestRow], windows: Sequence[B
 
     spec = None
     drafts = [f.spec_drafts for f in valid if f.spec_drafts is not None]
-    if drafts and any(drafts):
+    if drafts:  # the server reports speculative decoding (even when it drafted nothing)
         d = math.fsum(drafts)
         dt = math.fsum(f.spec_draft_tokens or 0.0 for f in valid)
         acc = math.fsum(f.spec_accepted_tokens or 0.0 for f in valid)

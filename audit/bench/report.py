@@ -11,6 +11,7 @@ from typing import Any
 
 from audit.bench.figures import Comparison, ThroughputSummary
 from audit.bench.store import Telemetry, Throughput
+from audit.errors import AuditError
 
 
 def _f(x: float | None, nd: int = 1, unit: str = "") -> str:
@@ -150,7 +151,10 @@ def compare_lines(c: Comparison) -> list[str]:
 def timeline_png(t: Throughput, tel: Telemetry | None, out: Path, *, why_no_telemetry: str | None = None) -> None:
     """Three panels on one time axis (seconds from the first window): tok/s (per window, and per second
     from the token arrivals), utilization.gpu against GPM SM_UTIL and DRAM_BW_UTIL, and power."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise AuditError("matplotlib is not installed: give --no-png, or install matplotlib") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
