@@ -12,7 +12,16 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from audit.models import ItemRow, Manifest, ReleaseRow, ResponseRow
+from audit.models import (
+    BenchRequestRow,
+    BenchWindowRow,
+    GpmSampleRow,
+    GpuSampleRow,
+    ItemRow,
+    Manifest,
+    ReleaseRow,
+    ResponseRow,
+)
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 SCHEMA_BASE_URI = "https://audit.invalid/schemas/"
@@ -22,6 +31,10 @@ DOCUMENTS: dict[str, type[BaseModel]] = {
     "response_row.v1": ResponseRow,
     "item_row.v1": ItemRow,
     "release_row.v1": ReleaseRow,
+    "bench_request_row.v1": BenchRequestRow,
+    "bench_window_row.v1": BenchWindowRow,
+    "gpu_sample_row.v1": GpuSampleRow,
+    "gpm_sample_row.v1": GpmSampleRow,
 }
 """Every schema file, by id: `schemas/<id>.json`."""
 
@@ -38,7 +51,7 @@ def _load_all() -> None:
     import importlib
 
     for mod in ("audit.verdicts", "audit.diff", "audit.release", "audit.floor.report", "audit.claims.ledger",
-                "audit.claims.verify"):
+                "audit.claims.verify", "audit.bench.figures", "audit.bench.telemetry"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

@@ -18,7 +18,19 @@ Faults for tests (`faults`: dicts consumed in order, each `{"kind", "match", "ti
 `match` a substring of the prompt, `once_file` a path that, once created by the
 fault, disarms it across restarts): `500`, `drop` (close without a reply),
 `truncate` (cut the stream before `[DONE]`), `badjson` (an event that is not JSON),
-`no_usage`, `error_event` (a 500 error inside the stream), `die` (the process exits).
+`no_usage`, `error_event` (a 500 error inside the stream), `die` (the process exits),
+`stall` (the stream pauses `seconds` after `after` chunks, then goes on).
+
+For `audit bench`: `stream_options.continuous_usage_stats` puts a cumulative `usage` on
+every chunk, as vLLM v0.26.0 does (the end-of-sequence token then comes as a last chunk
+with empty text, counted in usage); `ignore_eos` is honoured; `bundle` (a list of token
+counts, cycled) makes chunks carry several tokens, as speculative decoding does, and
+`spec_k` reports drafts of that many tokens (accepted: the bundle size minus one) in
+`GET /metrics`, beside `vllm:generation_tokens_total` and `vllm:prompt_tokens_total`
+(Prometheus text, `_total` counters with `model_name` and `engine` labels; `metrics=False`
+answers 404); `first_token_delay` delays the first chunk; `no_chunk_usage` ignores
+`continuous_usage_stats`; `empty_first_chunk` sends a chunk with no token (empty text, usage
+unchanged) before the first-token delay, as a server that flushes early might.
 `dev_mode` answers `GET /server_info` like VLLM_SERVER_DEV_MODE=1.
 Misbehaviours: `apply` (sampling values the server uses whatever was sent),
 `max_tokens_cap` (a server-wide ceiling), `prompt_tokens_delta` (usage off by N).
@@ -69,7 +81,9 @@ class FakeState:
                  log_path: str | None = None, faults: list[dict[str, Any]] | None = None,
                  apply: dict[str, Any] | None = None, max_tokens_cap: int | None = None,
                  prompt_tokens_delta: int = 0, defaults: dict[str, Any] | None = None, log_stdout: bool = False,
-                 log_requests: bool = True, dev_mode: bool = False):
+                 log_requests: bool = True, dev_mode: bool = False, bundle: list[int] | None = None,
+                 spec_k: int | None = None, metrics: bool = True, first_token_delay: float = 0.0,
+                 no_chunk_usage: bool = False, empty_first_chunk: bool = False):
         self.model = model
         self.root = root or model
         self.max_model_len = max_model_len
@@ -85,6 +99,13 @@ class FakeState:
         self.prompt_tokens_delta = prompt_tokens_delta
         self.defaults = dict(defaults or {})
         self.dev_mode = dev_mode
+        self.bundle = list(bundle or [1])
+        self.spec_k = spec_k
+        self.metrics = metrics
+        self.first_token_delay = first_token_delay
+        self.no_chunk_usage = no_chunk_usage
+        self.empty_first_chunk = empty_first_chunk
+        self.counters = {"generation": 0, "prompt": 0, "drafts": 0, "draft_tokens": 0, "accepted": 0}
         self.lock = threading.Lock()
         self.generate_requests: list[dict[str, Any]] = []
         self.tokenize_requests = 0
@@ -103,6 +124,10 @@ class FakeState:
                 f.write(line)
 
     def take_fault(self, text: str, endpoint: str) -> str | None:
+        f = self.take_fault_spec(text, endpoint)
+        return f["kind"] if f else None
+
+    def take_fault_spec(self, text: str, endpoint: str) -> dict[str, Any] | None:
         with self.lock:
             for f in self.faults:
                 if f.get("times", 1) <= 0:
@@ -117,7 +142,7 @@ class FakeState:
                         continue
                     Path(once).write_text("fired\n")
                 f["times"] = f.get("times", 1) - 1
-                return f["kind"]
+                return f
         return None
 
 
@@ -132,7 +157,8 @@ def _applied_params(body: dict[str, Any], max_tokens: int, state: FakeState) -> 
          "repetition_penalty": pick("repetition_penalty", 1.0), "temperature": pick("temperature", 1.0),
          "top_p": pick("top_p", 1.0), "top_k": pick("top_k", 0), "min_p": pick("min_p", 0.0),
          "seed": body.get("seed"), "stop": body.get("stop") or [], "stop_token_ids": [], "bad_words": [],
-         "thinking_token_budget": None, "include_stop_str_in_output": False, "ignore_eos": False,
+         "thinking_token_budget": None, "include_stop_str_in_output": False,
+         "ignore_eos": bool(body.get("ignore_eos", False)),
          "max_tokens": max_tokens, "min_tokens": body.get("min_tokens") or 0, "logprobs": None,
          "prompt_logprobs": None, "skip_special_tokens": True, "spaces_between_special_tokens": True,
          "structured_outputs": None, "extra_args": None}
@@ -202,6 +228,8 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": [
                 {"id": st.model, "object": "model", "created": 0, "owned_by": "vllm", "root": st.root,
                  "parent": None, "max_model_len": st.max_model_len, "permission": []}]})
+        elif self.path == "/metrics" and st.metrics:
+            self._metrics()
         elif self.path.startswith("/server_info") and st.dev_mode:
             self._json(200, {"vllm_config": {"model_config": {
                 "model": st.root, "served_model_name": st.model, "max_model_len": st.max_model_len, "seed": 0,
@@ -209,6 +237,32 @@ class Handler(BaseHTTPRequestHandler):
                 "vllm_env": {}, "system_env": {}})
         else:
             self._error(404, f"no route {self.path}", "NotFoundError")
+
+    def _metrics(self) -> None:
+        st = self.state
+        labels = f'{{engine="0",model_name="{st.model}"}}'
+        with st.lock:
+            c = dict(st.counters)
+        lines = ["# HELP vllm:generation_tokens_total Number of generation tokens processed.",
+                 "# TYPE vllm:generation_tokens_total counter",
+                 f"vllm:generation_tokens_total{labels} {float(c['generation'])}",
+                 "# TYPE vllm:prompt_tokens_total counter", f"vllm:prompt_tokens_total{labels} {float(c['prompt'])}",
+                 "# TYPE vllm:num_requests_running gauge", f"vllm:num_requests_running{labels} 0.0"]
+        if st.spec_k:
+            lines += ["# TYPE vllm:spec_decode_num_drafts_total counter",
+                      f"vllm:spec_decode_num_drafts_total{labels} {float(c['drafts'])}",
+                      f"vllm:spec_decode_num_draft_tokens_total{labels} {float(c['draft_tokens'])}",
+                      f"vllm:spec_decode_num_accepted_tokens_total{labels} {float(c['accepted'])}",
+                      f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="{st.model}",'
+                      f'position="0"}} {float(c["accepted"])}']
+        data = ("\n".join(lines) + "\n").encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+        self.close_connection = True
 
     def do_POST(self) -> None:  # noqa: N802
         st = self.state
@@ -235,7 +289,8 @@ class Handler(BaseHTTPRequestHandler):
             asked = body.get("max_tokens", 16)
         with st.lock:
             st.generate_requests.append(body)
-        fault = st.take_fault(plain, "generate")
+        fault_spec = st.take_fault_spec(plain, "generate")
+        fault = fault_spec["kind"] if fault_spec else None
         if fault == "die":
             if st.log_stdout:  # running as its own process: exit like a crashed server
                 st.log("ERROR [core.py:1] EngineCore died unexpectedly (injected)")
@@ -271,7 +326,9 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200, {"id": rid, "object": "chat.completion" if chat else "text_completion",
                                     "created": int(time.time()), "model": st.model, "choices": [choice],
                                     "usage": usage})
-        self._stream(rid, chat, pieces, finish, stop_reason, usage, body, fault)
+        with st.lock:
+            st.counters["prompt"] += n_prompt
+        self._stream(rid, chat, pieces, finish, stop_reason, usage, body, fault, fault_spec or {})
 
     def _tokenize(self, body: dict[str, Any]) -> None:
         st = self.state
@@ -300,7 +357,7 @@ class Handler(BaseHTTPRequestHandler):
         text = ""
         n = 0
         while n < p["max_tokens"]:
-            if n >= p["min_tokens"] and rng.random() < st.stop_prob:
+            if n >= p["min_tokens"] and not p["ignore_eos"] and rng.random() < st.stop_prob:
                 return pieces, "stop", None, n + 1  # the end-of-sequence token counts, its text does not
             word = rng.choice(WORDS)
             piece = word if not pieces else " " + word
@@ -315,7 +372,7 @@ class Handler(BaseHTTPRequestHandler):
         return pieces, "length", None, n
 
     def _stream(self, rid: str, chat: bool, pieces: list[str], finish: str, stop_reason: Any,
-                usage: dict[str, Any], body: dict[str, Any], fault: str | None) -> None:
+                usage: dict[str, Any], body: dict[str, Any], fault: str | None, fault_spec: dict[str, Any]) -> None:
         st = self.state
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -336,6 +393,10 @@ class Handler(BaseHTTPRequestHandler):
                 c["stop_reason"] = stop_reason
             return {"id": rid, "object": obj, "created": created, "model": st.model, "choices": [c]}
 
+        opts = body.get("stream_options") or {}
+        if opts.get("include_usage") and opts.get("continuous_usage_stats") and not st.no_chunk_usage:
+            return self._stream_counted(rid, chat, pieces, finish, stop_reason, usage, obj, created, chunk,
+                                        fault, fault_spec)
         try:
             if chat:
                 self._event({"id": rid, "object": obj, "created": created, "model": st.model, "choices": [
@@ -362,6 +423,60 @@ class Handler(BaseHTTPRequestHandler):
                 self._event(chunk(None if chat else "", finish))
             opts = body.get("stream_options") or {}
             if opts.get("include_usage") and fault != "no_usage":
+                self._event({"id": rid, "object": obj, "created": created, "model": st.model, "choices": [],
+                             "usage": usage})
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _stream_counted(self, rid: str, chat: bool, pieces: list[str], finish: str, stop_reason: Any,
+                        usage: dict[str, Any], obj: str, created: int, chunk: Any, fault: str | None,
+                        fault_spec: dict[str, Any]) -> None:
+        """Streaming with a cumulative usage on every chunk (vLLM's continuous_usage_stats)."""
+        st = self.state
+        groups: list[list[str]] = []
+        i = b = 0
+        while i < len(pieces):
+            size = max(1, st.bundle[b % len(st.bundle)])
+            groups.append(pieces[i:i + size])
+            i += size
+            b += 1
+        eos = finish == "stop" and stop_reason is None  # the end-of-sequence token: counted, no text
+        n_prompt = usage["prompt_tokens"]
+        done = 0
+        try:
+            if st.empty_first_chunk:
+                c = chunk(None if chat else "")
+                c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": 0, "total_tokens": n_prompt}
+                self._event(c)
+            if st.first_token_delay:
+                time.sleep(st.first_token_delay)
+            for gi, group in enumerate(groups):
+                if st.token_delay:
+                    time.sleep(st.token_delay * len(group))
+                if fault == "stall" and gi == fault_spec.get("after", 1):
+                    time.sleep(float(fault_spec.get("seconds", 1.0)))
+                if fault == "truncate" and gi >= len(groups) // 2:
+                    return self._drop()
+                done += len(group)
+                with st.lock:
+                    st.counters["generation"] += len(group)
+                    if st.spec_k and gi > 0:
+                        st.counters["drafts"] += 1
+                        st.counters["draft_tokens"] += st.spec_k
+                        st.counters["accepted"] += len(group) - 1
+                last = gi == len(groups) - 1 and not eos
+                text = "".join(group)
+                c = chunk(text, finish if last else None)
+                c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": done, "total_tokens": n_prompt + done}
+                self._event(c)
+            if eos or not groups:
+                done += 1 if eos else 0
+                c = chunk(None if chat else "", finish)
+                c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": done, "total_tokens": n_prompt + done}
+                self._event(c)
+            if fault != "no_usage":
                 self._event({"id": rid, "object": obj, "created": created, "model": st.model, "choices": [],
                              "usage": usage})
             self._chunk(b"data: [DONE]\n\n")

@@ -26,6 +26,8 @@ ROW_KEYS: dict[str, tuple[str, ...]] = {
     "response_row.v1": ("item_id", "sample", "attempt"),
     "item_row.v1": ("item_id",),
     "release_row.v1": ("item_id", "sample"),
+    "bench_request_row.v1": ("request",),
+    "bench_window_row.v1": ("window",),
 }
 """Fields that must be unique together within one file of each row schema."""
 

@@ -4,10 +4,13 @@ only after the manifest is complete, so a killed writer leaves nothing that vali
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tarfile
 import time
+import types
+import typing
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -83,6 +86,14 @@ class PackageWriter:
         finally:
             sink.close()
         self._entries[rel] = (schema, sink.count)
+
+    def content_digest(self) -> str:
+        """The content digest the package will have if nothing more is added (see `content_digest`)."""
+        files = []
+        for rel, (schema, count) in self._entries.items():
+            digest, size = sha256_file(self.tmp / rel)
+            files.append(FileEntry(path=rel, sha256=digest, bytes=size, rows=count, schema=schema))
+        return content_digest(files)
 
     def add_text(self, rel: str, text: str) -> None:
         """Add a file without rows (README, log), pinned by hash and size."""
@@ -168,6 +179,40 @@ class _JsonlSink(_RowSink):
         self._w.close()
 
 
+def _arrow_type(annotation: Any, name: str) -> Any:
+    """The Arrow type of a row field, or None when it has no fixed one (then the type is inferred)."""
+    import pyarrow as pa
+
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        return _arrow_type(rest[0], name) if len(rest) == 1 else None
+    if name in JSON_COLUMNS:
+        return pa.string()
+    if origin is typing.Literal:
+        return pa.string() if all(isinstance(a, str) for a in args) else None
+    if origin is list:
+        inner = _arrow_type(args[0], "") if args else None
+        return pa.list_(inner) if inner is not None else None
+    return {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}.get(annotation)
+
+
+@functools.cache
+def _arrow_schema(model: type[Record]) -> Any:
+    """A fixed Arrow schema for a row model, so that a column that is null in every row (an unsupported
+    counter) keeps its type and a file with no rows can still be written; None when a field has no
+    fixed Arrow type."""
+    import pyarrow as pa
+
+    fields = []
+    for name, f in model.model_fields.items():
+        t = _arrow_type(f.annotation, name)
+        if t is None:
+            return None
+        fields.append(pa.field(f.alias or name, t))
+    return pa.schema(fields)
+
+
 class _ParquetSink(_RowSink):
     """Rows buffered in batches and written as Parquet; object fields become JSON text columns."""
 
@@ -176,6 +221,7 @@ class _ParquetSink(_RowSink):
     def __init__(self, path: Path, model: type[Record]):
         self._path = path
         self._model = model
+        self._schema = _arrow_schema(model)
         self._buf: list[dict[str, Any]] = []
         self._writer: Any = None
         self.count = 0
@@ -196,7 +242,7 @@ class _ParquetSink(_RowSink):
 
         if not self._buf:
             return
-        table = pa.Table.from_pylist(self._buf)
+        table = pa.Table.from_pylist(self._buf, schema=self._schema)
         if self._writer is None:
             self._writer = pq.ParquetWriter(self._path, table.schema)
         self._writer.write_table(table.cast(self._writer.schema))
@@ -204,6 +250,10 @@ class _ParquetSink(_RowSink):
 
     def close(self) -> None:
         self._flush()
+        if self._writer is None and self._schema is not None:  # no rows: an empty file that keeps the schema
+            import pyarrow.parquet as pq
+
+            self._writer = pq.ParquetWriter(self._path, self._schema)
         if self._writer is not None:
             self._writer.close()
 

@@ -1,0 +1,299 @@
+"""The packages of a throughput run: writing them, reading them back, recomputing their figures.
+
+`throughput` package: `requests.jsonl` (`bench_request_row.v1`), `windows.jsonl`
+(`bench_window_row.v1`), `summary.json` (`ThroughputSummary`), and when there were any, the
+launched server's `server.log` and the anchor's `anchor.json` / `anchor.log`. The manifest's
+`provenance.extra` holds the run's full configuration.
+
+`telemetry` package: `gpu_samples.parquet` (`gpu_sample_row.v1`), `gpm_samples.parquet`
+(`gpm_sample_row.v1`) and `summary.json` (`TelemetrySummary`); `provenance.extra.throughput`
+names the throughput package by id and content digest, and `extra.windows` repeats its window
+edges so the telemetry figures can be recomputed from the telemetry package alone; the summary
+holds both too, so the link is part of the telemetry package's content (and its digest).
+
+A reader never takes a stored summary on trust: `check_*` recompute it from the rows and report
+every field that differs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audit.bench import figures, telemetry
+from audit.bench.throughput import RunResult, hardware_of
+from audit.errors import AuditError, Problem, ValidationFailed
+from audit.jsonl import dumps_pretty
+from audit.models import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuSampleRow, Manifest, Provenance
+from audit.packages import Package, PackageWriter, content_digest, open_package
+
+REQUESTS = "requests.jsonl"
+WINDOWS = "windows.jsonl"
+SUMMARY = "summary.json"
+ANCHOR = "anchor.json"
+GPU_SAMPLES = "gpu_samples.parquet"
+GPM_SAMPLES = "gpm_samples.parquet"
+ANCHOR_TOOL = "vllm bench serve"
+
+
+def telemetry_path(out: str | Path) -> Path:
+    """Where the telemetry package of throughput package `out` goes by default: `OUT.telemetry`."""
+    p = Path(out)
+    for suffix in (".tar.gz", ".tgz"):
+        if p.name.endswith(suffix):
+            return p.with_name(p.name[: -len(suffix)] + ".telemetry" + suffix)
+    return p.with_name(p.name + ".telemetry")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-.") or "arm"
+
+
+def _summary_text(model: Any) -> str:
+    return dumps_pretty(model.model_dump(mode="json"))
+
+
+def check_outputs(out: Path, tel_out: Path | None, force: bool) -> None:
+    """Refuse before measuring, not after: outputs that exist (without --force) or have no parent."""
+    for p in (out, tel_out):
+        if p is None:
+            continue
+        if p.exists() and not force:
+            raise AuditError("already exists (use --force to replace it)", path=str(p))
+        if not p.parent.is_dir():
+            raise AuditError("parent directory does not exist", path=str(p.parent))
+
+
+def write(result: RunResult, out: Path, tel_out: Path | None, *, force: bool = False) -> tuple[Manifest, Manifest | None]:
+    """Write the throughput package, then the telemetry package linked to it."""
+    cfg = result.config
+    anchor = None
+    if result.anchor_result is not None:
+        anchor = (ANCHOR_TOOL, _read_anchor(result.anchor_result.read_bytes(), str(result.anchor_result)))
+    summary = figures.summarize(cfg.arm, result.rows, result.windows, cfg.stall_s, anchor)
+    tel = result.telemetry
+    extra: dict[str, Any] = {
+        "arm": cfg.arm,
+        "run": run_settings(result),
+        "config": cfg.record(),
+        "prompt": result.prompt,
+        "servers": result.servers,
+        "notes": result.notes,
+        "telemetry": ({"package": tel_out.name, "status": tel.status} if tel is not None and tel_out is not None
+                      else "off"),
+    }
+    if result.anchor is not None:
+        extra["anchor"] = result.anchor
+    versions = {s.get("version") for s in result.servers}
+    prov = Provenance(model=result.model, engine="vllm" if any(versions) else None,
+                      engine_version=next(iter(versions)) if len(versions) == 1 else None,
+                      hardware=hardware_of(result),
+                      sampling={"temperature": 0.0, "max_tokens": cfg.max_tokens, "ignore_eos": cfg.ignore_eos, "n": 1},
+                      notes="Decode throughput: streamed requests timed per token; figures in summary.json are "
+                            "recomputed from requests.jsonl and windows.jsonl by `audit bench report`.",
+                      extra=extra)
+    with PackageWriter(out, kind="throughput", provenance=prov, package_id=cfg.package_id, overwrite=force) as w:
+        with w.rows(REQUESTS, "bench_request_row.v1") as sink:
+            for r in result.rows:
+                sink.write(r)
+        with w.rows(WINDOWS, "bench_window_row.v1") as sink:
+            for wr in result.windows:
+                sink.write(wr)
+        w.add_text(SUMMARY, _summary_text(summary))
+        if result.server_log is not None and result.server_log.is_file():
+            w.add_file("server.log", result.server_log)
+        elif result.work is not None and (result.work / "server.log").is_file():
+            w.add_file("server.log", result.work / "server.log")
+        if result.anchor_result is not None:
+            w.add_file(ANCHOR, result.anchor_result)
+        if result.anchor_log is not None and result.anchor_log.is_file():
+            w.add_file("anchor.log", result.anchor_log)
+        if w.package_id is None:
+            w.package_id = f"throughput-{_slug(cfg.arm)}-{w.content_digest()[:12]}"
+    assert w.manifest is not None
+    tp = w.manifest
+    tm = None
+    if tel is not None and tel_out is not None:
+        tm = write_telemetry(tel, tel_out, tp, result, force=force)
+    return tp, tm
+
+
+def run_settings(result: RunResult) -> dict[str, Any]:
+    """The settings two arms must share to be compared."""
+    cfg = result.config
+    return {"model": result.model, "prompt_tokens": cfg.prompt_tokens, "max_tokens": cfg.max_tokens,
+            "ignore_eos": cfg.ignore_eos, "concurrency": cfg.concurrency, "servers": len(result.servers),
+            "windows": cfg.windows, "window_s": cfg.window_s, "stall_s": cfg.stall_s,
+            "warmup_requests": cfg.warmup_requests}
+
+
+def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifest, result: RunResult, *,
+                    force: bool = False) -> Manifest:
+    gpu_rows = [GpuSampleRow(**r) for r in tel.gpu_rows]
+    gpm_rows = [GpmSampleRow(**r) for r in tel.gpm_rows]
+    windows = [(w.window, w.start, w.end) for w in result.windows]
+    link = (throughput.package_id, content_digest(throughput.files))
+    summary = telemetry.summarize(link, tel.status, len(tel.devices), windows, gpu_rows, gpm_rows)
+    extra = {
+        "throughput": {"package_id": link[0], "digest": link[1]},
+        "status": tel.status,
+        "devices": [{"index": d.index, "name": d.name, "uuid": d.uuid} for d in tel.devices],
+        "counters": tel.counters,
+        "events": tel.events,
+        "windows": [list(w) for w in windows],
+        "sampler": {"hz": tel.hz, "gpm_interval_s": tel.gpm_interval_s, "cpu_s": round(tel.cpu_s, 4),
+                    "wall_s": round(tel.wall_s, 3),
+                    "cpu_fraction_of_one_core": round(tel.cpu_s / tel.wall_s, 6) if tel.wall_s > 0 else None,
+                    "late_ticks": tel.late_ticks, **tel.info},
+    }
+    prov = Provenance(hardware=hardware_of(result), notes="GPU counters sampled during the linked throughput run "
+                      "(NVML; GPM on Hopper and newer). Null values are counters not read, never zeros.", extra=extra)
+    with PackageWriter(out, kind="telemetry", provenance=prov, overwrite=force) as w:
+        with w.rows(GPU_SAMPLES, "gpu_sample_row.v1") as sink:
+            for r in sorted(gpu_rows, key=lambda r: (r.t, r.gpu)):
+                sink.write(r)
+        with w.rows(GPM_SAMPLES, "gpm_sample_row.v1") as sink:
+            for r in sorted(gpm_rows, key=lambda r: (r.t_start, r.gpu)):
+                sink.write(r)
+        w.add_text(SUMMARY, _summary_text(summary))
+        w.package_id = f"telemetry-{_slug(result.config.arm)}-{w.content_digest()[:12]}"
+    assert w.manifest is not None
+    return w.manifest
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _read_anchor(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise AuditError(f"not JSON: {e}", path=where) from None
+    if not isinstance(obj, dict):
+        raise AuditError("not a JSON object", path=where)
+    return obj
+
+
+def _stored_summary(pkg: Package) -> dict[str, Any]:
+    try:
+        return json.loads((pkg.root / SUMMARY).read_bytes())
+    except (OSError, json.JSONDecodeError) as e:
+        raise AuditError(f"{SUMMARY}: {e}", path=str(pkg.source)) from None
+
+
+@dataclass
+class Throughput:
+    """A throughput package read back: its rows, its stored summary and the recomputed one."""
+
+    pkg: Package
+    requests: list[BenchRequestRow]
+    windows: list[BenchWindowRow]
+    stored: dict[str, Any]
+    summary: figures.ThroughputSummary
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return self.pkg.manifest.provenance.extra
+
+    def close(self) -> None:
+        self.pkg.close()
+
+
+@dataclass
+class Telemetry:
+    pkg: Package
+    gpu_rows: list[GpuSampleRow]
+    gpm_rows: list[GpmSampleRow]
+    stored: dict[str, Any]
+    summary: telemetry.TelemetrySummary
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return self.pkg.manifest.provenance.extra
+
+    def close(self) -> None:
+        self.pkg.close()
+
+
+def _differences(stored: Any, fresh: Any, where: str = "") -> list[str]:
+    if isinstance(stored, dict) and isinstance(fresh, dict):
+        out = []
+        for k in sorted(set(stored) | set(fresh)):
+            out += _differences(stored.get(k, "<missing>"), fresh.get(k, "<missing>"), f"{where}.{k}" if where else k)
+        return out
+    if isinstance(stored, list) and isinstance(fresh, list) and len(stored) == len(fresh):
+        out = []
+        for i, (a, b) in enumerate(zip(stored, fresh)):
+            out += _differences(a, b, f"{where}[{i}]")
+        return out
+    return [] if stored == fresh else [f"{where}: stored {stored!r}, recomputed {fresh!r}"]
+
+
+def _check(src: str, stored: dict[str, Any], fresh: Any) -> None:
+    diffs = _differences(stored, fresh.model_dump(mode="json"))
+    if diffs:
+        raise ValidationFailed(src, [Problem(f"{src}/{SUMMARY}", f"differs from the figures recomputed from the rows: "
+                                                                 f"{d}") for d in diffs[:20]])
+
+
+def load_throughput(path: str | Path) -> Throughput:
+    """Open, validate and recompute a throughput package; raise ValidationFailed when its summary is not
+    what its rows give."""
+    pkg = open_package(path, kind="throughput")
+    try:
+        requests = list(pkg.iter_rows("bench_request_row.v1"))
+        windows = list(pkg.iter_rows("bench_window_row.v1"))
+        extra = pkg.manifest.provenance.extra
+        run = extra.get("run")
+        if not isinstance(run, dict) or not isinstance(run.get("stall_s"), (int, float)):
+            raise AuditError("manifest.json: provenance.extra.run.stall_s is missing", path=str(path))
+        anchor = None
+        if (pkg.root / ANCHOR).is_file():
+            anchor = (ANCHOR_TOOL, _read_anchor((pkg.root / ANCHOR).read_bytes(), f"{path}/{ANCHOR}"))
+        try:
+            fresh = figures.summarize(str(extra.get("arm", "")), requests, windows, float(run["stall_s"]), anchor)
+        except ValueError as e:
+            raise AuditError(str(e), path=f"{path}/{ANCHOR}") from None
+        stored = _stored_summary(pkg)
+        _check(str(path), stored, fresh)
+        return Throughput(pkg, requests, windows, stored, fresh)
+    except BaseException:
+        pkg.close()
+        raise
+
+
+def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Telemetry:
+    """Open, validate and recompute a telemetry package; when `throughput` is given, check that the
+    telemetry names it (by content digest)."""
+    pkg = open_package(path, kind="telemetry")
+    try:
+        extra = pkg.manifest.provenance.extra
+        link = extra.get("throughput") or {}
+        if throughput is not None and link.get("digest") != throughput.pkg.digest:
+            raise AuditError(f"belongs to throughput package {link.get('package_id')} (digest "
+                             f"{str(link.get('digest'))[:12]}...), not {throughput.pkg.manifest.package_id} (digest "
+                             f"{throughput.pkg.digest[:12]}...)", path=str(path))
+        gpu_rows = list(pkg.iter_rows("gpu_sample_row.v1"))
+        gpm_rows = list(pkg.iter_rows("gpm_sample_row.v1"))
+        windows = [(int(w[0]), float(w[1]), float(w[2])) for w in extra.get("windows", [])]
+        fresh = telemetry.summarize((str(link.get("package_id")), str(link.get("digest"))),
+                                    str(extra.get("status", "")), len(extra.get("devices", [])), windows,
+                                    gpu_rows, gpm_rows)
+        stored = _stored_summary(pkg)
+        _check(str(path), stored, fresh)
+        return Telemetry(pkg, gpu_rows, gpm_rows, stored, fresh)
+    except BaseException:
+        pkg.close()
+        raise
+
+
+def find_telemetry(throughput_path: str | Path, given: str | Path | None) -> Path | None:
+    """The telemetry package to read with a throughput package: the one given, else `PACKAGE.telemetry`
+    when it exists."""
+    if given is not None:
+        return Path(given)
+    p = telemetry_path(throughput_path)
+    return p if p.exists() else None
