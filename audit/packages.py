@@ -62,10 +62,43 @@ ROW_KEYS: dict[str, tuple[str, ...]] = {
     "response_row.v1": ("item_id", "sample", "attempt"),
     "item_row.v1": ("item_id",),
     "release_row.v1": ("item_id", "sample"),
+    "profile_step.v1": ("step",),
+    "profile_kernel.v1": ("name", "category"),
+    "profile_collective.v1": ("step", "kind", "position"),
 }
 """Fields that must be unique together within one file of each row schema."""
 
 DATA_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
+
+DOCUMENT_SCHEMAS: dict[str, tuple[str, str]] = {
+    "trace_summary.v1": ("audit.trace.models", "TraceSummary"),
+}
+"""Files holding one JSON document (not rows), by schema id: the (module, class) of its model,
+imported when a package holds one (the model lives beside the code that writes it)."""
+
+
+def document_model(schema: str) -> type[Record]:
+    import importlib
+
+    module, name = DOCUMENT_SCHEMAS[schema]
+    return getattr(importlib.import_module(module), name)
+
+
+def validate_document(root: Path, entry: FileEntry) -> tuple[list[Problem], Any]:
+    """Check a document file against its model; return (problems, the model or None)."""
+    if not entry.path.endswith(".json"):
+        return [Problem(entry.path, "document files must end in .json")], None
+    if entry.rows is not None:
+        return [Problem(entry.path, "a document has no rows: manifest must say null", field="rows")], None
+    data, err = read_document(root / entry.path)
+    if err is None:
+        obj, err = parse_object(data.replace(b"\n", b" "))
+    if err:
+        return [Problem(entry.path, err)], None
+    try:
+        return [], document_model(entry.schema_).model_validate(obj)
+    except pydantic.ValidationError as e:
+        return _pydantic_problems(entry.path, None, e), None
 
 
 def created_now() -> str:
@@ -362,6 +395,9 @@ def validate_tree(root: Path, label: str = "", rows: bool = True) -> tuple[Manif
                                                 f"(the file was altered)", field="sha256"))
         if entry.schema_ == TEXT_SCHEMA:
             continue
+        if entry.schema_ in DOCUMENT_SCHEMAS:
+            problems += validate_document(root, entry)[0]
+            continue
         if entry.schema_ not in ROW_MODELS:
             problems.append(Problem(entry.path, f"unknown schema {entry.schema_!r}", field="schema"))
             continue
@@ -466,6 +502,16 @@ class Package:
     def files(self, schema: str) -> list[FileEntry]:
         """The package's files that follow `schema`, in manifest order."""
         return [f for f in self.manifest.files if f.schema_ == schema]
+
+    def document(self, schema: str) -> Any:
+        """The model of the package's one file following document `schema` (validated on open)."""
+        entries = self.files(schema)
+        if len(entries) != 1:
+            raise AuditError(f"holds {len(entries)} files of schema {schema!r}, expected 1", path=str(self.source))
+        problems, doc = validate_document(self.root, entries[0])
+        if problems:  # cannot happen after validation unless the file changed since
+            raise ValidationFailed(str(self.source), [_prefixed(self.source, p) for p in problems])
+        return doc
 
     def iter_objects(self, schema: str) -> Iterator[tuple[FileEntry, int, dict[str, Any]]]:
         """Raw JSON objects of every file following `schema`, with their row numbers (no model
@@ -599,6 +645,14 @@ class PackageWriter:
         """Copy an existing file in as a text/binary file without rows."""
         shutil.copyfile(src, self.path(rel))
         self._entries[rel] = (TEXT_SCHEMA, None)
+
+    def add_document(self, rel: str, schema: str, doc: Record) -> None:
+        """Add one JSON document following a registered document schema (indented, stable bytes)."""
+        if schema not in DOCUMENT_SCHEMAS or not isinstance(doc, document_model(schema)):
+            raise AuditError(f"not a {schema!r} document")
+        self.path(rel).write_text(dumps_pretty(doc.model_dump(mode="json", by_alias=True)), encoding="utf-8",
+                                  newline="\n")
+        self._entries[rel] = (schema, None)
 
     def commit(self) -> Manifest:
         files = []

@@ -12,7 +12,15 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from audit.models import ItemRow, Manifest, ReleaseRow, ResponseRow
+from audit.models import (
+    ItemRow,
+    Manifest,
+    ProfileCollectiveRow,
+    ProfileKernelRow,
+    ProfileStepRow,
+    ReleaseRow,
+    ResponseRow,
+)
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 SCHEMA_BASE_URI = "https://audit.invalid/schemas/"
@@ -22,6 +30,9 @@ DOCUMENTS: dict[str, type[BaseModel]] = {
     "response_row.v1": ResponseRow,
     "item_row.v1": ItemRow,
     "release_row.v1": ReleaseRow,
+    "profile_step.v1": ProfileStepRow,
+    "profile_kernel.v1": ProfileKernelRow,
+    "profile_collective.v1": ProfileCollectiveRow,
 }
 """Every schema file, by id: `schemas/<id>.json`."""
 
@@ -37,7 +48,7 @@ def _load_all() -> None:
     # Modules that define further documents register them on import.
     import importlib
 
-    for mod in ("audit.verdicts", "audit.diff", "audit.release"):
+    for mod in ("audit.verdicts", "audit.diff", "audit.release", "audit.trace.models"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

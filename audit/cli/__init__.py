@@ -33,6 +33,7 @@ def _load_commands() -> None:
     from audit.cli import release_cmd  # noqa: F401
     from audit.cli import judge_cmd  # noqa: F401
     from audit.cli import demo_cmd  # noqa: F401
+    from audit.cli import trace_cmd  # noqa: F401
 
 
 def error_line(message: str) -> str:
