@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import cli
+from audit.cli import CONTEXT, cli
 
 _DEFAULT = "summarize"
 
@@ -51,7 +51,7 @@ def _step_options(f):
     return f
 
 
-@cli.group("trace", cls=_TraceGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@cli.group("trace", cls=_TraceGroup, context_settings=CONTEXT)
 def trace() -> None:
     """PyTorch profiler (Kineto) traces: where each step's time goes.
 

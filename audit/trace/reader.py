@@ -127,11 +127,17 @@ class TraceReader:
         self._pos = 0
         self._eof = False
         self._lines = 0
+        self._col0 = 0  # characters of the current line that were dropped from the buffer
 
     def _fill(self) -> None:
         """Drop the consumed text and append the next chunk; sets `_eof` at the end of the file."""
         buf, pos = self._buf, self._pos
-        self._lines += buf.count("\n", 0, pos)
+        newlines = buf.count("\n", 0, pos)
+        if newlines:
+            self._lines += newlines
+            self._col0 = pos - buf.rfind("\n", 0, pos) - 1
+        else:
+            self._col0 += pos
         try:
             chunk = self._text.read(CHUNK_CHARS)
         except UnicodeDecodeError as e:
@@ -148,9 +154,9 @@ class TraceReader:
         self._pos = 0
 
     def _where(self, pos: int) -> str:
-        line = self._lines + self._buf.count("\n", 0, pos) + 1
-        col = pos - self._buf.rfind("\n", 0, pos)
-        return f"line {line} column {col}"
+        newlines = self._buf.count("\n", 0, pos)
+        col = pos - self._buf.rfind("\n", 0, pos) if newlines else self._col0 + pos + 1
+        return f"line {self._lines + newlines + 1} column {col}"
 
     def _fail(self, message: str, pos: int | None = None) -> TraceError:
         where = f" at {self._where(self._pos if pos is None else pos)}" if self._buf or pos else ""
@@ -190,13 +196,13 @@ class TraceReader:
                     continue
                 if cut and not self._eof:
                     raise self._fail(f"{what} is longer than {MAX_VALUE_CHARS:,} characters", start) from None
-                if self._eof and e.pos >= len(self._buf) - 1:
+                if self._eof and cut:
                     raise self._fail(f"ends inside {what} (truncated file?)", start) from None
-                raise self._fail(f"malformed JSON in {what}: {e.msg}", e.pos) from None
+                raise self._fail(f"malformed JSON in {what} ({e.msg})", e.pos) from None
             except ValueError as e:  # NaN / Infinity
-                raise self._fail(f"malformed JSON in {what}: {e}", start) from None
+                raise self._fail(f"malformed JSON in {what} ({e})", start) from None
             except RecursionError:
-                raise self._fail(f"malformed JSON in {what}: nested too deeply", start) from None
+                raise self._fail(f"malformed JSON in {what} (nested too deeply)", start) from None
             if end == len(self._buf) and not self._eof:
                 self._fill()  # a number at the buffer's end may go on in the next chunk
                 continue

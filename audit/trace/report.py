@@ -61,7 +61,7 @@ def render_summary(s: TraceSummary) -> str:
         add(f"steps       {m.complete_steps:,} complete{filt}; GPU events launched before the first marker: "
             f"{m.gpu_events_before_first:,}, after the last (a step without an end): {m.gpu_events_after_last:,}")
         by_stream = ", ".join(f"{k}: {_spread(v)}" for k, v in st.kernels_per_step_by_stream.items())
-        add(f"kernels     {_spread(st.kernels_per_step)} per step; by stream {by_stream}")
+        add(f"kernels     per step: {_spread(st.kernels_per_step)}; by stream {by_stream}")
         add(f"step time   median {fmt_us(st.step_us.median_us)} (marker to marker), GPU window median "
             f"{fmt_us(st.gpu_window_us.median_us)}")
         add(f"kernel time median {fmt_us(st.kernel_us.median_us)} over {st.kernel_us.count:,} kernels")
@@ -73,15 +73,15 @@ def render_summary(s: TraceSummary) -> str:
         add("            gaps " + ", ".join(f"{k}: {v:,}" for k, v in ms.gap_histogram.items()))
     g = s.cuda_graphs
     if g.graph_launches:
-        per_step = f"; {_spread(g.launches_per_step)} launches per step" if g.launches_per_step else ""
-        add(f"cuda graphs {g.graph_launches:,} launches ran {g.kernels:,} kernels "
-            f"({_spread(g.kernels_per_launch)} per launch){per_step}")
+        per_step = f"; launches per step: {_spread(g.launches_per_step)}" if g.launches_per_step else ""
+        add(f"cuda graphs {g.graph_launches:,} launches ran {g.kernels:,} kernels; kernels per launch: "
+            f"{_spread(g.kernels_per_launch)}{per_step}")
     else:
         add("cuda graphs none")
     if s.collectives:
         add("collectives per position in the step (median over the steps that have a call there):")
         for ck in s.collectives:
-            add(f"  {ck.kind}: {_spread(ck.calls_per_step)} per step")
+            add(f"  {ck.kind}: calls per step: {_spread(ck.calls_per_step)}")
             for p in ck.positions:
                 add(f"    #{p.position:<3} {fmt_us(p.median_us):>14}  ({_plural(p.steps, 'step')}, {fmt_us(p.min_us)} to "
                     f"{fmt_us(p.max_us)})  {short(p.name, 60)}")
