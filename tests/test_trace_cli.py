@@ -255,3 +255,33 @@ def test_help(cli):
     assert "'^execute_context_'" in r.out
     r = cli("trace", "diff", "--help")
     assert r.code == 0 and "Exit 0 when every kernel name's count is the same" in " ".join(r.out.split())
+
+
+# --------------------------------------------------------------------------- the H200 script, without a GPU
+
+
+def test_h200_script_dry_run(tmp_path):
+    """DRY=1 runs the audit half of scripts/h200_trace.sh on synthetic traces named and shaped as vLLM 0.26
+    writes them (one .pt.trace.json.gz per TP rank, execute_context_ markers, decode steps as graph replays,
+    sampling launched after the annotation)."""
+    import os
+    import subprocess
+
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "DRY": "1", "PROF": str(tmp_path / "prof")}
+    out = tmp_path / "out"
+    r = subprocess.run(["bash", "scripts/h200_trace.sh", str(out)], cwd=repo, env=env, capture_output=True,
+                       text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    for rank in (0, 1):
+        s = json.loads((out / f"profile-tp{rank}" / "summary.json").read_text())
+        assert s["trace"]["rank"] == rank and s["markers"]["complete_steps"] == 9
+        assert s["steps"]["steps"] == 8  # the prefill step is left out by --step-filter
+        assert s["steps"]["kernels_per_step"] == {"median": 9.0, "min": 9, "max": 9, "constant": True}
+        assert s["cuda_graphs"]["graph_launches"] == 8
+        (ar,) = s["collectives"]
+        assert [(p["position"], p["median_us"]) for p in ar["positions"]] == [(0, 35.5), (1, 12.0)]
+    s = json.loads((out / "profile-tp0-default-marker" / "summary.json").read_text())
+    assert s["steps"] is None and any("^execute_context_" in n for n in s["notes"])
+    assert (out / "diff-tp0-tp1.txt").read_text().splitlines()[2] == \
+        "basis: per step; 0 of 8 kernel names changed count"

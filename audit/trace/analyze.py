@@ -172,7 +172,8 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
     g_dev, g_stream, g_corr, g_thread = c.g_dev.append, c.g_stream.append, c.g_corr.append, c.g_thread.append
     launches, graph_launches, launch_names = c.launches, c.graph_launches, c.launch_names
     categories = c.categories
-    kind_of: dict[Any, tuple[str, int | None, bool, bool]] = {}  # cat -> (label, gpu code, launch?, marker?)
+    kind_of: dict[Any, list[Any]] = {}  # cat -> [label, gpu code, launch?, marker?, events seen]
+    kinds: list[list[Any]] = []
     marker_search = marker.search
     n = 0
 
@@ -190,10 +191,11 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
         if kind is None:
             label = cat if isinstance(cat, str) else "(none)"
             low = label.lower()
-            kind = (label, _GPU_CATEGORIES.get(low), low in _LAUNCH_CATEGORIES, low in MARKER_CATEGORIES)
+            kind = [label, _GPU_CATEGORIES.get(low), low in _LAUNCH_CATEGORIES, low in MARKER_CATEGORIES, 0]
+            kinds.append(kind)
             if type(cat) is str or cat is None:
                 kind_of[cat] = kind
-        categories[kind[0]] += 1
+        kind[4] += 1
         ph = e.get("ph")
         gpu = kind[1]
         if gpu is not None:
@@ -259,6 +261,8 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
             fid, ts = e.get("id"), to_ns(e.get("ts"))
             if type(fid) is int and ts is not None:
                 c.flow_ends[(thread_id(e.get("pid"), e.get("tid")), ts)] = fid
+    for kind in kinds:
+        categories[kind[0]] += kind[4]
     c.events = n
     c.metadata = reader.metadata
     return c
@@ -330,24 +334,24 @@ def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: Tr
     # ---- link GPU events to their launch: correlation id, else the ac2g flow ending on the event
     by_flow = disagreements = 0
     if c.flow_ends:
-        g_thread = np.frombuffer(c.g_thread, dtype=np.int64)
         flow_ends = c.flow_ends
-        for i in range(n_gpu):
-            fid = flow_ends.get((int(g_thread[i]), int(g_ts[i])))
+        corr_list = g_corr.tolist()
+        for i, key in enumerate(zip(c.g_thread.tolist(), c.g_ts.tolist())):
+            fid = flow_ends.get(key)
             if fid is None:
                 continue
-            if g_corr[i] == _MISSING_CORRELATION:
-                g_corr[i] = fid
+            if corr_list[i] == _MISSING_CORRELATION:
+                corr_list[i] = fid
                 by_flow += 1
-            elif fid != g_corr[i]:
+            elif fid != corr_list[i]:
                 disagreements += 1
-    launches = c.launches
-    launch_ts = np.fromiter((launches.get(int(x), -1) if x >= 0 else -1 for x in g_corr), dtype=np.int64,
-                            count=n_gpu)
+        g_corr = np.array(corr_list, dtype=np.int64)
+    get = c.launches.get
+    launch_ts = np.array([get(x, -1) for x in g_corr.tolist()], dtype=np.int64)
     # ts -1 marks "no launch"; a real launch at ts -1 ns is not a thing profilers write.
     linked = launch_ts != -1
     n_linked = int(linked.sum())
-    linking = Linking(launch_events=len(launches), gpu_events=n_gpu, by_correlation=n_linked - by_flow,
+    linking = Linking(launch_events=len(c.launches), gpu_events=n_gpu, by_correlation=n_linked - by_flow,
                       by_flow=by_flow, unlinked=n_gpu - n_linked, flow_disagreements=disagreements)
     if linking.unlinked:
         notes.append(f"{linking.unlinked:,} of {n_gpu:,} GPU events have no launching CPU event in the trace "
@@ -443,14 +447,12 @@ def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: Tr
         np.maximum.at(last_gpu, k_idx, g_end[sk])
         after = step_of == -1
         next_after = int(g_ts[after].min()) if after.any() else None
-        graph_corr = np.fromiter((int(x) in c.graph_launches for x in g_corr), dtype=bool, count=n_gpu)
+        graph_corr = np.isin(g_corr, np.fromiter(c.graph_launches, dtype=np.int64, count=len(c.graph_launches)))
         per_graph = Counter()
         for k, corr in set(zip(step_of[sk & graph_corr].tolist(), g_corr[sk & graph_corr].tolist())):
             per_graph[k] += 1
-        coll_kind = _collective_kinds(c.names, collective_res)
         per_coll: dict[int, Counter[str]] = {}
-        g_coll = np.fromiter((coll_kind[int(x)] for x in g_name), dtype=np.int64, count=n_gpu) \
-            if collective_res else np.full(n_gpu, -1, dtype=np.int64)
+        g_coll = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[g_name]
         for k, ck in zip(step_of[sk & (g_coll >= 0) & is_kernel].tolist(),
                          g_coll[sk & (g_coll >= 0) & is_kernel].tolist()):
             per_coll.setdefault(k, Counter())[collective_res[ck][0]] += 1
@@ -483,9 +485,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: Tr
                 gpu_window_us=_us(win) if win is not None else None,
                 main_stream_busy_us=_us(busy) if busy is not None else None))
     else:
-        coll_kind = _collective_kinds(c.names, collective_res)
-        g_coll = np.fromiter((coll_kind[int(x)] for x in g_name), dtype=np.int64, count=n_gpu) \
-            if collective_res else np.full(n_gpu, -1, dtype=np.int64)
+        g_coll = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[g_name]
 
     # ---- step figures
     step_figures = None
@@ -519,8 +519,8 @@ def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: Tr
 
     # ---- CUDA graphs
     graph_scope = in_sel if not refused else linked
-    graph_counts = Counter(int(x) for x in g_corr[graph_scope & is_kernel] if int(x) in c.graph_launches)
-    launch_sizes = Counter(int(x) for x in g_corr[graph_scope] if x >= 0)
+    graph_counts = Counter(x for x in g_corr[graph_scope & is_kernel].tolist() if x in c.graph_launches)
+    launch_sizes = Counter(x for x in g_corr[graph_scope].tolist() if x >= 0)
     multi = sum(1 for corr, n in launch_sizes.items() if n > 1 and corr not in c.graph_launches)
     cuda_graphs = CudaGraphs(
         graph_launches=len(graph_counts), kernels=sum(graph_counts.values()),
@@ -689,7 +689,8 @@ def _kernel_rows(names: list[str], g_name: np.ndarray, g_cat: np.ndarray, g_dur:
     key = g_name * 3 + g_cat
     rows = []
     n_sel = len(sel_steps)
-    step_pos = {int(k): i for i, k in enumerate(sel_steps.tolist())}
+    step_pos = np.full(max(int(step_of.max()) + 1, 1), -1, dtype=np.int64)
+    step_pos[sel_steps] = np.arange(n_sel)
     order = np.lexsort((g_dur, key))
     key_sorted = key[order]
     bounds = np.flatnonzero(np.diff(key_sorted)) + 1
@@ -702,9 +703,7 @@ def _kernel_rows(names: list[str], g_name: np.ndarray, g_cat: np.ndarray, g_dur:
         d_sel = g_dur[sel]
         per_min = per_max = None
         if n_sel:
-            counts = np.zeros(n_sel, dtype=np.int64)
-            for s in step_of[sel].tolist():
-                counts[step_pos[s]] += 1
+            counts = np.bincount(step_pos[step_of[sel]], minlength=n_sel)
             per_min, per_max = int(counts.min()), int(counts.max())
         ck = int(g_coll[grp[0]])
         rows.append(ProfileKernelRow(
