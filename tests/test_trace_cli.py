@@ -209,9 +209,19 @@ def _variant(tmp_path: Path, name: str, extra_kernel: bool) -> Path:
 
 def test_diff_same_trace_exit_0(cli, decode, tmp_path):
     assert cli("trace", decode, "-o", tmp_path / "pkg").code == 0
-    r = cli("trace", "diff", tmp_path / "pkg", decode, "--top", "2")
-    assert r.code == 0
-    assert r.out.splitlines()[2] == "basis: per step; 0 of 8 kernel names changed count"
+    assert cli("bundle", tmp_path / "pkg", "-o", tmp_path / "pkg.tar.gz").code == 0
+    for side in (tmp_path / "pkg", tmp_path / "pkg.tar.gz"):
+        r = cli("trace", "diff", side, decode, "--top", "2")
+        assert r.code == 0
+        assert r.out.splitlines()[2] == "basis: per step; 0 of 8 kernel names changed count"
+
+
+def test_diff_refuses_a_package_of_another_kind(cli, decode, tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"item_id": "1", "reference": "A"}\n')
+    assert cli("pack", tmp_path / "items", "--kind", "items", "--items", items).code == 0
+    r = cli("trace", "diff", tmp_path / "items", decode)
+    assert r.code == 2 and r.err == f"audit: error: {tmp_path / 'items'}: is a 'items' package, expected 'profile'\n"
 
 
 def test_diff_lists_count_and_time_changes(cli, tmp_path):

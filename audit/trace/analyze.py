@@ -179,7 +179,11 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
 
     def thread_id(pid: Any, tid: Any) -> int:
         key = (pid, tid)
-        t = threads.get(key)
+        try:
+            t = threads.get(key)
+        except TypeError:  # a list or object as pid/tid: still one thread per distinct value
+            key = (repr(pid), repr(tid))
+            t = threads.get(key)
         if t is None:
             t = threads[key] = len(threads)
         return t
