@@ -20,7 +20,8 @@
 #   (N context requests with T tokens, M generation requests with T tokens), opened in
 #   gpu_worker.annotate_profile around model_runner.execute_model; sampling (sample_tokens) runs after
 #   it, so a step is one annotation's start to the next's: --step-marker '^execute_context_'.
-#   Decode-only steps match --step-filter '_context_0\(0\)_'. torch's ProfilerStep#N markers appear only
+#   Decode-only steps match --step-filter '_context_0\(0\)_generation_[1-9]' (an idle engine step is
+#   `execute_context_0(0)_generation_0(0)`). torch's ProfilerStep#N markers appear only
 #   with a profiler schedule (warmup_iterations or wait_iterations > 0), so the default marker finds
 #   none: `audit trace` refuses per-step figures and names the marker to use.
 # - `gpu_model_runner: forward/sample/...` scopes appear only with VLLM_CUSTOM_SCOPES_FOR_PROFILING=1.
@@ -45,7 +46,7 @@ PORT=${PORT:-8013}
 TOKENS=${TOKENS:-32}
 LAUNCH=${LAUNCH:-"--tensor-parallel-size 2 --load-format dummy --max-model-len 2048 --gpu-memory-utilization 0.6"}
 MARKER='^execute_context_'
-DECODE='_context_0\(0\)_'
+DECODE='_context_0\(0\)_generation_[1-9]'
 exec > >(tee "$OUTDIR/h200_trace.log") 2>&1
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S) UTC)"; }
 rm -rf "$PROF"; mkdir -p "$PROF" "$OUTDIR/traces"
@@ -78,9 +79,12 @@ prof = Path(sys.argv[1])
 for rank in (0, 1):
     b = TraceBuilder(device=rank, rank=rank, world_size=2)
     names = ["execute_context_1(32)_generation_0(0)"] + ["execute_context_0(0)_generation_1(1)"] * 8
+    names.insert(5, "execute_context_0(0)_generation_0(0)")  # an idle engine step: no kernels
     for k, name in enumerate(names):
         t0 = 1_000_000.0 + 10_000.0 * k
         b.marker(name, t0, dur=2_000.0)
+        if "generation_0(0)" in name and "context_0" in name:
+            continue
         kernels = [(f"layer_kernel_{i}", t0 + 3000 + 20 * i, 15.0) for i in range(8)]
         kernels[3] = ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>", t0 + 3060, 40.0 - k)
         kernels[6] = ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 2>", t0 + 3120, 12.0)
@@ -90,7 +94,7 @@ for rank in (0, 1):
         else:
             b.graph(t0 + 100, kernels)
         b.kernel("sampler_kernel", t0 + 2500, t0 + 3300, 8.0)  # after the annotation: sample_tokens
-    b.marker("execute_context_0(0)_generation_1(1)", 1_000_000.0 + 90_000.0, dur=2_000.0)
+    b.marker("execute_context_0(0)_generation_1(1)", 1_000_000.0 + 100_000.0, dur=2_000.0)
     b.write(prof / f"dp0_pp0_tp{rank}_dcp0_ep0_rank{rank}.1764000000000000000.pt.trace.json.gz")
 EOF
 else

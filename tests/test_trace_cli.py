@@ -254,7 +254,8 @@ def test_diff_without_steps_compares_whole_traces(cli, tmp_path):
 
 def test_diff_bad_side_is_exit_2(cli, decode, tmp_path):
     r = cli("trace", "diff", decode, tmp_path / "missing.json")
-    assert r.code == 2 and r.err == f"audit: error: {tmp_path / 'missing.json'}: unreadable: No such file or directory\n"
+    missing = tmp_path / "missing.json"
+    assert r.code == 2 and r.err == f"audit: error: {missing}: unreadable: No such file or directory\n"
 
 
 def test_help(cli):
@@ -285,12 +286,12 @@ def test_h200_script_dry_run(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     for rank in (0, 1):
         s = json.loads((out / f"profile-tp{rank}" / "summary.json").read_text())
-        assert s["trace"]["rank"] == rank and s["markers"]["complete_steps"] == 9
-        assert s["steps"]["steps"] == 8  # the prefill step is left out by --step-filter
+        assert s["trace"]["rank"] == rank and s["markers"]["complete_steps"] == 10
+        assert s["steps"]["steps"] == 8  # the prefill and the idle step are left out by --step-filter
         assert s["steps"]["kernels_per_step"] == {"median": 9.0, "min": 9, "max": 9, "constant": True}
         assert s["cuda_graphs"]["graph_launches"] == 8
         (ar,) = s["collectives"]
-        assert [(p["position"], p["median_us"]) for p in ar["positions"]] == [(0, 35.5), (1, 12.0)]
+        assert [(p["position"], p["median_us"]) for p in ar["positions"]] == [(0, 35.0), (1, 12.0)]
     s = json.loads((out / "profile-tp0-default-marker" / "summary.json").read_text())
     assert s["steps"] is None and any("^execute_context_" in n for n in s["notes"])
     assert (out / "diff-tp0-tp1.txt").read_text().splitlines()[2] == \

@@ -43,8 +43,8 @@ def _step_options(f):
                           "cross_device_reduce, symmetric-memory all_reduce), all_gather, reduce_scatter, "
                           "all_to_all, send_recv, broadcast.")(f)
     f = click.option("--step-filter", metavar="REGEX",
-                     help="Count only steps whose marker name matches, e.g. '_context_0\\(0\\)_' for vLLM's "
-                          "decode-only steps; the other markers still bound steps.")(f)
+                     help="Count only steps whose marker name matches, e.g. '_context_0\\(0\\)_generation_[1-9]' for "
+                          "vLLM's decode-only steps; the other markers still bound steps.")(f)
     f = click.option("--step-marker", metavar="REGEX", default=DEFAULT_STEP_MARKER, show_default=True,
                      help="CPU annotation that starts a step (re.search on user_annotation/cpu_op names). "
                           "vLLM 0.26 marks each engine step with '^execute_context_'.")(f)

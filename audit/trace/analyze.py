@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field

@@ -111,7 +111,8 @@ class Linking(Record):
     """How GPU activity was matched to the CPU event that launched it."""
 
     launch_events: int = Field(ge=0)
-    """CPU runtime/driver events with a correlation id (`cudaLaunchKernel`, `cuLaunchKernel`, `cudaGraphLaunch`, ...)."""
+    """CPU runtime/driver events with a correlation id (`cudaLaunchKernel`, `cuLaunchKernel`,
+    `cudaGraphLaunch`, ...)."""
     gpu_events: int = Field(ge=0)
     """GPU kernels, memcpys and memsets."""
     by_correlation: int = Field(ge=0)

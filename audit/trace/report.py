@@ -32,8 +32,10 @@ def render_summary(s: TraceSummary) -> str:
     lines: list[str] = []
     add = lines.append
     src = s.source
-    kept = f"copied into the package as {src.included}" if src.included else "pinned by sha256 (not copied: over the limit)"
-    add(f"trace       {src.file}: {src.bytes:,} bytes{' (gzip)' if src.gzip else ''}, sha256 {src.sha256[:16]}…, {kept}")
+    kept = (f"copied into the package as {src.included}" if src.included
+            else "pinned by sha256 (not copied: over the limit)")
+    gz = " (gzip)" if src.gzip else ""
+    add(f"trace       {src.file}: {src.bytes:,} bytes{gz}, sha256 {src.sha256[:16]}…, {kept}")
     t = s.trace
     where = []
     if t.rank is not None:
@@ -83,8 +85,8 @@ def render_summary(s: TraceSummary) -> str:
         for ck in s.collectives:
             add(f"  {ck.kind}: calls per step: {_spread(ck.calls_per_step)}")
             for p in ck.positions:
-                add(f"    #{p.position:<3} {fmt_us(p.median_us):>14}  ({_plural(p.steps, 'step')}, {fmt_us(p.min_us)} to "
-                    f"{fmt_us(p.max_us)})  {short(p.name, 60)}")
+                add(f"    #{p.position:<3} {fmt_us(p.median_us):>14}  ({_plural(p.steps, 'step')}, "
+                    f"{fmt_us(p.min_us)} to {fmt_us(p.max_us)})  {short(p.name, 60)}")
     for note in s.notes:
         add(f"note: {note}")
     return "\n".join(lines) + "\n"
