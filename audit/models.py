@@ -415,6 +415,90 @@ class GpmSampleRow(Record):
         if self.t_end <= self.t_start:
             raise ValueError("t_end must be after t_start")
         return self
+# --------------------------------------------------------------------------- profile rows (audit trace)
+
+
+class ProfileStepRow(Record):
+    """One complete step of a profiler trace: a row of a `profile` package (see `audit.trace`)."""
+
+    step: int = Field(ge=0)
+    """Index of the step among the trace's complete steps (0 = the first marker's step)."""
+    marker: str
+    """Name of the step marker that opens the step, e.g. `ProfilerStep#12`."""
+    start_ns: int
+    """The marker's start on the trace's clock, in ns; the step ends where the next marker starts."""
+    duration_us: float = Field(ge=0)
+    """From this marker's start to the next one's, in µs (CPU time of the step)."""
+    selected: bool
+    """True when the step counts in the summary (it matches `--step-filter`, or no filter was given)."""
+    kernels: int = Field(ge=0)
+    """GPU kernels launched inside the step (matched to their launch through the correlation id)."""
+    kernels_by_stream: dict[str, int]
+    """Those kernels by stream (`STREAM`, or `DEVICE:STREAM` when the trace spans several GPUs)."""
+    memcpy: int = Field(ge=0)
+    """GPU memory copies launched inside the step."""
+    memset: int = Field(ge=0)
+    """GPU memsets launched inside the step."""
+    graph_launches: int = Field(ge=0)
+    """CUDA-graph launches (`cudaGraphLaunch`) inside the step; their kernels count in `kernels`."""
+    collectives: dict[str, int]
+    """Collective kernels of the step by kind (e.g. `all_reduce`)."""
+    gpu_start_ns: int | None = None
+    """Start of the step's first GPU activity, in ns; null when nothing ran on the GPU for it."""
+    gpu_window_us: float | None = None
+    """GPU window of the step: from its first GPU activity to the next step's first (or its own last end), µs."""
+    main_stream_busy_us: float | None = None
+    """Time the main stream executed work inside the GPU window, in µs."""
+
+
+class ProfileKernelRow(Record):
+    """One GPU kernel (or memcpy/memset) name of a profiler trace: a row of a `profile` package."""
+
+    name: str
+    """The kernel's name as the trace gives it."""
+    category: Literal["kernel", "memcpy", "memset"]
+    """GPU activity type."""
+    collective: str | None = None
+    """Collective kind the name matched (e.g. `all_reduce`), or null."""
+    count: int = Field(ge=0)
+    """Occurrences launched inside the selected complete steps."""
+    total_us: float = Field(ge=0)
+    """Their summed duration, µs."""
+    median_us: float | None = None
+    """Their median duration, µs; null when `count` is 0."""
+    min_us: float | None = None
+    """Their shortest duration, µs."""
+    max_us: float | None = None
+    """Their longest duration, µs."""
+    per_step_min: int | None = None
+    """Fewest occurrences in one selected step; null without steps."""
+    per_step_max: int | None = None
+    """Most occurrences in one selected step; null without steps."""
+    count_all: int = Field(ge=0)
+    """Occurrences in the whole trace, inside steps or not."""
+    total_us_all: float = Field(ge=0)
+    """Summed duration over the whole trace, µs."""
+    streams: list[str]
+    """Streams it ran on, in the notation of `ProfileStepRow.kernels_by_stream`."""
+
+
+class ProfileCollectiveRow(Record):
+    """One collective kernel inside a selected step, with its position: a row of a `profile` package."""
+
+    step: int = Field(ge=0)
+    """The step (`ProfileStepRow.step`)."""
+    kind: str
+    """Collective kind, e.g. `all_reduce`."""
+    position: int = Field(ge=0)
+    """Index of this call among the step's collectives of the same kind, in GPU start order (0 = first)."""
+    name: str
+    """The kernel's name."""
+    start_ns: int
+    """GPU start on the trace's clock, ns."""
+    duration_us: float = Field(ge=0)
+    """GPU duration, µs."""
+    stream: str
+    """Stream it ran on."""
 
 
 ROW_MODELS: dict[str, type[Record]] = {
@@ -425,6 +509,9 @@ ROW_MODELS: dict[str, type[Record]] = {
     "bench_window_row.v1": BenchWindowRow,
     "gpu_sample_row.v1": GpuSampleRow,
     "gpm_sample_row.v1": GpmSampleRow,
+    "profile_step.v1": ProfileStepRow,
+    "profile_kernel.v1": ProfileKernelRow,
+    "profile_collective.v1": ProfileCollectiveRow,
 }
 """Row schemas a package file may name, by schema id."""
 

@@ -19,6 +19,9 @@ from audit.models import (
     GpuSampleRow,
     ItemRow,
     Manifest,
+    ProfileCollectiveRow,
+    ProfileKernelRow,
+    ProfileStepRow,
     ReleaseRow,
     ResponseRow,
 )
@@ -35,6 +38,9 @@ DOCUMENTS: dict[str, type[BaseModel]] = {
     "bench_window_row.v1": BenchWindowRow,
     "gpu_sample_row.v1": GpuSampleRow,
     "gpm_sample_row.v1": GpmSampleRow,
+    "profile_step.v1": ProfileStepRow,
+    "profile_kernel.v1": ProfileKernelRow,
+    "profile_collective.v1": ProfileCollectiveRow,
 }
 """Every schema file, by id: `schemas/<id>.json`."""
 
@@ -51,7 +57,7 @@ def _load_all() -> None:
     import importlib
 
     for mod in ("audit.verdicts", "audit.diff", "audit.release", "audit.floor.report", "audit.claims.ledger",
-                "audit.claims.verify", "audit.bench.figures", "audit.bench.telemetry"):
+                "audit.claims.verify", "audit.bench.figures", "audit.bench.telemetry", "audit.trace.models"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

@@ -36,6 +36,7 @@ def _load_commands() -> None:
     from audit.cli import floor_cmd  # noqa: F401
     from audit.cli import claims_cmd  # noqa: F401
     from audit.cli import bench_cmd  # noqa: F401
+    from audit.cli import trace_cmd  # noqa: F401
 
 
 def error_line(message: str) -> str:

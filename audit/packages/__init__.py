@@ -12,7 +12,15 @@ row against its schema, duplicate keys, and path safety before any row is used.
 """
 
 from audit.jsonl import write_atomic
-from audit.packages.layout import DATA_SUFFIXES, MANIFEST, ROW_KEYS, content_digest, row_to_json
+from audit.packages.layout import (
+    DATA_SUFFIXES,
+    DOCUMENT_SCHEMAS,
+    MANIFEST,
+    ROW_KEYS,
+    content_digest,
+    document_model,
+    row_to_json,
+)
 from audit.packages.read import Package, open_package
 from audit.packages.validate import (
     MAX_PROBLEMS_PER_FILE,
@@ -26,7 +34,7 @@ from audit.packages.validate import (
 from audit.packages.write import PackageWriter, bundle, created_now
 
 __all__ = [
-    "DATA_SUFFIXES", "MANIFEST", "MAX_PROBLEMS_PER_FILE", "ROW_KEYS", "Package", "PackageWriter", "bundle",
-    "content_digest", "created_now", "load_manifest", "open_package", "pydantic_problems", "row_to_json",
+    "DATA_SUFFIXES", "DOCUMENT_SCHEMAS", "MANIFEST", "MAX_PROBLEMS_PER_FILE", "ROW_KEYS", "Package", "PackageWriter", "bundle",
+    "content_digest", "created_now", "document_model", "load_manifest", "open_package", "pydantic_problems", "row_to_json",
     "unpacked", "validate_package", "validate_rows", "validate_tree", "write_atomic",
 ]

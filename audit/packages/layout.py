@@ -28,10 +28,26 @@ ROW_KEYS: dict[str, tuple[str, ...]] = {
     "release_row.v1": ("item_id", "sample"),
     "bench_request_row.v1": ("request",),
     "bench_window_row.v1": ("window",),
+    "profile_step.v1": ("step",),
+    "profile_kernel.v1": ("name", "category"),
+    "profile_collective.v1": ("step", "kind", "position"),
 }
 """Fields that must be unique together within one file of each row schema."""
 
 DATA_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
+
+DOCUMENT_SCHEMAS: dict[str, tuple[str, str]] = {
+    "trace_summary.v1": ("audit.trace.models", "TraceSummary"),
+}
+"""Files holding one JSON document (not rows), by schema id: the (module, class) of its model,
+imported when a package holds one (the model lives beside the code that writes it)."""
+
+
+def document_model(schema: str) -> type[Record]:
+    import importlib
+
+    module, name = DOCUMENT_SCHEMAS[schema]
+    return getattr(importlib.import_module(module), name)
 
 
 def content_digest(files: Iterable[FileEntry]) -> str:

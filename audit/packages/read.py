@@ -12,7 +12,7 @@ from audit.errors import AuditError, ValidationFailed
 from audit.jsonl import parse_object
 from audit.models import ROW_MODELS, FileEntry, Manifest
 from audit.packages.layout import content_digest, fast_object, fast_row, iter_file_items
-from audit.packages.validate import prefixed, unpacked, validate_tree
+from audit.packages.validate import prefixed, unpacked, validate_document, validate_tree
 
 
 @dataclass
@@ -32,6 +32,16 @@ class Package:
     def files(self, schema: str) -> list[FileEntry]:
         """The package's files that follow `schema`, in manifest order."""
         return [f for f in self.manifest.files if f.schema_ == schema]
+
+    def document(self, schema: str) -> Any:
+        """The model of the package's one file following document `schema` (validated on open)."""
+        entries = self.files(schema)
+        if len(entries) != 1:
+            raise AuditError(f"holds {len(entries)} files of schema {schema!r}, expected 1", path=str(self.source))
+        problems, doc = validate_document(self.root, entries[0])
+        if problems:  # cannot happen after validation unless the file changed since
+            raise ValidationFailed(str(self.source), [prefixed(self.source, p) for p in problems])
+        return doc
 
     def iter_objects(self, schema: str) -> Iterator[tuple[FileEntry, int, dict[str, Any]]]:
         """Raw JSON objects of every file following `schema`, with their row numbers (no model

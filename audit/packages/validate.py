@@ -17,7 +17,8 @@ import pydantic
 from audit.errors import AuditError, Problem
 from audit.jsonl import READ_ERRORS, parse_object, read_document, sha256_file
 from audit.models import MANIFEST_SCHEMA_VERSION, ROW_MODELS, TEXT_SCHEMA, FileEntry, Manifest, unsafe_path_reason
-from audit.packages.layout import DATA_SUFFIXES, MANIFEST, ROW_KEYS, fast_row, iter_file_items
+from audit.packages.layout import (DATA_SUFFIXES, DOCUMENT_SCHEMAS, MANIFEST, ROW_KEYS, document_model, fast_row,
+                                   iter_file_items)
 
 MAX_PROBLEMS_PER_FILE = 20
 """Row problems reported per file before the rest are summarised in one line."""
@@ -132,6 +133,23 @@ def load_manifest(root: Path, label: str) -> tuple[Manifest | None, list[Problem
         return None, pydantic_problems(name, None, e)
 
 
+def validate_document(root: Path, entry: FileEntry) -> tuple[list[Problem], Any]:
+    """Check a document file against its model; return (problems, the model or None)."""
+    if not entry.path.endswith(".json"):
+        return [Problem(entry.path, "document files must end in .json")], None
+    if entry.rows is not None:
+        return [Problem(entry.path, "a document has no rows: manifest must say null", field="rows")], None
+    data, err = read_document(root / entry.path)
+    if err is None:
+        obj, err = parse_object(data.replace(b"\n", b" "))
+    if err:
+        return [Problem(entry.path, err)], None
+    try:
+        return [], document_model(entry.schema_).model_validate(obj)
+    except pydantic.ValidationError as e:
+        return pydantic_problems(entry.path, None, e), None
+
+
 def validate_tree(root: Path, label: str = "", rows: bool = True) -> tuple[Manifest | None, list[Problem]]:
     """Validate an unpacked package directory; return its manifest (if readable) and all problems."""
     manifest, problems = load_manifest(root, label)
@@ -162,6 +180,9 @@ def validate_tree(root: Path, label: str = "", rows: bool = True) -> tuple[Manif
             problems.append(Problem(entry.path, f"sha256 is {digest}, manifest says {entry.sha256} "
                                                 f"(the file was altered)", field="sha256"))
         if entry.schema_ == TEXT_SCHEMA:
+            continue
+        if entry.schema_ in DOCUMENT_SCHEMAS:
+            problems += validate_document(root, entry)[0]
             continue
         if entry.schema_ not in ROW_MODELS:
             problems.append(Problem(entry.path, f"unknown schema {entry.schema_!r}", field="schema"))

@@ -22,7 +22,7 @@ import pydantic
 from audit.errors import AuditError, ValidationFailed
 from audit.jsonl import JsonlWriter, dumps, dumps_pretty, sha256_file, write_atomic
 from audit.models import ROW_MODELS, TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
-from audit.packages.layout import JSON_COLUMNS, MANIFEST, content_digest, row_to_json
+from audit.packages.layout import DOCUMENT_SCHEMAS, JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
 from audit.packages.validate import prefixed, pydantic_problems, validate_package
 from audit.producer import producer
 
@@ -109,6 +109,14 @@ class PackageWriter:
         """Copy an existing file in as a text/binary file without rows."""
         shutil.copyfile(src, self.path(rel))
         self._entries[rel] = (TEXT_SCHEMA, None)
+
+    def add_document(self, rel: str, schema: str, doc: Record) -> None:
+        """Add one JSON document following a registered document schema (indented, stable bytes)."""
+        if schema not in DOCUMENT_SCHEMAS or not isinstance(doc, document_model(schema)):
+            raise AuditError(f"not a {schema!r} document")
+        self.path(rel).write_text(dumps_pretty(doc.model_dump(mode="json", by_alias=True)), encoding="utf-8",
+                                  newline="\n")
+        self._entries[rel] = (schema, None)
 
     def commit(self) -> Manifest:
         files = []

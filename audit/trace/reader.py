@@ -1,0 +1,303 @@
+"""Streaming reader of Chrome trace files as the PyTorch profiler (Kineto) writes them.
+
+A trace is one JSON object whose `traceEvents` array holds every event; files reach
+hundreds of MB, so the array is never held whole. The file is read in 1 MiB chunks
+(gzip'd or not: detected from its first bytes), and each event object is decoded on its
+own by the standard library's C scanner (`json.JSONDecoder.raw_decode`), which measured
+several times faster than an event-callback parser (benchmarks/bench_trace.py prints
+both). Memory holds one chunk and the event being decoded.
+
+Floats are kept as their decimal text (`parse_float=str`): Kineto writes timestamps
+such as `1695835542514261.123` µs, which a float64 cannot hold to the nanosecond;
+`to_ns` converts the text exactly.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import re
+import zlib
+from collections.abc import Iterator
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from audit.errors import AuditError
+
+CHUNK_CHARS = 1 << 20
+"""Characters read per refill of the buffer."""
+
+MAX_VALUE_CHARS = 64 << 20
+"""Largest single event (or other top-level value) read; a longer one is an error, not a memory blow-up."""
+
+_WS = re.compile(r"[ \t\n\r]*")
+_SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder(parse_float=str, parse_constant=_reject_constant)
+
+
+class TraceError(AuditError):
+    """The trace file cannot be read as a PyTorch profiler trace (exit 2, one line)."""
+
+
+def to_ns(value: Any) -> int | None:
+    """A profiler time in µs (JSON integer or decimal text) as integer nanoseconds; None if not a number."""
+    t = type(value)
+    if t is int:
+        return value * 1000
+    if t is not str:
+        return None
+    dot = value.find(".")
+    if 0 < dot and value[0] != "-" and len(value) - dot <= 4 and value[:dot].isdigit() \
+            and value[dot + 1:].isdigit():
+        return int(value[:dot]) * 1000 + int(value[dot + 1:].ljust(3, "0"))
+    try:  # exponents, signs, sub-nanosecond digits: exact decimal arithmetic
+        return int((Decimal(value) * 1000).to_integral_value(ROUND_HALF_EVEN))
+    except (InvalidOperation, ValueError):
+        return None
+
+
+class _HashingReader(io.RawIOBase):
+    """A raw binary file that hashes every byte read through it (so the digest is of what was parsed)."""
+
+    def __init__(self, f: io.BufferedReader):
+        self._f = f
+        self._h = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = self._f.readinto(b)
+        if n:
+            self._h.update(memoryview(b)[:n])
+            self.size += n
+        return n or 0
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
+class TraceReader:
+    """Iterate the events of one trace file; `metadata` collects the other top-level keys.
+
+    >>> r = TraceReader("trace.json.gz")
+    >>> for index, event in r.events(): ...
+    >>> r.metadata["distributedInfo"]
+
+    Every problem raises TraceError naming the file and, where known, the line and the
+    event's index: not JSON, a damaged or truncated gzip stream, no `traceEvents`,
+    an event that is not an object, trailing data after the document.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.label = str(path)
+        self.metadata: dict[str, Any] = {}
+        self.events_read = 0
+        self.gzip = False
+        self.text_chars = 0
+        """Characters of JSON text read (the uncompressed size, for ASCII traces)."""
+        self.sha256 = ""
+        """sha256 of the file's bytes, set once every event was read."""
+        self.bytes = 0
+        """Size of the file, set with `sha256`."""
+
+    # The buffer: `_buf[_pos:]` is unread text; `_lines` counts newlines before `_buf`.
+    def _open(self) -> None:
+        try:
+            self._file = open(self.path, "rb")
+        except OSError as e:
+            raise TraceError(f"unreadable: {e.strerror or e}", path=self.label) from None
+        self._hashing = _HashingReader(self._file)
+        buffered = io.BufferedReader(self._hashing, CHUNK_CHARS)
+        self.gzip = buffered.peek(2)[:2] == b"\x1f\x8b"
+        raw = gzip.GzipFile(fileobj=buffered, mode="rb") if self.gzip else buffered
+        self._text = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+        self._buf = ""
+        self._pos = 0
+        self._eof = False
+        self._lines = 0
+        self._col0 = 0  # characters of the current line that were dropped from the buffer
+
+    def _fill(self) -> None:
+        """Drop the consumed text and append the next chunk; sets `_eof` at the end of the file."""
+        buf, pos = self._buf, self._pos
+        newlines = buf.count("\n", 0, pos)
+        if newlines:
+            self._lines += newlines
+            self._col0 = pos - buf.rfind("\n", 0, pos) - 1
+        else:
+            self._col0 += pos
+        try:
+            chunk = self._text.read(CHUNK_CHARS)
+        except UnicodeDecodeError as e:
+            raise TraceError(f"not valid UTF-8 (byte {e.start} of a chunk near line {self._lines + 1})",
+                             path=self.label) from None
+        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+            raise TraceError(f"damaged or truncated gzip stream: {e}", path=self.label) from None
+        except OSError as e:
+            raise TraceError(f"unreadable: {e.strerror or e}", path=self.label) from None
+        if not chunk:
+            self._eof = True
+        self.text_chars += len(chunk)
+        self._buf = buf[pos:] + chunk
+        self._pos = 0
+
+    def _where(self, pos: int) -> str:
+        newlines = self._buf.count("\n", 0, pos)
+        col = pos - self._buf.rfind("\n", 0, pos) if newlines else self._col0 + pos + 1
+        return f"line {self._lines + newlines + 1} column {col}"
+
+    def _fail(self, message: str, pos: int | None = None) -> TraceError:
+        where = f" at {self._where(self._pos if pos is None else pos)}" if self._buf or pos else ""
+        return TraceError(f"{message}{where}", path=self.label)
+
+    def _peek(self) -> str:
+        """The next non-blank character ('' at the end of the file), without consuming it."""
+        while True:
+            self._pos = _WS.match(self._buf, self._pos).end()
+            if self._pos < len(self._buf):
+                return self._buf[self._pos]
+            if self._eof:
+                return ""
+            self._fill()
+
+    def _expect(self, ch: str, what: str) -> None:
+        got = self._peek()
+        if got != ch:
+            shown = repr(got) if got else "the end of the file"
+            if not got and self.events_read:
+                raise self._fail(f"ends inside traceEvents after {self.events_read:,} events (truncated file?)")
+            raise self._fail(f"not a JSON trace: expected {what}, found {shown}")
+        self._pos += 1
+
+    def _value(self, what: str) -> Any:
+        """Decode the JSON value at the cursor, reading more of the file as needed."""
+        self._peek()
+        while True:
+            start = self._pos
+            try:
+                obj, end = _DECODER.raw_decode(self._buf, start)
+            except json.JSONDecodeError as e:
+                # Text cut at the buffer's end fails at (or, for a string, from) that end; read on then.
+                cut = e.pos >= len(self._buf) - 16 or e.msg.startswith("Unterminated string")
+                if cut and not self._eof and len(self._buf) - start <= MAX_VALUE_CHARS:
+                    self._fill()
+                    continue
+                if cut and not self._eof:
+                    raise self._fail(f"{what} is longer than {MAX_VALUE_CHARS:,} characters", start) from None
+                if self._eof and cut:
+                    raise self._fail(f"ends inside {what} (truncated file?)", start) from None
+                raise self._fail(f"malformed JSON in {what} ({e.msg})", e.pos) from None
+            except ValueError as e:  # NaN / Infinity
+                raise self._fail(f"malformed JSON in {what} ({e})", start) from None
+            except RecursionError:
+                raise self._fail(f"malformed JSON in {what} (nested too deeply)", start) from None
+            if end == len(self._buf) and not self._eof:
+                self._fill()  # a number at the buffer's end may go on in the next chunk
+                continue
+            self._pos = end
+            return obj
+
+    def events(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(index in traceEvents, event object) for every event, in file order."""
+        self._open()
+        try:
+            yield from self._document()
+            # Hash what the decompressor left unread too: the digest pins the whole file.
+            while self._hashing.read(CHUNK_CHARS):
+                pass
+            self.sha256, self.bytes = self._hashing.hexdigest(), self._hashing.size
+        finally:
+            self._text.close()
+            self._file.close()
+
+    def _document(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        first = self._peek()
+        if first == "":
+            raise TraceError("empty file: not a JSON trace", path=self.label)
+        if first == "[":
+            raise self._fail("a bare JSON array, not a profiler trace object with traceEvents")
+        self._expect("{", "a JSON object")
+        seen_events = False
+        if self._peek() == "}":
+            self._pos += 1
+        else:
+            while True:
+                if self._peek() != '"':
+                    raise self._fail("malformed JSON: expected a key string in the top-level object")
+                key = self._value("a top-level key")
+                self._expect(":", "':' after a key")
+                if key == "traceEvents":
+                    if seen_events:
+                        raise self._fail("traceEvents appears twice")
+                    seen_events = True
+                    yield from self._events()
+                else:
+                    self.metadata[key] = self._value(f"the value of {key!r}")
+                sep = self._peek()
+                if sep == ",":
+                    self._pos += 1
+                    continue
+                if sep == "}":
+                    self._pos += 1
+                    break
+                if sep == "":
+                    raise self._fail("ends before the top-level object closes (truncated file?)")
+                raise self._fail(f"malformed JSON: expected ',' or '}}' after {key!r}, found {sep!r}")
+        if self._peek() != "":
+            raise self._fail("trailing data after the JSON document")
+        if not seen_events:
+            keys = ", ".join(sorted(self.metadata)[:8]) or "none"
+            raise TraceError(f"no traceEvents: not a PyTorch profiler trace (top-level keys: {keys})",
+                             path=self.label)
+
+    def _events(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        self._expect("[", "'[' (traceEvents must be an array)")
+        if self._peek() == "]":
+            self._pos += 1
+            return
+        index = 0
+        decode = _DECODER.raw_decode
+        sep_match = _SEP.match
+        buf, pos = self._buf, self._pos
+        while True:
+            # Fast path: the whole event and a comma after it are in the buffer.
+            try:
+                event, end = decode(buf, pos)
+            except (json.JSONDecodeError, ValueError, RecursionError):
+                self._pos = pos
+                event = self._value(f"traceEvents[{index}]")
+                buf, end = self._buf, self._pos
+            if type(event) is not dict:
+                raise self._fail(f"traceEvents[{index}] is a {type(event).__name__}, not an event object", end)
+            index += 1
+            self.events_read = index
+            yield index - 1, event
+            m = sep_match(buf, end)
+            if m is not None and m.end() < len(buf):
+                pos = m.end()
+                continue
+            self._pos = end
+            sep = self._peek()
+            if sep == ",":
+                self._pos += 1
+                self._peek()
+                buf, pos = self._buf, self._pos
+                continue
+            if sep == "]":
+                self._pos += 1
+                return
+            if sep == "":
+                raise self._fail(f"ends inside traceEvents after {index:,} events (truncated file?)")
+            raise self._fail(f"malformed JSON: expected ',' or ']' after traceEvents[{index - 1}], found {sep!r}")

@@ -1,0 +1,311 @@
+"""Benchmark `audit trace` on a 350 MB synthetic trace, and compare with HTA on the two real traces.
+
+Targets (issue 14): a 350 MB trace summarised in under 15 s with peak memory under 2x the
+file size.
+
+The synthetic trace is built from the real recsys trace's own events (../shared/data/
+torch_profiler_traces/recsys_a100_sampled_rank-0.json.gz): every CPU op, runtime call,
+annotation and GPU kernel/memcpy/memset of its step ProfilerStep#551, copied step after step
+with shifted times and fresh correlation ids, written in Kineto's multi-line layout with
+microsecond timestamps carrying three decimals, an ac2g flow pair for each launch (as Kineto
+writes them), and in each step 20 kernels turned into one CUDA-graph replay (a cudaGraphLaunch
+whose kernels share its correlation id). Each copy is one complete step of 577 kernels, so
+the expected figures are known and checked.
+
+Each case runs as a fresh process (wall time and peak RSS from wait4), several times;
+medians are printed, with ratios against the baseline measured in the same run: `json.load`
+of the whole file (what a reader that is not streaming does), and, when installed, ijson's
+C backend iterating the same events (for the choice of parser; it does no analysis).
+
+HTA (HolisticTraceAnalysis, not a dependency of audit: `pip install HolisticTraceAnalysis`)
+is run on the two real traces: kernel counts by name must agree with `audit trace` (HTA drops
+the last ProfilerStep, as audit's step definition does; with fewer than two markers both keep
+every kernel), and the time of each is printed (in-process, imports excluded, median of runs).
+Without HTA that column is skipped with a message.
+
+    .venv/bin/python benchmarks/bench_trace.py [--size-mb 350] [--runs 3] [--keep DIR] [--no-gzip]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+from _process import measure  # noqa: E402
+
+TARGET_S = 15.0
+TARGET_RSS_RATIO = 2.0
+SHARED = Path(os.environ.get("AUDIT_SHARED_DATA", REPO.parent / "shared" / "data")) / "torch_profiler_traces"
+RECSYS = SHARED / "recsys_a100_sampled_rank-0.json.gz"
+ALEXNET = SHARED / "alexnet_a100_benchmark_trace.json.gz"
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+GRAPH_KERNELS = 20
+
+
+def _fmt_event(e: dict) -> str:
+    """One event as Kineto lays it out: top-level fields on one line, args one per line."""
+    head = ", ".join(f"{json.dumps(k)}: {v if k in ('ts', 'dur') else json.dumps(v)}"
+                     for k, v in e.items() if k != "args")
+    if "args" not in e:
+        return "  {\n    " + head + "\n  }"
+    args = ",\n      ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in e["args"].items())
+    return "  {\n    " + head + ",\n    \"args\": {\n      " + args + "\n    }\n  }"
+
+
+def make_synthetic(path: Path, target_bytes: int) -> dict:
+    """Write the synthetic trace; return its expected figures."""
+    doc = json.load(gzip.open(RECSYS))
+    events = doc["traceEvents"]
+    markers = sorted((e for e in events if e.get("name", "").startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    s0, s1 = markers[0]["ts"], markers[1]["ts"]
+    cpu = [e for e in events if e.get("ph") == "X" and e.get("cat") not in GPU_CATS + ("Trace",)
+           and s0 <= e["ts"] < s1]
+    launches = {e["args"]["correlation"]: e for e in cpu if e.get("cat") == "cuda_runtime"}
+    gpu = [e for e in events if e.get("cat") in GPU_CATS and e["args"].get("correlation") in launches]
+    kernels = [e for e in gpu if e["cat"] == "kernel"]
+    # the first GRAPH_KERNELS kernels of the main stream become one graph replay
+    graph = [e for e in kernels if e["args"]["stream"] == 7][:GRAPH_KERNELS]
+    graph_corrs = {e["args"]["correlation"] for e in graph}
+    graph_launch = graph[0]["args"]["correlation"]
+    period = s1 - s0
+    copies = 0
+    with open(path, "w") as out:
+        out.write('{\n  "schemaVersion": 1,\n  "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 128},\n'
+                  '  "traceEvents": [\n')
+        first = True
+        while out.tell() < target_bytes:
+            shift, cbase = copies * period, copies * 10_000_000
+            frac = f"{(copies * 37) % 1000:03d}"
+            parts = []
+            for e in cpu + gpu:
+                corr = e.get("args", {}).get("correlation")
+                if e.get("cat") == "cuda_runtime" and corr in graph_corrs and corr != graph_launch:
+                    continue  # folded into the graph launch
+                e2 = dict(e)
+                e2["ts"] = f"{e['ts'] + shift}.{frac}"
+                e2["dur"] = f"{float(e['dur']):.3f}"
+                if "args" in e:
+                    e2["args"] = dict(e["args"])
+                if corr is not None:
+                    new = (graph_launch if corr in graph_corrs else corr) + cbase
+                    e2["args"]["correlation"] = new
+                    e2["args"]["External id"] = new
+                    if e.get("cat") == "cuda_runtime" and corr == graph_launch:
+                        e2["name"] = "cudaGraphLaunch"
+                if e2.get("name", "").startswith("ProfilerStep#"):
+                    e2["name"] = f"ProfilerStep#{copies}"
+                parts.append(_fmt_event(e2))
+                if corr is not None and e.get("cat") in GPU_CATS + ("cuda_runtime",):
+                    ph = "s" if e.get("cat") == "cuda_runtime" else "f"
+                    flow = {"ph": ph, "id": e2["args"]["correlation"], "pid": e2["pid"], "tid": e2["tid"],
+                            "ts": e2["ts"], "cat": "ac2g", "name": "ac2g"}
+                    if ph == "f":
+                        flow["bp"] = "e"
+                    parts.append(_fmt_event(flow))
+            out.write(("" if first else ",\n") + ",\n".join(parts))
+            first = False
+            copies += 1
+        out.write('\n  ],\n  "traceName": "synthetic from recsys_a100_sampled_rank-0",\n'
+                  '  "displayTimeUnit": "ms",\n  "baseTimeNanoseconds": 1682725897000000000\n}\n')
+    return {"copies": copies, "complete_steps": copies - 1, "kernels_per_step": len(kernels),
+            "graph_kernels": GRAPH_KERNELS}
+
+
+# --------------------------------------------------------------------------- workers (fresh processes)
+
+
+def _worker_json_load(path: str) -> None:
+    with open(path) as f:
+        doc = json.load(f)
+    print(len(doc["traceEvents"]))
+
+
+def _worker_ijson(path: str) -> None:
+    import ijson
+
+    n = 0
+    with open(path, "rb") as f:
+        for _ in ijson.items(f, "traceEvents.item"):
+            n += 1
+    print(n, ijson.backend)
+
+
+def _median_case(cmd: list[str], runs: int) -> tuple[float, float, float]:
+    """Median wall seconds, peak RSS MB and CPU seconds (CPU time shows the work when the machine is shared)."""
+    walls, rss, cpus = [], [], []
+    for _ in range(runs):
+        w, r, _, c = measure(cmd)
+        walls.append(w)
+        rss.append(r)
+        cpus.append(c)
+    return statistics.median(walls), statistics.median(rss), statistics.median(cpus)
+
+
+def _check_summary(pkg: Path, expected: dict) -> str:
+    summary = json.loads((pkg / "summary.json").read_text())
+    st = summary["steps"]
+    problems = []
+    if summary["markers"]["complete_steps"] != expected["complete_steps"]:
+        problems.append(f"complete steps {summary['markers']['complete_steps']} != {expected['complete_steps']}")
+    k = st["kernels_per_step"]
+    if not (k["constant"] and k["min"] == expected["kernels_per_step"]):
+        problems.append(f"kernels per step {k} != {expected['kernels_per_step']} constant")
+    g = summary["cuda_graphs"]
+    if g["kernels_per_launch"] is None or g["kernels_per_launch"]["min"] != expected["graph_kernels"]:
+        problems.append(f"graph kernels per launch {g['kernels_per_launch']}")
+    if problems:
+        raise SystemExit("synthetic trace summarised wrongly: " + "; ".join(problems))
+    return (f"{summary['markers']['complete_steps']:,} steps x {k['min']} kernels (constant), "
+            f"{g['graph_launches']:,} graph launches of {expected['graph_kernels']} kernels, "
+            f"{summary['linking']['by_correlation']:,} GPU events linked")
+
+
+# --------------------------------------------------------------------------- HTA comparison
+
+
+def _hta_counts(trace: Path) -> tuple[Counter, float]:
+    import logging
+
+    logging.disable(logging.WARNING)
+    from hta.trace_analysis import TraceAnalysis
+
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copy(trace, d)
+        t = time.perf_counter()
+        ta = TraceAnalysis(trace_dir=d)
+        ta.get_gpu_kernel_breakdown(visualize=False)
+        elapsed = time.perf_counter() - t
+        df = ta.t.get_trace(next(iter(ta.t.traces)))
+        sym = ta.t.symbol_table
+        kernel_id = sym.sym_index["kernel"]
+        names = sym.sym_table
+        counts = Counter(names[i] for i in df.loc[df["cat"] == kernel_id, "name"])
+    return counts, elapsed
+
+
+def _audit_counts(trace: Path) -> tuple[Counter, float]:
+    from audit.trace.analyze import analyze
+
+    t = time.perf_counter()
+    r = analyze(trace)
+    elapsed = time.perf_counter() - t
+    steps = r.summary.steps is not None
+    return Counter({k.name: (k.count if steps else k.count_all) for k in r.kernels
+                    if k.category == "kernel" and (k.count if steps else k.count_all)}), elapsed
+
+
+def compare_hta(runs: int) -> None:
+    print("\n== HTA (HolisticTraceAnalysis) on the two real traces")
+    try:
+        import hta  # noqa: F401
+        from importlib.metadata import version
+
+        hta_version = version("HolisticTraceAnalysis")
+    except ImportError:
+        print("HTA column skipped: HolisticTraceAnalysis is not installed "
+              "(`.venv/bin/pip install HolisticTraceAnalysis`; it is not a dependency of audit)")
+        return
+    print(f"HolisticTraceAnalysis {hta_version}; time = parse + kernel breakdown (HTA) vs analyze (audit), "
+          f"in-process, imports excluded, median of {runs}")
+    print(f"{'trace':<40} {'kernels audit':>13} {'kernels HTA':>11} {'names agree':>12} {'audit s':>8} "
+          f"{'HTA s':>8} {'HTA/audit':>9}")
+    for trace in (ALEXNET, RECSYS):
+        ours = [_audit_counts(trace) for _ in range(runs)]
+        theirs = [_hta_counts(trace) for _ in range(runs)]
+        a, h = ours[0][0], theirs[0][0]
+        ta = statistics.median(t for _, t in ours)
+        th = statistics.median(t for _, t in theirs)
+        agree = sum(1 for n in set(a) | set(h) if a.get(n, 0) == h.get(n, 0))
+        print(f"{trace.name:<40} {sum(a.values()):>13,} {sum(h.values()):>11,} "
+              f"{f'{agree}/{len(set(a) | set(h))}':>12} {ta:>8.3f} {th:>8.3f} {th / ta:>8.1f}x")
+        if a != h:
+            diff = {n: (a.get(n, 0), h.get(n, 0)) for n in set(a) | set(h) if a.get(n, 0) != h.get(n, 0)}
+            print(f"  DISAGREE on {len(diff)} names, e.g. {list(diff.items())[:3]}")
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size-mb", type=float, default=350.0)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--keep", type=Path, metavar="DIR", help="Write (or reuse) the synthetic trace in DIR.")
+    ap.add_argument("--no-gzip", action="store_true", help="Skip the .json.gz case.")
+    ap.add_argument("--worker", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        {"json": _worker_json_load, "ijson": _worker_ijson}[args.worker[0]](args.worker[1])
+        return 0
+    if not RECSYS.exists():
+        raise SystemExit(f"real trace missing: {RECSYS} (see ../shared/data/README.md)")
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-trace-"))
+    work = args.keep or tmp
+    work.mkdir(parents=True, exist_ok=True)
+    syn = work / f"synthetic-{int(args.size_mb)}mb.json"
+    meta = work / f"synthetic-{int(args.size_mb)}mb.expected.json"
+    try:
+        if not (syn.exists() and meta.exists()):
+            t = time.perf_counter()
+            expected = make_synthetic(syn, int(args.size_mb * 1_000_000))
+            meta.write_text(json.dumps(expected))
+            print(f"generated {syn.name} in {time.perf_counter() - t:.1f} s")
+        expected = json.loads(meta.read_text())
+        size = syn.stat().st_size
+        print(f"synthetic trace: {size / 1e6:,.1f} MB, {expected['copies']} copies of ProfilerStep#551 "
+              f"({expected['kernels_per_step']} kernels each)")
+        cases = [("audit trace (.json)", [str(REPO / ".venv/bin/audit"), "trace", str(syn), "-o",
+                                          str(tmp / "pkg"), "--force"], size)]
+        gz = work / (syn.name + ".gz")
+        if not args.no_gzip:
+            if not gz.exists():
+                with open(syn, "rb") as src, gzip.open(gz, "wb", compresslevel=6) as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            cases.append(("audit trace (.json.gz)", [str(REPO / ".venv/bin/audit"), "trace", str(gz), "-o",
+                                                     str(tmp / "pkg-gz"), "--force"], size))
+        me = [sys.executable, str(Path(__file__).resolve()), "--worker"]
+        cases.append(("baseline: json.load whole file", me + ["json", str(syn)], size))
+        try:
+            import ijson  # noqa: F401
+
+            cases.append(("ijson items, yajl2_c (parse only)", me + ["ijson", str(syn)], size))
+        except ImportError:
+            print("ijson column skipped: not installed (only for comparison; audit does not use it)")
+        results = {}
+        for label, cmd, _ in cases:
+            results[label] = _median_case(cmd, args.runs)
+        print(_check_summary(tmp / "pkg", expected))
+        base_wall, base_rss, base_cpu = results["baseline: json.load whole file"]
+        print(f"\n{'case':<36} {'wall s':>8} {'CPU s':>7} {'peak RSS MB':>12} {'RSS/file':>9} "
+              f"{'wall vs json.load':>18} {'CPU vs json.load':>17}")
+        for label, (wall, rss, cpu) in results.items():
+            print(f"{label:<36} {wall:>8.2f} {cpu:>7.2f} {rss:>12,.0f} {rss / (size / 2**20):>8.2f}x "
+                  f"{wall / base_wall:>17.2f}x {cpu / base_cpu:>16.2f}x")
+        wall, rss, cpu = results["audit trace (.json)"]
+        ok_t, ok_m = wall < TARGET_S, rss < TARGET_RSS_RATIO * size / 2**20
+        print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end of the runs")
+        print(f"target: {size / 1e6:,.0f} MB in < {TARGET_S:.0f} s: {wall:.2f} s wall, {cpu:.2f} s CPU "
+              f"({wall / TARGET_S:.0%} of it) "
+              f"{'OK' if ok_t else 'MISSED'}; peak RSS < {TARGET_RSS_RATIO:.0f}x file: {rss / (size / 2**20):.2f}x "
+              f"{'OK' if ok_m else 'MISSED'}  (median of {args.runs} runs)")
+        compare_hta(args.runs)
+        return 0 if ok_t and ok_m else 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
