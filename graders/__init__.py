@@ -261,7 +261,7 @@ def grade_many(grader: Grader | str, rows: Iterable[Any], *, workers: int | None
     return [t.verdict for t in grade_many_timed(grader, rows, workers=workers, budget_s=budget_s)]
 
 
-FAMILIES: tuple[str, ...] = ("math", "math_v2", "hendrycks", "mathverify", "exact", "choice")
+FAMILIES: tuple[str, ...] = ("math", "math_v2", "math_v3", "hendrycks", "mathverify", "exact", "choice")
 """Modules that register graders, one per family."""
 
 
