@@ -115,6 +115,8 @@ def test_extractors_lists_every_version(cli):
          "HLE multiple choice: the letter that is the whole last 'Answer:' value; cut responses give none"),
         ("hle.exact_answer", "1", "HLE: the value on the last 'Exact Answer:' line; cut responses give none"),
         ("hle.exact_answer", "2", "HLE: the value on the last 'Exact Answer:' line (any case); cut responses give none"),
+        ("math.final", "1", "Final answer of a free-form math response: last box(es), a final-answer statement, "
+                            "the last math environment or number"),
         ("mmlu_pro.lmeval", "325f168", "lm-evaluation-harness mmlu_pro filter: first 'answer is (X)', no fallback"),
         ("mmlu_pro.official", "f418b11",
          "MMLU-Pro official cascade: 'answer is (X)', then 'Answer: X', then the last standalone A-J"),
