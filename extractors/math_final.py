@@ -81,7 +81,7 @@ _FINAL_ANCHOR = re.compile(r"(?i)\bfinal\s+answer\b")
 _ANSWER_ANCHOR = re.compile(r"(?i)\banswer\b")
 _IS = re.compile(r"(?i)\bis\b")
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
-_LEAD = re.compile(r"(?:[\s*:_#>\"'`]|\\\")*")
+_LEAD = re.compile(r"(?:[\s*:=_#>\"'`]|\\\")*")
 """Markup, colons and quotes between a statement and its answer (`is: **"$5$"**`)."""
 _NUMBER = re.compile(
     r"(?<![A-Za-z0-9_.\\])(?:-?\\frac\{\d+\}\{\d+\}|-?(?:\d+(?:(?:[.,]|[ ](?=\d{3}(?!\d)))\d+)*|\.\d+)(?:/\d+)?)"
