@@ -73,6 +73,10 @@ _add(BenchmarkSpec(
     "symbolic equivalence",
     GradeConfig("math", extractor="math.final@1", grader="math.equiv@3")))
 _add(BenchmarkSpec(
+    "GSM8K: the `#### N` line, else the last number (lm-eval's strict-match, then flexible-extract); the "
+    "reference is the value on the solution's `####` line; exact numbers",
+    GradeConfig("gsm8k", extractor="gsm8k.answer@1", grader="gsm8k.numeric@1")))
+_add(BenchmarkSpec(
     "Generic exact match of the whole (stripped) response",
     GradeConfig("exact", extractor="raw@1", grader="exact.hle@1")))
 

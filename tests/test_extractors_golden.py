@@ -7,7 +7,14 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.reference_extractors import literal_lmeval, literal_official_rule, literal_official_x, literal_simple_evals
+from tests.reference_extractors import (
+    literal_lmeval,
+    literal_lmeval_gsm8k_flexible,
+    literal_lmeval_gsm8k_strict,
+    literal_official_rule,
+    literal_official_x,
+    literal_simple_evals,
+)
 
 import extractors
 
@@ -36,6 +43,9 @@ RULES = {
     "boxed.choice@2": {"boxed_choice", "box_not_a_choice", "several_choices", "unclosed", "malformed_box", "empty_box",
                        "none"},
     "raw@1": {"whole_response", "empty"},
+    "gsm8k.strict_match@b733598": {"strict_match", "none"},
+    "gsm8k.flexible_extract@b733598": {"flexible_extract", "none"},
+    "gsm8k.answer@1": {"hash_line", "last_number", "none"},
     "math.final@1": {"boxed", "fbox", "boxed_unbraced", "fbox_unbraced", "boxes", "unclosed", "malformed_box",
                      "empty_box", "final_answer", "answer_is", "math_env", "math_envs", "last_number", "none",
                      "no_response"},
@@ -47,6 +57,8 @@ LITERAL = {
     "mmlu_pro.official_x@7535b16": literal_official_x,
     "mmlu_pro.lmeval@325f168": lambda t: (None if (a := literal_lmeval(t)) == "[invalid]" else a),
     "gpqa.simple_evals@ee3b031": literal_simple_evals,
+    "gsm8k.strict_match@b733598": lambda t: (None if (a := literal_lmeval_gsm8k_strict(t)) == "[invalid]" else a),
+    "gsm8k.flexible_extract@b733598": lambda t: (None if (a := literal_lmeval_gsm8k_flexible(t)) == "[invalid]" else a),
 }
 """Reproduction extractors and the upstream regexes applied literally."""
 

@@ -13,7 +13,14 @@ import string
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.reference_extractors import literal_lmeval, literal_official_rule, literal_official_x, literal_simple_evals
+from tests.reference_extractors import (
+    literal_lmeval,
+    literal_lmeval_gsm8k_flexible,
+    literal_lmeval_gsm8k_strict,
+    literal_official_rule,
+    literal_official_x,
+    literal_simple_evals,
+)
 
 import extractors
 from tests.test_extractors_golden import CLEANED, _assert_parts_in
@@ -34,7 +41,7 @@ CHOICE_TOKENS = MMLU_TOKENS + [
     "Option ", "option ", "choice ", "the correct answer is ", "The answer is ", "Answer: ", "**Answer:** ",
     "Final Answer: ", " or ", " and ", "either ", " is ", " is:", ":", "\n- ", "* **", "(Option ", "=", " is not",
     "Let's analyze each option:", "I would select:",
-    "$", "$$", "\\(", "\\)", "\\[", "\\]", "\\$", "12", "-3", "1,000", "2/3", "\\frac{1}{2}", "final answer is ", " and ",
+    "$", "$$", "\\(", "\\)", "\\[", "\\]", "\\$", "12", "-3", "1,000", "2/3", "#### ", "####", "#### $", "-", ".,", "\\frac{1}{2}", "final answer is ", " and ",
 ]
 mmlu_texts = st.lists(st.sampled_from(MMLU_TOKENS), max_size=40).map("".join)
 choice_texts = st.lists(st.sampled_from(CHOICE_TOKENS), max_size=40).map("".join)
@@ -57,6 +64,14 @@ def test_official_equals_the_literal_cascade(text):
 def test_official_x_and_lmeval_equal_their_literal_regexes(text):
     assert extractors.get("mmlu_pro.official_x@7535b16").extract(text).answer == literal_official_x(text)
     assert (extractors.get("mmlu_pro.lmeval@325f168").extract(text).answer or "[invalid]") == literal_lmeval(text)
+
+
+@EQUIVALENCE
+@given(choice_texts)
+def test_gsm8k_filters_equal_lm_evals_literal_regexes(text):
+    for key, literal in (("gsm8k.strict_match@b733598", literal_lmeval_gsm8k_strict),
+                         ("gsm8k.flexible_extract@b733598", literal_lmeval_gsm8k_flexible)):
+        assert (extractors.get(key).extract(text).answer or "[invalid]") == literal(text)
 
 
 @EQUIVALENCE

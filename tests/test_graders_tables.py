@@ -214,6 +214,25 @@ def test_a_tolerance_exists_only_as_a_named_policy_and_says_so():
     assert named.grade("3.14", r"\pi").reason == "within the tolerance of example-official (rel 0.01, abs 0)"
 
 
+GSM8K_CASES = _table("gsm8k_cases.jsonl")
+
+
+@pytest.mark.parametrize("row", GSM8K_CASES, ids=[f"{r['grader']}:{r['answer']}" for r in GSM8K_CASES])
+def test_gsm8k_table(row):
+    v = graders.get(row["grader"]).grade(row["answer"], row["reference"])
+    assert v.status == row["status"], f"{row['source']}: {row['note']}: {v.reason}"
+
+
+def test_gsm8k_exact_match_is_lm_evals_metric():
+    from tests.reference_extractors import literal_lmeval_gsm8k_exact_match
+
+    g = graders.get("gsm8k.exact_match@b733598")
+    for row in GSM8K_CASES:
+        if row["grader"] == g.key:
+            assert float(g.grade(row["answer"], row["reference"]).correct is True) == \
+                literal_lmeval_gsm8k_exact_match(row["answer"], row["reference"]), row
+
+
 HENDRYCKS_CASES = _table("hendrycks_985bdc1_cases.jsonl")
 
 
