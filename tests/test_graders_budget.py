@@ -254,11 +254,12 @@ def test_an_item_over_the_retry_budget_too_is_timeout_with_a_reason_free_of_timi
 def test_polynomial_power_is_the_same_verdict_alone_and_in_a_batch(monkeypatch):
     # issue 10: `(x+1)^{100000}` was `incorrect` alone and `timeout` in a batch: its exact sample points take
     # seconds, and a batch on a busy machine overran the budget. Here its first try overruns a 1 s budget
-    # (alone or in a batch); the retry alone (under 10 x 1 s here) decides, so each copy gets one verdict.
+    # (alone or in a batch); the retry alone decides, so each copy gets one verdict. The retry budget is
+    # generous here (30 x 1 s) so that this test holds on a shared, loaded test machine too.
     from graders.budget import shared_pool
 
     pool = shared_pool()
-    monkeypatch.setattr(pool, "retry_factor", 10.0)
+    monkeypatch.setattr(pool, "retry_factor", 30.0)
     item = ("(x+1)^{100000}", "x+1")
     alone = graders.grade_many("math.equiv@3", [item], budget_s=1.0)[0]
     batch = graders.grade_many("math.equiv@3", [item, ("x", "x"), item], budget_s=1.0, workers=2)
