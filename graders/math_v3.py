@@ -61,7 +61,6 @@ from fractions import Fraction
 
 from graders import Verdict, register
 from graders.math import (  # @1's helpers, unchanged: string scanning, node types, numeric checks
-    _COMMAND_RE,
     _MIXED_RE,
     _BASE_SUBSCRIPT_RE,
     _FRAC_RE,
