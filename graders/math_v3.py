@@ -43,6 +43,8 @@ What changes from @2
    (`(0,1)`).
 7. Notation: `\\begin{array}{…}…\\end{array}` (in any brackets) and `bmatrix` are the `pmatrix` with
    the same entries; thousands written `11,\\! 111` are one number (a plain `32, 349` stays a list);
+   math delimiters inside an answer (`\\(1\\) and \\(-2\\)`) and a lone `$` are dropped; a repeating
+   decimal `0.1\\overline{6}` is the exact rational it denotes;
    `\\quadx` is `\\quad x`; what follows the first `\\approx` of a chain is dropped (`x = \\frac13
    \\approx 0.33` states \\frac13).
 8. Expressions with variables that simplification cannot prove equal are checked at irrational
@@ -170,6 +172,11 @@ _DOUBLED_BACKSLASH_RE = re.compile(
 nothing in TeX, so it is read as the command."""
 _UPRIGHT_LETTER_RE = re.compile(r"\\(?:mathrm|mathit|operatorname)\s*\{\s*([A-Za-z])\s*\}")
 """`\\mathrm{e}`, `\\mathrm{i}`: an upright constant is the letter (@2 read it as text)."""
+_INNER_DELIMITERS_RE = re.compile(r"(?<!\\)\\[()\[\]]|(?<!\\)\$")
+"""Math delimiters left inside an answer (`\\(1\\) and \\(-2\\)`, `12 $ and $13`) and a lone `$` (`$1,000`):
+never content (`\\$` is a dollar sign, dropped by @2's pass)."""
+_REPEATING_RE = re.compile(r"^([-+]?)(\d*)\.(\d*)\\overline\{(\d+)\}$")
+"""`0.\\overline{3}`, `1.2\\overline{45}`: a repeating decimal, an exact rational."""
 _QUAD_RE = re.compile(r"\\q?quad")
 """`\\quad`, `\\qquad`, also glued to the next word (`\\quadx_{2}`)."""
 _ARRAY_RE = re.compile(
@@ -282,6 +289,9 @@ class MathEquiv3:
         s = _BRACED_COMMA_RE.sub(r"\1,", s)
         s = _QUAD_RE.sub(" ", s)
         s = _UPRIGHT_LETTER_RE.sub(r"\1", s)
+        dollars = len(re.findall(r"(?<!\\)\$", s))
+        if dollars % 2 or _INNER_DELIMITERS_RE.search(s.strip()[1:-1]):  # a lone `$` (currency) or inner
+            s = _INNER_DELIMITERS_RE.sub(" ", s)  # delimiters go; an outer `$…$` alone is @2's to unwrap
         s = _ARRAY_RE.sub(self._as_pmatrix, s)
         s = _TEXT_CONNECTOR_RE.sub(lambda m: f" {m.group(1)} ", s)
         s = self._top_level_sub(_WORD_CONNECTOR_RE, lambda m: " , " if m.group(1) == "and" else r" \text{or} ", s)
@@ -546,6 +556,11 @@ class MathEquiv3:
                 return None
             v = Fraction(10) ** int(m.group(2))
             return Number(-v if m.group(1) == "-" else v)
+        m = _REPEATING_RE.match(s)
+        if m:  # 0.1\overline{6} = (16 - 1) / 90
+            sign, whole, fixed, rep = m.groups()
+            v = int(whole or 0) + (Fraction(int(fixed or 0)) + Fraction(int(rep), 10 ** len(rep) - 1)) / 10 ** len(fixed)
+            return Number(-v if sign == "-" else v)
         for rx, den in ((_FRAC_RE, 3), (_SLASH_RE, 2), (_MIXED_RE, 4)):
             m = rx.match(s)
             if m and int(m.group(den)) == 0:
