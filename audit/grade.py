@@ -561,6 +561,9 @@ class Reproduction:
     identical: bool
     differences: list[str]
     notes: list[str]
+    environment_dependent: list[str] = dataclasses.field(default_factory=list)
+    """Rows that differ only because a grading hit its time budget in one run and not in the other
+    (`timeout` on one side): they depend on the machine, not on the code or the inputs."""
 
 
 def _resolve(recorded: PackageRef | None, override: str | os.PathLike[str] | None, base: Path,
@@ -630,14 +633,24 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
         write_verdict_file(again, new.header.model_copy(update=same_refs), new.iter_rows())
         if again.read_text(encoding="utf-8") == dump_verdict_file(vf.model_copy(update={"rows_file": None})):
             return Reproduction(True, [], notes)
-    diffs = []
+    diffs, timeouts = [], []
     old_rows = {(r.item_id, r.sample): r for r in vf.items}
     for r in new.items:
         o = old_rows.pop((r.item_id, r.sample), None)
-        if o != r:
-            diffs.append(f"{r.item_id} sample {r.sample}: recorded "
-                         f"{(o.verdict, o.status, o.answer) if o else 'absent'}, now {(r.verdict, r.status, r.answer)}")
+        if o == r:
+            continue
+        line = (f"{r.item_id} sample {r.sample}: recorded "
+                f"{(o.verdict, o.status, o.answer) if o else 'absent'}, now {(r.verdict, r.status, r.answer)}")
+        (timeouts if o is not None and _only_timeout_differs(o, r) else diffs).append(line)
     diffs += [f"{k[0]} sample {k[1]}: recorded but not produced now" for k in old_rows]
-    if not diffs:
+    if not diffs and not timeouts:
         diffs.append("rows are identical; the header or summary differs")
-    return Reproduction(False, diffs, notes)
+    return Reproduction(False, diffs, notes, timeouts)
+
+
+def _only_timeout_differs(old: VerdictRow, new: VerdictRow) -> bool:
+    """The same row but for its verdict, on one side a grading `timeout`: the machine's doing."""
+    if "timeout" not in (old.status, new.status):
+        return False
+    keep = set(VERDICT_ROW_FIELDS) - {"verdict", "status", "reason"}
+    return old.model_dump(include=keep) == new.model_dump(include=keep)

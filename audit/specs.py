@@ -57,8 +57,9 @@ _add(BenchmarkSpec(
     "GPQA Diamond prompted for a final `Answer: X` line; truncated responses never credited",
     GradeConfig("gpqa_diamond", extractor="gpqa.final_line@1", grader="choice@1")))
 _add(BenchmarkSpec(
-    "MATH-500: last \\boxed{} answer, symbolic equivalence",
-    GradeConfig("math500", extractor="boxed@1", grader="math.equiv@2")))
+    "MATH-500: the final answer (last \\boxed{}, else a final-answer statement, math or number), exact "
+    "symbolic equivalence",
+    GradeConfig("math500", extractor="math.final@1", grader="math.equiv@3")))
 _add(BenchmarkSpec(
     "Humanity's Last Exam: strict exact match on the `Exact Answer:` line; letter match for "
     "multiple-choice items",
@@ -68,8 +69,13 @@ _add(BenchmarkSpec(
     "Generic multiple choice: a free-form final answer statement, letter match",
     GradeConfig("choice", extractor="choice.freeform@1", grader="choice@1")))
 _add(BenchmarkSpec(
-    "Generic math: last \\boxed{} answer, symbolic equivalence",
-    GradeConfig("math", extractor="boxed@1", grader="math.equiv@2")))
+    "Generic math: the final answer (last \\boxed{}, else a final-answer statement, math or number), exact "
+    "symbolic equivalence",
+    GradeConfig("math", extractor="math.final@1", grader="math.equiv@3")))
+_add(BenchmarkSpec(
+    "GSM8K: the `#### N` line, else the last number (lm-eval's strict-match, then flexible-extract); the "
+    "reference is the value on the solution's `####` line; exact numbers",
+    GradeConfig("gsm8k", extractor="gsm8k.answer@1", grader="gsm8k.numeric@1")))
 _add(BenchmarkSpec(
     "Generic exact match of the whole (stripped) response",
     GradeConfig("exact", extractor="raw@1", grader="exact.hle@1")))

@@ -1,4 +1,4 @@
-"""Benchmark: math.equiv@1 and @2 against math-verify on 800 real CoT responses (not a timed test).
+"""Benchmark: math.equiv@1, @2 and @3 against math-verify on 800 real CoT responses (not a timed test).
 
     .venv/bin/python benchmarks/bench_graders.py [--workers 2] [--runs 5]
 
@@ -8,9 +8,9 @@ the project's `boxed@1` extractor (the last `\\boxed{}`).
 
 Measured in the same run, on the same persistent worker pool (`--workers` processes, started and
 warmed before timing, start-up reported separately):
-- `math.equiv@1` and `math.equiv@2` through `graders.grade_many` (fast path in-process, the rest in workers);
+- `math.equiv@1`, `@2` and `@3` through `graders.grade_many` (fast path in-process, the rest in workers);
 - `math.mathverify@0.9.0` through `graders.grade_many` (every item in workers);
-- `math.equiv@1` and `@2` with every item sent to the workers (no fast path), to show the symbolic path;
+- `math.equiv@1`, `@2` and `@3` with every item sent to the workers (no fast path), to show the symbolic path;
 - the named baseline, math-verify as its users call it: `parse` + `verify` in this process's main
   thread, sequentially, with its own signal-based timeouts on.
 For each: wall time per run (median of --runs), per-item seconds (median / p99 / max over all
@@ -134,10 +134,13 @@ def main() -> int:
                                                          budget_s=args.budget),
         "math.equiv@2": lambda: graders.grade_many_timed("math.equiv@2", pairs, workers=args.workers,
                                                          budget_s=args.budget),
+        "math.equiv@3": lambda: graders.grade_many_timed("math.equiv@3", pairs, workers=args.workers,
+                                                         budget_s=args.budget),
         "math.mathverify@0.9.0": lambda: graders.grade_many_timed("math.mathverify@0.9.0", pairs,
                                                                   workers=args.workers, budget_s=args.budget),
         "math.equiv@1, all in workers": lambda: run_all_in_workers(pool, "math.equiv@1", pairs, args),
         "math.equiv@2, all in workers": lambda: run_all_in_workers(pool, "math.equiv@2", pairs, args),
+        "math.equiv@3, all in workers": lambda: run_all_in_workers(pool, "math.equiv@3", pairs, args),
         "baseline: math-verify inline": lambda: run_mathverify_inline(rows),
     }
     walls: dict[str, list[float]] = {k: [] for k in contenders}
@@ -169,13 +172,15 @@ def main() -> int:
               f"{1000 * pct(items[name], 0.99):7.1f} {1000 * max(items[name]):7.1f} {over:4d} {timeouts:7d} "
               f"{agree_l:>5}/{len(rows)} {agree_d:>7}/{len(rows)}")
     print("\nwall s per run:", {k: [round(x, 3) for x in v] for k, v in walls.items()})
-    for key in ("math.equiv@1", "math.equiv@2"):
+    for key in ("math.equiv@1", "math.equiv@2", "math.equiv@3"):
         equiv = last[key]
         print(f"{key}: {sum(t.seconds < 1e-3 for t in equiv)} of {len(equiv)} items decided under 1 ms "
               f"(fast path, no worker)")
-    v1, v2 = last["math.equiv@1"], last["math.equiv@2"]
+    v1, v2, v3 = last["math.equiv@1"], last["math.equiv@2"], last["math.equiv@3"]
     differ = sum(a.verdict.status != b.verdict.status for a, b in zip(v1, v2))
-    print(f"items whose status differs between @1 and @2: {differ}; worker kills during the benchmark: {pool.kills}")
+    differ3 = sum(a.verdict.status != b.verdict.status for a, b in zip(v2, v3))
+    print(f"items whose status differs between @1 and @2: {differ}, between @2 and @3: {differ3}; "
+          f"worker kills during the benchmark: {pool.kills}")
     return 0
 
 

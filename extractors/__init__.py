@@ -96,7 +96,7 @@ def all_extractors() -> list[Extractor]:
     return list(REGISTRY)
 
 
-FAMILIES: tuple[str, ...] = ("mmlu_pro", "gpqa", "boxed", "choice", "hle", "raw")
+FAMILIES: tuple[str, ...] = ("mmlu_pro", "gpqa", "boxed", "choice", "hle", "raw", "math_final", "gsm8k")
 """Modules that register extractors, one per benchmark family."""
 
 

@@ -12,10 +12,13 @@ Graders shipped (one module per family, listed in FAMILIES):
 
     math.equiv@1            graders.math        symbolic equivalence on sympy + latex2sympy2_extended
     math.equiv@2            graders.math_v2     @1 with assignments by variable, decimals to their stated precision
+    math.equiv@3            graders.math_v3     exact numbers, labels, word-joined lists; one engine class + frozen config
     math.hendrycks@985bdc1  graders.hendrycks   hendrycks/math `is_equiv` string normalizer, bugs included
     math.mathverify@0.9.0   graders.mathverify  second opinion through the pinned math-verify package
     exact.hle@1             graders.exact       HLE-style strict exact match, numbers to stated precision
     choice@1                graders.choice      multiple-choice letters
+    gsm8k.exact_match@b733598  graders.gsm8k    lm-eval's gsm8k exact_match (reference: the solution's #### value)
+    gsm8k.numeric@1         graders.gsm8k       the same normalisation, exact numbers
 
 Bounded time
 ------------
@@ -26,7 +29,9 @@ only when that cannot decide sends the item to a persistent worker process
 (`graders.budget`). Each item has a hard wall-clock budget (the grader config's
 `budget_s`, default 5 s): a soft SIGALRM inside the worker's main thread first,
 then, if sympy is stuck in C code, the parent kills that worker and starts a
-new one. A budget hit is the verdict `timeout`, never `incorrect`. This works
+new one. An item over its budget is graded once more, alone, under RETRY_FACTOR
+(4) times the budget when its batch is done; only a hit then too is the verdict
+`timeout`, never `incorrect` (so a loaded machine does not change verdicts). This works
 from any thread of the caller and from inside daemonic worker processes (the
 workers are plain subprocesses, not multiprocessing children).
 
@@ -261,7 +266,7 @@ def grade_many(grader: Grader | str, rows: Iterable[Any], *, workers: int | None
     return [t.verdict for t in grade_many_timed(grader, rows, workers=workers, budget_s=budget_s)]
 
 
-FAMILIES: tuple[str, ...] = ("math", "math_v2", "hendrycks", "mathverify", "exact", "choice")
+FAMILIES: tuple[str, ...] = ("math", "math_v2", "math_v3", "hendrycks", "mathverify", "exact", "choice", "gsm8k")
 """Modules that register graders, one per family."""
 
 

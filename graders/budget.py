@@ -12,8 +12,13 @@ daemonic pool workers themselves), each of which:
    item's budget: the alarm raises `BudgetExceeded` (a BaseException, so sympy's
    broad `except Exception` cannot swallow it) and the worker answers `timeout`;
 3. is killed by the parent when an item runs past budget + KILL_GRACE_S (the
-   alarm could not interrupt it): the item is `timeout`, and a fresh worker
-   replaces only that one.
+   alarm could not interrupt it): a fresh worker replaces only that one.
+
+An item over its budget is not `timeout` yet: when its batch is done it is graded
+once more, alone, under RETRY_FACTOR times the budget (the pool's `retry_factor`).
+Only an item over that too is `timeout`, with a reason naming both budgets. So a
+budget hit caused by load (a full batch, other processes) does not decide a
+verdict: the same item gives the same verdict alone and in a batch of hundreds.
 
 The parent talks to workers over pipes (4-byte length + pickle). A pool is
 thread-safe: `run_one` checks out one idle worker, `run_many` drives several
@@ -38,6 +43,9 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+RETRY_FACTOR = 4.0
+"""An item over its budget is graded once more, alone, under this many times the budget before it is `timeout`."""
 
 KILL_GRACE_S = 1.0
 """Seconds past an item's budget before the parent kills the worker (the soft alarm fires at the budget)."""
@@ -299,9 +307,14 @@ def default_workers() -> int:
 class WorkerPool:
     """Persistent grading workers; thread-safe checkout. See the module docstring."""
 
-    def __init__(self, max_workers: int | None = None, *, extra_modules: Sequence[str] = ()):
+    def __init__(self, max_workers: int | None = None, *, extra_modules: Sequence[str] = (),
+                 retry_factor: float | None = RETRY_FACTOR):
         self.max_workers = max_workers or default_workers()
         self.extra_modules = tuple(extra_modules)
+        self.retry_factor = retry_factor
+        """Budget multiplier of the one retry of an item over its budget; None: no retry (tests of the mechanics)."""
+        self.retries = 0
+        """Items retried after a budget hit (for tests and benchmarks)."""
         self._idle: list[_Worker] = []
         self._count = 0
         self._cond = threading.Condition()
@@ -370,7 +383,26 @@ class WorkerPool:
     # -- one item -------------------------------------------------------------------------------
 
     def run_one(self, key: str, answer: str, reference: str, num_choices: int | None, budget_s: float) -> Outcome:
-        """Grade one item in a worker under a hard budget."""
+        """Grade one item in a worker under a hard budget; over it, once more under the retry budget."""
+        first = self._run_one_once(key, answer, reference, num_choices, budget_s)
+        return self._retried(key, (answer, reference, num_choices), budget_s, first)
+
+    def _retried(self, key: str, task: tuple[str, str, int | None], budget_s: float, first: Outcome) -> Outcome:
+        """`first`, or, when it is a budget hit, the outcome of one more try alone under the retry budget."""
+        if self.retry_factor is None or getattr(first.verdict, "status", None) != "timeout":
+            return first
+        self.retries += 1
+        longer = budget_s * self.retry_factor
+        again = self._run_one_once(key, *task, longer)
+        seconds = first.seconds + again.seconds
+        if again.verdict.status == "timeout":  # the reason names both budgets only: no timings, no load in it
+            return Outcome(_verdict(None, "timeout", f"over the {budget_s:g} s budget, and over {longer:g} s when "
+                                                     f"retried alone"), seconds)
+        return Outcome(again.verdict, seconds)
+
+    def _run_one_once(self, key: str, answer: str, reference: str, num_choices: int | None,
+                      budget_s: float) -> Outcome:
+        """Grade one item in a worker under a hard budget (no retry)."""
         [w] = self._acquire(1)
         outstanding = False  # a task was sent whose result is not read yet
         try:
@@ -407,7 +439,14 @@ class WorkerPool:
 
     def run_many(self, key: str, tasks: Sequence[tuple[str, str, int | None]], budget_s: float,
                  workers: int | None = None) -> list[Outcome]:
-        """Grade `(answer, reference, num_choices)` tasks on up to `workers` workers; outcomes in input order."""
+        """Grade `(answer, reference, num_choices)` tasks on up to `workers` workers; outcomes in input order.
+        Items over their budget are then retried one at a time, alone, under the retry budget."""
+        outcomes = self._run_many_once(key, tasks, budget_s, workers)
+        return [self._retried(key, tuple(task), budget_s, o) for task, o in zip(tasks, outcomes, strict=True)]
+
+    def _run_many_once(self, key: str, tasks: Sequence[tuple[str, str, int | None]], budget_s: float,
+                       workers: int | None = None) -> list[Outcome]:
+        """Grade tasks on up to `workers` workers under a hard budget each (no retry)."""
         if not tasks:
             return []
         if workers and workers > self.max_workers:  # an explicit request may grow the pool

@@ -35,3 +35,19 @@ def crash(answer, reference, *, num_choices=None):
 @register("test.raises", "1", description="raises inside the grader", isolated=True)
 def raises(answer, reference, *, num_choices=None):
     raise ValueError("boom")
+
+
+@register("test.crowded", "1", description="slow while other items run in parallel, fast alone", isolated=True)
+def crowded(answer, reference, *, num_choices=None):
+    # Each call holds a file in AUDIT_TEST_CROWD_DIR for 0.2 s; one that finds another file there (an item
+    # beside it) sleeps 3 s more, as sympy does on a loaded machine.
+    crowd = os.environ["AUDIT_TEST_CROWD_DIR"]
+    mine = os.path.join(crowd, str(os.getpid()))
+    open(mine, "w").close()
+    try:
+        time.sleep(0.2)
+        if len(os.listdir(crowd)) > 1:
+            time.sleep(3)
+    finally:
+        os.remove(mine)
+    return Verdict(answer == reference, "correct" if answer == reference else "incorrect", "compared")

@@ -62,3 +62,36 @@ def literal_lmeval(text: str) -> str:
 def literal_simple_evals(text: str) -> str | None:
     match = re.search(r"(?i)Answer[ \t]*:[ \t]*\$?([A-D])\$?", text)
     return match.group(1) if match else None
+
+
+# EleutherAI/lm-evaluation-harness @ b733598568fde3afa0e008892f8e7bb18cd472b6: lm_eval/tasks/gsm8k/gsm8k.yaml
+# (filter_list, metric_list), lm_eval/filters/extraction.py RegexFilter.apply, lm_eval/api/metrics.py
+# exact_match_hf_evaluate, written out as the harness runs them.
+
+
+def literal_lmeval_gsm8k_filter(text: str, regex_pattern: str, group_select: int) -> str:
+    match = re.compile(regex_pattern).findall(text)
+    if match:
+        match = match[group_select]
+        if isinstance(match, tuple):
+            match = [m for m in match if m]
+            match = match[0] if match else "[invalid]"
+        match = match.strip()
+    else:
+        match = "[invalid]"
+    return match
+
+
+def literal_lmeval_gsm8k_strict(text: str) -> str:
+    return literal_lmeval_gsm8k_filter(text, r"#### (\-?[0-9\.\,]+)", 0)
+
+
+def literal_lmeval_gsm8k_flexible(text: str) -> str:
+    return literal_lmeval_gsm8k_filter(text, r"(-?[$0-9.,]{2,})|(-?[0-9]+)", -1)
+
+
+def literal_lmeval_gsm8k_exact_match(prediction: str, reference: str) -> float:
+    for s in [",", "\\$", "(?s).*#### ", "\\.$"]:
+        prediction = re.sub(s, "", prediction)
+        reference = re.sub(s, "", reference)
+    return float(prediction.lower() == reference.lower())

@@ -110,11 +110,16 @@ def test_extractors_lists_every_version(cli):
          "GPQA: the letter on the response's final 'Answer: X' line only; cut responses give none"),
         ("gpqa.simple_evals", "ee3b031",
          "openai/simple-evals GPQA: first '(?i)Answer: X' anywhere (X may come back lowercase)"),
+        ("gsm8k.answer", "1", "GSM8K: the '#### N' line, else the last number"),
+        ("gsm8k.flexible_extract", "b733598", "lm-eval gsm8k flexible-extract: the last number-like token"),
+        ("gsm8k.strict_match", "b733598", "lm-eval gsm8k strict-match: the first '#### N'"),
         ("hle.choice_answer", "1", "HLE multiple choice: the letter on the last 'Answer:' line; cut responses give none"),
         ("hle.choice_answer", "2",
          "HLE multiple choice: the letter that is the whole last 'Answer:' value; cut responses give none"),
         ("hle.exact_answer", "1", "HLE: the value on the last 'Exact Answer:' line; cut responses give none"),
         ("hle.exact_answer", "2", "HLE: the value on the last 'Exact Answer:' line (any case); cut responses give none"),
+        ("math.final", "1", "Final answer of a free-form math response: last box(es), a final-answer statement, "
+                            "the last math environment or number"),
         ("mmlu_pro.lmeval", "325f168", "lm-evaluation-harness mmlu_pro filter: first 'answer is (X)', no fallback"),
         ("mmlu_pro.official", "f418b11",
          "MMLU-Pro official cascade: 'answer is (X)', then 'Answer: X', then the last standalone A-J"),
@@ -122,8 +127,9 @@ def test_extractors_lists_every_version(cli):
          "MMLU-Pro evaluate_from_apiX.py: last 'answer is (X)', else last 'Answer: X', else last A-J"),
         ("raw", "1", "The whole response, stripped (for packages of pre-extracted answers)"),
     ]
-    expected = "NAME                 VERSION  FINGERPRINT   DESCRIPTION\n" + "".join(
-        f"{name:<19}  {version:<7}  {lock[f'{name}@{version}'][:12]}  {desc}\n" for name, version, desc in rows)
+    width = max(len(name) for name, _, _ in rows)  # the NAME column fits the longest name
+    expected = f"{'NAME':<{width}}  VERSION  FINGERPRINT   DESCRIPTION\n" + "".join(
+        f"{name:<{width}}  {version:<7}  {lock[f'{name}@{version}'][:12]}  {desc}\n" for name, version, desc in rows)
     assert r.out == expected
 
 

@@ -241,6 +241,36 @@ def test_reproduce_identical_then_refuses_a_changed_package(tmp_path, cli):
     assert r.err.startswith(f"audit: error: {other}: package content differs from the one graded")
 
 
+def test_reproduce_names_rows_that_differ_only_by_a_timeout_as_environment_dependent(tmp_path, cli, monkeypatch):
+    pkg = make_package(tmp_path / "p", items=ITEMS, responses=[
+        {"item_id": "q1", "response": "ANSWER=B"}, {"item_id": "q2", "response": "ANSWER=A"}])
+    out = tmp_path / "results.json"
+    real = FakeGrader.grade
+
+    def loaded(self, answer, reference, *, num_choices=None):  # a busy machine: q1's grading hit the budget
+        if answer == "B":
+            return Verdict(None, "timeout", "over the 5 s budget, and over 20 s when retried alone")
+        return real(self, answer, reference, num_choices=num_choices)
+
+    with monkeypatch.context() as m:
+        m.setattr(FakeGrader, "grade", loaded)
+        assert cli("grade", pkg, "--benchmark", "math", "-o", out, "--quiet").code == 0
+    r = cli("reproduce", out)
+    assert r.code == 1
+    assert r.out.splitlines() == [
+        f"differs only in environment-dependent rows: {out} (1 rows where a grading timed out in one run and not "
+        f"in the other)",
+        "  environment-dependent (timeout): q1 sample 0: recorded ('ungraded', 'timeout', 'B'), "
+        "now ('correct', 'correct', 'B')"]
+
+    # A timeout row whose answer also changed is a plain difference, not the machine's doing.
+    text = out.read_text()
+    out.write_text(text.replace('"answer":"B","rule":"answer=","span":[7,8],"verdict":"ungraded"',
+                                '"answer":"C","rule":"answer=","span":[7,8],"verdict":"ungraded"', 1))
+    r = cli("reproduce", out)
+    assert r.code == 1 and r.out.splitlines()[0] == f"differs: {out} (1 differences)"
+
+
 def test_grade_refuses_to_overwrite_and_writes_nothing_on_error(tmp_path, cli):
     pkg = make_package(tmp_path / "p", items=ITEMS, responses=[{"item_id": "zz", "response": "ANSWER=B"}])
     out = tmp_path / "results.json"

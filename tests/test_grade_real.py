@@ -310,6 +310,8 @@ def math(tmp_path_factory):
     audit("grade", d / "responses", *common, "-o", d / "equiv.json")
     audit("grade", d / "responses", *common, "--grader", "math.hendrycks@985bdc1", "-o", d / "hendrycks.json")
     audit("grade", d / "responses", *common, "--grader", "math.equiv@1", "-o", d / "equiv1.json")
+    audit("grade", d / "responses", *common, "--extractor", "boxed@1", "--grader", "math.equiv@2", "-o",
+          d / "equiv2.json")
     with open_package(d / "responses") as p:
         qwen = {(r.item_id, r.sample): r.extra["qwen_score"] for r in p.iter_rows("response_row.v1")}
     return {"dir": d, "qwen": qwen}
@@ -320,13 +322,14 @@ def test_math_two_graders_against_qwen_scores(math):
     for name in ("equiv", "hendrycks"):
         vf = load_verdict_file(math["dir"] / f"{name}.json")
         assert (vf.extractor.name, vf.grader.name, vf.grader.version) == (
-            "boxed", *{"equiv": ("math.equiv", "2"), "hendrycks": ("math.hendrycks", "985bdc1")}[name])
+            "math.final", *{"equiv": ("math.equiv", "3"), "hendrycks": ("math.hendrycks", "985bdc1")}[name])
         agree = Counter((r.verdict == "correct", math["qwen"][(r.item_id, r.sample)]) for r in vf.items)
         out[name] = (vf.summary.statuses, dict(agree))
     assert sum(math["qwen"].values()) == 728
     # (ours correct?, Qwen's score) -> rows
     assert out == {
-        # math.equiv@2 (the math500 spec's grader) credits all 728 Qwen credits, and 9 more (8 of them `4:30 \text{ p.m.}` against
+        # math.equiv@3 on math.final@1's answers (the math500 spec) credits all 728 Qwen credits, and 9 more (8 of them
+        # `4:30 \text{ p.m.}` against
         # `\text{4:30 p.m.}`, which Qwen's normaliser turned into `4:30p..`).
         "equiv": ({"correct": 737, "incorrect": 63}, {(True, True): 728, (True, False): 9, (False, False): 63}),
         # hendrycks' string normaliser credits nothing Qwen rejects, and misses 20 (e.g. `900,000,000`).
@@ -334,16 +337,20 @@ def test_math_two_graders_against_qwen_scores(math):
     }
 
 
-def test_math_spec_moved_to_equiv2_and_equiv1_still_reproduces(math, cli):
-    # The spec's grader is math.equiv@2; a file graded with @1 records @1 and still reproduces. On these
-    # 800 responses the two versions give the same verdict to every item (no answer turns on @2's revisions).
+def test_math_spec_moved_to_equiv3_and_files_graded_with_equiv1_and_equiv2_still_reproduce(math, cli):
+    # The spec grades with math.final@1 + math.equiv@3; files graded with @1, and with boxed@1 + @2 (the
+    # previous spec), record what they used and still reproduce. On these 800 responses all three give the
+    # same verdict to every item (no answer turns on @2's or @3's revisions, nor on math.final's rules).
     d = math["dir"]
-    v1, v2 = load_verdict_file(d / "equiv1.json"), load_verdict_file(d / "equiv.json")
+    v1, v2, v3 = (load_verdict_file(d / f"{name}.json") for name in ("equiv1", "equiv2", "equiv"))
     assert (v1.grader.name, v1.grader.version) == ("math.equiv", "1")
-    assert v1.grader.fingerprint != v2.grader.fingerprint
+    assert (v2.extractor.name, v2.grader.version) == ("boxed", "2")
+    assert len({v.grader.fingerprint for v in (v1, v2, v3)}) == 3
     same = [(r.item_id, r.sample, r.verdict) for r in v1.items]
-    assert same == [(r.item_id, r.sample, r.verdict) for r in v2.items]
+    assert same == [(r.item_id, r.sample, r.verdict) for r in v2.items] == [
+        (r.item_id, r.sample, r.verdict) for r in v3.items]
     assert cli("reproduce", d / "equiv1.json").code == 0
+    assert cli("reproduce", d / "equiv2.json").code == 0
 
 
 def test_math_diff_between_graders_names_the_grader(math, cli):

@@ -5,7 +5,8 @@ and PRM800K human ratings of 306 final steps (prm800k_phase1_test_stepwise). Eve
 math.equiv with a label is adjudicated by hand in golden/graders/math_equiv_adjudicated.jsonl; the tests pin
 both the agreement counts and that table. math.equiv@2 revises assignments, decimals and division by zero;
 no labelled row turns on those, so @2 disagrees with the labels on exactly @1's adjudicated rows, with the
-same statuses (a row where it would not needs adjudicating by hand before this test passes).
+same statuses (a row where it would not needs adjudicating by hand before this test passes). So does
+math.equiv@3 (exact numbers, labels, word-joined lists): no labelled row turns on its revisions either.
 
 The responses' final answers are read with the project's `boxed@1` extractor (the last `\\boxed{}`).
 """
@@ -58,7 +59,7 @@ def _adjudicated() -> list[dict]:
 
 
 @pytest.mark.shared_data
-@pytest.mark.parametrize("spec", ["math.equiv@1", "math.equiv@2"])
+@pytest.mark.parametrize("spec", ["math.equiv@1", "math.equiv@2", "math.equiv@3"])
 def test_math_equiv_agreement_and_every_disagreement_adjudicated(shared, spec):
     table = {(r["source"], r["row"]): r for r in _adjudicated()}
     agree = {}
@@ -85,7 +86,7 @@ def test_mathverify_agreement(shared):
     assert agree == {SOURCE_BOXED: 799, SOURCE_PRED: 799, SOURCE_PRM: 271}
 
 
-@pytest.mark.parametrize("spec", ["math.equiv@1", "math.equiv@2"])
+@pytest.mark.parametrize("spec", ["math.equiv@1", "math.equiv@2", "math.equiv@3"])
 def test_adjudicated_table_pins_our_verdicts(spec):
     rows = _adjudicated()
     verdicts = graders.grade_many(spec, rows)

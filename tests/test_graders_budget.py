@@ -13,7 +13,8 @@ from graders.budget import KILL_GRACE_S, WorkerPool
 
 @pytest.fixture(scope="module")
 def pool():
-    p = WorkerPool(2, extra_modules=("tests._budget_test_graders",))
+    # the mechanics of one attempt: no retry here (see the retry tests below)
+    p = WorkerPool(2, extra_modules=("tests._budget_test_graders",), retry_factor=None)
     p.warm()
     yield p
     p.close()
@@ -116,7 +117,10 @@ ADVERSARIAL = [
 ]
 
 
-def test_adversarial_inputs_stay_within_the_budget():
+def test_adversarial_inputs_stay_within_the_budget(monkeypatch):
+    from graders.budget import shared_pool
+
+    monkeypatch.setattr(shared_pool(), "retry_factor", None)  # each attempt's bound; retries are tested below
     budget = 1.0
     for spec in ("math.equiv", "math.mathverify"):
         t0 = time.monotonic()
@@ -136,7 +140,7 @@ def test_a_run_that_fails_midway_leaves_no_stale_result_behind():
     # An exception while a task is in flight (here: an unpicklable row; in life also Ctrl-C)
     # must not hand a worker with an unread result back to the pool: the next call would read
     # that old result as the verdict of a different item.
-    p = WorkerPool(2, extra_modules=("tests._budget_test_graders",))
+    p = WorkerPool(2, extra_modules=("tests._budget_test_graders",), retry_factor=None)
     try:
         p.warm()
         with pytest.raises(Exception, match="pickle|Pickl"):
@@ -209,3 +213,55 @@ def test_a_worker_that_cannot_be_started_does_not_use_up_a_slot(monkeypatch):
         assert got[0].verdict.status == "correct"
     finally:
         p.close()
+
+
+# --------------------------------------------------------------------------- retry after a budget hit
+
+
+def test_an_item_slow_only_under_load_gets_the_verdict_it_gets_alone(tmp_path, monkeypatch):
+    # test.crowded@1 is slow (3 s) while another item runs beside it and fast (0.2 s) alone: as sympy is on
+    # a loaded machine. Two at once on two workers both overrun the 0.5 s budget; each is then retried
+    # alone under 4 x 0.5 s and gets the verdict it gets alone, not `timeout`.
+    monkeypatch.setenv("AUDIT_TEST_CROWD_DIR", str(tmp_path))
+    p = WorkerPool(2, extra_modules=("tests._budget_test_graders",))
+    try:
+        p.warm()
+        alone = p.run_one("test.crowded@1", "a", "a", None, 0.5)
+        assert (alone.verdict.status, p.retries) == ("correct", 0)
+        out = p.run_many("test.crowded@1", [("a", "a", None), ("b", "c", None)], 0.5, workers=2)
+        assert [o.verdict.status for o in out] == ["correct", "incorrect"]
+        assert out[0].verdict == alone.verdict
+        assert p.retries == 2  # both overran beside each other and were retried alone
+    finally:
+        p.close()
+
+
+def test_an_item_over_the_retry_budget_too_is_timeout_with_a_reason_free_of_timings():
+    p = WorkerPool(1, extra_modules=("tests._budget_test_graders",))
+    try:
+        p.warm()
+        out = p.run_one("test.sleepy@1", "30", "x", None, 0.2)
+        assert out.verdict == graders.Verdict(None, "timeout", "over the 0.2 s budget, and over 0.8 s when retried alone")
+        many = p.run_many("test.sleepy@1", [("30", "x", None), ("0", "x", None)], 0.2)
+        assert [o.verdict.status for o in many] == ["timeout", "correct"]
+        assert many[0].verdict.reason == "over the 0.2 s budget, and over 0.8 s when retried alone"
+        assert p.retries == 2
+    finally:
+        p.close()
+
+
+@pytest.mark.slow
+def test_polynomial_power_is_the_same_verdict_alone_and_in_a_batch(monkeypatch):
+    # issue 10: `(x+1)^{100000}` was `incorrect` alone and `timeout` in a batch: its exact sample points take
+    # seconds, and a batch on a busy machine overran the budget. Here its first try overruns a 1 s budget
+    # (alone or in a batch); the retry alone decides, so each copy gets one verdict. The retry budget is
+    # generous here (30 x 1 s) so that this test holds on a shared, loaded test machine too.
+    from graders.budget import shared_pool
+
+    pool = shared_pool()
+    monkeypatch.setattr(pool, "retry_factor", 30.0)
+    item = ("(x+1)^{100000}", "x+1")
+    alone = graders.grade_many("math.equiv@3", [item], budget_s=1.0)[0]
+    batch = graders.grade_many("math.equiv@3", [item, ("x", "x"), item], budget_s=1.0, workers=2)
+    assert alone.status == "incorrect"
+    assert batch == [alone, graders.Verdict(True, "correct", "identical strings"), alone]

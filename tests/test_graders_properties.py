@@ -60,7 +60,7 @@ def test_string_graders_never_raise(a, r):
 @POOLED
 @given(LATEXISH, LATEXISH)
 def test_symbolic_graders_never_raise(a, r):
-    for spec in ("math.equiv@1", "math.equiv@2", "math.mathverify"):
+    for spec in ("math.equiv@1", "math.equiv@2", "math.equiv@3", "math.mathverify"):
         v = graders.get(spec).grade(a, r, budget_s=2.0)
         assert v.status in graders.STATUSES and v.reason
 
@@ -76,7 +76,7 @@ EXPR = st.recursive(ATOM, lambda inner: st.one_of(
 
 @POOLED
 @given(EXPR, st.sampled_from(["{}", "$ {} $", r"\boxed{{{}}}", "x = {}", r"\left({}\right)", "{}+0"]),
-       st.sampled_from(["math.equiv@1", "math.equiv@2"]))
+       st.sampled_from(["math.equiv@1", "math.equiv@2", "math.equiv@3"]))
 def test_math_equiv_is_correct_on_equal_variants(x, wrapper, spec):
     v = graders.get(spec).grade(wrapper.format(x), x, budget_s=5.0)
     assert v.status == "correct", (wrapper.format(x), x, v)
@@ -86,6 +86,7 @@ def test_math_equiv_is_correct_on_equal_variants(x, wrapper, spec):
 @given(LATEXISH)
 def test_math_equiv2_grade_x_x_is_correct(x):
     assert graders.get("math.equiv@2").grade(x, x).status == "correct"
+    assert graders.get("math.equiv@3").grade(x, x).status == "correct"
 
 
 # the stated-precision rule on exact fractions: the rounding is correct, one unit off in the last digit is not
@@ -112,3 +113,18 @@ def test_math_equiv2_decimals_count_to_their_stated_digits(x, places):
         tie = abs(Fraction(off) - x) == unit / 2
         assert g.grade(off, ref).status == ("correct" if tie else "incorrect"), (off, ref)
         assert g.grade(off, good).status == "incorrect", (off, good)
+
+
+@FAST
+@given(FRACTIONS, st.integers(1, 8))
+def test_math_equiv3_credits_a_decimal_only_when_it_is_the_exact_value(x, places):
+    # math.equiv@3 never credits an approximation: a decimal equals a fraction only when it is its value
+    ref = rf"\frac{{{x.numerator}}}{{{x.denominator}}}" if x.denominator > 1 else str(x.numerator)
+    g = graders.get("math.equiv@3")
+    n = round(x * 10**places)
+    s = str(abs(n)).rjust(places + 1, "0")
+    dec = ("-" if n < 0 else "") + s[:-places] + "." + s[-places:]
+    exact = Fraction(n, 10**places) == x
+    assert g.grade(dec, ref).correct is exact, (dec, ref)
+    assert g.grade(ref, dec).correct is exact, (ref, dec)
+    assert g.grade(dec + "0", dec).status == "correct"  # trailing zeros state the same rational

@@ -19,7 +19,7 @@ def test_lock_file_matches_the_registered_code():
 
 def test_every_family_registers_and_is_locked():
     keys = {g.key for g in graders.all_graders()}
-    assert keys >= {"math.equiv@1", "math.equiv@2", "math.hendrycks@985bdc1", "math.mathverify@0.9.0", "exact.hle@1",
+    assert keys >= {"math.equiv@1", "math.equiv@2", "math.equiv@3", "math.hendrycks@985bdc1", "math.mathverify@0.9.0", "exact.hle@1",
                     "choice@1"}
     assert set(read_lock(graders.LOCK_FILE)) == keys
 
@@ -32,7 +32,7 @@ def test_each_family_module_names_its_sources():
 
 
 def test_get_by_name_and_version():
-    assert graders.get("math.equiv") is graders.get("math.equiv@2")  # the latest version
+    assert graders.get("math.equiv") is graders.get("math.equiv@3")  # the latest version
     assert graders.get("math.equiv@1").key == "math.equiv@1"
     with pytest.raises(graders.RegistryError, match="unknown grader 'math.equiv@9'"):
         graders.get("math.equiv@9")
@@ -49,6 +49,46 @@ def test_math_equiv2_reuses_v1_helpers_without_moving_v1s_fingerprint():
     assert graders.get("math.equiv@2").fingerprint == lock["math.equiv@2"] != lock["math.equiv@1"]
     assert graders.get("math.equiv@1").config != graders.get("math.equiv@2").config
     assert not hasattr(graders.get("math.equiv@2").config, "rel_tol")
+
+
+def test_math_equiv3_fingerprint_covers_its_engine_class_and_the_helpers_it_imports(tmp_path):
+    # @3's registered function calls through an instance of its engine class: the class's methods and
+    # the helpers they name are part of the fingerprint, so editing any of them moves it.
+    from extractors.registry import code_fingerprint
+
+    src = """
+from dataclasses import dataclass
+from graders import Verdict
+
+def helper(s):
+    return s.strip()
+
+@dataclass(frozen=True)
+class Cfg:
+    budget_s: float = 5.0
+
+class Engine:
+    def __init__(self, config):
+        self.config = config
+    def grade(self, a, r):
+        return self.same(helper(a), r)
+    def same(self, a, r):
+        return Verdict(True, "correct", "x") if a == r else Verdict(False, "incorrect", "x")
+
+def fn(answer, reference, *, num_choices=None, config=Cfg()):
+    return Engine(config).grade(answer, reference)
+"""
+    base = code_fingerprint(_load(tmp_path, "engine_a", src).fn, config=None)
+    for old, new in (("if a == r", "if a != r"), ("s.strip()", "s.lower()")):
+        edited = code_fingerprint(_load(tmp_path, "engine_b", src.replace(old, new)).fn, config=None)
+        assert edited != base, old
+    import graders.math as v1
+    import graders.math_v3 as v3
+
+    assert v3._split_top is v1._split_top  # imported, not copied
+    lock = read_lock(graders.LOCK_FILE)
+    assert graders.get("math.equiv@3").fingerprint == lock["math.equiv@3"] not in (lock["math.equiv@1"],
+                                                                                    lock["math.equiv@2"])
 
 
 def test_verdict_refuses_inconsistent_status():

@@ -58,15 +58,15 @@ def test_cross_lists_only_rows_that_differ_and_exits_1(cli, tmp_path):
     assert r.code == 1
     assert r.out == (
         '{"id":"d","answer":"4:30 \\\\text{ p.m.}","reference":"\\\\text{4:30 p.m.}",'
-        '"math.equiv@2":{"correct":true,"status":"correct","reason":"same text"},'
+        '"math.equiv@3":{"correct":true,"status":"correct","reason":"same text"},'
         '"math.hendrycks@985bdc1":{"correct":false,"status":"incorrect",'
         '"reason":"stripped strings differ: \'4:30\' vs \'\\\\text{4:30p.m.}\'"}}\n')
-    assert r.err == "1 of 5 rows differ between math.equiv@2 and math.hendrycks@985bdc1\n"
+    assert r.err == "1 of 5 rows differ between math.equiv@3 and math.hendrycks@985bdc1\n"
 
 
 def test_cross_with_no_difference_exits_0(cli, tmp_path):
     r = cli("judge", "--cross", "math.equiv,math.mathverify", _write(tmp_path, ROWS[:2]))
-    assert (r.code, r.out, r.err) == (0, "", "0 of 2 rows differ between math.equiv@2 and math.mathverify@0.9.0\n")
+    assert (r.code, r.out, r.err) == (0, "", "0 of 2 rows differ between math.equiv@3 and math.mathverify@0.9.0\n")
 
 
 @pytest.mark.parametrize("line, message", [

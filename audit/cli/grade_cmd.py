@@ -64,7 +64,9 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
 def reproduce(results: Path, package: Path | None, items: Path | None) -> int:
     """Re-grade RESULTS from its referenced package; exit 0 only if the result is identical.
 
-    Refuses (exit 2) when the package's content digest differs from the recorded one.
+    Rows that differ only because a grading timed out in one run and not in the other are
+    listed apart as environment-dependent (they depend on the machine's load, not on the code
+    or the inputs). Refuses (exit 2) when the package's content digest differs from the recorded one.
     """
     from audit.grade import reproduce as run
 
@@ -74,9 +76,17 @@ def reproduce(results: Path, package: Path | None, items: Path | None) -> int:
     if outcome.identical:
         click.echo(f"identical: {results}")
         return 0
-    click.echo(f"differs: {results} ({len(outcome.differences)} differences)")
+    env = outcome.environment_dependent
+    if outcome.differences:
+        click.echo(f"differs: {results} ({len(outcome.differences)} differences"
+                   + (f", and {len(env)} environment-dependent rows)" if env else ")"))
+    else:
+        click.echo(f"differs only in environment-dependent rows: {results} ({len(env)} rows where a grading "
+                   f"timed out in one run and not in the other)")
     for line in outcome.differences[:50]:
         click.echo(f"  {line}")
+    for line in env[:50]:
+        click.echo(f"  environment-dependent (timeout): {line}")
     return 1
 
 

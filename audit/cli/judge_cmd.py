@@ -85,7 +85,8 @@ def _as_obj(v: graders.Verdict) -> dict[str, Any]:
 @click.option("--workers", type=click.IntRange(min=1), metavar="N",
               help="Worker processes for symbolic graders (default: the CPUs available).")
 @click.option("--budget", type=click.FloatRange(min=0.01), metavar="SECONDS",
-              help="Per-item time budget (default: the grader's own, 5 s); over it the verdict is timeout.")
+              help="Per-item time budget (default: the grader's own, 5 s); an item over it is retried alone under "
+                   "4x the budget, and over that too the verdict is timeout.")
 def judge(file: Path, grader_spec: str | None, cross_specs: str | None, workers: int | None,
           budget: float | None) -> int:
     """Grade answer/reference pairs from FILE (JSONL rows {id, answer, reference[, num_choices]}).
