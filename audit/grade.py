@@ -580,6 +580,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
 
     Refuses (AuditError) when a package's content digest differs from the recorded one.
     """
+    from audit import lock
     from audit.packages import content_digest, load_manifest, unpacked
     from audit.verdicts import load_verdict_file
 
@@ -602,13 +603,23 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
             raise AuditError(f"package content differs from the one graded (digest {digest[:16]}…, recorded "
                              f"{ref.digest[:16]}…); refusing to compare", path=str(path))
     notes = []
-    for label, ref in (("extractor", vf.extractor), ("grader", vf.grader), ("extractor", vf.mc_extractor),
-                       ("grader", vf.mc_grader)):
+    # Who graded, in which environment, and where the packages were found do not decide the result;
+    # nor does where a version's code lives: a fingerprint its lock accepts is the same version.
+    same_refs: dict[str, Any] = {"producer": vf.producer, "environment": vf.environment, "rows_file": None,
+                                 "responses_package": vf.responses_package, "items_package": vf.items_package}
+    for label, field in (("extractor", "extractor"), ("grader", "grader"), ("extractor", "mc_extractor"),
+                         ("grader", "mc_grader")):
+        ref = getattr(vf, field)
         if ref is None:
             continue
-        comp = _component(label, f"{ref.name}@{ref.version}")
-        if comp.fingerprint != ref.fingerprint:
-            notes.append(f"{label} {ref.name}@{ref.version}: code fingerprint differs from the recorded one")
+        key = f"{ref.name}@{ref.version}"
+        comp = _component(label, key)
+        if comp.fingerprint == ref.fingerprint:
+            continue
+        if lock.accepted(label, key, ref.fingerprint) and lock.accepted(label, key, comp.fingerprint):
+            same_refs[field] = ref
+        else:
+            notes.append(f"{label} {key}: code fingerprint differs from the recorded one")
     if vf.extractor is None or vf.grader is None:
         raise AuditError("records no extractor or grader (imported verdicts cannot be re-graded)", path=str(vpath))
     config = GradeConfig(
@@ -622,9 +633,6 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
     if env_now != vf.environment:
         notes.append("environment differs: " + ", ".join(
             f"{k} {vf.environment.get(k)} -> {v}" for k, v in env_now.items() if vf.environment.get(k) != v))
-    # Who graded, in which environment, and where the packages were found do not decide the result.
-    same_refs = {"producer": vf.producer, "environment": vf.environment, "rows_file": None,
-                 "responses_package": vf.responses_package, "items_package": vf.items_package}
     with tempfile.TemporaryDirectory(prefix="audit-reproduce-") as tmp:
         again = Path(tmp) / "again.json"
         write_verdict_file(again, new.header.model_copy(update=same_refs), new.iter_rows())

@@ -6,7 +6,8 @@
     Extraction(answer='C', rule='L1', span=(...))
 
 Each benchmark family has its own module; each registered `name@version` is
-immutable (see `extractors.registry`). Nothing here imports from `graders` or `audit`.
+immutable (see `audit.registry`). Nothing here imports from `graders`, nor from `audit`
+but its neutral registry.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from extractors.registry import Registry, RegistryError, code_fingerprint
+from audit.registry import Registry, RegistryError, code_fingerprint, table
 
 LOCK_FILE = Path(__file__).with_name("lock.json")
 
@@ -71,7 +72,8 @@ class Extractor:
         return self.fn(text, finish_reason=finish_reason)
 
 
-REGISTRY: Registry[Extractor] = Registry("extractor")
+REGISTRY: Registry[Extractor] = table("extractor", home=__name__)
+"""Every registered extractor; each public module of this package registers its family on import."""
 
 
 def register(name: str, version: str, *, description: str, source: str = "audit",
@@ -87,25 +89,12 @@ def register(name: str, version: str, *, description: str, source: str = "audit"
 
 def get(spec: str) -> Extractor:
     """The extractor `name@version`, or the latest version of `name`."""
-    _load_families()
     return REGISTRY.get(spec)
 
 
 def all_extractors() -> list[Extractor]:
-    _load_families()
+    """Every registered extractor version, in registration order."""
     return list(REGISTRY)
-
-
-FAMILIES: tuple[str, ...] = ("mmlu_pro", "gpqa", "boxed", "choice", "hle", "raw")
-"""Modules that register extractors, one per benchmark family."""
-
-
-@functools.cache
-def _load_families() -> None:
-    import importlib
-
-    for mod in FAMILIES:
-        importlib.import_module(f"extractors.{mod}")
 
 
 __all__ = ["Extraction", "Extractor", "REGISTRY", "RegistryError", "register", "get", "all_extractors"]

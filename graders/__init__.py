@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from extractors.registry import Registry, RegistryError, code_fingerprint
+from audit.registry import Registry, RegistryError, code_fingerprint, table
 
 LOCK_FILE = Path(__file__).with_name("lock.json")
 
@@ -185,7 +185,7 @@ def _budget():
     return budget
 
 
-REGISTRY: Registry[Grader] = Registry("grader")
+REGISTRY: Registry[Grader] = table("grader")
 
 
 def register(name: str, version: str, *, description: str, source: str = "audit", config: Any = None,

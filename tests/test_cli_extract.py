@@ -98,6 +98,9 @@ def test_extract_unknown_extractor_and_missing_file(cli, responses, tmp_path):
 
 def test_extractors_lists_every_version(cli):
     lock = json.loads(extractors.LOCK_FILE.read_text(encoding="utf-8"))
+    # The listed fingerprint is the registered code's: the last one its lock entry accepts.
+    current = {key: entry["fingerprints"][-1] for key, entry in lock.items()}
+    assert all(extractors.get(key).fingerprint == fp for key, fp in current.items())
     r = cli("extractors")
     assert r.code == 0
     rows = [
@@ -123,7 +126,7 @@ def test_extractors_lists_every_version(cli):
         ("raw", "1", "The whole response, stripped (for packages of pre-extracted answers)"),
     ]
     expected = "NAME                 VERSION  FINGERPRINT   DESCRIPTION\n" + "".join(
-        f"{name:<19}  {version:<7}  {lock[f'{name}@{version}'][:12]}  {desc}\n" for name, version, desc in rows)
+        f"{name:<19}  {version:<7}  {current[f'{name}@{version}'][:12]}  {desc}\n" for name, version, desc in rows)
     assert r.out == expected
 
 

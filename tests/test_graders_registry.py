@@ -9,19 +9,13 @@ import textwrap
 import pytest
 
 import graders
-from extractors.registry import lock_problems, read_lock
+from audit.lock import read_lock
 
 
-def test_lock_file_matches_the_registered_code():
-    graders.all_graders()
-    assert lock_problems(graders.REGISTRY, graders.LOCK_FILE) == []
-
-
-def test_every_family_registers_and_is_locked():
+def test_every_family_registers():
     keys = {g.key for g in graders.all_graders()}
     assert keys >= {"math.equiv@1", "math.equiv@2", "math.hendrycks@985bdc1", "math.mathverify@0.9.0", "exact.hle@1",
                     "choice@1"}
-    assert set(read_lock(graders.LOCK_FILE)) == keys
 
 
 def test_each_family_module_names_its_sources():
@@ -44,9 +38,10 @@ def test_math_equiv2_reuses_v1_helpers_without_moving_v1s_fingerprint():
     import graders.math_v2 as v2
 
     assert v2._split_top is v1._split_top and v2._unwrap_outer is v1._unwrap_outer
-    lock = read_lock(graders.LOCK_FILE)
-    assert graders.get("math.equiv@1").fingerprint == lock["math.equiv@1"]
-    assert graders.get("math.equiv@2").fingerprint == lock["math.equiv@2"] != lock["math.equiv@1"]
+    lock = read_lock(graders.LOCK_FILE).entries
+    assert graders.get("math.equiv@1").fingerprint in lock["math.equiv@1"].fingerprints
+    assert graders.get("math.equiv@2").fingerprint in lock["math.equiv@2"].fingerprints
+    assert not set(lock["math.equiv@1"].fingerprints) & set(lock["math.equiv@2"].fingerprints)
     assert graders.get("math.equiv@1").config != graders.get("math.equiv@2").config
     assert not hasattr(graders.get("math.equiv@2").config, "rel_tol")
 
