@@ -158,7 +158,7 @@ def _run_extractor(ex: Any, inputs: Sequence[tuple[Any, ...]], _: Any) -> list[l
 
 def _run_grader(g: Any, inputs: Sequence[tuple[Any, ...]], grade_many: Any) -> list[list[Any]]:
     if grade_many is None:
-        from graders import grade_many
+        from audit.graders import grade_many
     tasks = [tuple(t) for t in inputs]
     unique = list(dict.fromkeys(tasks))  # a registered version is a pure function: each task once
     by_task = dict(zip(unique, grade_many(g, unique)))

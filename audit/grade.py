@@ -29,8 +29,8 @@ from typing import Any
 import pandas as pd
 import pydantic
 
-import extractors
-import graders
+from audit import extractors
+from audit import graders
 from audit.errors import AuditError
 from audit.jsonl import dumps
 from audit.models import LETTERS, ItemRow

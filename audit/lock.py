@@ -33,7 +33,7 @@ from audit import behaviour
 from audit.errors import AuditError
 from audit.jsonl import write_atomic
 
-PACKAGES = {"extractor": "extractors", "grader": "graders"}
+PACKAGES = {"extractor": "audit.extractors", "grader": "audit.graders"}
 """The package of each locked kind: its `REGISTRY` and `LOCK_FILE`."""
 
 
@@ -107,7 +107,6 @@ def kind_of(registry: Any) -> str:
 def registry_and_lock(kind: str) -> tuple[Any, Path]:
     """The registry and lock file of `kind` (`extractor` or `grader`)."""
     mod = importlib.import_module(PACKAGES[kind])
-    getattr(mod, f"all_{PACKAGES[kind]}")()  # load every family
     return mod.REGISTRY, mod.LOCK_FILE
 
 

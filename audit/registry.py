@@ -29,7 +29,7 @@ import types
 from collections.abc import Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
-OWN_PACKAGES = ("extractors", "graders")
+OWN_PACKAGES = ("audit.extractors", "audit.graders")
 """Code in these packages is fingerprinted by source; anything else is named only."""
 
 
@@ -140,7 +140,7 @@ def kinds() -> list[str]:
 
 
 def _own(module: str | None) -> bool:
-    return bool(module) and module.split(".")[0] in OWN_PACKAGES
+    return bool(module) and any(module == p or module.startswith(p + ".") for p in OWN_PACKAGES)
 
 
 def _code_names(code: types.CodeType) -> Iterator[str]:

@@ -53,7 +53,7 @@ class ComponentRef(Record):
     version: str
     """Registered version, e.g. `f418b11`."""
     fingerprint: str
-    """sha256 of the version's code and config (see `extractors.registry`)."""
+    """sha256 of the version's code and config (see `audit.registry`)."""
 
 
 class PackageRef(Record):

@@ -31,9 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import extractors  # noqa: E402
-import graders  # noqa: E402
-from graders.budget import shared_pool  # noqa: E402
+from audit import extractors  # noqa: E402
+from audit import graders  # noqa: E402
+from audit.graders.budget import shared_pool  # noqa: E402
 
 DATA = Path(os.environ.get("AUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 QWEN = DATA / "qwen25_math_rm_maj_example" / "math_cot_100.jsonl"

@@ -1,21 +1,22 @@
 """Versioned graders: `grade(answer, reference) -> Verdict`, never a silent False.
 
-    >>> import graders
+    >>> from audit import graders
     >>> graders.get("math.equiv").grade("x = 4", "4")
     Verdict(correct=True, status='correct', reason=...)
 
 A Verdict separates "not gradable" (correct is None, with a status saying why)
 from "wrong". Registered versions are immutable, like the extractors'.
-Graders may use `extractors`; they know nothing of `audit` or the CLI.
+This folder is the package `audit.graders` (see `audit/__init__.py`). Graders may use
+`audit.extractors`; they know nothing of the rest of audit or the CLI.
 
-Graders shipped (one module per family, listed in FAMILIES):
+Graders shipped (one module per family; every public module here is loaded on first lookup):
 
-    math.equiv@1            graders.math        symbolic equivalence on sympy + latex2sympy2_extended
-    math.equiv@2            graders.math_v2     @1 with assignments by variable, decimals to their stated precision
-    math.hendrycks@985bdc1  graders.hendrycks   hendrycks/math `is_equiv` string normalizer, bugs included
-    math.mathverify@0.9.0   graders.mathverify  second opinion through the pinned math-verify package
-    exact.hle@1             graders.exact       HLE-style strict exact match, numbers to stated precision
-    choice@1                graders.choice      multiple-choice letters
+    math.equiv@1            audit.graders.math        symbolic equivalence on sympy + latex2sympy2_extended
+    math.equiv@2            audit.graders.math_v2     @1 with assignments by variable, decimals to their stated precision
+    math.hendrycks@985bdc1  audit.graders.hendrycks   hendrycks/math `is_equiv` string normalizer, bugs included
+    math.mathverify@0.9.0   audit.graders.mathverify  second opinion through the pinned math-verify package
+    exact.hle@1             audit.graders.exact       HLE-style strict exact match, numbers to stated precision
+    choice@1                audit.graders.choice      multiple-choice letters
 
 Bounded time
 ------------
@@ -23,7 +24,7 @@ A grader registered with `isolated=True` (the symbolic ones) never runs its
 symbolic step in the caller's process: `Grader.grade` first tries the grader's
 cheap `fast` function in-process (normalized strings equal, plain numbers), and
 only when that cannot decide sends the item to a persistent worker process
-(`graders.budget`). Each item has a hard wall-clock budget (the grader config's
+(`audit.graders.budget`). Each item has a hard wall-clock budget (the grader config's
 `budget_s`, default 5 s): a soft SIGALRM inside the worker's main thread first,
 then, if sympy is stuck in C code, the parent kills that worker and starts a
 new one. A budget hit is the verdict `timeout`, never `incorrect`. This works
@@ -40,7 +41,7 @@ mappings `{answer, reference[, num_choices]}` or tuples `(answer, reference[,
 num_choices])`. Results come back in input order. The fast path runs in the
 caller's process; only the items it cannot decide go to a pool of
 `workers` processes (default: the CPUs this process may use), which stays alive
-between calls (`graders.budget.shared_pool()`), so per-call overhead after the
+between calls (`audit.graders.budget.shared_pool()`), so per-call overhead after the
 first call is a pipe round-trip per undecided item. Only a worker that overruns
 its budget is killed and replaced.
 """
@@ -54,7 +55,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from audit.registry import Registry, RegistryError, code_fingerprint, table
+if __name__ != "audit.graders":  # the folder imported under its bare name, e.g. from the repository root
+    raise ImportError(f"import the graders as `audit.graders`, not `{__name__}`")
+
+from audit.registry import Registry, RegistryError, code_fingerprint, table  # noqa: E402
 
 LOCK_FILE = Path(__file__).with_name("lock.json")
 
@@ -180,12 +184,13 @@ def _short(e: BaseException, limit: int = 160) -> str:
 
 
 def _budget():
-    from graders import budget
+    from audit.graders import budget
 
     return budget
 
 
-REGISTRY: Registry[Grader] = table("grader")
+REGISTRY: Registry[Grader] = table("grader", home=__name__)
+"""Every registered grader; each public module of this package registers its family on import."""
 
 
 def register(name: str, version: str, *, description: str, source: str = "audit", config: Any = None,
@@ -205,12 +210,11 @@ def register(name: str, version: str, *, description: str, source: str = "audit"
 
 def get(spec: str) -> Grader:
     """The grader `name@version`, or the latest version of `name`."""
-    _load_families()
     return REGISTRY.get(spec)
 
 
 def all_graders() -> list[Grader]:
-    _load_families()
+    """Every registered grader version, in registration order."""
     return list(REGISTRY)
 
 
@@ -259,18 +263,6 @@ def grade_many(grader: Grader | str, rows: Iterable[Any], *, workers: int | None
                budget_s: float | None = None) -> list[Verdict]:
     """Grade many rows across a process pool; verdicts in input order. See the module docstring."""
     return [t.verdict for t in grade_many_timed(grader, rows, workers=workers, budget_s=budget_s)]
-
-
-FAMILIES: tuple[str, ...] = ("math", "math_v2", "hendrycks", "mathverify", "exact", "choice")
-"""Modules that register graders, one per family."""
-
-
-@functools.cache
-def _load_families() -> None:
-    import importlib
-
-    for mod in FAMILIES:
-        importlib.import_module(f"graders.{mod}")
 
 
 __all__ = ["Verdict", "Grader", "Timed", "REGISTRY", "RegistryError", "STATUSES", "DEFAULT_BUDGET_S", "register",

@@ -1,6 +1,6 @@
-"""`python -m graders._worker`: a grading worker process (see graders.budget)."""
+"""`python -m audit.graders._worker`: a grading worker process (see audit.graders.budget)."""
 
-from graders.budget import worker_main
+from audit.graders.budget import worker_main
 
 if __name__ == "__main__":
     worker_main()

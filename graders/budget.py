@@ -134,7 +134,7 @@ def _warm_up(graders) -> None:
 
 
 def worker_main() -> None:
-    """Entry point of a worker process (`python -m graders._worker`)."""
+    """Entry point of a worker process (`python -m audit.graders._worker`)."""
     global _IN_WORKER
     _IN_WORKER = True
     proto_out = os.fdopen(os.dup(1), "wb")
@@ -149,8 +149,8 @@ def worker_main() -> None:
         pass
     import importlib
 
-    import graders
-    from graders import Verdict
+    from audit import graders
+    from audit.graders import Verdict
 
     for mod in filter(None, os.environ.get(EXTRA_MODULES_ENV, "").split(",")):
         importlib.import_module(mod)  # graders registered only inside this pool's workers
@@ -195,7 +195,7 @@ class _Worker:
             paths.append(env["PYTHONPATH"])
         env["PYTHONPATH"] = os.pathsep.join(paths)
         env.setdefault("PYTHONHASHSEED", "0")
-        self.proc = subprocess.Popen([sys.executable, "-m", "graders._worker"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "audit.graders._worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, close_fds=True)
         self.ready = False
         self.started_at = time.monotonic()
@@ -270,7 +270,7 @@ def _exit_code(w: _Worker) -> int | None:
 
 
 def _verdict(correct, status, reason):
-    from graders import Verdict
+    from audit.graders import Verdict
 
     return Verdict(correct, status, reason)
 

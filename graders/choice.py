@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from graders import Verdict, register
+from audit.graders import Verdict, register
 
 MAX_CHOICES = 26
 """Letters A–Z."""

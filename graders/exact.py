@@ -31,7 +31,7 @@ import unicodedata
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from graders import Verdict, register
+from audit.graders import Verdict, register
 
 MAX_EXACT_CHARS = 10_000
 """Longer answers are compared as raw strings only (no normalization)."""

@@ -24,7 +24,7 @@ Known traps, all reproduced on purpose:
 
 from __future__ import annotations
 
-from graders import Verdict, register
+from audit.graders import Verdict, register
 
 SOURCE = "hendrycks/math@985bdc1696e88e8643f081a0ff4719da39f2ae2a:modeling/math_equivalence.py"
 

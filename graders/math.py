@@ -17,7 +17,7 @@ Pipeline
    `a \\pm b`, an equation, a text answer, or an expression; units and assignments split off.
 3. Leaves: plain numbers are compared exactly with Python fractions (the fast path, no sympy);
    everything else is parsed by latex2sympy and compared by sympy in a worker process under the
-   per-item budget (see `graders.budget`).
+   per-item budget (see `audit.graders.budget`).
 
 Decisions (each one a place where graders differ)
 --------------------------------------------------
@@ -84,7 +84,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from graders import Verdict, installed_version, register
+from audit.graders import Verdict, installed_version, register
 
 # --------------------------------------------------------------------------- caps and config
 

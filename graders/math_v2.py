@@ -1,11 +1,11 @@
 """math.equiv@2: math.equiv@1 with assignments compared variable by variable and decimals judged
 to the precision they state.
 
-Source: math.equiv@1 (`graders.math`; its sources are hendrycks/math, MATH-500 and the
+Source: math.equiv@1 (`audit.graders.math`; its sources are hendrycks/math, MATH-500 and the
 normalizations of hendrycks, Qwen2.5-Math and Math-Verify) and a review of @1's verdicts that found
 two wrong `correct`s and four false negatives, each pinned in tests/golden/graders/math_equiv2_cases.jsonl.
 Everything not listed here is @1's rule (read @1's docstring): the pure string helpers and the
-numeric helpers are imported from `graders.math` unchanged, so their code is part of both
+numeric helpers are imported from `audit.graders.math` unchanged, so their code is part of both
 versions' fingerprints and cannot change under either.
 
 What changes from @1
@@ -68,8 +68,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from graders import Verdict, register
-from graders.math import (  # @1's helpers, unchanged: string rewriting, splitting, numeric checks
+from audit.graders import Verdict, register
+from audit.graders.math import (  # @1's helpers, unchanged: string rewriting, splitting, numeric checks
     _BARE_FUNC_RE,
     _BASE_SUBSCRIPT_RE,
     _COMMAND_RE,
@@ -127,7 +127,7 @@ from graders.math import (  # @1's helpers, unchanged: string rewriting, splitti
     _value,
     text_key,
 )
-from graders.math import _to_sympy as _to_sympy_v1
+from audit.graders.math import _to_sympy as _to_sympy_v1
 
 # --------------------------------------------------------------------------- config
 

@@ -13,7 +13,7 @@ finds the answer by its patterns; boxed content is its highest-priority anchor.
 
 Its own timeouts are off (they use `signal.alarm`, which fails outside the main thread and
 would clash with ours); ours are on: this grader is isolated and every item runs in a worker
-process under the per-item budget of `graders.budget`.
+process under the per-item budget of `audit.graders.budget`.
 
 Mapping to verdicts: `parse` found nothing in the reference → `parse_error_reference`; nothing
 in the answer → `parse_error_answer`; otherwise `verify`'s bool. `verify` swallows exceptions
@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from graders import Verdict, installed_version, register
+from audit.graders import Verdict, installed_version, register
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Graders that misbehave on purpose, registered only inside a test pool's workers.
 
-Imported by worker processes through graders.budget.EXTRA_MODULES_ENV, never by the test process,
+Imported by worker processes through audit.graders.budget.EXTRA_MODULES_ENV, never by the test process,
 so they never enter the caller's registry or the lock file.
 """
 
@@ -8,7 +8,7 @@ import os
 import signal
 import time
 
-from graders import Verdict, register
+from audit.graders import Verdict, register
 
 
 @register("test.sleepy", "1", description="sleeps in Python: the soft alarm interrupts it", isolated=True)

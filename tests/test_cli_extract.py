@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-import extractors
+from audit import extractors
 
 
 @pytest.fixture

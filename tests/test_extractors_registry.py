@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-import extractors
-from extractors import Extraction, Extractor, RegistryError
+from audit import extractors
+from audit.extractors import Extraction, Extractor, RegistryError
 from audit.registry import Registry, code_fingerprint
 
 
@@ -35,7 +35,7 @@ def test_registering_a_duplicate_version_raises():
     with pytest.raises(RegistryError, match="boxed@1 is already registered"):
         extractors.REGISTRY.add(Extractor(ex.name, ex.version, "again", "audit", ex.fn))
     with pytest.raises(RegistryError, match="already registered"):
-        extractors.register("boxed", "1", description="again")(lambda text, *, finish_reason=None: None)
+        extractors.register("boxed", "1", description="again", rules=("none",))(lambda text, *, finish_reason=None: None)
 
 
 def test_latest_is_the_version_registered_last():
@@ -63,7 +63,7 @@ def test_every_family_module_is_listed_and_documents_its_source():
 MODULE = '''
 import re
 
-from extractors import Extraction
+from audit.extractors import Extraction
 
 _PATTERN = re.compile(r"answer is ([A-D])")
 LIMIT = 10
@@ -80,11 +80,11 @@ def extract(text, *, finish_reason=None):
 
 
 def _load(tmp_path, name, source):
-    """Load `source` as module extractors.<name> (fingerprints read the source of project modules only)."""
+    """Load `source` as module audit.extractors.<name> (fingerprints read the source of project modules only)."""
     path = tmp_path / str(len(list(tmp_path.iterdir()))) / f"{name}.py"
     path.parent.mkdir()
     path.write_text(textwrap.dedent(source), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(f"extractors.{name}", path)
+    spec = importlib.util.spec_from_file_location(f"audit.extractors.{name}", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
@@ -103,7 +103,7 @@ def fingerprint_of(tmp_path):
 
     yield fp
     for name in loaded:
-        sys.modules.pop(f"extractors.{name}", None)
+        sys.modules.pop(f"audit.extractors.{name}", None)
 
 
 def test_identical_copies_have_the_same_fingerprint(fingerprint_of):
@@ -128,8 +128,8 @@ def test_pattern_flags_and_config_are_part_of_the_fingerprint(fingerprint_of):
 
 
 def test_registered_fingerprints_cover_helpers_in_other_modules():
-    # mmlu_pro.official reaches extractors._scan.last_match through a global name.
-    from extractors import _scan, mmlu_pro
+    # mmlu_pro.official reaches audit.extractors._scan.last_match through a global name.
+    from audit.extractors import _scan, mmlu_pro
 
     assert re.search(r"def last_match", "".join(_scan.__dict__.get("__doc__") or "") + "def last_match")
     before = code_fingerprint(mmlu_pro.official)

@@ -166,7 +166,7 @@ class CountingGrader:
         self.calls = []
 
     def grade(self, answer, reference, *, num_choices=None):
-        from graders import Verdict
+        from audit.graders import Verdict
 
         self.calls.append((answer, reference, num_choices))
         ok = answer == reference

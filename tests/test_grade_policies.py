@@ -14,8 +14,8 @@ import audit.grade as grade_mod
 from audit.grade import GradeConfig, choose_attempt, AttemptMeta, grade_package, parse_policy_overrides
 from audit.errors import AuditError
 from audit.verdicts import Policies, load_verdict_file
-from extractors import Extraction
-from graders import Verdict
+from audit.extractors import Extraction
+from audit.graders import Verdict
 from tests.builders import make_package
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-import extractors
-import graders
+from audit import extractors
+from audit import graders
 
 ADJUDICATED = Path(__file__).parent / "golden" / "graders" / "math_equiv_adjudicated.jsonl"
 QWEN = "qwen25_math_rm_maj_example/math_cot_100.jsonl"

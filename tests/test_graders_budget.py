@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-import graders
-from graders.budget import KILL_GRACE_S, WorkerPool
+from audit import graders
+from audit.graders.budget import KILL_GRACE_S, WorkerPool
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_grade_many_rejects_a_malformed_row():
 def test_forked_child_gets_its_own_pool():
     import os
 
-    from graders.budget import shared_pool
+    from audit.graders.budget import shared_pool
 
     parent = shared_pool()
     r, w = os.pipe()
@@ -148,7 +148,7 @@ def test_a_run_that_fails_midway_leaves_no_stale_result_behind():
 
 
 def test_run_one_interrupted_after_sending_leaves_no_stale_result(monkeypatch):
-    import graders.budget as budget
+    import audit.graders.budget as budget
 
     p = WorkerPool(1, extra_modules=("tests._budget_test_graders",))
     try:
@@ -193,7 +193,7 @@ def test_an_idle_worker_that_died_is_replaced_not_an_exception():
 
 def test_a_worker_that_cannot_be_started_does_not_use_up_a_slot(monkeypatch):
     # A failed start (EMFILE, ENOMEM) must give its slot back: else a later call waits forever.
-    import graders.budget as budget
+    import audit.graders.budget as budget
 
     p = WorkerPool(1, extra_modules=("tests._budget_test_graders",))
     try:

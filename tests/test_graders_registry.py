@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-import graders
+from audit import graders
 from audit.lock import read_lock
 
 
@@ -34,8 +34,8 @@ def test_get_by_name_and_version():
 
 def test_math_equiv2_reuses_v1_helpers_without_moving_v1s_fingerprint():
     # @2 imports @1's unchanged string helpers: their code is in both fingerprints, and @1's is the locked one
-    import graders.math as v1
-    import graders.math_v2 as v2
+    import audit.graders.math as v1
+    import audit.graders.math_v2 as v2
 
     assert v2._split_top is v1._split_top and v2._unwrap_outer is v1._unwrap_outer
     lock = read_lock(graders.LOCK_FILE).entries
@@ -65,7 +65,7 @@ def _load(tmp_path, name: str, source: str):
 
 GRADER_SRC = '''
 from dataclasses import dataclass
-from graders import Verdict
+from audit.graders import Verdict
 
 TOLERANCE = {tol}
 
@@ -86,8 +86,8 @@ def fn(answer, reference, *, num_choices=None, config=None):
 
 
 def test_fingerprint_covers_helpers_constants_fast_path_and_config(tmp_path):
-    a = _load(tmp_path, "graders._fp_a", GRADER_SRC.format(tol="0.5"))
-    b = _load(tmp_path, "graders._fp_b", GRADER_SRC.format(tol="0.25"))
+    a = _load(tmp_path, "audit.graders._fp_a", GRADER_SRC.format(tol="0.5"))
+    b = _load(tmp_path, "audit.graders._fp_b", GRADER_SRC.format(tol="0.25"))
 
     def make(mod, cfg, fast=True):
         return graders.Grader("t", "1", "", "", mod.fn, cfg, mod.fast if fast else None, True)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import graders
-from graders.math import math_equiv, math_equiv_fast
-from graders.math_v2 import math_equiv2, math_equiv2_fast
+from audit import graders
+from audit.graders.math import math_equiv, math_equiv_fast
+from audit.graders.math_v2 import math_equiv2, math_equiv2_fast
 
 GOLDEN = Path(__file__).parent / "golden" / "graders"
 

@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
-import extractors
-import graders
+from audit import extractors
+from audit import graders
 from audit import behaviour, lock
 from audit.errors import AuditError
 from audit.registry import Registry
@@ -48,7 +48,7 @@ def test_the_registered_code_reproduces_the_locked_behaviour_digest(kind, key):
 # --------------------------------------------------------------------------- an attacker's lock
 
 RAW = '''
-from extractors import Extraction
+from audit.extractors import Extraction
 
 
 def raw(text, *, finish_reason=None):
@@ -107,8 +107,8 @@ def _registry(component) -> Registry:
 
 
 def test_a_fingerprint_added_by_hand_for_changed_code_is_caught(tmp_path, variants, monkeypatch):
-    locked = variants("extractors._lock_probe_a", RAW)
-    changed = variants("extractors._lock_probe_b", CHANGED)
+    locked = variants("audit.extractors._lock_probe_a", RAW)
+    changed = variants("audit.extractors._lock_probe_b", CHANGED)
     path = _locked(tmp_path, locked)
     data = json.loads(path.read_text(encoding="utf-8"))
     data["raw@1"]["fingerprints"].append(changed.fingerprint)  # the hand edit
@@ -121,7 +121,7 @@ def test_a_fingerprint_added_by_hand_for_changed_code_is_caught(tmp_path, varian
 
 
 def test_an_edited_digest_is_caught(tmp_path, variants, monkeypatch):
-    locked = variants("extractors._lock_probe_a", RAW)
+    locked = variants("audit.extractors._lock_probe_a", RAW)
     path = _locked(tmp_path, locked)
     data = json.loads(path.read_text(encoding="utf-8"))
     data["raw@1"]["behaviour"] = "0" * 64
@@ -142,7 +142,7 @@ def test_an_edited_digest_is_caught(tmp_path, variants, monkeypatch):
     (lambda d: d["raw@1"].pop("behaviour"), "raw@1: no behaviour digest recorded (run `audit lock --update`)"),
 ])
 def test_hand_edits_of_entries_are_caught(tmp_path, variants, edit, problem):
-    locked = variants("extractors._lock_probe_a", RAW)
+    locked = variants("audit.extractors._lock_probe_a", RAW)
     path = _locked(tmp_path, locked)
     data = json.loads(path.read_text(encoding="utf-8"))
     edit(data)
@@ -152,7 +152,7 @@ def test_hand_edits_of_entries_are_caught(tmp_path, variants, edit, problem):
 
 
 def test_a_lock_not_in_canonical_form_is_caught(tmp_path, variants):
-    locked = variants("extractors._lock_probe_a", RAW)
+    locked = variants("audit.extractors._lock_probe_a", RAW)
     path = _locked(tmp_path, locked)
     path.write_text(path.read_text(encoding="utf-8").replace("  ", "    "), encoding="utf-8")
     assert lock.check(_registry(locked), path) == [
@@ -179,8 +179,8 @@ def test_the_first_lock_format_is_read_as_one_fingerprint(tmp_path):
 
 def test_update_adds_new_versions_and_missing_digests_only(tmp_path, variants, monkeypatch):
     monkeypatch.setattr(behaviour, "real_cases", lambda kind: CASES)
-    old = variants("extractors._lock_probe_a", RAW)
-    changed = variants("extractors._lock_probe_b", CHANGED)
+    old = variants("audit.extractors._lock_probe_a", RAW)
+    changed = variants("audit.extractors._lock_probe_b", CHANGED)
     path = tmp_path / "lock.json"
     path.write_text(json.dumps({"raw@1": "0" * 64}), encoding="utf-8")  # first format, another fingerprint
     reg = _registry(changed)
@@ -206,8 +206,8 @@ def _first_changed_row(cases, a, b) -> str:
 
 
 def test_moved_code_is_migrated_and_keeps_its_digest(tmp_path, variants):
-    old = variants("extractors._lock_probe_a", RAW)
-    moved = variants("extractors._lock_probe_moved", RAW)  # the same code under another module path
+    old = variants("audit.extractors._lock_probe_a", RAW)
+    moved = variants("audit.extractors._lock_probe_moved", RAW)  # the same code under another module path
     assert moved.fingerprint != old.fingerprint
     path = _locked(tmp_path, old, CASES[3:])
     before = lock.read_lock(path).entries["raw@1"].behaviour
@@ -222,8 +222,8 @@ def test_moved_code_is_migrated_and_keeps_its_digest(tmp_path, variants):
 
 
 def test_changed_behaviour_is_refused_naming_the_first_differing_row(tmp_path, variants):
-    old = variants("extractors._lock_probe_a", RAW)
-    changed = variants("extractors._lock_probe_b", CHANGED)
+    old = variants("audit.extractors._lock_probe_a", RAW)
+    changed = variants("audit.extractors._lock_probe_b", CHANGED)
     path = _locked(tmp_path, old)
     before = path.read_bytes()
     row = _first_changed_row(CASES, old, changed)
@@ -236,9 +236,9 @@ def test_changed_behaviour_is_refused_naming_the_first_differing_row(tmp_path, v
 
 
 def test_a_baseline_that_is_not_the_locked_code_is_refused(tmp_path, variants):
-    old = variants("extractors._lock_probe_a", RAW)
-    changed = variants("extractors._lock_probe_b", CHANGED)
-    moved = variants("extractors._lock_probe_moved", CHANGED)
+    old = variants("audit.extractors._lock_probe_a", RAW)
+    changed = variants("audit.extractors._lock_probe_b", CHANGED)
+    moved = variants("audit.extractors._lock_probe_moved", CHANGED)
     path = _locked(tmp_path, old)
     # The attacker compares the changed code with itself: the baseline must be the locked code.
     with pytest.raises(AuditError, match=r"raw@1 as of self has fingerprint .*, which the lock does not accept"):
@@ -247,8 +247,8 @@ def test_a_baseline_that_is_not_the_locked_code_is_refused(tmp_path, variants):
 
 
 def test_a_digest_edited_to_match_is_refused(tmp_path, variants):
-    old = variants("extractors._lock_probe_a", RAW)
-    moved = variants("extractors._lock_probe_moved", RAW)
+    old = variants("audit.extractors._lock_probe_a", RAW)
+    moved = variants("audit.extractors._lock_probe_moved", RAW)
     path = _locked(tmp_path, old)
     data = json.loads(path.read_text(encoding="utf-8"))
     data["raw@1"]["behaviour"] = "f" * 64

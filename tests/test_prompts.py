@@ -10,7 +10,7 @@ from tests.conftest import shared_path
 
 from audit.errors import AuditError
 from audit.models import ItemRow
-from audit.generate.prompts import TEMPLATES, chat_messages, get_template, prompt_sha256, template_for
+from audit.generate.prompts import REGISTRY, chat_messages, get_template, prompt_sha256, template_for
 
 PINNED = {
     "mmlu_pro.cot@1": "9f72f4156a9a22eee4f48484c6a10f759a5a5e224bb72a17f78c9cf898e8abb0",
@@ -20,7 +20,7 @@ PINNED = {
 
 
 def test_registered_versions_keep_their_fingerprints():
-    assert {k: t.fingerprint for k, t in TEMPLATES.items()} == PINNED
+    assert {t.key: t.fingerprint for t in REGISTRY} == PINNED
 
 
 @pytest.mark.shared_data

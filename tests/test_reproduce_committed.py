@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-import extractors
+from audit import extractors
 from audit import lock
 from tests.conftest import REPO
 

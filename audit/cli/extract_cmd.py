@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-import extractors
+from audit import extractors
 from audit.cli import cli
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import dumps, jsonl_source
@@ -159,10 +159,10 @@ def lock_cmd(mode: str, behaviour: bool, migrate_keys: tuple[str, ...], baseline
             if kind is None or "@" not in key:
                 raise AuditError(f"--migrate {key!r}: not a registered extractor or grader name@version")
             registry, path = lock.registry_and_lock(kind)
-            click.echo(f"{lock.PACKAGES[kind]}/{path.name}: {lock.migrate(registry, path, key, base)}")
-    for kind, package in lock.PACKAGES.items():
+            click.echo(f"{path.parent.name}/{path.name}: {lock.migrate(registry, path, key, base)}")
+    for kind in lock.PACKAGES:
         registry, path = lock.registry_and_lock(kind)
-        label = f"{package}/{path.name}"
+        label = f"{path.parent.name}/{path.name}"
         if mode == "update":
             for change in lock.update(registry, path):
                 click.echo(f"{label}: {change}")

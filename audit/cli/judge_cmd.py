@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-import graders
+from audit import graders
 from audit.cli import cli
 from audit.errors import AuditError
 from audit.jsonl import dumps, iter_raw_lines, open_binary, parse_object
@@ -64,7 +64,7 @@ def _grader(spec: str) -> graders.Grader:
 
 def _verdicts(g: graders.Grader, rows: list[dict[str, Any]], workers: int | None,
               budget: float | None) -> list[graders.Verdict]:
-    from graders.budget import WorkerStartError
+    from audit.graders.budget import WorkerStartError
 
     try:
         return graders.grade_many(g, rows, workers=workers, budget_s=budget)

@@ -38,6 +38,7 @@ from typing import Any
 from audit.errors import AuditError
 from audit.jsonl import dumps
 from audit.models import LETTERS, ItemRow
+from audit.registry import Registry, RegistryError, table
 
 
 @dataclass(frozen=True)
@@ -111,15 +112,12 @@ def _render_question(t: PromptTemplate, item: ItemRow) -> str:
     return t.part("template").format(question=question)
 
 
-TEMPLATES: dict[str, PromptTemplate] = {}
-_LATEST: dict[str, str] = {}
+REGISTRY: Registry[PromptTemplate] = table("prompt template", home=__name__)
+"""Every registered template (`audit.registry`: the registry shared by every component kind)."""
 
 
 def _add(t: PromptTemplate) -> None:
-    if t.key in TEMPLATES:
-        raise ValueError(f"prompt template {t.key} is already registered")
-    TEMPLATES[t.key] = t
-    _LATEST[t.name] = t.key
+    REGISTRY.add(t)
 
 
 _add(PromptTemplate(
@@ -170,11 +168,10 @@ BENCHMARK_TEMPLATES: dict[str, str] = {
 
 def get_template(spec: str) -> PromptTemplate:
     """`name@version` exactly, or `name` for its latest version."""
-    key = spec if "@" in spec else _LATEST.get(spec, spec)
     try:
-        return TEMPLATES[key]
-    except KeyError:
-        raise AuditError(f"unknown prompt template {spec!r} (known: {', '.join(sorted(TEMPLATES))})") from None
+        return REGISTRY.get(spec)
+    except RegistryError as e:
+        raise AuditError(str(e)) from None
 
 
 def template_for(benchmark: str, spec: str | None = None) -> PromptTemplate:
@@ -183,7 +180,7 @@ def template_for(benchmark: str, spec: str | None = None) -> PromptTemplate:
         return get_template(spec)
     if benchmark not in BENCHMARK_TEMPLATES:
         raise AuditError(f"no default prompt for benchmark {benchmark!r}; give --prompt "
-                         f"(one of {', '.join(sorted(TEMPLATES))})")
+                         f"(one of {', '.join(sorted(REGISTRY.keys()))})")
     return get_template(BENCHMARK_TEMPLATES[benchmark])
 
 
