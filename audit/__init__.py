@@ -59,7 +59,7 @@ if not any(isinstance(f, _TopLevelFolders) for f in sys.meta_path):
 
 _API = {
     "grade_package": "audit.grade",
-    "resolve_config": "audit.grade",
+    "resolve_config": "audit.specs",
     "reproduce": "audit.grade",
     "diff_files": "audit.diff",
     "build_release": "audit.release",

@@ -8,13 +8,13 @@ import os
 import signal
 import time
 
-from audit.graders import Verdict, register
+from audit.graders import Judgment, register
 
 
 @register("test.sleepy", "1", description="sleeps in Python: the soft alarm interrupts it", isolated=True)
 def sleepy(answer, reference, *, num_choices=None):
     time.sleep(float(answer))
-    return Verdict(True, "correct", "woke up")
+    return Judgment(True, "correct", "woke up")
 
 
 @register("test.stuck", "1", description="blocks SIGALRM, then sleeps: only a kill stops it", isolated=True)
@@ -22,14 +22,14 @@ def stuck(answer, reference, *, num_choices=None):
     if answer == "stuck":
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
         time.sleep(60)
-    return Verdict(answer == reference, "correct" if answer == reference else "incorrect", "compared")
+    return Judgment(answer == reference, "correct" if answer == reference else "incorrect", "compared")
 
 
 @register("test.crash", "1", description="exits the worker", isolated=True)
 def crash(answer, reference, *, num_choices=None):
     if answer == "crash":
         os._exit(3)
-    return Verdict(True, "correct", "fine")
+    return Judgment(True, "correct", "fine")
 
 
 @register("test.raises", "1", description="raises inside the grader", isolated=True)

@@ -46,7 +46,7 @@ def _rows(shared) -> dict[str, list[dict]]:
     return {SOURCE_BOXED: qwen_boxed, SOURCE_PRED: qwen_pred, SOURCE_PRM: prm}
 
 
-def _agreement(spec: str, rows: list[dict]) -> tuple[int, list[tuple[dict, graders.Verdict]]]:
+def _agreement(spec: str, rows: list[dict]) -> tuple[int, list[tuple[dict, graders.Judgment]]]:
     verdicts = graders.grade_many(spec, rows)
     assert all(v.status != "timeout" for v in verdicts), "no item may hit its budget on this data"
     misses = [(r, v) for r, v in zip(rows, verdicts, strict=True) if (v.correct is True) != r["label"]]

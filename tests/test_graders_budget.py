@@ -22,10 +22,10 @@ def pool():
 def test_soft_alarm_interrupts_python_code(pool):
     t0 = time.monotonic()
     out = pool.run_one("test.sleepy@1", "30", "x", None, 0.3)
-    assert out.verdict.status == "timeout"
-    assert "interrupted" in out.verdict.reason
+    assert out.judgment.status == "timeout"
+    assert "interrupted" in out.judgment.reason
     assert time.monotonic() - t0 < 0.3 + KILL_GRACE_S
-    assert pool.run_one("test.sleepy@1", "0", "x", None, 0.3).verdict.status == "correct"
+    assert pool.run_one("test.sleepy@1", "0", "x", None, 0.3).judgment.status == "correct"
 
 
 def test_stuck_worker_is_killed_and_replaced(pool):
@@ -33,34 +33,34 @@ def test_stuck_worker_is_killed_and_replaced(pool):
     t0 = time.monotonic()
     out = pool.run_one("test.stuck@1", "stuck", "x", None, 0.2)
     elapsed = time.monotonic() - t0
-    assert out.verdict.status == "timeout" and "worker killed" in out.verdict.reason
+    assert out.judgment.status == "timeout" and "worker killed" in out.judgment.reason
     assert 0.2 + KILL_GRACE_S <= elapsed < 0.2 + KILL_GRACE_S + 3.0
     assert pool.kills == kills + 1
     # the replacement worker grades the next item
-    assert pool.run_one("test.stuck@1", "a", "a", None, 5.0).verdict.status == "correct"
+    assert pool.run_one("test.stuck@1", "a", "a", None, 5.0).judgment.status == "correct"
 
 
-def test_crash_is_an_error_verdict_and_the_pool_recovers(pool):
+def test_crash_is_an_error_judgment_and_the_pool_recovers(pool):
     out = pool.run_one("test.crash@1", "crash", "x", None, 5.0)
-    assert out.verdict.status == "error" and "exit code 3" in out.verdict.reason
-    assert pool.run_one("test.crash@1", "ok", "x", None, 5.0).verdict.status == "correct"
+    assert out.judgment.status == "error" and "exit code 3" in out.judgment.reason
+    assert pool.run_one("test.crash@1", "ok", "x", None, 5.0).judgment.status == "correct"
 
 
-def test_exception_in_grader_is_an_error_verdict(pool):
+def test_exception_in_grader_is_an_error_judgment(pool):
     out = pool.run_one("test.raises@1", "a", "b", None, 5.0)
-    assert out.verdict == graders.Verdict(None, "error", "ValueError: boom")
+    assert out.judgment == graders.Judgment(None, "error", "ValueError: boom")
 
 
 def test_run_many_keeps_input_order_through_kills_and_crashes(pool):
     tasks = [("a", "a", None), ("stuck", "x", None), ("b", "c", None), ("stuck", "y", None), ("d", "d", None)]
     out = pool.run_many("test.stuck@1", tasks, 0.2, workers=2)
-    assert [o.verdict.status for o in out] == ["correct", "timeout", "incorrect", "timeout", "correct"]
+    assert [o.judgment.status for o in out] == ["correct", "timeout", "incorrect", "timeout", "correct"]
 
 
 def test_budget_works_outside_the_main_thread():
     # the shared pool, called from threads: no signal.alarm in the caller
     g = graders.get("math.mathverify")
-    results: list[graders.Verdict] = []
+    results: list[graders.Judgment] = []
 
     def work(a: str) -> None:
         results.append(g.grade(a, "(x+1)^2"))
@@ -78,7 +78,7 @@ def test_grade_many_mixes_fast_and_pooled_items_in_order():
     out = graders.grade_many("math.equiv", rows, workers=2)
     assert [v.status for v in out] == ["correct", "correct", "no_answer", "incorrect", "incorrect"]
     timed = graders.grade_many_timed("math.equiv", [{"answer": "1", "reference": "1"}])
-    assert timed[0].verdict.status == "correct" and timed[0].seconds >= 0
+    assert timed[0].judgment.status == "correct" and timed[0].seconds >= 0
 
 
 def test_grade_many_rejects_a_malformed_row():
@@ -123,10 +123,10 @@ def test_adversarial_inputs_stay_within_the_budget():
         out = graders.grade_many_timed(spec, [(a, "7") for a in ADVERSARIAL], budget_s=budget)
         elapsed = time.monotonic() - t0
         for a, t in zip(ADVERSARIAL, out):
-            assert t.verdict.status != "error", (spec, a[:30], t.verdict)
+            assert t.judgment.status != "error", (spec, a[:30], t.judgment)
             assert t.seconds < budget + KILL_GRACE_S + 0.5, (spec, a[:30], t)
             # a budget hit or a cap is never a silent incorrect
-            assert t.verdict.status in ("timeout", "parse_error_answer", "incorrect"), (spec, a[:30], t.verdict)
+            assert t.judgment.status in ("timeout", "parse_error_answer", "incorrect"), (spec, a[:30], t.judgment)
         assert elapsed < len(ADVERSARIAL) * (budget + KILL_GRACE_S) + 5
     capped = graders.grade_many("math.equiv", [(a, "7") for a in ADVERSARIAL[:4]])
     assert [v.status for v in capped] == ["parse_error_answer"] * 4
@@ -135,14 +135,14 @@ def test_adversarial_inputs_stay_within_the_budget():
 def test_a_run_that_fails_midway_leaves_no_stale_result_behind():
     # An exception while a task is in flight (here: an unpicklable row; in life also Ctrl-C)
     # must not hand a worker with an unread result back to the pool: the next call would read
-    # that old result as the verdict of a different item.
+    # that old result as the judgment of a different item.
     p = WorkerPool(2, extra_modules=("tests._budget_test_graders",))
     try:
         p.warm()
         with pytest.raises(Exception, match="pickle|Pickl"):
             p.run_many("test.sleepy@1", [("0.8", "x", None), (lambda: 0, "x", None)], 5.0, workers=2)
         out = p.run_many("test.stuck@1", [("a", "b", None), ("c", "d", None)], 5.0, workers=2)
-        assert [(o.verdict.status, o.verdict.reason) for o in out] == [("incorrect", "compared")] * 2
+        assert [(o.judgment.status, o.judgment.reason) for o in out] == [("incorrect", "compared")] * 2
     finally:
         p.close()
 
@@ -166,7 +166,7 @@ def test_run_one_interrupted_after_sending_leaves_no_stale_result(monkeypatch):
             with pytest.raises(Interrupted):
                 p.run_one("test.sleepy@1", "0.3", "x", None, 5.0)
         out = p.run_one("test.stuck@1", "a", "b", None, 5.0)
-        assert (out.verdict.status, out.verdict.reason) == ("incorrect", "compared")
+        assert (out.judgment.status, out.judgment.reason) == ("incorrect", "compared")
     finally:
         p.close()
 
@@ -181,12 +181,12 @@ def test_an_idle_worker_that_died_is_replaced_not_an_exception():
         [w] = p._idle
         os.kill(w.proc.pid, signal.SIGKILL)  # e.g. the OOM killer, while the worker sat idle
         w.proc.wait(timeout=5)
-        assert p.run_one("test.stuck@1", "a", "a", None, 5.0).verdict.status == "correct"
+        assert p.run_one("test.stuck@1", "a", "a", None, 5.0).judgment.status == "correct"
         [w] = p._idle
         os.kill(w.proc.pid, signal.SIGKILL)
         w.proc.wait(timeout=5)
         out = p.run_many("test.stuck@1", [("a", "a", None), ("b", "c", None)], 5.0)
-        assert [o.verdict.status for o in out] == ["correct", "incorrect"]
+        assert [o.judgment.status for o in out] == ["correct", "incorrect"]
     finally:
         p.close()
 
@@ -206,6 +206,6 @@ def test_a_worker_that_cannot_be_started_does_not_use_up_a_slot(monkeypatch):
         t.start()
         t.join(30)
         assert not t.is_alive(), "run_one waited forever for a slot held by a worker that never started"
-        assert got[0].verdict.status == "correct"
+        assert got[0].judgment.status == "correct"
     finally:
         p.close()

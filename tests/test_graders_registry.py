@@ -48,9 +48,9 @@ def test_math_equiv2_reuses_v1_helpers_without_moving_v1s_fingerprint():
 
 def test_verdict_refuses_inconsistent_status():
     with pytest.raises(ValueError):
-        graders.Verdict(False, "timeout", "x")
+        graders.Judgment(False, "timeout", "x")
     with pytest.raises(ValueError):
-        graders.Verdict(None, "maybe", "x")
+        graders.Judgment(None, "maybe", "x")
 
 
 def _load(tmp_path, name: str, source: str):
@@ -65,7 +65,7 @@ def _load(tmp_path, name: str, source: str):
 
 GRADER_SRC = '''
 from dataclasses import dataclass
-from audit.graders import Verdict
+from audit.graders import Judgment
 
 TOLERANCE = {tol}
 
@@ -81,7 +81,7 @@ def fast(answer, reference, *, num_choices=None, config=None):
 
 def fn(answer, reference, *, num_choices=None, config=None):
     ok = helper(answer, reference)
-    return Verdict(ok, "correct" if ok else "incorrect", "")
+    return Judgment(ok, "correct" if ok else "incorrect", "")
 '''
 
 

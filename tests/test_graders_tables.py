@@ -28,7 +28,7 @@ MATH_CASES = _table("math_equiv_cases.jsonl")
 
 
 @pytest.fixture(scope="module")
-def math_verdicts() -> list[graders.Verdict]:
+def math_verdicts() -> list[graders.Judgment]:
     # one batch through the worker pool, as `audit grade` will call it
     return graders.grade_many("math.equiv@1", MATH_CASES)
 
@@ -69,7 +69,7 @@ MATH2_CASES = _table("math_equiv2_cases.jsonl")
 
 
 @pytest.fixture(scope="module")
-def math2_verdicts() -> list[graders.Verdict]:
+def math2_verdicts() -> list[graders.Judgment]:
     return graders.grade_many("math.equiv@2", MATH2_CASES + MATH_CASES)
 
 
@@ -120,7 +120,7 @@ def test_math_equiv2_review_cases():
         assert v1.grade(a, r).status != "correct", (a, r)
         assert g.grade(a, r).status == "correct", (a, r)
     assert v1.grade("1/0", "2/0").status == "correct"
-    assert g.grade("1/0", "2/0") == graders.Verdict(None, "parse_error_reference", "division by zero in '2/0'")
+    assert g.grade("1/0", "2/0") == graders.Judgment(None, "parse_error_reference", "division by zero in '2/0'")
     # the lead's examples of the stated-precision rule, both directions
     expected = {("0.3333", r"\frac{1}{3}"): True, ("420.0", "420"): True, ("3.1416", r"\pi"): True,
                 ("3.1415", r"\pi"): False, ("0.5", r"\frac12"): True, (r"\frac12", "0.5"): True,
@@ -159,9 +159,9 @@ def test_choice_table(row):
 
 def test_choice_reasons():
     g = graders.get("choice")
-    assert g.grade("K", "B", num_choices=10) == graders.Verdict(False, "incorrect",
+    assert g.grade("K", "B", num_choices=10) == graders.Judgment(False, "incorrect",
                                                                  "K is outside the item's 10 options A–J")
-    assert g.grade(None, "B") == graders.Verdict(None, "no_answer", "no answer was extracted")
+    assert g.grade(None, "B") == graders.Judgment(None, "no_answer", "no answer was extracted")
 
 
 def test_mathverify_second_opinion_on_its_known_traps():

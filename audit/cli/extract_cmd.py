@@ -12,7 +12,7 @@ from audit import extractors
 from audit.cli import cli
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import dumps, jsonl_source
-from audit.registry import RegistryError
+from audit.specs import lookup
 
 MAX_PROBLEMS_SHOWN = 20
 
@@ -73,13 +73,6 @@ def _check_file(path: Path) -> int:
     return rows
 
 
-def _get_extractor(spec: str) -> extractors.Extractor:
-    try:
-        return extractors.get(spec)
-    except RegistryError as e:
-        raise AuditError(str(e)) from None
-
-
 @cli.command("extract")
 @click.option("--extractor", "spec", required=True, metavar="NAME[@VERSION]",
               help="Registered extractor (see `audit extractors`); without @VERSION, its latest version.")
@@ -95,7 +88,7 @@ def extract_cmd(spec: str, file: Path) -> int:
     Every row is checked before anything is written. The extractor's name@version
     and fingerprint are printed to stderr.
     """
-    ex = _get_extractor(spec)
+    ex = lookup("extractor", spec)
     if not file.is_file():
         raise AuditError("no such file", path=str(file))
     n = _check_file(file)
