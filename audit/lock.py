@@ -116,6 +116,17 @@ def accepted(kind: str, key: str, fingerprint: str) -> bool:
     return read_lock(path).accepts(key, fingerprint)
 
 
+def same_version(kind: str, a: Any, b: Any) -> bool:
+    """True when two recorded components (`ComponentRef`s or None) are one version: equal, or the same
+    `name@version` under two fingerprints its lock accepts (the code moved, proven identical)."""
+    if a == b:
+        return True
+    if a is None or b is None or (a.name, a.version) != (b.name, b.version):
+        return False
+    key = f"{a.name}@{a.version}"
+    return accepted(kind, key, a.fingerprint) and accepted(kind, key, b.fingerprint)
+
+
 def check(registry: Any, path: Path) -> list[str]:
     """Differences between the registered code and the lock file (fingerprints and format)."""
     lock = read_lock(path)

@@ -59,3 +59,21 @@ def test_every_fingerprint_the_lock_accepts_is_the_same_version(cli, tmp_path):
         _set_fingerprint(path, "extractor", fp)
         r = cli("reproduce", path)
         assert (r.code, r.out) == (0, f"identical: {path}\n"), fp
+
+
+def test_a_grading_made_before_a_migration_diffs_clean_against_one_made_now(cli, tmp_path):
+    # The shipped file names the fingerprints its code had when it was graded; a regrade now names the
+    # current ones. Both are the same versions (their locks accept both): no note, no change.
+    old = _copy_evidence(tmp_path, "mmlu_pro-tiny-llama.json")
+    new = tmp_path / "now.json"
+    recorded = json.loads(old.read_text(encoding="utf-8").split('\n  "items": ')[0].rstrip(",") + "}")
+    assert recorded["policies"]["resampling"] == "longer-only"
+    r = cli("grade", old.parent.parent / "mmlu_pro-tiny-llama", "--benchmark", "mmlu_pro", "-o", new, "-q",
+            "--policy", "resampling=longer-only")
+    assert r.code == 0, r.err
+    now = json.loads(new.read_text(encoding="utf-8").split('\n  "items": ')[0].rstrip(",") + "}")
+    assert recorded["extractor"]["fingerprint"] != now["extractor"]["fingerprint"]
+    r = cli("diff", old, new)
+    assert r.code == 0, r.out
+    assert [line for line in r.out.splitlines() if line.startswith("- note:")] == []
+    assert "No figure and no verdict changed." in r.out
