@@ -8,6 +8,7 @@ import json
 import pytest
 
 from audit import extractors
+from tests.conftest import REPO
 
 
 @pytest.fixture
@@ -142,3 +143,15 @@ def test_help(cli, command):
     r = cli(command, "--help")
     assert r.code == 0
     assert r.out.startswith(f"Usage: audit {command} [OPTIONS]")
+
+
+def test_lock_migrate_names_what_it_did(cli):
+    if not (REPO / ".git").exists():
+        pytest.skip("needs the git checkout (the baseline is a git ref)")
+    fp = extractors.get("boxed@1").fingerprint
+    r = cli("lock", "--migrate", "boxed@1")
+    assert r.code == 0
+    assert r.out.splitlines()[0] == f"extractors/lock.json: boxed@1: fingerprint {fp[:12]} is already accepted"
+    r = cli("lock", "--migrate", "nope@1")
+    assert (r.code, r.err) == (2, "audit: error: --migrate 'nope@1': not a registered extractor or grader "
+                                  "name@version\n")
