@@ -17,10 +17,11 @@ from pathlib import Path
 
 from audit.diff import diff_files, render_json, render_markdown
 from audit.errors import AuditError
-from audit.grade import grade_package, resolve_config
+from audit.grade import grade_package
 from audit.importers.verdicts import import_verdicts
 from audit.jsonl import write_atomic
 from audit.release import build_release
+from audit.specs import resolve_config
 from audit.summary import pct
 from audit.verdicts import Figure, read_verdict_header
 

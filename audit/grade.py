@@ -12,8 +12,8 @@ item can never vanish from the denominator unnoticed.
 
 from __future__ import annotations
 
-import gc
 import dataclasses
+import gc
 import hashlib
 import os
 import random
@@ -27,16 +27,15 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pydantic
 
-import extractors
-import graders
+from audit import extractors
+from audit import graders
 from audit.errors import AuditError
 from audit.jsonl import dumps
 from audit.models import LETTERS, ItemRow
 from audit.packages import Package, open_package
 from audit.producer import producer
-from audit.specs import GradeConfig, get_spec
+from audit.specs import GradeConfig, ResolvedConfig, lookup, resolve
 from audit.summary import summarize
 from audit.verdicts import (
     VERDICT_ROW_FIELDS,
@@ -56,57 +55,7 @@ from audit.verdicts import (
 INCOMPLETE_FINISH_REASONS = frozenset({"abort", "error", "content_filter"})
 """Finish reasons after which the text is partial for a reason other than the output ceiling."""
 ENVIRONMENT_PACKAGES = ("sympy", "latex2sympy2_extended", "math-verify", "antlr4-python3-runtime")
-"""Libraries whose versions can change a grader's verdicts; recorded in every verdict file."""
-
-
-def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies:
-    """Apply `key=value` overrides (`exclude=a,b` for lists) to a spec's policies; one-line errors."""
-    data = base.model_dump()
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or key not in Policies.model_fields:
-            known = ", ".join(Policies.model_fields)
-            raise AuditError(f"--policy {item!r}: expected KEY=VALUE with KEY one of {known}")
-        if key == "exclude":
-            data[key] = [v for v in value.split(",") if v]
-        elif key == "guess_seed":
-            try:
-                data[key] = int(value)
-            except ValueError:
-                raise AuditError(f"--policy {item!r}: guess_seed must be an integer") from None
-        else:
-            data[key] = value
-    try:
-        return Policies.model_validate(data)
-    except pydantic.ValidationError as e:
-        err = e.errors(include_url=False)[0]
-        raise AuditError(f"--policy {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
-
-
-def resolve_config(benchmark: str, *, extractor: str | None = None, grader: str | None = None,
-                   policies: Iterable[str] = (), reference_field: str | None = None) -> GradeConfig:
-    """The spec of `benchmark` with command-line overrides applied."""
-    base = get_spec(benchmark).config
-    return dataclasses.replace(
-        base,
-        extractor=extractor or base.extractor,
-        grader=grader or base.grader,
-        # An overridden extractor or grader applies to every item, multiple choice included.
-        mc_extractor=None if extractor else base.mc_extractor,
-        mc_grader=None if grader else base.mc_grader,
-        reference_field=reference_field or base.reference_field,
-        policies=parse_policy_overrides(base.policies, policies),
-    )
-
-
-def _component(kind: str, spec: str | None) -> Any:
-    if spec is None:
-        return None
-    try:
-        return (extractors.get if kind == "extractor" else graders.get)(spec)
-    except LookupError as e:
-        raise AuditError(str(e.args[0] if e.args else e)) from None
+"""Libraries whose versions can change a grader's judgments; recorded in every verdict file."""
 
 
 def _ref(component: Any) -> ComponentRef | None:
@@ -216,10 +165,10 @@ def _guess(policies: Policies, item_id: str, sample: int, options: int) -> tuple
     return LETTERS[draw], {"guess": LETTERS[draw], "draw": draw, "seed": policies.guess_seed, "options": options}
 
 
-def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, verdict: graders.Verdict | None,
+def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, judgment: graders.Judgment | None,
             item: ItemInfo, item_id: str, sample: int, policies: Policies,
             excluded_ids: frozenset[str]) -> tuple[str, str, str, dict[str, Any]]:
-    """(verdict, status, reason, detail) for one row."""
+    """(verdict, status, reason, detail) for one row: the grader's judgment under the run's policies."""
     if item_id in excluded_ids:
         return "ungraded", "excluded", "excluded by policy (--policy exclude=...)", {}
     if meta is None:
@@ -249,28 +198,28 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, verdict:
             return "incorrect", "no_answer", (f"no answer extracted ({ex.rule}); the random-guess policy needs the "
                                               f"item's option count, which is unknown: counted wrong"), {}
         return "incorrect", "no_answer", f"no answer extracted ({ex.rule})", {}
-    assert verdict is not None
-    if verdict.status == "correct":
-        return "correct", "correct", verdict.reason, {}
-    if verdict.status in ("incorrect", "parse_error_answer", "no_answer"):
-        return "incorrect", verdict.status, verdict.reason, {}
-    return "ungraded", verdict.status, verdict.reason, {}
+    assert judgment is not None
+    if judgment.status == "correct":
+        return "correct", "correct", judgment.reason, {}
+    if judgment.status in ("incorrect", "parse_error_answer", "no_answer"):
+        return "incorrect", judgment.status, judgment.reason, {}
+    return "ungraded", judgment.status, judgment.reason, {}
 
 
 def _grade_all(grader: Any, tasks: list[tuple[str, str, int | None]],
-               workers: int | None = None) -> list[graders.Verdict]:
+               workers: int | None = None) -> list[graders.Judgment]:
     """Grade (answer, reference, options) tasks in input order: cheap cases in-process, symbolic
     ones in the graders' worker pool under each item's time budget. Each distinct task is graded
     once (a registered grader version is a pure function of its inputs): K samples giving the
     same answer, or a million letters against ten references, cost one grading each."""
     unique = list(dict.fromkeys(tasks))
     if isinstance(grader, graders.Grader):
-        verdicts = graders.grade_many(grader, unique, workers=workers)
+        judgments = graders.grade_many(grader, unique, workers=workers)
     else:
-        verdicts = [grader.grade(a, r, num_choices=n) for a, r, n in unique]
+        judgments = [grader.grade(a, r, num_choices=n) for a, r, n in unique]
     if len(unique) == len(tasks):
-        return verdicts
-    by_task = dict(zip(unique, verdicts))
+        return judgments
+    by_task = dict(zip(unique, judgments))
     return [by_task[t] for t in tasks]
 
 
@@ -370,12 +319,15 @@ class _GcPause:
             gc.disable()
 
 
-def grade_package(responses: str | os.PathLike[str], config: GradeConfig, *,
+def grade_package(responses: str | os.PathLike[str], config: ResolvedConfig | GradeConfig, *,
                   items: str | os.PathLike[str] | None = None,
                   out: str | os.PathLike[str] | None = None,
                   base_dir: str | os.PathLike[str] | None = None,
                   parquet: bool | None = None, workers: int | None = None) -> Grading:
     """Grade a responses package; write the verdict file to `out` (atomically) when given.
+
+    `config` is a `ResolvedConfig` (`audit.specs.resolve_config`: settings and the components
+    they name), or a `GradeConfig` whose components are looked up in the registry.
 
     One streaming pass over the validated package reads each row's metadata and extracts
     its answer (texts are dropped as soon as they are read); the attempt to grade per
@@ -387,13 +339,16 @@ def grade_package(responses: str | os.PathLike[str], config: GradeConfig, *,
                               parquet=parquet, workers=workers)
 
 
-def _grade_package(responses: str | os.PathLike[str], config: GradeConfig, pause: _GcPause, *,
+def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig | GradeConfig, pause: _GcPause, *,
                   items: str | os.PathLike[str] | None = None,
                   out: str | os.PathLike[str] | None = None,
                   base_dir: str | os.PathLike[str] | None = None,
                   parquet: bool | None = None, workers: int | None = None) -> Grading:
-    main = (_component("extractor", config.extractor), _component("grader", config.grader))
-    mc = (_component("extractor", config.mc_extractor), _component("grader", config.mc_grader))
+    if isinstance(resolved, GradeConfig):
+        resolved = resolve(resolved)
+    config = resolved.config
+    main = (resolved.extractor, resolved.grader)
+    mc = (resolved.mc_extractor, resolved.mc_grader)
     policies = config.policies
     if base_dir is not None:
         out_dir = Path(base_dir).resolve()
@@ -477,23 +432,23 @@ def _grade_package(responses: str | os.PathLike[str], config: GradeConfig, pause
             continue
         _, info, _, grader = known[key[0]]
         tasks.setdefault(grader.key, (grader, {}))[1][(answer, info.reference, info.options)] = None
-    verdicts: dict[str, dict[tuple[str, str, int | None], graders.Verdict]] = {}
+    judgments: dict[str, dict[tuple[str, str, int | None], graders.Judgment]] = {}
     with pause.resumed():
         for key, (grader, distinct) in tasks.items():
             todo = list(distinct)
-            verdicts[key] = dict(zip(todo, _grade_all(grader, todo, workers)))
+            judgments[key] = dict(zip(todo, _grade_all(grader, todo, workers)))
 
     cols: dict[str, list[Any]] = {k: [] for k in VERDICT_ROW_FIELDS}
     (add_item, add_sample, add_attempt, add_sha, add_answer, add_rule, add_span, add_verdict, add_status,
      add_reason, add_reference, add_detail) = [cols[k].append for k in _ROW_ORDER]
     for item_id in item_ids:
         _, info, _, grader = known[item_id]
-        graded = verdicts.get(grader.key, {})
+        graded = judgments.get(grader.key, {})
         reference = info.reference
         for sample in sample_list:
             meta, detail = pick((item_id, sample))
             if meta is None:
-                ex = verdict = None
+                ex = judgment = None
                 add_attempt(None)
                 add_sha(None)
                 add_answer(None)
@@ -501,13 +456,13 @@ def _grade_package(responses: str | os.PathLike[str], config: GradeConfig, pause
                 add_span(None)
             else:
                 ex = meta.extraction
-                verdict = graded.get((ex.answer, reference, info.options))
+                judgment = graded.get((ex.answer, reference, info.options))
                 add_attempt(meta.attempt)
                 add_sha(meta.digest)
                 add_answer(ex.answer)
                 add_rule(ex.rule)
                 add_span(ex.span or None)  # a tuple (see Grading)
-            decided, status, reason, more = _decide(meta, ex, verdict, info, item_id, sample, policies,
+            decided, status, reason, more = _decide(meta, ex, judgment, info, item_id, sample, policies,
                                                     excluded_ids)
             if more:
                 detail = {**detail, **more} if detail else more
@@ -518,7 +473,7 @@ def _grade_package(responses: str | os.PathLike[str], config: GradeConfig, pause
             add_reason(reason)
             add_reference(reference)
             add_detail(detail or None)  # None when empty (see Grading)
-    del reads, chosen, verdicts
+    del reads, chosen, judgments
 
     df = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "status", "reason")})
     header = VerdictFile(
@@ -583,6 +538,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
 
     Refuses (AuditError) when a package's content digest differs from the recorded one.
     """
+    from audit import lock
     from audit.packages import content_digest, load_manifest, unpacked
     from audit.verdicts import load_verdict_file
 
@@ -605,29 +561,31 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
             raise AuditError(f"package content differs from the one graded (digest {digest[:16]}…, recorded "
                              f"{ref.digest[:16]}…); refusing to compare", path=str(path))
     notes = []
-    for label, ref in (("extractor", vf.extractor), ("grader", vf.grader), ("extractor", vf.mc_extractor),
-                       ("grader", vf.mc_grader)):
+    # Who graded, in which environment, and where the packages were found do not decide the result;
+    # nor does where a version's code lives: a fingerprint its lock accepts is the same version.
+    same_refs: dict[str, Any] = {"producer": vf.producer, "environment": vf.environment, "rows_file": None,
+                                 "responses_package": vf.responses_package, "items_package": vf.items_package}
+    for label, field in (("extractor", "extractor"), ("grader", "grader"), ("extractor", "mc_extractor"),
+                         ("grader", "mc_grader")):
+        ref = getattr(vf, field)
         if ref is None:
             continue
-        comp = _component(label, f"{ref.name}@{ref.version}")
-        if comp.fingerprint != ref.fingerprint:
-            notes.append(f"{label} {ref.name}@{ref.version}: code fingerprint differs from the recorded one")
-    if vf.extractor is None or vf.grader is None:
-        raise AuditError("records no extractor or grader (imported verdicts cannot be re-graded)", path=str(vpath))
-    config = GradeConfig(
-        benchmark=vf.benchmark, extractor=f"{vf.extractor.name}@{vf.extractor.version}",
-        grader=f"{vf.grader.name}@{vf.grader.version}",
-        mc_extractor=f"{vf.mc_extractor.name}@{vf.mc_extractor.version}" if vf.mc_extractor else None,
-        mc_grader=f"{vf.mc_grader.name}@{vf.mc_grader.version}" if vf.mc_grader else None,
-        reference_field=vf.reference_field, policies=vf.policies)
+        comp = lookup(label, ref.key)
+        if comp.fingerprint == ref.fingerprint:
+            continue
+        if lock.accepted(label, ref.key, ref.fingerprint) and lock.accepted(label, ref.key, comp.fingerprint):
+            same_refs[field] = ref
+        else:
+            notes.append(f"{label} {ref.key}: code fingerprint differs from the recorded one")
+    try:
+        config = GradeConfig.recorded_in(vf)
+    except AuditError as e:
+        raise AuditError(e.problem.message, path=str(vpath)) from None
     new = grade_package(resp_path, config, items=items_path if vf.items_package else None, base_dir=base)
     env_now = environment()
     if env_now != vf.environment:
         notes.append("environment differs: " + ", ".join(
             f"{k} {vf.environment.get(k)} -> {v}" for k, v in env_now.items() if vf.environment.get(k) != v))
-    # Who graded, in which environment, and where the packages were found do not decide the result.
-    same_refs = {"producer": vf.producer, "environment": vf.environment, "rows_file": None,
-                 "responses_package": vf.responses_package, "items_package": vf.items_package}
     with tempfile.TemporaryDirectory(prefix="audit-reproduce-") as tmp:
         again = Path(tmp) / "again.json"
         write_verdict_file(again, new.header.model_copy(update=same_refs), new.iter_rows())

@@ -17,6 +17,10 @@ MANIFEST_SCHEMA_VERSION = 1
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 """Option letters in order: option i of a multiple-choice item is LETTERS[i] (at most 26 options)."""
 
+Verdict = Literal["correct", "incorrect", "ungraded"]
+"""How a row of a grading counts: graded correct, graded incorrect, or left out of the graded denominator.
+(A grader returns a judgment, `audit.graders.Judgment`; the policies turn it into a verdict.)"""
+
 PACKAGE_KINDS = (
     "responses",
     "items",
@@ -234,7 +238,7 @@ class ReleaseRow(Record):
     """The dataset's id, or its salted hash when the release says `id_scheme: hmac-sha256`."""
     sample: int
     """Run index (0..K-1)."""
-    verdict: Literal["correct", "incorrect", "ungraded"]
+    verdict: Verdict
     """How the row counts: graded correct, graded incorrect, or left out of the graded denominator."""
     status: str
     """Why: `correct`, `incorrect`, `no_answer`, `truncated`, `excluded`, ... (see audit.verdicts.ROW_STATUSES)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import hashlib
 import json
+import typing
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -21,12 +22,12 @@ from pydantic import Field
 
 from audit.errors import AuditError, ValidationFailed
 from audit.jsonl import atomic_text, dumps
-from audit.models import Producer, Record
+from audit.models import Producer, Record, Verdict
 from audit.schemas import register
 
 VERDICT_FILE_SCHEMA_VERSION = 1
 
-VERDICTS = ("correct", "incorrect", "ungraded")
+VERDICTS: tuple[str, ...] = typing.get_args(Verdict)
 
 ROW_STATUSES = (
     "correct",
@@ -53,7 +54,12 @@ class ComponentRef(Record):
     version: str
     """Registered version, e.g. `f418b11`."""
     fingerprint: str
-    """sha256 of the version's code and config (see `extractors.registry`)."""
+    """sha256 of the version's code and config (see `audit.registry`)."""
+
+    @property
+    def key(self) -> str:
+        """`name@version`."""
+        return f"{self.name}@{self.version}"
 
 
 class PackageRef(Record):
@@ -103,7 +109,7 @@ class VerdictRow(Record):
     """Extractor step that fired (e.g. `L1`, `final_line`), or why none did."""
     span: list[int] | None = None
     """[start, end) character offsets of the evidence in the response."""
-    verdict: Literal["correct", "incorrect", "ungraded"]
+    verdict: Verdict
     """How the row counts: graded correct, graded incorrect, or left out of the graded denominator."""
     status: str
     """Why: one of ROW_STATUSES (e.g. `truncated`, `no_answer`, `timeout`, `excluded`)."""

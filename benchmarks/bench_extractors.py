@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-import extractors  # noqa: E402
+from audit import extractors  # noqa: E402
 from reference_extractors import literal_official, literal_official_rule  # noqa: E402
 
 DATA = Path(os.environ.get("AUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))

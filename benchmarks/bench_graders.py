@@ -31,9 +31,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import extractors  # noqa: E402
-import graders  # noqa: E402
-from graders.budget import shared_pool  # noqa: E402
+from audit import extractors  # noqa: E402
+from audit import graders  # noqa: E402
+from audit.graders.budget import shared_pool  # noqa: E402
 
 DATA = Path(os.environ.get("AUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 QWEN = DATA / "qwen25_math_rm_maj_example" / "math_cot_100.jsonl"
@@ -73,15 +73,15 @@ def run_mathverify_inline(rows: list[dict]) -> list[graders.Timed]:
     for r in rows:
         t0 = time.perf_counter()
         if r["answer"] is None:
-            v = graders.Verdict(None, "no_answer", "")
+            v = graders.Judgment(None, "no_answer", "")
         else:
             gold = parse("\\boxed{" + r["reference"] + "}")
             pred = parse("\\boxed{" + r["answer"] + "}")
             if not gold or not pred:
-                v = graders.Verdict(None, "parse_error_answer" if gold else "parse_error_reference", "")
+                v = graders.Judgment(None, "parse_error_answer" if gold else "parse_error_reference", "")
             else:
                 ok = verify(gold, pred)
-                v = graders.Verdict(ok, "correct" if ok else "incorrect", "")
+                v = graders.Judgment(ok, "correct" if ok else "incorrect", "")
         out.append(graders.Timed(v, time.perf_counter() - t0))
     return out
 
@@ -92,13 +92,13 @@ def run_all_in_workers(pool, key: str, pairs: list[tuple], args) -> list[graders
     todo = []
     for i, (a, r) in enumerate(pairs):
         if a is None:
-            out[i] = graders.Timed(graders.Verdict(None, "no_answer", ""), 0.0)
+            out[i] = graders.Timed(graders.Judgment(None, "no_answer", ""), 0.0)
         else:
             todo.append(i)
     res = pool.run_many(key, [(pairs[i][0], pairs[i][1], None) for i in todo], args.budget or 5.0,
                         workers=args.workers)
     for i, o in zip(todo, res):
-        out[i] = graders.Timed(o.verdict, o.seconds)
+        out[i] = graders.Timed(o.judgment, o.seconds)
     return out
 
 
@@ -164,10 +164,10 @@ def main() -> int:
     for name in names:
         res = last[name]
         wall = statistics.median(walls[name])
-        agree_l = sum((t.verdict.correct is True) == lab for t, lab in zip(res, labels))
-        agree_d = sum((t.verdict.correct is True) == lab for t, lab in zip(res, decided))
+        agree_l = sum((t.judgment.correct is True) == lab for t, lab in zip(res, labels))
+        agree_d = sum((t.judgment.correct is True) == lab for t, lab in zip(res, decided))
         over = sum(s > budget for s in items[name])
-        timeouts = sum(t.verdict.status == "timeout" for t in res)
+        timeouts = sum(t.judgment.status == "timeout" for t in res)
         print(f"{name:<30} {wall:7.3f} {base / wall:8.2f}x {mv / wall:9.2f}x {1000 * statistics.median(items[name]):7.2f} "
               f"{1000 * pct(items[name], 0.99):7.1f} {1000 * max(items[name]):7.1f} {over:4d} {timeouts:7d} "
               f"{agree_l:>5}/{len(rows)} {agree_d:>7}/{len(rows)}")
@@ -177,8 +177,8 @@ def main() -> int:
         print(f"{key}: {sum(t.seconds < 1e-3 for t in equiv)} of {len(equiv)} items decided under 1 ms "
               f"(fast path, no worker)")
     v1, v2, v3 = last["math.equiv@1"], last["math.equiv@2"], last["math.equiv@3"]
-    differ = sum(a.verdict.status != b.verdict.status for a, b in zip(v1, v2))
-    differ3 = sum(a.verdict.status != b.verdict.status for a, b in zip(v2, v3))
+    differ = sum(a.judgment.status != b.judgment.status for a, b in zip(v1, v2))
+    differ3 = sum(a.judgment.status != b.judgment.status for a, b in zip(v2, v3))
     print(f"items whose status differs between @1 and @2: {differ}, between @2 and @3: {differ3}; "
           f"worker kills during the benchmark: {pool.kills}")
     return 0

@@ -45,10 +45,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import extractors  # noqa: E402
-import graders  # noqa: E402
 from _mathverify_suite import Case, load_suite, mathverify_verdict  # noqa: E402
-from graders.budget import shared_pool  # noqa: E402
+
+from audit import extractors, graders  # noqa: E402
+from audit.graders.budget import shared_pool  # noqa: E402
 
 DATA = Path(os.environ.get("AUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 QWEN = DATA / "qwen25_math_rm_maj_example" / "math_cot_100.jsonl"

@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-import extractors  # noqa: E402
+from audit import extractors  # noqa: E402
 
 DATA = Path(os.environ.get("AUDIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 GPQA = DATA / "gpqa_diamond_responses" / "gpqa_diamond_responses.jsonl.gz"

@@ -1,12 +1,15 @@
 """Versioned answer extractors: pure functions from a response's text to an answer.
 
-    >>> import extractors
+    >>> from audit import extractors
     >>> ex = extractors.get("mmlu_pro.official@f418b11")
     >>> ex.extract("... so the answer is (C).")
     Extraction(answer='C', rule='L1', span=(...))
 
-Each benchmark family has its own module; each registered `name@version` is
-immutable (see `extractors.registry`). Nothing here imports from `graders` or `audit`.
+This folder is the package `audit.extractors` (see `audit/__init__.py`). Each benchmark
+family has its own module, registering its versions with `@register(..., rules=...)`: every
+public module here is loaded on first lookup. Each registered `name@version` is immutable
+(see `audit.registry` and `audit.lock`). Nothing here imports from graders, nor from audit
+but its neutral registry.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from extractors.registry import Registry, RegistryError, code_fingerprint
+if __name__ != "audit.extractors":  # the folder imported under its bare name, e.g. from the repository root
+    raise ImportError(f"import the extractors as `audit.extractors`, not `{__name__}`")
+
+from audit.registry import Registry, RegistryError, code_fingerprint, table  # noqa: E402
 
 LOCK_FILE = Path(__file__).with_name("lock.json")
 
@@ -54,6 +60,9 @@ class Extractor:
     fn: ExtractFn = field(repr=False)
     config: Any = None
     """Frozen configuration passed to `fn` as `config=` when not None; part of the fingerprint."""
+    rules: tuple[str, ...] = ()
+    """Every rule `fn` can report (what fired, or why nothing did); `no_response` comes on top for
+    every extractor. The golden rows must reach each one."""
 
     @property
     def key(self) -> str:
@@ -71,15 +80,20 @@ class Extractor:
         return self.fn(text, finish_reason=finish_reason)
 
 
-REGISTRY: Registry[Extractor] = Registry("extractor")
+REGISTRY: Registry[Extractor] = table("extractor", home=__name__)
+"""Every registered extractor; each public module of this package registers its family on import."""
 
 
-def register(name: str, version: str, *, description: str, source: str = "audit",
+def register(name: str, version: str, *, description: str, rules: tuple[str, ...], source: str = "audit",
              config: Any = None) -> Callable[[ExtractFn], ExtractFn]:
-    """Register `fn(text, *, finish_reason=None[, config]) -> Extraction` as `name@version`."""
+    """Register `fn(text, *, finish_reason=None[, config]) -> Extraction` as `name@version`, with every
+    rule it can report."""
+    if not rules or len(set(rules)) != len(rules) or RULE_NO_RESPONSE in rules:
+        raise RegistryError(f"extractor {name}@{version}: `rules` must list each rule `fn` reports once "
+                            f"({RULE_NO_RESPONSE!r} is added for every extractor)")
 
     def deco(fn: ExtractFn) -> ExtractFn:
-        REGISTRY.add(Extractor(name, version, description, source, fn, config))
+        REGISTRY.add(Extractor(name, version, description, source, fn, config, tuple(rules)))
         return fn
 
     return deco
@@ -87,25 +101,12 @@ def register(name: str, version: str, *, description: str, source: str = "audit"
 
 def get(spec: str) -> Extractor:
     """The extractor `name@version`, or the latest version of `name`."""
-    _load_families()
     return REGISTRY.get(spec)
 
 
 def all_extractors() -> list[Extractor]:
-    _load_families()
+    """Every registered extractor version, in registration order."""
     return list(REGISTRY)
-
-
-FAMILIES: tuple[str, ...] = ("mmlu_pro", "gpqa", "boxed", "choice", "hle", "raw", "math_final", "gsm8k")
-"""Modules that register extractors, one per benchmark family."""
-
-
-@functools.cache
-def _load_families() -> None:
-    import importlib
-
-    for mod in FAMILIES:
-        importlib.import_module(f"extractors.{mod}")
 
 
 __all__ = ["Extraction", "Extractor", "REGISTRY", "RegistryError", "register", "get", "all_extractors"]

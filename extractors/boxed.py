@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 
-from extractors import RULE_NONE, Extraction, register
+from audit.extractors import RULE_NONE, Extraction, register
 
 RULE_UNCLOSED = "unclosed"
 RULE_MALFORMED = "malformed_box"
@@ -95,7 +95,8 @@ def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-@register("boxed", "1", description="Content of the last \\boxed{...} or \\fbox{...} (balanced braces)")
+@register("boxed", "1", rules=("boxed", "fbox", "boxed_unbraced", "unclosed", "malformed_box", "empty_box", "none"),
+          description="Content of the last \\boxed{...} or \\fbox{...} (balanced braces)")
 def boxed(text: str, *, finish_reason: str | None = None) -> Extraction:
     rule, start, end = _last_box(text)
     if start is None or end is None:
@@ -107,6 +108,7 @@ def boxed(text: str, *, finish_reason: str | None = None) -> Extraction:
 
 
 @register("boxed.choice", "1",
+          rules=("boxed_choice", "box_not_a_choice", "unclosed", "malformed_box", "empty_box", "none"),
           description="Option letter A-J in the last box: \\boxed{G}, \\boxed{\\text{G. ...}}, (G)")
 def boxed_choice(text: str, *, finish_reason: str | None = None) -> Extraction:
     rule, start, end = _last_box(text)
@@ -134,6 +136,8 @@ _ANOTHER_CHOICE = re.compile(r"\(([A-J])\)|(?:^|[\s,;/&])([A-J])[.):](?!\d)")
 
 
 @register("boxed.choice", "2",
+          rules=("boxed_choice", "box_not_a_choice", "several_choices", "unclosed", "malformed_box", "empty_box",
+                 "none"),
           description="Option letter A-J in the last box; a box naming several letters gives none")
 def boxed_choice_2(text: str, *, finish_reason: str | None = None) -> Extraction:
     got = boxed_choice(text, finish_reason=finish_reason)

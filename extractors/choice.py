@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import re
 
-from extractors import RULE_NONE, Extraction, register
+from audit.extractors import RULE_NONE, Extraction, register
 
 RULE_TRUNCATED = "truncated"
 RULE_CONFLICT = "conflict"
@@ -160,6 +160,9 @@ def _conflict(text: str, m: re.Match[str]) -> tuple[int, int] | None:
 
 
 @register("choice.freeform", "1",
+          rules=("answer_is", "answer_label", "boxed", "letter_is_answer", "answer_is_named", "is_letter",
+                 "named_option", "colon_line", "option_word", "option_line", "paren_letter", "conflict", "none",
+                 "truncated"),
           description="Option letter A-D from a free-form response's last answer statement; conflicts give none")
 def freeform(text: str, *, finish_reason: str | None = None) -> Extraction:
     if finish_reason == "length":

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 
-from extractors import RULE_NONE, Extraction, register
+from audit.extractors import RULE_NONE, Extraction, register
 
 RULE_TRUNCATED = "truncated"
 RULE_FINAL_LINE = "final_line"
@@ -83,7 +83,7 @@ def _read_value(text: str, start: int, end: int) -> Extraction | None:
     return None
 
 
-@register("gpqa.final_line", "1",
+@register("gpqa.final_line", "1", rules=("final_line", "no_final_line", "unreadable_final_line", "truncated"),
           description="GPQA: the letter on the response's final 'Answer: X' line only; cut responses give none")
 def final_line(text: str, *, finish_reason: str | None = None) -> Extraction:
     if finish_reason == "length":
@@ -109,7 +109,8 @@ def final_line(text: str, *, finish_reason: str | None = None) -> Extraction:
     return Extraction(None, RULE_UNREADABLE, (start, end))
 
 
-@register("gpqa.simple_evals", "ee3b031", source=SOURCE_SIMPLE_EVALS,
+@register("gpqa.simple_evals", "ee3b031", rules=("answer_pattern", "none"),
+          source=SOURCE_SIMPLE_EVALS,
           description="openai/simple-evals GPQA: first '(?i)Answer: X' anywhere (X may come back lowercase)")
 def simple_evals(text: str, *, finish_reason: str | None = None) -> Extraction:
     m = _SIMPLE_EVALS.search(text)

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import re
 
-from extractors import RULE_NONE, Extraction, register
-from extractors._scan import last_of
+from audit.extractors import RULE_NONE, Extraction, register
+from audit.extractors._scan import last_of
 
 SOURCE = "EleutherAI/lm-evaluation-harness lm_eval/tasks/gsm8k/gsm8k.yaml @ b733598568fde3afa0e008892f8e7bb18cd472b6"
 STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")
@@ -61,19 +61,20 @@ def _flexible(text: str) -> Extraction | None:
     return Extraction(got[0], "flexible_extract", got[1]) if got and got[0] else None
 
 
-@register("gsm8k.strict_match", "b733598", source=SOURCE,
+@register("gsm8k.strict_match", "b733598", source=SOURCE, rules=("strict_match", "none"),
           description="lm-eval gsm8k strict-match: the first '#### N'")
 def strict_match(text: str, *, finish_reason: str | None = None) -> Extraction:
     return _strict(text) or Extraction(None, RULE_NONE)
 
 
-@register("gsm8k.flexible_extract", "b733598", source=SOURCE,
+@register("gsm8k.flexible_extract", "b733598", source=SOURCE, rules=("flexible_extract", "none"),
           description="lm-eval gsm8k flexible-extract: the last number-like token")
 def flexible_extract(text: str, *, finish_reason: str | None = None) -> Extraction:
     return _flexible(text) or Extraction(None, RULE_NONE)
 
 
-@register("gsm8k.answer", "1", description="GSM8K: the '#### N' line, else the last number")
+@register("gsm8k.answer", "1", rules=("hash_line", "last_number", "none"),
+          description="GSM8K: the '#### N' line, else the last number")
 def answer(text: str, *, finish_reason: str | None = None) -> Extraction:
     got = _strict(text)
     if got is not None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from extractors import Extraction, register
+from audit.extractors import Extraction, register
 
 # A label at the start of a line, optionally wrapped in ** or __ (markdown bold).
 _EXACT_LINE = re.compile(r"^[ \t>*_#-]*(?:\*\*|__)?Exact Answer(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?[ \t]*(.*)$",
@@ -56,7 +56,8 @@ def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     return match
 
 
-@register("hle.exact_answer", "1", description="HLE: the value on the last 'Exact Answer:' line; cut responses give none",
+@register("hle.exact_answer", "1", rules=("exact_answer_line", "empty_answer_line", "none", "truncated"),
+          description="HLE: the value on the last 'Exact Answer:' line; cut responses give none",
           source="centerforaisafety/hle hle_eval/run_model_predictions.py (SYSTEM_EXACT_ANSWER)")
 def exact_answer(text: str, *, finish_reason: str | None = None) -> Extraction:
     if finish_reason == "length":
@@ -70,7 +71,8 @@ def exact_answer(text: str, *, finish_reason: str | None = None) -> Extraction:
     return Extraction(value, "exact_answer_line", (m.start(1), m.end(1)))
 
 
-@register("hle.choice_answer", "1", description="HLE multiple choice: the letter on the last 'Answer:' line; cut responses give none",
+@register("hle.choice_answer", "1", rules=("answer_line", "no_letter_on_answer_line", "none", "truncated"),
+          description="HLE multiple choice: the letter on the last 'Answer:' line; cut responses give none",
           source="centerforaisafety/hle hle_eval/run_model_predictions.py (SYSTEM_MC)")
 def choice_answer(text: str, *, finish_reason: str | None = None) -> Extraction:
     if finish_reason == "length":
@@ -112,7 +114,7 @@ def _value_2(raw: str) -> str:
     return value.removesuffix("**").removesuffix("__").strip()
 
 
-@register("hle.exact_answer", "2",
+@register("hle.exact_answer", "2", rules=("exact_answer_line", "empty_answer_line", "none", "truncated"),
           description="HLE: the value on the last 'Exact Answer:' line (any case); cut responses give none",
           source="centerforaisafety/hle hle_eval/run_model_predictions.py (SYSTEM_EXACT_ANSWER)")
 def exact_answer_2(text: str, *, finish_reason: str | None = None) -> Extraction:
@@ -128,7 +130,7 @@ def exact_answer_2(text: str, *, finish_reason: str | None = None) -> Extraction
     return Extraction(value, "exact_answer_line", (start, start + len(value)))
 
 
-@register("hle.choice_answer", "2",
+@register("hle.choice_answer", "2", rules=("answer_line", "no_letter_on_answer_line", "none", "truncated"),
           description="HLE multiple choice: the letter that is the whole last 'Answer:' value; cut responses give none",
           source="centerforaisafety/hle hle_eval/run_model_predictions.py (SYSTEM_MC)")
 def choice_answer_2(text: str, *, finish_reason: str | None = None) -> Extraction:

@@ -45,9 +45,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from extractors import RULE_NONE, Extraction, register
-from extractors._scan import last_of
-from extractors.boxed import RULE_EMPTY, _last_box
+from audit.extractors import RULE_NONE, Extraction, register
+from audit.extractors._scan import last_of
+from audit.extractors.boxed import RULE_EMPTY, _last_box
 
 
 @dataclass(frozen=True)
@@ -296,6 +296,8 @@ def _statement(text: str, m: re.Match, envs, config: MathFinalConfig) -> tuple[s
 
 
 @register("math.final", "1", config=CONFIG,
+          rules=("boxed", "fbox", "boxed_unbraced", "fbox_unbraced", "boxes", "unclosed", "malformed_box", "empty_box",
+                 "final_answer", "answer_is", "math_env", "math_envs", "last_number", "none"),
           description="Final answer of a free-form math response: last box(es), a final-answer statement, "
                       "the last math environment or number")
 def math_final(text: str, *, finish_reason: str | None = None, config: MathFinalConfig = CONFIG) -> Extraction:

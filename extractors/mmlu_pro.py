@@ -62,8 +62,8 @@ from __future__ import annotations
 
 import re
 
-from extractors import RULE_NONE, Extraction, register
-from extractors._scan import last_match, last_of
+from audit.extractors import RULE_NONE, Extraction, register
+from audit.extractors._scan import last_match, last_of
 
 SOURCE_OFFICIAL = ("TIGER-AI-Lab/MMLU-Pro evaluate_from_api.py, evaluate_from_local.py, compute_accuracy.py "
                    "@ f418b116db00b065c2aea046518d8fcf74d39872")
@@ -99,7 +99,8 @@ def _official_l2(text: str) -> tuple[int, int] | None:
     return found
 
 
-@register("mmlu_pro.official", "f418b11", source=SOURCE_OFFICIAL,
+@register("mmlu_pro.official", "f418b11", rules=("L1", "L2", "L3", "none"),
+          source=SOURCE_OFFICIAL,
           description="MMLU-Pro official cascade: 'answer is (X)', then 'Answer: X', then the last standalone A-J")
 def official(text: str, *, finish_reason: str | None = None) -> Extraction:
     # finish_reason is ignored: upstream extracts from cut responses too.
@@ -115,7 +116,8 @@ def official(text: str, *, finish_reason: str | None = None) -> Extraction:
     return Extraction(None, RULE_NONE)
 
 
-@register("mmlu_pro.official_x", "7535b16", source=SOURCE_OFFICIAL_X,
+@register("mmlu_pro.official_x", "7535b16", rules=("L1", "L2", "L3", "none"),
+          source=SOURCE_OFFICIAL_X,
           description="MMLU-Pro evaluate_from_apiX.py: last 'answer is (X)', else last 'Answer: X', else last A-J")
 def official_x(text: str, *, finish_reason: str | None = None) -> Extraction:
     # findall + [-1]: non-overlapping matches from the start, so scan forwards.
@@ -131,7 +133,8 @@ def official_x(text: str, *, finish_reason: str | None = None) -> Extraction:
     return Extraction(None, RULE_NONE)
 
 
-@register("mmlu_pro.lmeval", "325f168", source=SOURCE_LMEVAL,
+@register("mmlu_pro.lmeval", "325f168", rules=("answer_is", "none"),
+          source=SOURCE_LMEVAL,
           description="lm-evaluation-harness mmlu_pro filter: first 'answer is (X)', no fallback")
 def lmeval(text: str, *, finish_reason: str | None = None) -> Extraction:
     m = _LMEVAL_ANSWER_IS.search(text)

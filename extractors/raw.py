@@ -8,10 +8,11 @@ never an empty-string answer that a lenient grader could match.
 
 from __future__ import annotations
 
-from extractors import Extraction, register
+from audit.extractors import Extraction, register
 
 
-@register("raw", "1", description="The whole response, stripped (for packages of pre-extracted answers)")
+@register("raw", "1", rules=("whole_response", "empty"),
+          description="The whole response, stripped (for packages of pre-extracted answers)")
 def raw(text: str, *, finish_reason: str | None = None) -> Extraction:
     stripped = text.strip()
     if not stripped:

@@ -1,24 +1,25 @@
-"""Versioned graders: `grade(answer, reference) -> Verdict`, never a silent False.
+"""Versioned graders: `grade(answer, reference) -> Judgment`, never a silent False.
 
-    >>> import graders
+    >>> from audit import graders
     >>> graders.get("math.equiv").grade("x = 4", "4")
-    Verdict(correct=True, status='correct', reason=...)
+    Judgment(correct=True, status='correct', reason=...)
 
-A Verdict separates "not gradable" (correct is None, with a status saying why)
+A Judgment separates "not gradable" (correct is None, with a status saying why)
 from "wrong". Registered versions are immutable, like the extractors'.
-Graders may use `extractors`; they know nothing of `audit` or the CLI.
+This folder is the package `audit.graders` (see `audit/__init__.py`). Graders may use
+`audit.extractors`; they know nothing of the rest of audit or the CLI.
 
-Graders shipped (one module per family, listed in FAMILIES):
+Graders shipped (one module per family; every public module here is loaded on first lookup):
 
-    math.equiv@1            graders.math        symbolic equivalence on sympy + latex2sympy2_extended
-    math.equiv@2            graders.math_v2     @1 with assignments by variable, decimals to their stated precision
-    math.equiv@3            graders.math_v3     exact numbers, labels, word-joined lists; one engine class + frozen config
-    math.hendrycks@985bdc1  graders.hendrycks   hendrycks/math `is_equiv` string normalizer, bugs included
-    math.mathverify@0.9.0   graders.mathverify  second opinion through the pinned math-verify package
-    exact.hle@1             graders.exact       HLE-style strict exact match, numbers to stated precision
-    choice@1                graders.choice      multiple-choice letters
-    gsm8k.exact_match@b733598  graders.gsm8k    lm-eval's gsm8k exact_match (reference: the solution's #### value)
-    gsm8k.numeric@1         graders.gsm8k       the same normalisation, exact numbers
+    math.equiv@1            audit.graders.math        symbolic equivalence on sympy + latex2sympy2_extended
+    math.equiv@2            audit.graders.math_v2     @1 with assignments by variable, decimals to their stated precision
+    math.equiv@3            audit.graders.math_v3     exact numbers, labels, word-joined lists; one engine class + frozen config
+    math.hendrycks@985bdc1  audit.graders.hendrycks   hendrycks/math `is_equiv` string normalizer, bugs included
+    math.mathverify@0.9.0   audit.graders.mathverify  second opinion through the pinned math-verify package
+    exact.hle@1             audit.graders.exact       HLE-style strict exact match, numbers to stated precision
+    choice@1                audit.graders.choice      multiple-choice letters
+    gsm8k.exact_match@b733598 audit.graders.gsm8k     lm-eval's gsm8k exact_match (reference: the solution's #### value)
+    gsm8k.numeric@1         audit.graders.gsm8k       the same normalisation, exact numbers
 
 Bounded time
 ------------
@@ -26,26 +27,26 @@ A grader registered with `isolated=True` (the symbolic ones) never runs its
 symbolic step in the caller's process: `Grader.grade` first tries the grader's
 cheap `fast` function in-process (normalized strings equal, plain numbers), and
 only when that cannot decide sends the item to a persistent worker process
-(`graders.budget`). Each item has a hard wall-clock budget (the grader config's
+(`audit.graders.budget`). Each item has a hard wall-clock budget (the grader config's
 `budget_s`, default 5 s): a soft SIGALRM inside the worker's main thread first,
 then, if sympy is stuck in C code, the parent kills that worker and starts a
 new one. An item over its budget is graded once more, alone, under RETRY_FACTOR
-(4) times the budget when its batch is done; only a hit then too is the verdict
+(4) times the budget when its batch is done; only a hit then too is the judgment
 `timeout`, never `incorrect` (so a loaded machine does not change verdicts). This works
 from any thread of the caller and from inside daemonic worker processes (the
 workers are plain subprocesses, not multiprocessing children).
 
 Batch API
 ---------
-    graders.grade_many(grader, rows, workers=None, budget_s=None) -> list[Verdict]
-    graders.grade_many_timed(...) -> list[Timed]      # Verdict plus seconds spent
+    graders.grade_many(grader, rows, workers=None, budget_s=None) -> list[Judgment]
+    graders.grade_many_timed(...) -> list[Timed]      # Judgment plus seconds spent
 
 `grader` is a Grader or a `name[@version]` spec; `rows` is an iterable of
 mappings `{answer, reference[, num_choices]}` or tuples `(answer, reference[,
 num_choices])`. Results come back in input order. The fast path runs in the
 caller's process; only the items it cannot decide go to a pool of
 `workers` processes (default: the CPUs this process may use), which stays alive
-between calls (`graders.budget.shared_pool()`), so per-call overhead after the
+between calls (`audit.graders.shared_pool()`), so per-call overhead after the
 first call is a pipe round-trip per undecided item. Only a worker that overruns
 its budget is killed and replaced.
 """
@@ -59,44 +60,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from extractors.registry import Registry, RegistryError, code_fingerprint
+if __name__ != "audit.graders":  # the folder imported under its bare name, e.g. from the repository root
+    raise ImportError(f"import the graders as `audit.graders`, not `{__name__}`")
+
+from audit.graders.budget import BudgetExceeded, in_worker, shared_pool  # noqa: E402
+from audit.graders.judgment import STATUSES, Judgment  # noqa: E402
+from audit.registry import Registry, RegistryError, code_fingerprint, table  # noqa: E402
 
 LOCK_FILE = Path(__file__).with_name("lock.json")
-
-STATUSES = ("correct", "incorrect", "no_answer", "parse_error_answer", "parse_error_reference", "timeout",
-            "error")
-"""Every status a grader may return; only `correct` and `incorrect` are graded."""
 
 DEFAULT_BUDGET_S = 5.0
 """Per-item wall-clock budget of an isolated grader whose config names none."""
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """A grader's decision on one answer."""
-
-    correct: bool | None
-    """True or False when graded; None when not gradable (see `status`)."""
-    status: str
-    """One of STATUSES."""
-    reason: str = ""
-    """Short explanation: which rule decided, or why grading was impossible."""
-
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"unknown verdict status {self.status!r}")
-        expected = {"correct": True, "incorrect": False}.get(self.status)
-        if self.correct is not expected:
-            raise ValueError(f"status {self.status!r} needs correct={expected}, got {self.correct}")
-
-
-GradeFn = Callable[..., Verdict]
-FastFn = Callable[..., "Verdict | None"]
+GradeFn = Callable[..., Judgment]
+FastFn = Callable[..., "Judgment | None"]
 
 
 @dataclass(frozen=True)
 class Grader:
-    """A registered grader version: `grade(answer, reference, num_choices=...) -> Verdict`."""
+    """A registered grader version: `grade(answer, reference, num_choices=...) -> Judgment`."""
 
     name: str
     version: str
@@ -105,7 +88,7 @@ class Grader:
     fn: GradeFn = field(repr=False)
     config: Any = None
     fast: FastFn | None = field(default=None, repr=False)
-    """Cheap in-process pre-check: a Verdict when it can decide, else None. `fn` must agree with it."""
+    """Cheap in-process pre-check: a Judgment when it can decide, else None. `fn` must agree with it."""
     isolated: bool = False
     """Run `fn` in a worker process under a hard budget (anything that calls sympy)."""
 
@@ -129,43 +112,43 @@ class Grader:
             kwargs["config"] = self.config
         return kwargs
 
-    def try_fast(self, answer: str | None, reference: str, *, num_choices: int | None = None) -> Verdict | None:
-        """The verdict when it is decidable without the symbolic step (or without isolation), else None."""
+    def try_fast(self, answer: str | None, reference: str, *, num_choices: int | None = None) -> Judgment | None:
+        """The judgment when it is decidable without the symbolic step (or without isolation), else None."""
         if answer is None:
-            return Verdict(None, "no_answer", "no answer was extracted")
+            return Judgment(None, "no_answer", "no answer was extracted")
         if self.fast is not None:
             try:
                 v = self.fast(answer, reference, **self._kwargs(num_choices))
             except Exception as e:  # a grader never raises: report it
-                return Verdict(None, "error", f"{type(e).__name__} in fast path: {_short(e)}")
+                return Judgment(None, "error", f"{type(e).__name__} in fast path: {_short(e)}")
             if v is not None:
                 return v
-        if not self.isolated or _budget().in_worker():
+        if not self.isolated or in_worker():
             return self.grade_inline(answer, reference, num_choices=num_choices)
         return None
 
-    def grade_inline(self, answer: str, reference: str, *, num_choices: int | None = None) -> Verdict:
+    def grade_inline(self, answer: str, reference: str, *, num_choices: int | None = None) -> Judgment:
         """Run `fn` in this process with no budget of its own (workers call this under their alarm)."""
         try:
             return self.fn(answer, reference, **self._kwargs(num_choices))
-        except _budget().BudgetExceeded:
+        except BudgetExceeded:
             raise
         except RecursionError:
-            return Verdict(None, "error", "expression nested too deeply (RecursionError)")
+            return Judgment(None, "error", "expression nested too deeply (RecursionError)")
         except MemoryError:
-            return Verdict(None, "error", "out of memory while grading")
+            return Judgment(None, "error", "out of memory while grading")
         except Exception as e:
-            return Verdict(None, "error", f"{type(e).__name__}: {_short(e)}")
+            return Judgment(None, "error", f"{type(e).__name__}: {_short(e)}")
 
     def grade(self, answer: str | None, reference: str, *, num_choices: int | None = None,
-              budget_s: float | None = None) -> Verdict:
+              budget_s: float | None = None) -> Judgment:
         """Grade one answer. Never raises for any answer/reference strings."""
         v = self.try_fast(answer, reference, num_choices=num_choices)
         if v is not None:
             return v
         assert answer is not None
-        return _budget().shared_pool().run_one(
-            self.key, answer, reference, num_choices, self.budget_s if budget_s is None else budget_s).verdict
+        return shared_pool().run_one(
+            self.key, answer, reference, num_choices, self.budget_s if budget_s is None else budget_s).judgment
 
 
 @functools.lru_cache(maxsize=None)
@@ -184,20 +167,15 @@ def _short(e: BaseException, limit: int = 160) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def _budget():
-    from graders import budget
-
-    return budget
-
-
-REGISTRY: Registry[Grader] = Registry("grader")
+REGISTRY: Registry[Grader] = table("grader", home=__name__)
+"""Every registered grader; each public module of this package registers its family on import."""
 
 
 def register(name: str, version: str, *, description: str, source: str = "audit", config: Any = None,
              fast: FastFn | None = None, isolated: bool = False) -> Callable[[GradeFn], GradeFn]:
-    """Register `fn(answer, reference, *, num_choices=None[, config]) -> Verdict` as `name@version`.
+    """Register `fn(answer, reference, *, num_choices=None[, config]) -> Judgment` as `name@version`.
 
-    `fast` (same signature, returns Verdict or None) is tried first in the caller's process;
+    `fast` (same signature, returns Judgment or None) is tried first in the caller's process;
     `isolated=True` sends everything `fast` leaves undecided to a worker under a hard budget.
     """
 
@@ -210,19 +188,18 @@ def register(name: str, version: str, *, description: str, source: str = "audit"
 
 def get(spec: str) -> Grader:
     """The grader `name@version`, or the latest version of `name`."""
-    _load_families()
     return REGISTRY.get(spec)
 
 
 def all_graders() -> list[Grader]:
-    _load_families()
+    """Every registered grader version, in registration order."""
     return list(REGISTRY)
 
 
 class Timed(NamedTuple):
-    """A verdict with the seconds spent on it (fast path: in this process; else: in the worker)."""
+    """A judgment with the seconds spent on it (fast path: in this process; else: in the worker)."""
 
-    verdict: Verdict
+    judgment: Judgment
     seconds: float
 
 
@@ -253,30 +230,18 @@ def grade_many_timed(grader: Grader | str, rows: Iterable[Any], *, workers: int 
         else:
             out.append(Timed(v, time.perf_counter() - t0))
     if pending:
-        pool = _budget().shared_pool()
+        pool = shared_pool()
         results = pool.run_many(g.key, [p[1:] for p in pending], budget, workers=workers)
         for (i, *_), timed in zip(pending, results, strict=True):
-            out[i] = Timed(timed.verdict, timed.seconds)
+            out[i] = Timed(timed.judgment, timed.seconds)
     return [t for t in out if t is not None]
 
 
 def grade_many(grader: Grader | str, rows: Iterable[Any], *, workers: int | None = None,
-               budget_s: float | None = None) -> list[Verdict]:
-    """Grade many rows across a process pool; verdicts in input order. See the module docstring."""
-    return [t.verdict for t in grade_many_timed(grader, rows, workers=workers, budget_s=budget_s)]
+               budget_s: float | None = None) -> list[Judgment]:
+    """Grade many rows across a process pool; judgments in input order. See the module docstring."""
+    return [t.judgment for t in grade_many_timed(grader, rows, workers=workers, budget_s=budget_s)]
 
 
-FAMILIES: tuple[str, ...] = ("math", "math_v2", "math_v3", "hendrycks", "mathverify", "exact", "choice", "gsm8k")
-"""Modules that register graders, one per family."""
-
-
-@functools.cache
-def _load_families() -> None:
-    import importlib
-
-    for mod in FAMILIES:
-        importlib.import_module(f"graders.{mod}")
-
-
-__all__ = ["Verdict", "Grader", "Timed", "REGISTRY", "RegistryError", "STATUSES", "DEFAULT_BUDGET_S", "register",
+__all__ = ["Judgment", "Grader", "Timed", "REGISTRY", "RegistryError", "STATUSES", "DEFAULT_BUDGET_S", "register",
            "get", "all_graders", "grade_many", "grade_many_timed"]

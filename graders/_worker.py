@@ -1,6 +1,7 @@
-"""`python -m graders._worker`: a grading worker process (see graders.budget)."""
+"""`python -m audit.graders._worker`: a grading worker process (see audit.graders.budget)."""
 
-from graders.budget import worker_main
+from audit import graders
+from audit.graders.budget import worker_main
 
 if __name__ == "__main__":
-    worker_main()
+    worker_main(graders.get, graders.all_graders)

@@ -41,8 +41,11 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from audit.graders.judgment import Judgment
 
 RETRY_FACTOR = 4.0
 """An item over its budget is graded once more, alone, under this many times the budget before it is `timeout`."""
@@ -82,9 +85,9 @@ def in_worker() -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """A verdict from a worker and the seconds it took (wall clock, as seen by the worker or the parent)."""
+    """A judgment from a worker and the seconds it took (wall clock, as seen by the worker or the parent)."""
 
-    verdict: object
+    judgment: Judgment
     seconds: float
 
 
@@ -127,8 +130,8 @@ WARM_UP_PAIRS = (("x^2+2x+1", "(x+1)^2"), ("\\frac{1}{2}, 3", "\\{3, 0.5\\}"))
 caches are paid before READY, not by the first real item."""
 
 
-def _warm_up(graders) -> None:
-    for g in graders.all_graders():
+def _warm_up(all_graders: Callable[[], list[Any]]) -> None:
+    for g in all_graders():
         if not g.isolated:
             continue
         for answer, reference in WARM_UP_PAIRS:
@@ -141,8 +144,9 @@ def _warm_up(graders) -> None:
                 signal.setitimer(signal.ITIMER_REAL, 0)
 
 
-def worker_main() -> None:
-    """Entry point of a worker process (`python -m graders._worker`)."""
+def worker_main(get: Callable[[str], Any], all_graders: Callable[[], list[Any]]) -> None:
+    """Serve grading tasks on stdin/stdout until stdin closes (`python -m audit.graders._worker` calls it
+    with the graders' registry: `get(key)` and `all_graders()`)."""
     global _IN_WORKER
     _IN_WORKER = True
     proto_out = os.fdopen(os.dup(1), "wb")
@@ -157,13 +161,10 @@ def worker_main() -> None:
         pass
     import importlib
 
-    import graders
-    from graders import Verdict
-
     for mod in filter(None, os.environ.get(EXTRA_MODULES_ENV, "").split(",")):
         importlib.import_module(mod)  # graders registered only inside this pool's workers
     signal.signal(signal.SIGALRM, _on_alarm)
-    _warm_up(graders)
+    _warm_up(all_graders)
     _write_msg(proto_out, ("ready", os.getpid()))
     while True:
         msg = _read_msg(proto_in)
@@ -176,15 +177,15 @@ def worker_main() -> None:
             key, answer, reference, num_choices, budget_s = msg
             try:
                 signal.setitimer(signal.ITIMER_REAL, max(budget_s, 1e-3))
-                v = graders.get(key).grade_inline(answer, reference, num_choices=num_choices)
+                v = get(key).grade_inline(answer, reference, num_choices=num_choices)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
         except BudgetExceeded:
-            v = Verdict(None, "timeout", f"over the {msg[4]:g} s budget (interrupted)")
+            v = Judgment(None, "timeout", f"over the {msg[4]:g} s budget (interrupted)")
         except MemoryError:
-            v = Verdict(None, "error", f"over the worker memory limit ({WORKER_MEMORY_BYTES // 1024**3} GiB)")
+            v = Judgment(None, "error", f"over the worker memory limit ({WORKER_MEMORY_BYTES // 1024**3} GiB)")
         except Exception as e:  # a worker never dies on one item
-            v = Verdict(None, "error", f"{type(e).__name__}: {str(e)[:200]}")
+            v = Judgment(None, "error", f"{type(e).__name__}: {str(e)[:200]}")
         reason = v.reason if len(v.reason) <= MAX_REASON_CHARS else v.reason[: MAX_REASON_CHARS - 1] + "…"
         _write_msg(proto_out, (v.correct, v.status, reason, time.perf_counter() - t0))
 
@@ -203,7 +204,7 @@ class _Worker:
             paths.append(env["PYTHONPATH"])
         env["PYTHONPATH"] = os.pathsep.join(paths)
         env.setdefault("PYTHONHASHSEED", "0")
-        self.proc = subprocess.Popen([sys.executable, "-m", "graders._worker"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "audit.graders._worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env, close_fds=True)
         self.ready = False
         self.started_at = time.monotonic()
@@ -277,18 +278,12 @@ def _exit_code(w: _Worker) -> int | None:
         return None
 
 
-def _verdict(correct, status, reason):
-    from graders import Verdict
-
-    return Verdict(correct, status, reason)
+def _timeout_judgment(budget_s: float, seconds: float) -> Judgment:
+    return Judgment(None, "timeout", f"over the {budget_s:g} s budget (worker killed after {seconds:.1f} s)")
 
 
-def _timeout_verdict(budget_s: float, seconds: float):
-    return _verdict(None, "timeout", f"over the {budget_s:g} s budget (worker killed after {seconds:.1f} s)")
-
-
-def _died_verdict(code: int | None):
-    return _verdict(None, "error", f"grading worker died (exit code {code}) on this item")
+def _died_judgment(code: int | None) -> Judgment:
+    return Judgment(None, "error", f"grading worker died (exit code {code}) on this item")
 
 
 MAX_DEFAULT_WORKERS = 8
@@ -389,16 +384,16 @@ class WorkerPool:
 
     def _retried(self, key: str, task: tuple[str, str, int | None], budget_s: float, first: Outcome) -> Outcome:
         """`first`, or, when it is a budget hit, the outcome of one more try alone under the retry budget."""
-        if self.retry_factor is None or getattr(first.verdict, "status", None) != "timeout":
+        if self.retry_factor is None or first.judgment.status != "timeout":
             return first
         self.retries += 1
         longer = budget_s * self.retry_factor
         again = self._run_one_once(key, *task, longer)
         seconds = first.seconds + again.seconds
-        if again.verdict.status == "timeout":  # the reason names both budgets only: no timings, no load in it
-            return Outcome(_verdict(None, "timeout", f"over the {budget_s:g} s budget, and over {longer:g} s when "
+        if again.judgment.status == "timeout":  # the reason names both budgets only: no timings, no load in it
+            return Outcome(Judgment(None, "timeout", f"over the {budget_s:g} s budget, and over {longer:g} s when "
                                                      f"retried alone"), seconds)
-        return Outcome(again.verdict, seconds)
+        return Outcome(again.judgment, seconds)
 
     def _run_one_once(self, key: str, answer: str, reference: str, num_choices: int | None,
                       budget_s: float) -> Outcome:
@@ -421,15 +416,15 @@ class WorkerPool:
                 self.kills += 1
                 outstanding = False
                 w = self._replace(w)
-                return Outcome(_timeout_verdict(budget_s, elapsed), elapsed)
+                return Outcome(_timeout_judgment(budget_s, elapsed), elapsed)
             res = w.read_result()
             outstanding = False
             if res is None:
                 code = _exit_code(w)
                 w = self._replace(w)
-                return Outcome(_died_verdict(code), time.monotonic() - t0)
+                return Outcome(_died_judgment(code), time.monotonic() - t0)
             correct, status, reason, seconds = res
-            return Outcome(_verdict(correct, status, reason), seconds)
+            return Outcome(Judgment(correct, status, reason), seconds)
         finally:
             if outstanding:  # interrupted mid-item: its late result must never answer another item
                 w.kill()
@@ -503,17 +498,17 @@ class WorkerPool:
                     res = w.read_result()
                     del busy[w.out_fd]
                     if res is None:  # the worker died on this item
-                        results[i] = Outcome(_died_verdict(_exit_code(w)), time.monotonic() - t0)
+                        results[i] = Outcome(_died_judgment(_exit_code(w)), time.monotonic() - t0)
                         w = swap(w)
                     else:
                         correct, status, reason, seconds = res
-                        results[i] = Outcome(_verdict(correct, status, reason), seconds)
+                        results[i] = Outcome(Judgment(correct, status, reason), seconds)
                     dispatch(w)
                 now = time.monotonic()
                 for fd, (w, i, t0) in list(busy.items()):
                     if now - t0 > budget_s + KILL_GRACE_S:
                         del busy[fd]
-                        results[i] = Outcome(_timeout_verdict(budget_s, now - t0), now - t0)
+                        results[i] = Outcome(_timeout_judgment(budget_s, now - t0), now - t0)
                         self.kills += 1
                         swap(w)  # the new worker gets work once it reports READY
         finally:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from graders import Verdict, register
+from audit.graders import Judgment, register
 
 MAX_CHOICES = 26
 """Letters A–Z."""
@@ -54,21 +54,21 @@ def read_letter(s: str) -> str | None:
 
 @register("choice", "1", source="audit (MMLU-Pro / GPQA letter conventions)",
           description="Multiple-choice letter comparison; letters outside the item's options are incorrect")
-def choice_letter(answer: str, reference: str, *, num_choices: int | None = None) -> Verdict:
+def choice_letter(answer: str, reference: str, *, num_choices: int | None = None) -> Judgment:
     ref = read_letter(reference)
     if ref is None:
-        return Verdict(None, "parse_error_reference", f"reference '{reference[:40]}' is not a single letter")
+        return Judgment(None, "parse_error_reference", f"reference '{reference[:40]}' is not a single letter")
     if num_choices is not None and not 1 <= num_choices <= MAX_CHOICES:
-        return Verdict(None, "error", f"num_choices={num_choices} is outside 1..{MAX_CHOICES}")
+        return Judgment(None, "error", f"num_choices={num_choices} is outside 1..{MAX_CHOICES}")
     last = chr(ord("A") + num_choices - 1) if num_choices else None
     if last and ref > last:
-        return Verdict(None, "parse_error_reference",
+        return Judgment(None, "parse_error_reference",
                        f"reference {ref} is outside the {num_choices} options A–{last}")
     got = read_letter(answer)
     if got is None:
-        return Verdict(None, "parse_error_answer", f"answer '{answer[:40]}' is not a single option letter")
+        return Judgment(None, "parse_error_answer", f"answer '{answer[:40]}' is not a single option letter")
     if last and got > last:
-        return Verdict(False, "incorrect", f"{got} is outside the item's {num_choices} options A–{last}")
+        return Judgment(False, "incorrect", f"{got} is outside the item's {num_choices} options A–{last}")
     if got == ref:
-        return Verdict(True, "correct", f"letter {got}")
-    return Verdict(False, "incorrect", f"letter {got}, reference {ref}")
+        return Judgment(True, "correct", f"letter {got}")
+    return Judgment(False, "incorrect", f"letter {got}, reference {ref}")

@@ -31,7 +31,7 @@ import unicodedata
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from graders import Verdict, register
+from audit.graders import Judgment, register
 
 MAX_EXACT_CHARS = 10_000
 """Longer answers are compared as raw strings only (no normalization)."""
@@ -135,31 +135,31 @@ def _strip_percent(a: str, r: str) -> tuple[str, str]:
 
 @register("exact.hle", "1", source="centerforaisafety/hle (exact-match answer rules, made mechanical)",
           description="HLE-style strict exact match; numbers only to the reference's stated precision")
-def hle_exact(answer: str, reference: str, *, num_choices: int | None = None) -> Verdict:
+def hle_exact(answer: str, reference: str, *, num_choices: int | None = None) -> Judgment:
     if not reference.strip():
-        return Verdict(None, "parse_error_reference", "reference is empty")
+        return Judgment(None, "parse_error_reference", "reference is empty")
     if len(answer) > MAX_EXACT_CHARS or len(reference) > MAX_EXACT_CHARS:
         same = answer == reference
-        return Verdict(same, "correct" if same else "incorrect",
+        return Judgment(same, "correct" if same else "incorrect",
                        f"over MAX_EXACT_CHARS={MAX_EXACT_CHARS}: raw strings {'equal' if same else 'differ'}")
     na, nr = normalize_text(answer), normalize_text(reference)
     if not na:
-        return Verdict(None, "parse_error_answer", "answer is empty after normalization")
+        return Judgment(None, "parse_error_answer", "answer is empty after normalization")
     if na == nr:
-        return Verdict(True, "correct", "normalized strings equal")
+        return Judgment(True, "correct", "normalized strings equal")
     pa, pr = _strip_percent(na, nr)
     num_r, num_a = _number(pr), _number(pa)
     if num_r is None or num_a is None:
-        return Verdict(False, "incorrect", f"normalized strings differ: '{_clip(na)}' vs '{_clip(nr)}'")
+        return Judgment(False, "incorrect", f"normalized strings differ: '{_clip(na)}' vs '{_clip(nr)}'")
     (va, _), (vr, half) = num_a, num_r
     if half is None:
         ok = va == vr
         why = "equal as exact numbers" if ok else f"exact reference {_clip(pr)}: {_clip(pa)} is not equal"
-        return Verdict(ok, "correct" if ok else "incorrect", why)
+        return Judgment(ok, "correct" if ok else "incorrect", why)
     ok = abs(va - vr) <= half
     why = (f"{_clip(pa)} rounds to the reference {_clip(pr)} at its last digit" if ok else
            f"{_clip(pa)} differs from {_clip(pr)} by more than half a unit of its last digit ({float(half):g})")
-    return Verdict(ok, "correct" if ok else "incorrect", why)
+    return Judgment(ok, "correct" if ok else "incorrect", why)
 
 
 def _clip(s: str, limit: int = 60) -> str:

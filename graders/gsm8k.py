@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from graders import Verdict, register
+from audit.graders import Judgment, register
 
 SOURCE = "EleutherAI/lm-evaluation-harness lm_eval/tasks/gsm8k/gsm8k.yaml @ b733598568fde3afa0e008892f8e7bb18cd472b6"
 
@@ -51,24 +51,24 @@ def _normalize(s: str, config: Gsm8kMetricConfig) -> str:
 @register("gsm8k.exact_match", "b733598", config=CONFIG, source=SOURCE,
           description="lm-eval gsm8k exact_match: drop , $ up-to-'#### ' and a final period, lower case, equal")
 def exact_match(answer: str, reference: str, *, num_choices: int | None = None,
-                config: Gsm8kMetricConfig = CONFIG) -> Verdict:
+                config: Gsm8kMetricConfig = CONFIG) -> Judgment:
     a, r = _normalize(answer, config), _normalize(reference, config)
     if a == r:
-        return Verdict(True, "correct", f"equal after lm-eval's normalisation: '{a[:40]}'")
-    return Verdict(False, "incorrect", f"'{a[:40]}' vs '{r[:40]}' after lm-eval's normalisation")
+        return Judgment(True, "correct", f"equal after lm-eval's normalisation: '{a[:40]}'")
+    return Judgment(False, "incorrect", f"'{a[:40]}' vs '{r[:40]}' after lm-eval's normalisation")
 
 
 @register("gsm8k.numeric", "1", config=CONFIG, source="audit (lm-eval's gsm8k normalisation, exact numbers)",
           description="GSM8K: lm-eval's normalisation, then exact numbers (18.00 == 18), no tolerance")
 def numeric(answer: str, reference: str, *, num_choices: int | None = None,
-            config: Gsm8kMetricConfig = CONFIG) -> Verdict:
+            config: Gsm8kMetricConfig = CONFIG) -> Judgment:
     a, r = _normalize(answer, config).strip(), _normalize(reference, config).strip()
     if not r:
-        return Verdict(None, "parse_error_reference", "the reference has no value after its '#### '")
+        return Judgment(None, "parse_error_reference", "the reference has no value after its '#### '")
     if _NUMBER.fullmatch(a) and _NUMBER.fullmatch(r):
         if Fraction(a) == Fraction(r):
-            return Verdict(True, "correct", f"equal numbers: {a[:30]} and {r[:30]}")
-        return Verdict(False, "incorrect", f"numbers differ: {a[:30]} vs {r[:30]}")
+            return Judgment(True, "correct", f"equal numbers: {a[:30]} and {r[:30]}")
+        return Judgment(False, "incorrect", f"numbers differ: {a[:30]} vs {r[:30]}")
     if a == r:
-        return Verdict(True, "correct", f"equal after lm-eval's normalisation: '{a[:40]}'")
-    return Verdict(False, "incorrect", f"'{a[:40]}' vs '{r[:40]}' after lm-eval's normalisation")
+        return Judgment(True, "correct", f"equal after lm-eval's normalisation: '{a[:40]}'")
+    return Judgment(False, "incorrect", f"'{a[:40]}' vs '{r[:40]}' after lm-eval's normalisation")

@@ -24,7 +24,7 @@ Known traps, all reproduced on purpose:
 
 from __future__ import annotations
 
-from graders import Verdict, register
+from audit.graders import Judgment, register
 
 SOURCE = "hendrycks/math@985bdc1696e88e8643f081a0ff4719da39f2ae2a:modeling/math_equivalence.py"
 
@@ -137,16 +137,16 @@ def is_equiv(str1: str | None, str2: str | None) -> bool:
 
 @register("math.hendrycks", "985bdc1", source=SOURCE,
           description="hendrycks/math is_equiv: string normalizer of the MATH paper, bugs included")
-def hendrycks_equiv(answer: str, reference: str, *, num_choices: int | None = None) -> Verdict:
+def hendrycks_equiv(answer: str, reference: str, *, num_choices: int | None = None) -> Judgment:
     try:
         sa, sr = strip_string(answer), strip_string(reference)
     except (_Unparseable, IndexError, ValueError) as e:
         same = answer == reference
         why = f"normalizer failed ({e}); raw strings {'equal' if same else 'differ'}"
-        return Verdict(True, "correct", why) if same else Verdict(False, "incorrect", why)
+        return Judgment(True, "correct", why) if same else Judgment(False, "incorrect", why)
     if sa == sr:
-        return Verdict(True, "correct", f"stripped strings equal: '{_clip(sa)}'")
-    return Verdict(False, "incorrect", f"stripped strings differ: '{_clip(sa)}' vs '{_clip(sr)}'")
+        return Judgment(True, "correct", f"stripped strings equal: '{_clip(sa)}'")
+    return Judgment(False, "incorrect", f"stripped strings differ: '{_clip(sa)}' vs '{_clip(sr)}'")
 
 
 def _clip(s: str, limit: int = 60) -> str:

@@ -17,7 +17,7 @@ Pipeline
    `a \\pm b`, an equation, a text answer, or an expression; units and assignments split off.
 3. Leaves: plain numbers are compared exactly with Python fractions (the fast path, no sympy);
    everything else is parsed by latex2sympy and compared by sympy in a worker process under the
-   per-item budget (see `graders.budget`).
+   per-item budget (see `audit.graders.budget`).
 
 Decisions (each one a place where graders differ)
 --------------------------------------------------
@@ -84,7 +84,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from graders import Verdict, installed_version, register
+from audit.graders import Judgment, installed_version, register
 
 # --------------------------------------------------------------------------- caps and config
 
@@ -1223,39 +1223,39 @@ def _sympy_equations(a: Equation, r: Equation, cx: _Cmp) -> bool:
 def _prepare(answer: str, reference: str, config: MathEquivConfig):
     """(verdict, None) when decided by strings alone, else (None, (answer_node, reference_node))."""
     if answer == reference:
-        return Verdict(True, "correct", "identical strings"), None
+        return Judgment(True, "correct", "identical strings"), None
     for side, s in (("answer", answer), ("reference", reference)):
         if len(s) > config.max_answer_chars:
-            return Verdict(None, f"parse_error_{side}",
+            return Judgment(None, f"parse_error_{side}",
                            f"{side} is {len(s):,} chars, over MAX_ANSWER_CHARS={config.max_answer_chars}"), None
     na, nr = normalize(answer), normalize(reference)
     if not nr:
-        return Verdict(None, "parse_error_reference", "reference is empty"), None
+        return Judgment(None, "parse_error_reference", "reference is empty"), None
     if not na:
-        return Verdict(None, "parse_error_answer", "answer is empty after normalization"), None
+        return Judgment(None, "parse_error_answer", "answer is empty after normalization"), None
     if na == nr:
-        return Verdict(True, "correct", "equal after normalization"), None
+        return Judgment(True, "correct", "equal after normalization"), None
     try:
         node_r = _parse_structure(nr, config)
     except _ParseError as e:
-        return Verdict(None, "parse_error_reference", str(e)), None
+        return Judgment(None, "parse_error_reference", str(e)), None
     try:
         node_a = _parse_structure(na, config)
     except _ParseError as e:
-        return Verdict(None, "parse_error_answer", str(e)), None
+        return Judgment(None, "parse_error_answer", str(e)), None
     return None, (node_a, node_r)
 
 
-def _decide(node_a, node_r, cx: _Cmp) -> Verdict:
+def _decide(node_a, node_r, cx: _Cmp) -> Judgment:
     try:
         ok = _same(node_a, node_r, cx)
     except _SideError as e:
-        return Verdict(None, f"parse_error_{e.side}", str(e))
-    return Verdict(True, "correct", cx.reason) if ok else Verdict(False, "incorrect", cx.reason)
+        return Judgment(None, f"parse_error_{e.side}", str(e))
+    return Judgment(True, "correct", cx.reason) if ok else Judgment(False, "incorrect", cx.reason)
 
 
 def math_equiv_fast(answer: str, reference: str, *, num_choices: int | None = None,
-                    config: MathEquivConfig = CONFIG) -> Verdict | None:
+                    config: MathEquivConfig = CONFIG) -> Judgment | None:
     """Decide by strings and exact plain numbers alone (no sympy), or return None."""
     verdict, nodes = _prepare(answer, reference, config)
     if verdict is not None:
@@ -1271,11 +1271,11 @@ def math_equiv_fast(answer: str, reference: str, *, num_choices: int | None = No
                       "MATH conventions, exact numbers, bounded time",
           source="audit (normalizations re-decided from hendrycks/math, Qwen2.5-Math, Math-Verify)")
 def math_equiv(answer: str, reference: str, *, num_choices: int | None = None,
-               config: MathEquivConfig = CONFIG) -> Verdict:
+               config: MathEquivConfig = CONFIG) -> Judgment:
     verdict, nodes = _prepare(answer, reference, config)
     if verdict is not None:
         return verdict
     problem = _check_versions(config)
     if problem:
-        return Verdict(None, "error", problem)
+        return Judgment(None, "error", problem)
     return _decide(*nodes, _Cmp(config, fast=False))

@@ -1,11 +1,11 @@
 """math.equiv@2: math.equiv@1 with assignments compared variable by variable and decimals judged
 to the precision they state.
 
-Source: math.equiv@1 (`graders.math`; its sources are hendrycks/math, MATH-500 and the
+Source: math.equiv@1 (`audit.graders.math`; its sources are hendrycks/math, MATH-500 and the
 normalizations of hendrycks, Qwen2.5-Math and Math-Verify) and a review of @1's verdicts that found
 two wrong `correct`s and four false negatives, each pinned in tests/golden/graders/math_equiv2_cases.jsonl.
 Everything not listed here is @1's rule (read @1's docstring): the pure string helpers and the
-numeric helpers are imported from `graders.math` unchanged, so their code is part of both
+numeric helpers are imported from `audit.graders.math` unchanged, so their code is part of both
 versions' fingerprints and cannot change under either.
 
 What changes from @1
@@ -68,8 +68,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from graders import Verdict, register
-from graders.math import (  # @1's helpers, unchanged: string rewriting, splitting, numeric checks
+from audit.graders import Judgment, register
+from audit.graders.math import (  # @1's helpers, unchanged: string rewriting, splitting, numeric checks
     _BARE_FUNC_RE,
     _BASE_SUBSCRIPT_RE,
     _COMMAND_RE,
@@ -127,7 +127,7 @@ from graders.math import (  # @1's helpers, unchanged: string rewriting, splitti
     _value,
     text_key,
 )
-from graders.math import _to_sympy as _to_sympy_v1
+from audit.graders.math import _to_sympy as _to_sympy_v1
 
 # --------------------------------------------------------------------------- config
 
@@ -856,39 +856,39 @@ def _sympy_equations(a: Equation, r: Equation, cx: _Cmp) -> bool:
 def _prepare(answer: str, reference: str, config: MathEquiv2Config):
     """(verdict, None) when decided by strings alone, else (None, (answer_node, reference_node))."""
     if answer == reference:
-        return Verdict(True, "correct", "identical strings"), None
+        return Judgment(True, "correct", "identical strings"), None
     for side, s in (("answer", answer), ("reference", reference)):
         if len(s) > config.max_answer_chars:
-            return Verdict(None, f"parse_error_{side}",
+            return Judgment(None, f"parse_error_{side}",
                            f"{side} is {len(s):,} chars, over MAX_ANSWER_CHARS={config.max_answer_chars}"), None
     na, nr = normalize(answer), normalize(reference)
     if not nr:
-        return Verdict(None, "parse_error_reference", "reference is empty"), None
+        return Judgment(None, "parse_error_reference", "reference is empty"), None
     if not na:
-        return Verdict(None, "parse_error_answer", "answer is empty after normalization"), None
+        return Judgment(None, "parse_error_answer", "answer is empty after normalization"), None
     if na == nr:
-        return Verdict(True, "correct", "equal after normalization"), None
+        return Judgment(True, "correct", "equal after normalization"), None
     try:
         node_r = _parse_structure(nr, config)
     except _ParseError as e:
-        return Verdict(None, "parse_error_reference", str(e)), None
+        return Judgment(None, "parse_error_reference", str(e)), None
     try:
         node_a = _parse_structure(na, config)
     except _ParseError as e:
-        return Verdict(None, "parse_error_answer", str(e)), None
+        return Judgment(None, "parse_error_answer", str(e)), None
     return None, (node_a, node_r)
 
 
-def _decide(node_a, node_r, cx: _Cmp) -> Verdict:
+def _decide(node_a, node_r, cx: _Cmp) -> Judgment:
     try:
         ok = _same(node_a, node_r, cx)
     except _SideError as e:
-        return Verdict(None, f"parse_error_{e.side}", str(e))
-    return Verdict(True, "correct", cx.reason) if ok else Verdict(False, "incorrect", cx.reason)
+        return Judgment(None, f"parse_error_{e.side}", str(e))
+    return Judgment(True, "correct", cx.reason) if ok else Judgment(False, "incorrect", cx.reason)
 
 
 def math_equiv2_fast(answer: str, reference: str, *, num_choices: int | None = None,
-                     config: MathEquiv2Config = CONFIG) -> Verdict | None:
+                     config: MathEquiv2Config = CONFIG) -> Judgment | None:
     """Decide by strings and exact plain numbers alone (no sympy), or return None."""
     verdict, nodes = _prepare(answer, reference, config)
     if verdict is not None:
@@ -905,11 +905,11 @@ def math_equiv2_fast(answer: str, reference: str, *, num_choices: int | None = N
                       "bounded time",
           source="audit: math.equiv@1 revised after review (assignments, stated precision, division by zero)")
 def math_equiv2(answer: str, reference: str, *, num_choices: int | None = None,
-                config: MathEquiv2Config = CONFIG) -> Verdict:
+                config: MathEquiv2Config = CONFIG) -> Judgment:
     verdict, nodes = _prepare(answer, reference, config)
     if verdict is not None:
         return verdict
     problem = _check_versions(config)
     if problem:
-        return Verdict(None, "error", problem)
+        return Judgment(None, "error", problem)
     return _decide(*nodes, _Cmp(config, fast=False))

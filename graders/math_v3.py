@@ -1,6 +1,6 @@
 """math.equiv@3: exact numbers, labelled and "and"-joined answers, one engine class.
 
-Source: math.equiv@2 (`graders.math_v2`, itself @1 revised; read both docstrings) and a review of
+Source: math.equiv@2 (`audit.graders.math_v2`, itself @1 revised; read both docstrings) and a review of
 @2 against Math-Verify's published test tables (math-verify==0.9.0 sdist, `tests/`), the Qwen2.5-Math
 CoT responses and PRM800K final answers in ../shared/data, and issue 10. Every rule below is pinned
 in tests/golden/graders/math_equiv3_cases.jsonl by a real case named after its source.
@@ -61,8 +61,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from graders import Verdict, register
-from graders.math import (  # @1's helpers, unchanged: string scanning, node types, numeric checks
+from audit.graders import Judgment, register
+from audit.graders.math import (  # @1's helpers, unchanged: string scanning, node types, numeric checks
     _MIXED_RE,
     _BASE_SUBSCRIPT_RE,
     _FRAC_RE,
@@ -107,7 +107,7 @@ from graders.math import (  # @1's helpers, unchanged: string scanning, node typ
     _value,
     text_key,
 )
-from graders.math_v2 import (  # @2's node types and steps that @3 keeps as they are
+from audit.graders.math_v2 import (  # @2's node types and steps that @3 keeps as they are
     _GROUPING_RE,
     Assignment,
     Expr,
@@ -211,24 +211,24 @@ class Cmp:
 
 
 class MathEquiv3:
-    """`grade(answer, reference) -> Verdict` for final math answers; see the module docstring."""
+    """`grade(answer, reference) -> Judgment` for final math answers; see the module docstring."""
 
     def __init__(self, config: MathEquiv3Config = CONFIG):
         self.config = config
 
     # -- entry points ---------------------------------------------------------------------------
 
-    def grade(self, answer: str, reference: str) -> Verdict:
+    def grade(self, answer: str, reference: str) -> Judgment:
         """The full verdict (symbolic steps included); callers bound its time."""
         verdict, nodes = self.prepare(answer, reference)
         if verdict is not None:
             return verdict
         problem = _check_versions(self.config)
         if problem:
-            return Verdict(None, "error", problem)
+            return Judgment(None, "error", problem)
         return self.decide(*nodes, Cmp(fast=False))
 
-    def fast(self, answer: str, reference: str) -> Verdict | None:
+    def fast(self, answer: str, reference: str) -> Judgment | None:
         """The verdict when strings and exact plain numbers decide it (no sympy), else None."""
         verdict, nodes = self.prepare(answer, reference)
         if verdict is not None:
@@ -242,34 +242,34 @@ class MathEquiv3:
         """(verdict, None) when decided by strings alone, else (None, (answer_node, reference_node))."""
         config = self.config
         if answer == reference:
-            return Verdict(True, "correct", "identical strings"), None
+            return Judgment(True, "correct", "identical strings"), None
         for side, s in (("answer", answer), ("reference", reference)):
             if len(s) > config.max_answer_chars:
-                return Verdict(None, f"parse_error_{side}",
+                return Judgment(None, f"parse_error_{side}",
                                f"{side} is {len(s):,} chars, over MAX_ANSWER_CHARS={config.max_answer_chars}"), None
         na, nr = self.normalize(answer), self.normalize(reference)
         if not nr:
-            return Verdict(None, "parse_error_reference", "reference is empty"), None
+            return Judgment(None, "parse_error_reference", "reference is empty"), None
         if not na:
-            return Verdict(None, "parse_error_answer", "answer is empty after normalization"), None
+            return Judgment(None, "parse_error_answer", "answer is empty after normalization"), None
         if na == nr:
-            return Verdict(True, "correct", "equal after normalization"), None
+            return Judgment(True, "correct", "equal after normalization"), None
         try:
             node_r = self.parse(nr)
         except _ParseError as e:
-            return Verdict(None, "parse_error_reference", str(e)), None
+            return Judgment(None, "parse_error_reference", str(e)), None
         try:
             node_a = self.parse(na)
         except _ParseError as e:
-            return Verdict(None, "parse_error_answer", str(e)), None
+            return Judgment(None, "parse_error_answer", str(e)), None
         return None, (node_a, node_r)
 
-    def decide(self, node_a, node_r, cx: Cmp) -> Verdict:
+    def decide(self, node_a, node_r, cx: Cmp) -> Judgment:
         try:
             ok = self.same(node_a, node_r, cx)
         except _SideError as e:
-            return Verdict(None, f"parse_error_{e.side}", str(e))
-        return Verdict(True, "correct", cx.reason) if ok else Verdict(False, "incorrect", cx.reason)
+            return Judgment(None, f"parse_error_{e.side}", str(e))
+        return Judgment(True, "correct", cx.reason) if ok else Judgment(False, "incorrect", cx.reason)
 
     # -- normalization --------------------------------------------------------------------------
 
@@ -1035,7 +1035,7 @@ class MathEquiv3:
 
 
 def math_equiv3_fast(answer: str, reference: str, *, num_choices: int | None = None,
-                     config: MathEquiv3Config = CONFIG) -> Verdict | None:
+                     config: MathEquiv3Config = CONFIG) -> Judgment | None:
     """Decide by strings and exact plain numbers alone (no sympy), or return None."""
     return MathEquiv3(config).fast(answer, reference)
 
@@ -1045,5 +1045,5 @@ def math_equiv3_fast(answer: str, reference: str, *, num_choices: int | None = N
                       "labelled values, lists joined by words, assignments in order, bounded time",
           source="audit: math.equiv@2 revised after issue 10 (Math-Verify's tables, Qwen and PRM800K data)")
 def math_equiv3(answer: str, reference: str, *, num_choices: int | None = None,
-                config: MathEquiv3Config = CONFIG) -> Verdict:
+                config: MathEquiv3Config = CONFIG) -> Judgment:
     return MathEquiv3(config).grade(answer, reference)

@@ -13,7 +13,7 @@ finds the answer by its patterns; boxed content is its highest-priority anchor.
 
 Its own timeouts are off (they use `signal.alarm`, which fails outside the main thread and
 would clash with ours); ours are on: this grader is isolated and every item runs in a worker
-process under the per-item budget of `graders.budget`.
+process under the per-item budget of `audit.graders.budget`.
 
 Mapping to verdicts: `parse` found nothing in the reference → `parse_error_reference`; nothing
 in the answer → `parse_error_answer`; otherwise `verify`'s bool. `verify` swallows exceptions
@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from graders import Verdict, installed_version, register
+from audit.graders import Judgment, installed_version, register
 
 
 @dataclass(frozen=True)
@@ -61,25 +61,25 @@ def _installed_problem(config: MathVerifyConfig) -> str | None:
 @register("math.mathverify", "0.9.0", config=CONFIG, isolated=True, source="pypi:math-verify==0.9.0",
           description="Math-Verify parse + verify (its timeouts off, our per-item budget on)")
 def mathverify_equiv(answer: str, reference: str, *, num_choices: int | None = None,
-                     config: MathVerifyConfig = CONFIG) -> Verdict:
+                     config: MathVerifyConfig = CONFIG) -> Judgment:
     problem = _installed_problem(config)
     if problem:
-        return Verdict(None, "error", problem)
+        return Judgment(None, "error", problem)
     # math-verify warns once per process that its timeout is disabled: we know, ours is on.
     logging.getLogger("math_verify").setLevel(logging.ERROR)
     from math_verify import parse, verify
 
     gold = parse("\\boxed{" + reference + "}", parsing_timeout=None)
     if not gold:
-        return Verdict(None, "parse_error_reference", "math-verify extracted nothing from the reference")
+        return Judgment(None, "parse_error_reference", "math-verify extracted nothing from the reference")
     pred = parse("\\boxed{" + answer + "}", parsing_timeout=None)
     if not pred:
-        return Verdict(None, "parse_error_answer", "math-verify extracted nothing from the answer")
+        return Judgment(None, "parse_error_answer", "math-verify extracted nothing from the answer")
     ok = verify(gold, pred, float_rounding=config.float_rounding, numeric_precision=config.numeric_precision,
                 strict=config.strict, timeout_seconds=None)
     shown = f"{_show(pred[0])} vs {_show(gold[0])}"
-    return Verdict(True, "correct", f"math-verify: equal ({shown})") if ok else \
-        Verdict(False, "incorrect", f"math-verify: not equal ({shown})")
+    return Judgment(True, "correct", f"math-verify: equal ({shown})") if ok else \
+        Judgment(False, "incorrect", f"math-verify: not equal ({shown})")
 
 
 def _show(x: object, limit: int = 50) -> str:

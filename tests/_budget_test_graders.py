@@ -1,6 +1,6 @@
 """Graders that misbehave on purpose, registered only inside a test pool's workers.
 
-Imported by worker processes through graders.budget.EXTRA_MODULES_ENV, never by the test process,
+Imported by worker processes through audit.graders.budget.EXTRA_MODULES_ENV, never by the test process,
 so they never enter the caller's registry or the lock file.
 """
 
@@ -8,13 +8,13 @@ import os
 import signal
 import time
 
-from graders import Verdict, register
+from audit.graders import Judgment, register
 
 
 @register("test.sleepy", "1", description="sleeps in Python: the soft alarm interrupts it", isolated=True)
 def sleepy(answer, reference, *, num_choices=None):
     time.sleep(float(answer))
-    return Verdict(True, "correct", "woke up")
+    return Judgment(True, "correct", "woke up")
 
 
 @register("test.stuck", "1", description="blocks SIGALRM, then sleeps: only a kill stops it", isolated=True)
@@ -22,14 +22,14 @@ def stuck(answer, reference, *, num_choices=None):
     if answer == "stuck":
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
         time.sleep(60)
-    return Verdict(answer == reference, "correct" if answer == reference else "incorrect", "compared")
+    return Judgment(answer == reference, "correct" if answer == reference else "incorrect", "compared")
 
 
 @register("test.crash", "1", description="exits the worker", isolated=True)
 def crash(answer, reference, *, num_choices=None):
     if answer == "crash":
         os._exit(3)
-    return Verdict(True, "correct", "fine")
+    return Judgment(True, "correct", "fine")
 
 
 @register("test.raises", "1", description="raises inside the grader", isolated=True)
@@ -50,4 +50,4 @@ def crowded(answer, reference, *, num_choices=None):
             time.sleep(3)
     finally:
         os.remove(mine)
-    return Verdict(answer == reference, "correct" if answer == reference else "incorrect", "compared")
+    return Judgment(answer == reference, "correct" if answer == reference else "incorrect", "compared")

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-import extractors
+from audit import extractors
+from tests.conftest import REPO
 
 
 @pytest.fixture
@@ -98,6 +99,9 @@ def test_extract_unknown_extractor_and_missing_file(cli, responses, tmp_path):
 
 def test_extractors_lists_every_version(cli):
     lock = json.loads(extractors.LOCK_FILE.read_text(encoding="utf-8"))
+    # The listed fingerprint is the registered code's: the last one its lock entry accepts.
+    current = {key: entry["fingerprints"][-1] for key, entry in lock.items()}
+    assert all(extractors.get(key).fingerprint == fp for key, fp in current.items())
     r = cli("extractors")
     assert r.code == 0
     rows = [
@@ -129,7 +133,7 @@ def test_extractors_lists_every_version(cli):
     ]
     width = max(len(name) for name, _, _ in rows)  # the NAME column fits the longest name
     expected = f"{'NAME':<{width}}  VERSION  FINGERPRINT   DESCRIPTION\n" + "".join(
-        f"{name:<{width}}  {version:<7}  {lock[f'{name}@{version}'][:12]}  {desc}\n" for name, version, desc in rows)
+        f"{name:<{width}}  {version:<7}  {current[f'{name}@{version}'][:12]}  {desc}\n" for name, version, desc in rows)
     assert r.out == expected
 
 
@@ -145,3 +149,15 @@ def test_help(cli, command):
     r = cli(command, "--help")
     assert r.code == 0
     assert r.out.startswith(f"Usage: audit {command} [OPTIONS]")
+
+
+def test_lock_migrate_names_what_it_did(cli):
+    if not (REPO / ".git").exists():
+        pytest.skip("needs the git checkout (the baseline is a git ref)")
+    fp = extractors.get("boxed@1").fingerprint
+    r = cli("lock", "--migrate", "boxed@1")
+    assert r.code == 0
+    assert r.out.splitlines()[0] == f"extractors/lock.json: boxed@1: fingerprint {fp[:12]} is already accepted"
+    r = cli("lock", "--migrate", "nope@1")
+    assert (r.code, r.err) == (2, "audit: error: --migrate 'nope@1': not a registered extractor or grader "
+                                  "name@version\n")

@@ -16,41 +16,13 @@ from tests.reference_extractors import (
     literal_simple_evals,
 )
 
-import extractors
+from audit import extractors
 
 GOLDEN = Path(__file__).parent / "golden" / "extractors"
 
 ROWS = [(f"{p.name}:{i}", json.loads(line))
         for p in sorted(GOLDEN.glob("*.jsonl"))
         for i, line in enumerate(p.read_text(encoding="utf-8").split("\n"), 1) if line.strip()]
-
-RULES = {
-    "mmlu_pro.official@f418b11": {"L1", "L2", "L3", "none", "no_response"},
-    "mmlu_pro.official_x@7535b16": {"L1", "L2", "L3", "none"},
-    "mmlu_pro.lmeval@325f168": {"answer_is", "none"},
-    "gpqa.final_line@1": {"final_line", "no_final_line", "unreadable_final_line", "truncated"},
-    "gpqa.simple_evals@ee3b031": {"answer_pattern", "none"},
-    "boxed@1": {"boxed", "fbox", "boxed_unbraced", "unclosed", "malformed_box", "empty_box", "none"},
-    "boxed.choice@1": {"boxed_choice", "box_not_a_choice", "unclosed", "malformed_box", "empty_box", "none"},
-    "choice.freeform@1": {"answer_is", "answer_label", "boxed", "letter_is_answer", "answer_is_named", "is_letter",
-                          "named_option", "colon_line", "option_word", "option_line", "paren_letter", "conflict",
-                          "none",
-                          "truncated"},
-    "hle.exact_answer@1": {"exact_answer_line", "empty_answer_line", "none", "truncated"},
-    "hle.choice_answer@1": {"answer_line", "no_letter_on_answer_line", "none", "truncated"},
-    "hle.exact_answer@2": {"exact_answer_line", "empty_answer_line", "none", "truncated"},
-    "hle.choice_answer@2": {"answer_line", "no_letter_on_answer_line", "none", "truncated"},
-    "boxed.choice@2": {"boxed_choice", "box_not_a_choice", "several_choices", "unclosed", "malformed_box", "empty_box",
-                       "none"},
-    "raw@1": {"whole_response", "empty"},
-    "gsm8k.strict_match@b733598": {"strict_match", "none"},
-    "gsm8k.flexible_extract@b733598": {"flexible_extract", "none"},
-    "gsm8k.answer@1": {"hash_line", "last_number", "none"},
-    "math.final@1": {"boxed", "fbox", "boxed_unbraced", "fbox_unbraced", "boxes", "unclosed", "malformed_box",
-                     "empty_box", "final_answer", "answer_is", "math_env", "math_envs", "last_number", "none",
-                     "no_response"},
-}
-"""Every rule each extractor can report; the golden rows must reach all of them."""
 
 LITERAL = {
     "mmlu_pro.official@f418b11": lambda t: literal_official_rule(t)[0],
@@ -101,15 +73,25 @@ def test_every_row_names_its_source_and_trap():
 
 
 def test_golden_rows_reach_every_rule_of_every_extractor():
-    assert set(RULES) == {e.key for e in extractors.all_extractors()}
-    reached: dict[str, set[str]] = {key: set() for key in RULES}
+    # The rules are the ones each extractor declares at registration (`no_response` is every extractor's).
+    declared = {e.key: set(e.rules) for e in extractors.all_extractors()}
+    reached: dict[str, set[str]] = {key: set() for key in declared}
     for _, row in ROWS:
-        got = extractors.get(row["extractor"]).extract(row["text"], finish_reason=row["finish_reason"])
-        reached[extractors.get(row["extractor"]).key].add(got.rule)
-    missing = {key: sorted(RULES[key] - rules) for key, rules in reached.items() if RULES[key] - rules}
+        ex = extractors.get(row["extractor"])
+        reached[ex.key].add(ex.extract(row["text"], finish_reason=row["finish_reason"]).rule)
+    missing = {key: sorted(rules - reached[key]) for key, rules in declared.items() if rules - reached[key]}
     assert not missing
-    unexpected = {key: sorted(rules - RULES[key]) for key, rules in reached.items() if rules - RULES[key]}
+    unexpected = {key: sorted(rules - declared[key] - {extractors.RULE_NO_RESPONSE})
+                  for key, rules in reached.items() if rules - declared[key] - {extractors.RULE_NO_RESPONSE}}
     assert not unexpected
+
+
+def test_every_extractor_declares_its_rules():
+    for ex in extractors.all_extractors():
+        assert ex.rules and len(set(ex.rules)) == len(ex.rules), ex.key
+        assert extractors.RULE_NO_RESPONSE not in ex.rules, ex.key
+    with pytest.raises(extractors.RegistryError, match="`rules` must list each rule"):
+        extractors.register("probe", "1", description="no rules", rules=())
 
 
 def test_mmlu_pro_official_spans_match_the_literal_cascade():

@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 from tests.reference_extractors import literal_lmeval, literal_official_rule, literal_official_x, literal_simple_evals
 
-import extractors
+from audit import extractors
 
 pytestmark = pytest.mark.shared_data
 

@@ -10,10 +10,9 @@ import textwrap
 
 import pytest
 
-import extractors
-from extractors import Extraction, Extractor, RegistryError
-from extractors.lock import check
-from extractors.registry import Registry, code_fingerprint, lock_problems, update_lock
+from audit import extractors
+from audit.extractors import Extraction, Extractor, RegistryError
+from audit.registry import Registry, code_fingerprint
 
 
 def test_get_pinned_and_latest():
@@ -36,7 +35,7 @@ def test_registering_a_duplicate_version_raises():
     with pytest.raises(RegistryError, match="boxed@1 is already registered"):
         extractors.REGISTRY.add(Extractor(ex.name, ex.version, "again", "audit", ex.fn))
     with pytest.raises(RegistryError, match="already registered"):
-        extractors.register("boxed", "1", description="again")(lambda text, *, finish_reason=None: None)
+        extractors.register("boxed", "1", description="again", rules=("none",))(lambda text, *, finish_reason=None: None)
 
 
 def test_latest_is_the_version_registered_last():
@@ -53,32 +52,13 @@ def test_latest_is_the_version_registered_last():
         reg.add(Extractor("x@y", "3", "", "audit", fn))
 
 
-def test_every_family_module_is_listed_and_documents_its_source():
-    for mod in extractors.FAMILIES:
-        doc = importlib.import_module(f"extractors.{mod}").__doc__
-        assert "Source:" in doc and "Traps" in doc or "traps" in doc, mod
-    families = {e.fn.__module__ for e in extractors.all_extractors()}
-    assert families == {f"extractors.{m}" for m in extractors.FAMILIES}
-
-
-def test_lock_file_matches_every_registered_version():
-    # Fails when the code of a registered version changed: register a new version instead.
-    assert check() == []
-
-
-def test_lock_update_only_adds_new_entries(tmp_path):
-    lock = tmp_path / "lock.json"
-    reg: Registry[Extractor] = Registry("extractor")
-    ex = extractors.get("boxed@1")
-    reg.add(ex)
-    lock.write_text('{"boxed@1": "0000"}\n', encoding="utf-8")
-    assert update_lock(reg, lock) == []
-    assert '"boxed@1": "0000"' in lock.read_text(encoding="utf-8")
-    assert lock_problems(reg, lock) == [
-        f"boxed@1: code changed under an unchanged version (fingerprint {ex.fingerprint[:12]}, locked 0000); "
-        "register a new version instead"]
-    reg.add(extractors.get("boxed.choice@1"))
-    assert update_lock(reg, lock) == ["boxed.choice@1"]
+def test_every_family_module_documents_its_source_and_traps():
+    modules = sorted({e.fn.__module__ for e in extractors.all_extractors()})
+    assert len(modules) >= 6
+    for mod in modules:
+        doc = importlib.import_module(mod).__doc__ or ""
+        assert "Source:" in doc, mod
+        assert "traps" in doc.lower(), mod
 
 
 # --------------------------------------------------------------------------- the fingerprint mechanism
@@ -86,7 +66,7 @@ def test_lock_update_only_adds_new_entries(tmp_path):
 MODULE = '''
 import re
 
-from extractors import Extraction
+from audit.extractors import Extraction
 
 _PATTERN = re.compile(r"answer is ([A-D])")
 LIMIT = 10
@@ -103,11 +83,11 @@ def extract(text, *, finish_reason=None):
 
 
 def _load(tmp_path, name, source):
-    """Load `source` as module extractors.<name> (fingerprints read the source of project modules only)."""
+    """Load `source` as module audit.extractors.<name> (fingerprints read the source of project modules only)."""
     path = tmp_path / str(len(list(tmp_path.iterdir()))) / f"{name}.py"
     path.parent.mkdir()
     path.write_text(textwrap.dedent(source), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(f"extractors.{name}", path)
+    spec = importlib.util.spec_from_file_location(f"audit.extractors.{name}", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
@@ -126,7 +106,7 @@ def fingerprint_of(tmp_path):
 
     yield fp
     for name in loaded:
-        sys.modules.pop(f"extractors.{name}", None)
+        sys.modules.pop(f"audit.extractors.{name}", None)
 
 
 def test_identical_copies_have_the_same_fingerprint(fingerprint_of):
@@ -151,8 +131,8 @@ def test_pattern_flags_and_config_are_part_of_the_fingerprint(fingerprint_of):
 
 
 def test_registered_fingerprints_cover_helpers_in_other_modules():
-    # mmlu_pro.official reaches extractors._scan.last_match through a global name.
-    from extractors import _scan, mmlu_pro
+    # mmlu_pro.official reaches audit.extractors._scan.last_match through a global name.
+    from audit.extractors import _scan, mmlu_pro
 
     assert re.search(r"def last_match", "".join(_scan.__dict__.get("__doc__") or "") + "def last_match")
     before = code_fingerprint(mmlu_pro.official)

@@ -23,7 +23,8 @@ from audit.jsonl import dumps
 from audit.models import ItemRow, ResponseRow
 from audit.pack import SourceRow, Table, build_package
 from audit.packages import open_package
-from audit.generate.prompts import chat_messages, get_template
+from audit.generate.prompts import chat_messages
+from audit.specs import lookup
 
 FAKE = str(REPO / "tests" / "fake_openai_server.py")
 AUDIT = [sys.executable, "-c", "import sys; from audit.cli import main; sys.exit(main(sys.argv[1:]))"]
@@ -105,7 +106,7 @@ def test_chat_run_records_what_was_sent_and_what_came_back(cli, tmp_path, math_i
     rows = rows_of(tmp_path / "out")
     assert len(rows) == 8 == len(bodies)
     assert not (tmp_path / "out.work").exists()
-    template = get_template("math.boxed")
+    template = lookup("prompt template", "math.boxed")
     items = {it["item_id"]: ItemRow.model_validate(it) for it in _math_items(4)}
     assert [r.item_id for r in rows[::2]] == list(items)
     for row in rows:
@@ -191,7 +192,7 @@ def test_mmlu_pro_prompt_is_sent_as_one_user_message(cli, tmp_path, mmlu_items):
         r = cli(*base_args(mmlu_items, tmp_path / "out", "--server", srv.url, "--limit", "1", benchmark="mmlu_pro"))
         body = srv.state.generate_requests[0]
     assert r.code == 0, r.err
-    assert body["messages"] == [{"role": "user", "content": get_template("mmlu_pro.cot").render(
+    assert body["messages"] == [{"role": "user", "content": lookup("prompt template", "mmlu_pro.cot").render(
         ItemRow.model_validate(_mmlu_items(1)[0]))}]
     assert body["messages"][0]["content"].startswith(
         "The following are multiple choice questions (with answers) about business. Think step by step")

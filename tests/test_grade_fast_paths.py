@@ -17,7 +17,8 @@ import random
 import pandas as pd
 import pytest
 
-from audit.grade import GradeConfig, _grade_all, grade_package
+from audit.grade import _grade_all, grade_package
+from audit.specs import GradeConfig
 from audit.jsonl import dumps, parse_object
 from audit.models import ItemRow, ResponseRow
 from audit.packages import validate_package
@@ -166,11 +167,11 @@ class CountingGrader:
         self.calls = []
 
     def grade(self, answer, reference, *, num_choices=None):
-        from graders import Verdict
+        from audit.graders import Judgment
 
         self.calls.append((answer, reference, num_choices))
         ok = answer == reference
-        return Verdict(ok, "correct" if ok else "incorrect", f"{answer} vs {reference}")
+        return Judgment(ok, "correct" if ok else "incorrect", f"{answer} vs {reference}")
 
 
 def test_each_distinct_task_is_graded_once_and_results_keep_input_order():

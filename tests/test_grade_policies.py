@@ -10,12 +10,14 @@ import re
 
 import pytest
 
-import audit.grade as grade_mod
-from audit.grade import GradeConfig, choose_attempt, AttemptMeta, grade_package, parse_policy_overrides
+from audit.grade import AttemptMeta, choose_attempt, grade_package
+from audit import grade as grade_module
+from audit import specs
+from audit.specs import GradeConfig, ResolvedConfig, parse_policy_overrides
 from audit.errors import AuditError
 from audit.verdicts import Policies, load_verdict_file
-from extractors import Extraction
-from graders import Verdict
+from audit.extractors import Extraction
+from audit.graders import Judgment
 from tests.builders import make_package
 
 
@@ -35,26 +37,21 @@ class FakeGrader:
 
     def grade(self, answer, reference, *, num_choices=None):
         if answer is None:
-            return Verdict(None, "no_answer", "none")
+            return Judgment(None, "no_answer", "none")
         if answer == "TIMEOUT":
-            return Verdict(None, "timeout", "budget of 5 s exceeded")
+            return Judgment(None, "timeout", "budget of 5 s exceeded")
         if num_choices and len(answer) == 1 and ord(answer) - 65 >= num_choices:
-            return Verdict(False, "incorrect", f"letter {answer} outside the {num_choices} options")
-        return Verdict(answer == reference, "correct" if answer == reference else "incorrect", "string compare")
-
-
-@pytest.fixture(autouse=True)
-def fakes(monkeypatch):
-    table = {"extractor": FakeExtractor(), "grader": FakeGrader()}
-    monkeypatch.setattr(grade_mod, "_component", lambda kind, spec: None if spec is None else table[kind])
+            return Judgment(False, "incorrect", f"letter {answer} outside the {num_choices} options")
+        return Judgment(answer == reference, "correct" if answer == reference else "incorrect", "string compare")
 
 
 ITEMS = [{"item_id": f"q{i}", "reference": "B", "num_choices": 4} for i in range(1, 5)]
 
 
 def config(**policies):
-    return GradeConfig(benchmark="test", extractor="fake.answer@1", grader="fake.equal@1",
-                       policies=Policies(**policies))
+    """The stand-ins as resolved components: grade_package runs what it is given."""
+    return ResolvedConfig(GradeConfig(benchmark="test", extractor="fake.answer@1", grader="fake.equal@1",
+                                      policies=Policies(**policies)), FakeExtractor(), FakeGrader())
 
 
 def rows_by_key(vf):
@@ -219,8 +216,9 @@ def test_policy_overrides_parse_and_fail_in_one_line():
 
 
 def test_reproduce_identical_then_refuses_a_changed_package(tmp_path, cli):
+    # Through the CLI: the registered components of the `math` spec (boxed@1, math.equiv@2).
     pkg = make_package(tmp_path / "p", items=ITEMS, responses=[
-        {"item_id": "q1", "response": "ANSWER=B"}, {"item_id": "q2", "response": "ANSWER=A"}])
+        {"item_id": "q1", "response": "so \\boxed{B}"}, {"item_id": "q2", "response": "so \\boxed{A}"}])
     out = tmp_path / "results.json"
     r = cli("grade", pkg, "--benchmark", "math", "-o", out, "--quiet")
     assert (r.code, r.out, r.err) == (0, f"wrote {out}\n", "")
@@ -249,9 +247,13 @@ def test_reproduce_names_rows_that_differ_only_by_a_timeout_as_environment_depen
 
     def loaded(self, answer, reference, *, num_choices=None):  # a busy machine: q1's grading hit the budget
         if answer == "B":
-            return Verdict(None, "timeout", "over the 5 s budget, and over 20 s when retried alone")
+            return Judgment(None, "timeout", "over the 5 s budget, and over 20 s when retried alone")
         return real(self, answer, reference, num_choices=num_choices)
 
+    # The CLI resolves the `math` spec, then the recorded names, through the one resolver: give it the stand-ins.
+    table = {"extractor": FakeExtractor(), "grader": FakeGrader()}
+    for module in (specs, grade_module):
+        monkeypatch.setattr(module, "lookup", lambda kind, spec: table[kind])
     with monkeypatch.context() as m:
         m.setattr(FakeGrader, "grade", loaded)
         assert cli("grade", pkg, "--benchmark", "math", "-o", out, "--quiet").code == 0

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-import extractors
-import graders
+from audit import extractors
+from audit import graders
 
 ADJUDICATED = Path(__file__).parent / "golden" / "graders" / "math_equiv_adjudicated.jsonl"
 QWEN = "qwen25_math_rm_maj_example/math_cot_100.jsonl"
@@ -47,7 +47,7 @@ def _rows(shared) -> dict[str, list[dict]]:
     return {SOURCE_BOXED: qwen_boxed, SOURCE_PRED: qwen_pred, SOURCE_PRM: prm}
 
 
-def _agreement(spec: str, rows: list[dict]) -> tuple[int, list[tuple[dict, graders.Verdict]]]:
+def _agreement(spec: str, rows: list[dict]) -> tuple[int, list[tuple[dict, graders.Judgment]]]:
     verdicts = graders.grade_many(spec, rows)
     assert all(v.status != "timeout" for v in verdicts), "no item may hit its budget on this data"
     misses = [(r, v) for r, v in zip(rows, verdicts, strict=True) if (v.correct is True) != r["label"]]

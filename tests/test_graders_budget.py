@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-import graders
-from graders.budget import KILL_GRACE_S, WorkerPool
+from audit import graders
+from audit.graders.budget import KILL_GRACE_S, WorkerPool
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +23,10 @@ def pool():
 def test_soft_alarm_interrupts_python_code(pool):
     t0 = time.monotonic()
     out = pool.run_one("test.sleepy@1", "30", "x", None, 0.3)
-    assert out.verdict.status == "timeout"
-    assert "interrupted" in out.verdict.reason
+    assert out.judgment.status == "timeout"
+    assert "interrupted" in out.judgment.reason
     assert time.monotonic() - t0 < 0.3 + KILL_GRACE_S
-    assert pool.run_one("test.sleepy@1", "0", "x", None, 0.3).verdict.status == "correct"
+    assert pool.run_one("test.sleepy@1", "0", "x", None, 0.3).judgment.status == "correct"
 
 
 def test_stuck_worker_is_killed_and_replaced(pool):
@@ -34,34 +34,34 @@ def test_stuck_worker_is_killed_and_replaced(pool):
     t0 = time.monotonic()
     out = pool.run_one("test.stuck@1", "stuck", "x", None, 0.2)
     elapsed = time.monotonic() - t0
-    assert out.verdict.status == "timeout" and "worker killed" in out.verdict.reason
+    assert out.judgment.status == "timeout" and "worker killed" in out.judgment.reason
     assert 0.2 + KILL_GRACE_S <= elapsed < 0.2 + KILL_GRACE_S + 3.0
     assert pool.kills == kills + 1
     # the replacement worker grades the next item
-    assert pool.run_one("test.stuck@1", "a", "a", None, 5.0).verdict.status == "correct"
+    assert pool.run_one("test.stuck@1", "a", "a", None, 5.0).judgment.status == "correct"
 
 
-def test_crash_is_an_error_verdict_and_the_pool_recovers(pool):
+def test_crash_is_an_error_judgment_and_the_pool_recovers(pool):
     out = pool.run_one("test.crash@1", "crash", "x", None, 5.0)
-    assert out.verdict.status == "error" and "exit code 3" in out.verdict.reason
-    assert pool.run_one("test.crash@1", "ok", "x", None, 5.0).verdict.status == "correct"
+    assert out.judgment.status == "error" and "exit code 3" in out.judgment.reason
+    assert pool.run_one("test.crash@1", "ok", "x", None, 5.0).judgment.status == "correct"
 
 
-def test_exception_in_grader_is_an_error_verdict(pool):
+def test_exception_in_grader_is_an_error_judgment(pool):
     out = pool.run_one("test.raises@1", "a", "b", None, 5.0)
-    assert out.verdict == graders.Verdict(None, "error", "ValueError: boom")
+    assert out.judgment == graders.Judgment(None, "error", "ValueError: boom")
 
 
 def test_run_many_keeps_input_order_through_kills_and_crashes(pool):
     tasks = [("a", "a", None), ("stuck", "x", None), ("b", "c", None), ("stuck", "y", None), ("d", "d", None)]
     out = pool.run_many("test.stuck@1", tasks, 0.2, workers=2)
-    assert [o.verdict.status for o in out] == ["correct", "timeout", "incorrect", "timeout", "correct"]
+    assert [o.judgment.status for o in out] == ["correct", "timeout", "incorrect", "timeout", "correct"]
 
 
 def test_budget_works_outside_the_main_thread():
     # the shared pool, called from threads: no signal.alarm in the caller
     g = graders.get("math.mathverify")
-    results: list[graders.Verdict] = []
+    results: list[graders.Judgment] = []
 
     def work(a: str) -> None:
         results.append(g.grade(a, "(x+1)^2"))
@@ -79,7 +79,7 @@ def test_grade_many_mixes_fast_and_pooled_items_in_order():
     out = graders.grade_many("math.equiv", rows, workers=2)
     assert [v.status for v in out] == ["correct", "correct", "no_answer", "incorrect", "incorrect"]
     timed = graders.grade_many_timed("math.equiv", [{"answer": "1", "reference": "1"}])
-    assert timed[0].verdict.status == "correct" and timed[0].seconds >= 0
+    assert timed[0].judgment.status == "correct" and timed[0].seconds >= 0
 
 
 def test_grade_many_rejects_a_malformed_row():
@@ -90,7 +90,7 @@ def test_grade_many_rejects_a_malformed_row():
 def test_forked_child_gets_its_own_pool():
     import os
 
-    from graders.budget import shared_pool
+    from audit.graders.budget import shared_pool
 
     parent = shared_pool()
     r, w = os.pipe()
@@ -118,7 +118,7 @@ ADVERSARIAL = [
 
 
 def test_adversarial_inputs_stay_within_the_budget(monkeypatch):
-    from graders.budget import shared_pool
+    from audit.graders.budget import shared_pool
 
     monkeypatch.setattr(shared_pool(), "retry_factor", None)  # each attempt's bound; retries are tested below
     budget = 1.0
@@ -127,10 +127,10 @@ def test_adversarial_inputs_stay_within_the_budget(monkeypatch):
         out = graders.grade_many_timed(spec, [(a, "7") for a in ADVERSARIAL], budget_s=budget)
         elapsed = time.monotonic() - t0
         for a, t in zip(ADVERSARIAL, out):
-            assert t.verdict.status != "error", (spec, a[:30], t.verdict)
+            assert t.judgment.status != "error", (spec, a[:30], t.judgment)
             assert t.seconds < budget + KILL_GRACE_S + 0.5, (spec, a[:30], t)
             # a budget hit or a cap is never a silent incorrect
-            assert t.verdict.status in ("timeout", "parse_error_answer", "incorrect"), (spec, a[:30], t.verdict)
+            assert t.judgment.status in ("timeout", "parse_error_answer", "incorrect"), (spec, a[:30], t.judgment)
         assert elapsed < len(ADVERSARIAL) * (budget + KILL_GRACE_S) + 5
     capped = graders.grade_many("math.equiv", [(a, "7") for a in ADVERSARIAL[:4]])
     assert [v.status for v in capped] == ["parse_error_answer"] * 4
@@ -139,20 +139,20 @@ def test_adversarial_inputs_stay_within_the_budget(monkeypatch):
 def test_a_run_that_fails_midway_leaves_no_stale_result_behind():
     # An exception while a task is in flight (here: an unpicklable row; in life also Ctrl-C)
     # must not hand a worker with an unread result back to the pool: the next call would read
-    # that old result as the verdict of a different item.
+    # that old result as the judgment of a different item.
     p = WorkerPool(2, extra_modules=("tests._budget_test_graders",), retry_factor=None)
     try:
         p.warm()
         with pytest.raises(Exception, match="pickle|Pickl"):
             p.run_many("test.sleepy@1", [("0.8", "x", None), (lambda: 0, "x", None)], 5.0, workers=2)
         out = p.run_many("test.stuck@1", [("a", "b", None), ("c", "d", None)], 5.0, workers=2)
-        assert [(o.verdict.status, o.verdict.reason) for o in out] == [("incorrect", "compared")] * 2
+        assert [(o.judgment.status, o.judgment.reason) for o in out] == [("incorrect", "compared")] * 2
     finally:
         p.close()
 
 
 def test_run_one_interrupted_after_sending_leaves_no_stale_result(monkeypatch):
-    import graders.budget as budget
+    import audit.graders.budget as budget
 
     p = WorkerPool(1, extra_modules=("tests._budget_test_graders",))
     try:
@@ -170,7 +170,7 @@ def test_run_one_interrupted_after_sending_leaves_no_stale_result(monkeypatch):
             with pytest.raises(Interrupted):
                 p.run_one("test.sleepy@1", "0.3", "x", None, 5.0)
         out = p.run_one("test.stuck@1", "a", "b", None, 5.0)
-        assert (out.verdict.status, out.verdict.reason) == ("incorrect", "compared")
+        assert (out.judgment.status, out.judgment.reason) == ("incorrect", "compared")
     finally:
         p.close()
 
@@ -185,19 +185,19 @@ def test_an_idle_worker_that_died_is_replaced_not_an_exception():
         [w] = p._idle
         os.kill(w.proc.pid, signal.SIGKILL)  # e.g. the OOM killer, while the worker sat idle
         w.proc.wait(timeout=5)
-        assert p.run_one("test.stuck@1", "a", "a", None, 5.0).verdict.status == "correct"
+        assert p.run_one("test.stuck@1", "a", "a", None, 5.0).judgment.status == "correct"
         [w] = p._idle
         os.kill(w.proc.pid, signal.SIGKILL)
         w.proc.wait(timeout=5)
         out = p.run_many("test.stuck@1", [("a", "a", None), ("b", "c", None)], 5.0)
-        assert [o.verdict.status for o in out] == ["correct", "incorrect"]
+        assert [o.judgment.status for o in out] == ["correct", "incorrect"]
     finally:
         p.close()
 
 
 def test_a_worker_that_cannot_be_started_does_not_use_up_a_slot(monkeypatch):
     # A failed start (EMFILE, ENOMEM) must give its slot back: else a later call waits forever.
-    import graders.budget as budget
+    import audit.graders.budget as budget
 
     p = WorkerPool(1, extra_modules=("tests._budget_test_graders",))
     try:
@@ -210,7 +210,7 @@ def test_a_worker_that_cannot_be_started_does_not_use_up_a_slot(monkeypatch):
         t.start()
         t.join(30)
         assert not t.is_alive(), "run_one waited forever for a slot held by a worker that never started"
-        assert got[0].verdict.status == "correct"
+        assert got[0].judgment.status == "correct"
     finally:
         p.close()
 
@@ -227,10 +227,10 @@ def test_an_item_slow_only_under_load_gets_the_verdict_it_gets_alone(tmp_path, m
     try:
         p.warm()
         alone = p.run_one("test.crowded@1", "a", "a", None, 0.5)
-        assert (alone.verdict.status, p.retries) == ("correct", 0)
+        assert (alone.judgment.status, p.retries) == ("correct", 0)
         out = p.run_many("test.crowded@1", [("a", "a", None), ("b", "c", None)], 0.5, workers=2)
-        assert [o.verdict.status for o in out] == ["correct", "incorrect"]
-        assert out[0].verdict == alone.verdict
+        assert [o.judgment.status for o in out] == ["correct", "incorrect"]
+        assert out[0].judgment == alone.judgment
         assert p.retries == 2  # both overran beside each other and were retried alone
     finally:
         p.close()
@@ -241,10 +241,10 @@ def test_an_item_over_the_retry_budget_too_is_timeout_with_a_reason_free_of_timi
     try:
         p.warm()
         out = p.run_one("test.sleepy@1", "30", "x", None, 0.2)
-        assert out.verdict == graders.Verdict(None, "timeout", "over the 0.2 s budget, and over 0.8 s when retried alone")
+        assert out.judgment == graders.Judgment(None, "timeout", "over the 0.2 s budget, and over 0.8 s when retried alone")
         many = p.run_many("test.sleepy@1", [("30", "x", None), ("0", "x", None)], 0.2)
-        assert [o.verdict.status for o in many] == ["timeout", "correct"]
-        assert many[0].verdict.reason == "over the 0.2 s budget, and over 0.8 s when retried alone"
+        assert [o.judgment.status for o in many] == ["timeout", "correct"]
+        assert many[0].judgment.reason == "over the 0.2 s budget, and over 0.8 s when retried alone"
         assert p.retries == 2
     finally:
         p.close()
@@ -256,7 +256,7 @@ def test_polynomial_power_is_the_same_verdict_alone_and_in_a_batch(monkeypatch):
     # seconds, and a batch on a busy machine overran the budget. Here its first try overruns a 1 s budget
     # (alone or in a batch); the retry alone decides, so each copy gets one verdict. The retry budget is
     # generous here (30 x 1 s) so that this test holds on a shared, loaded test machine too.
-    from graders.budget import shared_pool
+    from audit.graders.budget import shared_pool
 
     pool = shared_pool()
     monkeypatch.setattr(pool, "retry_factor", 30.0)
@@ -264,4 +264,4 @@ def test_polynomial_power_is_the_same_verdict_alone_and_in_a_batch(monkeypatch):
     alone = graders.grade_many("math.equiv@3", [item], budget_s=1.0)[0]
     batch = graders.grade_many("math.equiv@3", [item, ("x", "x"), item], budget_s=1.0, workers=2)
     assert alone.status == "incorrect"
-    assert batch == [alone, graders.Verdict(True, "correct", "identical strings"), alone]
+    assert batch == [alone, graders.Judgment(True, "correct", "identical strings"), alone]

@@ -8,11 +8,11 @@ from fractions import Fraction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import graders
-from graders.exact import normalize_text
-from graders.hendrycks import is_equiv
-from graders.math import normalize
-from graders.math_v2 import normalize as normalize2
+from audit import graders
+from audit.graders.exact import normalize_text
+from audit.graders.hendrycks import is_equiv
+from audit.graders.math import normalize
+from audit.graders.math_v2 import normalize as normalize2
 
 # LaTeX-flavoured text: the pieces answers are made of, plus arbitrary characters
 PIECES = st.sampled_from([

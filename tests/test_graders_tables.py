@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import graders
-from graders.math import math_equiv, math_equiv_fast
-from graders.math_v2 import math_equiv2, math_equiv2_fast
-from graders.math_v3 import MathEquiv3, MathEquiv3Config, NumericTolerance, math_equiv3, math_equiv3_fast
+from audit import graders
+from audit.graders.math import math_equiv, math_equiv_fast
+from audit.graders.math_v2 import math_equiv2, math_equiv2_fast
+from audit.graders.math_v3 import MathEquiv3, MathEquiv3Config, NumericTolerance, math_equiv3, math_equiv3_fast
 
 GOLDEN = Path(__file__).parent / "golden" / "graders"
 
@@ -29,7 +29,7 @@ MATH_CASES = _table("math_equiv_cases.jsonl")
 
 
 @pytest.fixture(scope="module")
-def math_verdicts() -> list[graders.Verdict]:
+def math_verdicts() -> list[graders.Judgment]:
     # one batch through the worker pool, as `audit grade` will call it
     return graders.grade_many("math.equiv@1", MATH_CASES)
 
@@ -70,7 +70,7 @@ MATH2_CASES = _table("math_equiv2_cases.jsonl")
 
 
 @pytest.fixture(scope="module")
-def math2_verdicts() -> list[graders.Verdict]:
+def math2_verdicts() -> list[graders.Judgment]:
     return graders.grade_many("math.equiv@2", MATH2_CASES + MATH_CASES)
 
 
@@ -121,7 +121,7 @@ def test_math_equiv2_review_cases():
         assert v1.grade(a, r).status != "correct", (a, r)
         assert g.grade(a, r).status == "correct", (a, r)
     assert v1.grade("1/0", "2/0").status == "correct"
-    assert g.grade("1/0", "2/0") == graders.Verdict(None, "parse_error_reference", "division by zero in '2/0'")
+    assert g.grade("1/0", "2/0") == graders.Judgment(None, "parse_error_reference", "division by zero in '2/0'")
     # the lead's examples of the stated-precision rule, both directions
     expected = {("0.3333", r"\frac{1}{3}"): True, ("420.0", "420"): True, ("3.1416", r"\pi"): True,
                 ("3.1415", r"\pi"): False, ("0.5", r"\frac12"): True, (r"\frac12", "0.5"): True,
@@ -135,7 +135,7 @@ MATH3_CASES = _table("math_equiv3_cases.jsonl")
 
 
 @pytest.fixture(scope="module")
-def math3_verdicts() -> list[graders.Verdict]:
+def math3_verdicts() -> list[graders.Judgment]:
     return graders.grade_many("math.equiv@3", MATH3_CASES)
 
 
@@ -209,7 +209,7 @@ def test_a_tolerance_exists_only_as_a_named_policy_and_says_so():
     named = MathEquiv3(MathEquiv3Config(tolerance=NumericTolerance(
         name="example-official", source="an official grader that names 1e-2", rel="0.01")))
     v = named.grade("0.333", r"\frac{1}{3}")
-    assert v == graders.Verdict(True, "correct", "within the tolerance of example-official (rel 0.01, abs 0)")
+    assert v == graders.Judgment(True, "correct", "within the tolerance of example-official (rel 0.01, abs 0)")
     assert named.grade("0.32", r"\frac{1}{3}").status == "incorrect"
     assert named.grade("3.14", r"\pi").reason == "within the tolerance of example-official (rel 0.01, abs 0)"
 
@@ -262,9 +262,9 @@ def test_choice_table(row):
 
 def test_choice_reasons():
     g = graders.get("choice")
-    assert g.grade("K", "B", num_choices=10) == graders.Verdict(False, "incorrect",
+    assert g.grade("K", "B", num_choices=10) == graders.Judgment(False, "incorrect",
                                                                  "K is outside the item's 10 options A–J")
-    assert g.grade(None, "B") == graders.Verdict(None, "no_answer", "no answer was extracted")
+    assert g.grade(None, "B") == graders.Judgment(None, "no_answer", "no answer was extracted")
 
 
 def test_mathverify_second_opinion_on_its_known_traps():

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import graders
+from audit import graders
 
 ROWS = [
     {"id": "a", "answer": "x = 4", "reference": "4"},

@@ -10,7 +10,8 @@ from tests.conftest import shared_path
 
 from audit.errors import AuditError
 from audit.models import ItemRow
-from audit.generate.prompts import TEMPLATES, chat_messages, get_template, prompt_sha256, template_for
+from audit.generate.prompts import REGISTRY, chat_messages, prompt_sha256
+from audit.specs import lookup, prompt_for
 
 PINNED = {
     "mmlu_pro.cot@1": "9f72f4156a9a22eee4f48484c6a10f759a5a5e224bb72a17f78c9cf898e8abb0",
@@ -20,7 +21,7 @@ PINNED = {
 
 
 def test_registered_versions_keep_their_fingerprints():
-    assert {k: t.fingerprint for k, t in TEMPLATES.items()} == PINNED
+    assert {t.key: t.fingerprint for t in REGISTRY} == PINNED
 
 
 @pytest.mark.shared_data
@@ -31,7 +32,7 @@ def test_mmlu_pro_first_test_item():
         r = json.loads(f.readline())
     item = ItemRow(item_id=str(r["question_id"]), reference=r["answer"], choices=r["options"],
                    subject=r["category"], question=r["question"])
-    assert get_template("mmlu_pro.cot").render(item) == (
+    assert lookup("prompt template", "mmlu_pro.cot").render(item) == (
         'The following are multiple choice questions (with answers) about business. Think step by step and then '
         'output the answer in the format of "The answer is (X)" at the end.\n\n'
         "Question: Typical advertising regulatory bodies suggest, for example that adverts must not: encourage "
@@ -50,7 +51,7 @@ def test_mmlu_pro_first_test_item():
 
 def test_mmlu_pro_drops_na_options_like_upstream():
     item = ItemRow(item_id="x", reference="A", choices=["yes", "no", "N/A"], subject="law", question="Q?")
-    assert "Options: A. yes\nB. no\nAnswer:" in get_template("mmlu_pro.cot").render(item)
+    assert "Options: A. yes\nB. no\nAnswer:" in lookup("prompt template", "mmlu_pro.cot").render(item)
 
 
 @pytest.mark.shared_data
@@ -59,7 +60,7 @@ def test_math500_first_test_item():
     with open(shared_path("math500/test.jsonl"), encoding="utf-8") as f:
         r = json.loads(f.readline())
     item = ItemRow(item_id=r["unique_id"], reference=r["answer"], question=r["problem"])
-    assert get_template("math.boxed").render(item) == (
+    assert lookup("prompt template", "math.boxed").render(item) == (
         "Convert the point $(0,3)$ in rectangular coordinates to polar coordinates.  Enter your answer in the form "
         "$(r,\\theta),$ where $r > 0$ and $0 \\le \\theta < 2 \\pi.$\n"
         "Please reason step by step, and put your final answer within \\boxed{}.")
@@ -68,7 +69,7 @@ def test_math500_first_test_item():
 def test_gpqa_template_on_a_made_up_item():
     # Not a GPQA item (their text must not be published): braces in the text stay as they are.
     item = ItemRow(item_id="made-up", reference="B", choices=["3", "4", "{5}", "22"], question="What is 2+2?")
-    assert get_template("gpqa.simple_evals").render(item) == (
+    assert lookup("prompt template", "gpqa.simple_evals").render(item) == (
         "Answer the following multiple choice question. The last line of your response should be of the following "
         "format: 'Answer: $LETTER' (without quotes) where LETTER is one of ABCD. Think step by step before "
         "answering.\n\nWhat is 2+2?\n\nA) 3\nB) 4\nC) {5}\nD) 22")
@@ -83,18 +84,18 @@ def test_gpqa_template_on_a_made_up_item():
 ])
 def test_missing_fields_name_the_item(template, item, message):
     with pytest.raises(AuditError, match=message):
-        get_template(template).render(item)
+        lookup("prompt template", template).render(item)
 
 
 def test_benchmark_defaults_and_unknown_names():
-    assert template_for("mmlu_pro").key == "mmlu_pro.cot@1"
-    assert template_for("gpqa_diamond").key == "gpqa.simple_evals@1"
-    assert template_for("math500").key == "math.boxed@1"
-    assert template_for("hle", "math.boxed@1").key == "math.boxed@1"
+    assert prompt_for("mmlu_pro").key == "mmlu_pro.cot@1"
+    assert prompt_for("gpqa_diamond").key == "gpqa.simple_evals@1"
+    assert prompt_for("math500").key == "math.boxed@1"
+    assert prompt_for("hle", "math.boxed@1").key == "math.boxed@1"
     with pytest.raises(AuditError, match="no default prompt for benchmark 'hle'"):
-        template_for("hle")
+        prompt_for("hle")
     with pytest.raises(AuditError, match="unknown prompt template 'nope'"):
-        get_template("nope")
+        lookup("prompt template", "nope")
 
 
 def test_prompt_hash_covers_exactly_what_is_sent():

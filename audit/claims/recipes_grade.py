@@ -66,12 +66,12 @@ class GradeSource(RecipeArgs):
     def _known_component(cls, v: str | None, info: Any) -> str | None:
         if v is None:
             return v
-        import extractors
-        import graders
+        from audit.errors import AuditError
+        from audit.specs import lookup
 
         try:
-            (extractors.get if info.field_name == "extractor" else graders.get)(v)
-        except LookupError as e:
+            lookup(info.field_name, v)
+        except AuditError as e:
             raise ValueError(str(e.args[0] if e.args else e)) from None
         return v
 
@@ -142,12 +142,13 @@ class Rows:
 
 
 def _config(args: GradeSource) -> Any:
-    from audit.grade import resolve_config
+    """The spec with the recipe's overrides: a `ResolvedConfig` (settings and the components they name)."""
+    from audit.specs import resolve_config
 
-    base = resolve_config(args.benchmark, extractor=args.extractor, grader=args.grader,
-                          reference_field=args.reference_field)
-    policies = Policies.model_validate({**base.policies.model_dump(), **args.policy})
-    return dataclasses.replace(base, policies=policies)
+    resolved = resolve_config(args.benchmark, extractor=args.extractor, grader=args.grader,
+                              reference_field=args.reference_field)
+    policies = Policies.model_validate({**resolved.policies.model_dump(), **args.policy})
+    return dataclasses.replace(resolved, config=dataclasses.replace(resolved.config, policies=policies))
 
 
 def _component_text(vf: Any) -> str:
@@ -168,7 +169,7 @@ def graded_rows(args: GradeSource, ctx: Context) -> Rows:
     from audit.grade import grade_package
 
     config = _config(args)
-    key = ("grade", args.package, args.items, repr(config))
+    key = ("grade", args.package, args.items, repr(config.config))
     if key in ctx.cache:
         return ctx.cache[key]
     pkg = ctx.package(args.package)

@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
-import extractors
+from audit import extractors
 from audit.cli import cli
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import dumps, jsonl_source
-from extractors.registry import RegistryError, lock_problems, update_lock
+from audit.specs import lookup
 
 MAX_PROBLEMS_SHOWN = 20
 
@@ -73,13 +73,6 @@ def _check_file(path: Path) -> int:
     return rows
 
 
-def _get_extractor(spec: str) -> extractors.Extractor:
-    try:
-        return extractors.get(spec)
-    except RegistryError as e:
-        raise AuditError(str(e)) from None
-
-
 @cli.command("extract")
 @click.option("--extractor", "spec", required=True, metavar="NAME[@VERSION]",
               help="Registered extractor (see `audit extractors`); without @VERSION, its latest version.")
@@ -95,7 +88,7 @@ def extract_cmd(spec: str, file: Path) -> int:
     Every row is checked before anything is written. The extractor's name@version
     and fingerprint are printed to stderr.
     """
-    ex = _get_extractor(spec)
+    ex = lookup("extractor", spec)
     if not file.is_file():
         raise AuditError("no such file", path=str(file))
     n = _check_file(file)
@@ -126,31 +119,53 @@ def extractors_cmd() -> int:
 
 
 @cli.command("lock")
-@click.option("--update", "mode", flag_value="update", help="Add versions not yet locked; never rewrite an entry.")
+@click.option("--update", "mode", flag_value="update",
+              help="Lock new versions and record missing behaviour digests; never rewrites an entry.")
 @click.option("--check", "mode", flag_value="check", default=True,
-              help="Exit 1 if a registered version's fingerprint differs from the lock file.")
-def lock_cmd(mode: str) -> int:
-    """Check or extend extractors/lock.json and graders/lock.json (name@version -> fingerprint).
+              help="Exit 1 if a registered version's fingerprint is not accepted by its lock file (default).")
+@click.option("--behaviour", is_flag=True,
+              help="Also recompute every behaviour digest on the real data (slow; needs ../shared/data).")
+@click.option("--migrate", "migrate_keys", multiple=True, metavar="NAME@VER",
+              help="Accept NAME@VER's new fingerprint if it behaves byte-identically to the locked code "
+                   "(repeatable).")
+@click.option("--baseline", default="HEAD", show_default=True, metavar="REF",
+              help="Git ref holding the locked code, for --migrate.")
+def lock_cmd(mode: str, behaviour: bool, migrate_keys: tuple[str, ...], baseline: str) -> int:
+    """Check or extend extractors/lock.json and graders/lock.json.
 
-    A registered version must never change behaviour: when its code changes, its
-    fingerprint no longer matches the lock and this check fails. Register a new
-    version instead; `--update` only adds entries for new versions.
+    Each entry lists the code fingerprints accepted for a registered version and the
+    digest of its behaviour on the real data. A registered version must never change
+    behaviour: when its code changes, the check fails; register a new version instead.
+    When only the code's place changed (a module moved or renamed), `--migrate NAME@VER`
+    runs the golden rows and the real data through the code at --baseline and through
+    the code as it is, and accepts the new fingerprint only when every output is identical.
     """
-    import graders
+    from audit import lock
 
-    extractors.all_extractors()
-    graders.all_graders()
-    registries = (("extractors", extractors.REGISTRY, extractors.LOCK_FILE),
-                  ("graders", graders.REGISTRY, graders.LOCK_FILE))
     bad = 0
-    for label, registry, lock_file in registries:
+    if migrate_keys:
+        from audit.behaviour import git_baseline
+
+        base = git_baseline(baseline)
+        for key in migrate_keys:
+            kind = next((k for k in lock.PACKAGES if key in lock.registry_and_lock(k)[0]), None)
+            if kind is None or "@" not in key:
+                raise AuditError(f"--migrate {key!r}: not a registered extractor or grader name@version")
+            registry, path = lock.registry_and_lock(kind)
+            click.echo(f"{path.parent.name}/{path.name}: {lock.migrate(registry, path, key, base)}")
+    for kind in lock.PACKAGES:
+        registry, path = lock.registry_and_lock(kind)
+        label = f"{path.parent.name}/{path.name}"
         if mode == "update":
-            for key in update_lock(registry, lock_file):
-                click.echo(f"{label}/{lock_file.name}: locked {key}")
-        problems = lock_problems(registry, lock_file)
+            for change in lock.update(registry, path):
+                click.echo(f"{label}: {change}")
+        problems = lock.check(registry, path)
+        if behaviour:
+            problems += lock.check_behaviour(registry, path)
         for p in problems:
-            click.echo(f"{label}/{lock_file.name}: {p}")
+            click.echo(f"{label}: {p}")
         if not problems:
-            click.echo(f"{label}/{lock_file.name}: {len(registry.keys())} versions in sync")
+            click.echo(f"{label}: {len(registry.keys())} versions in sync"
+                       + (", behaviour identical on the real data" if behaviour else ""))
         bad += len(problems)
     return 1 if bad else 0

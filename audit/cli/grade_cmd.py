@@ -37,7 +37,8 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     every policy; identical inputs give a byte-identical file.
     """
     from audit.errors import AuditError
-    from audit.grade import format_summary, grade_package, resolve_config
+    from audit.grade import format_summary, grade_package
+    from audit.specs import resolve_config
 
     if output.exists() and not force:
         raise AuditError("already exists (use --force to overwrite)", path=str(output))

@@ -8,10 +8,11 @@ from typing import Any
 
 import click
 
-import graders
+from audit import graders
 from audit.cli import cli
 from audit.errors import AuditError
 from audit.jsonl import dumps, iter_raw_lines, open_binary, parse_object
+from audit.specs import lookup
 
 
 def _load_rows(path: Path) -> list[dict[str, Any]]:
@@ -55,16 +56,9 @@ def _load_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _grader(spec: str) -> graders.Grader:
-    try:
-        return graders.get(spec)
-    except graders.RegistryError as e:
-        raise AuditError(str(e)) from None
-
-
-def _verdicts(g: graders.Grader, rows: list[dict[str, Any]], workers: int | None,
-              budget: float | None) -> list[graders.Verdict]:
-    from graders.budget import WorkerStartError
+def _judgments(g: graders.Grader, rows: list[dict[str, Any]], workers: int | None,
+              budget: float | None) -> list[graders.Judgment]:
+    from audit.graders.budget import WorkerStartError
 
     try:
         return graders.grade_many(g, rows, workers=workers, budget_s=budget)
@@ -72,7 +66,7 @@ def _verdicts(g: graders.Grader, rows: list[dict[str, Any]], workers: int | None
         raise AuditError(f"{g.key}: {e}") from None
 
 
-def _as_obj(v: graders.Verdict) -> dict[str, Any]:
+def _as_obj(v: graders.Judgment) -> dict[str, Any]:
     return {"correct": v.correct, "status": v.status, "reason": v.reason}
 
 
@@ -81,12 +75,12 @@ def _as_obj(v: graders.Verdict) -> dict[str, Any]:
 @click.option("--grader", "grader_spec", metavar="NAME[@VERSION]",
               help="Grader to apply, e.g. math.equiv or math.hendrycks@985bdc1 (see `audit graders`).")
 @click.option("--cross", "cross_specs", metavar="A,B",
-              help="Grade with two graders and print only the rows where their verdicts differ (exit 1 if any).")
+              help="Grade with two graders and print only the rows where their judgments differ (exit 1 if any).")
 @click.option("--workers", type=click.IntRange(min=1), metavar="N",
               help="Worker processes for symbolic graders (default: the CPUs available).")
 @click.option("--budget", type=click.FloatRange(min=0.01), metavar="SECONDS",
               help="Per-item time budget (default: the grader's own, 5 s); an item over it is retried alone under "
-                   "4x the budget, and over that too the verdict is timeout.")
+                   "4x the budget, and over that too the judgment is timeout.")
 def judge(file: Path, grader_spec: str | None, cross_specs: str | None, workers: int | None,
           budget: float | None) -> int:
     """Grade answer/reference pairs from FILE (JSONL rows {id, answer, reference[, num_choices]}).
@@ -100,19 +94,19 @@ def judge(file: Path, grader_spec: str | None, cross_specs: str | None, workers:
     if (grader_spec is None) == (cross_specs is None):
         raise click.UsageError("give exactly one of --grader NAME or --cross A,B")
     if grader_spec is not None:
-        g = _grader(grader_spec)
+        g = lookup("grader", grader_spec)
         rows = _load_rows(file)
-        for row, v in zip(rows, _verdicts(g, rows, workers, budget), strict=True):
+        for row, v in zip(rows, _judgments(g, rows, workers, budget), strict=True):
             click.echo(dumps({"id": row["id"], **_as_obj(v)}))
         return 0
     specs = [s.strip() for s in cross_specs.split(",")]
     if len(specs) != 2 or not all(specs):
         raise click.UsageError("--cross takes two graders separated by a comma, e.g. math.equiv,math.mathverify")
-    ga, gb = _grader(specs[0]), _grader(specs[1])
+    ga, gb = lookup("grader", specs[0]), lookup("grader", specs[1])
     if ga.key == gb.key:
         raise click.UsageError(f"--cross needs two different graders, got {ga.key} twice")
     rows = _load_rows(file)
-    va, vb = _verdicts(ga, rows, workers, budget), _verdicts(gb, rows, workers, budget)
+    va, vb = _judgments(ga, rows, workers, budget), _judgments(gb, rows, workers, budget)
     differ = 0
     for row, a, b in zip(rows, va, vb, strict=True):
         if a.correct is b.correct:

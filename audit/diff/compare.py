@@ -11,7 +11,7 @@ Each row whose verdict changed gets one cause, the first that applies in this or
 1. `response`  — the graded text differs: both rows carry `response_sha256` and the
    hashes differ. Rows without hashes (imported verdicts) fall back to an inference:
    the responses packages differ in digest, the attempt is the same, and the same
-   extractor (equal fingerprint: registered versions are immutable and deterministic)
+   extractor (a fingerprint its lock accepts: registered versions are immutable and deterministic)
    read a different answer — or the row is `missing` on one side.
 2. `policy`    — which text counts, or whether it counts: the graded attempt differs
    (re-sampling), or either side's status is `truncated`, `excluded` or `missing`.
@@ -49,6 +49,7 @@ from audit.diff.report import (
 )
 from audit.errors import AuditError
 from audit.jsonl import dumps
+from audit.lock import same_version
 from audit.summary import figures as compute_figures
 from audit.summary import pct
 from audit.verdicts import VerdictFile, read_verdict_table
@@ -141,7 +142,7 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
     changed = changed.take(pc.sort_indices(changed, sort_keys=[("item_id", "ascending"), ("sample", "ascending")]))
     packages_differ = responses_differ(o.header, n.header)
     same_extractor = (o.header.extractor is not None and n.header.extractor is not None
-                      and o.header.extractor.fingerprint == n.header.extractor.fingerprint)
+                      and same_version("extractor", o.header.extractor, n.header.extractor))
     primary, flags = _causes(changed, packages_differ, same_extractor)
 
     notes = _notes(o, n, both, packages_differ, same_extractor)
@@ -311,7 +312,7 @@ def _notes(o: _Side, n: _Side, both: Any, packages_differ: bool, same_extractor:
                         ("grader", o.header.grader, n.header.grader),
                         ("multiple-choice extractor", o.header.mc_extractor, n.header.mc_extractor),
                         ("multiple-choice grader", o.header.mc_grader, n.header.mc_grader)):
-        if x != y:
+        if not same_version(label.rpartition(" ")[2], x, y):
             notes.append(f"{label}: {component_label(x)} -> {component_label(y)}")
     if o.header.reference_field != n.header.reference_field:
         notes.append(f"reference field: {o.header.reference_field} -> {n.header.reference_field}")

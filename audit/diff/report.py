@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from audit.models import Producer, Record
+from audit.models import Producer, Record, Verdict
 from audit.schemas import register
 from audit.verdicts import ComponentRef, Figure, PackageRef, Policies
 
@@ -26,7 +26,6 @@ SELECTION_STATUSES = ("truncated", "excluded", "missing")
 NO_ANSWER_STATUSES = ("no_answer", "random_guess")
 """Statuses of rows without a readable answer, whose verdict the no-answer policy decides."""
 
-Verdict = Literal["correct", "incorrect", "ungraded"]
 Cause = Literal["response", "policy", "reference", "extractor", "grader"]
 
 

@@ -1,7 +1,8 @@
 """Prompt templates for generation, one per benchmark family, versioned like extractors.
 
 A registered `name@version` never changes the text it renders; a change is a new
-version beside the old. Every responses row stores the sha256 of the exact prompt
+version beside the old. Each benchmark's default template is named by its spec
+(`audit.specs`); `audit.specs.lookup("prompt template", NAME)` finds one. Every responses row stores the sha256 of the exact prompt
 that was sent (`prompt_sha256`), and the manifest names the template and its
 fingerprint, so a reader can tell which wording produced which response.
 
@@ -38,6 +39,7 @@ from typing import Any
 from audit.errors import AuditError
 from audit.jsonl import dumps
 from audit.models import LETTERS, ItemRow
+from audit.registry import Registry, table
 
 
 @dataclass(frozen=True)
@@ -111,15 +113,12 @@ def _render_question(t: PromptTemplate, item: ItemRow) -> str:
     return t.part("template").format(question=question)
 
 
-TEMPLATES: dict[str, PromptTemplate] = {}
-_LATEST: dict[str, str] = {}
+REGISTRY: Registry[PromptTemplate] = table("prompt template", home=__name__)
+"""Every registered template (`audit.registry`: the registry shared by every component kind)."""
 
 
 def _add(t: PromptTemplate) -> None:
-    if t.key in TEMPLATES:
-        raise ValueError(f"prompt template {t.key} is already registered")
-    TEMPLATES[t.key] = t
-    _LATEST[t.name] = t.key
+    REGISTRY.add(t)
 
 
 _add(PromptTemplate(
@@ -157,35 +156,6 @@ _add(PromptTemplate(
     ),
     render_fn=_render_question,
 ))
-
-BENCHMARK_TEMPLATES: dict[str, str] = {
-    "mmlu_pro": "mmlu_pro.cot",
-    "gpqa_diamond": "gpqa.simple_evals",
-    "gpqa": "gpqa.simple_evals",
-    "math500": "math.boxed",
-    "math": "math.boxed",
-}
-"""The template each benchmark uses unless `--prompt` names another."""
-
-
-def get_template(spec: str) -> PromptTemplate:
-    """`name@version` exactly, or `name` for its latest version."""
-    key = spec if "@" in spec else _LATEST.get(spec, spec)
-    try:
-        return TEMPLATES[key]
-    except KeyError:
-        raise AuditError(f"unknown prompt template {spec!r} (known: {', '.join(sorted(TEMPLATES))})") from None
-
-
-def template_for(benchmark: str, spec: str | None = None) -> PromptTemplate:
-    """The template named by `spec`, else the benchmark's default."""
-    if spec:
-        return get_template(spec)
-    if benchmark not in BENCHMARK_TEMPLATES:
-        raise AuditError(f"no default prompt for benchmark {benchmark!r}; give --prompt "
-                         f"(one of {', '.join(sorted(TEMPLATES))})")
-    return get_template(BENCHMARK_TEMPLATES[benchmark])
-
 
 # --------------------------------------------------------------------------- what is sent
 

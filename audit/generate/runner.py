@@ -76,7 +76,7 @@ import pydantic
 
 from audit.errors import AuditError
 from audit.generate.openai_http import Malformed, OpenAIServer, Rejected, ServerError, StreamResult, Transient
-from audit.generate.prompts import PromptTemplate, chat_messages, prompt_sha256, template_for
+from audit.generate.prompts import PromptTemplate, chat_messages, prompt_sha256
 from audit.generate.vllm_server import (
     DEFAULT_PROGRAM,
     LaunchedServer,
@@ -88,6 +88,7 @@ from audit.generate.vllm_server import (
 from audit.jsonl import dumps, dumps_pretty, sha256_file, write_atomic
 from audit.models import DatasetRef, ItemRow, Manifest, Provenance, ResponseRow
 from audit.packages import PackageWriter, open_package, row_to_json
+from audit.specs import prompt_for
 
 RUN_FORMAT = "audit-generate-run.v1"
 GREEDY_EPS = 1e-5
@@ -471,7 +472,7 @@ class GenerateRun:
         self.work = work_dir(out)
         self.journal_path = self.work / "journal.jsonl"
         self.session = len(state["sessions"])
-        self.template: PromptTemplate = template_for(cfg.benchmark, cfg.prompt)
+        self.template: PromptTemplate = prompt_for(cfg.benchmark, cfg.prompt)
         self.items: list[ItemRow] = []
         self.item_index: dict[str, int] = {}
         self.prompts: dict[str, tuple[str, str]] = {}
@@ -932,7 +933,7 @@ def start(out: Path, cfg: RunConfig, rt: Runtime, *, force: bool = False, given:
     problems = cfg.problems()
     if problems:
         raise AuditError("; ".join(problems))
-    template_for(cfg.benchmark, cfg.prompt)  # unknown benchmark or template: refuse before anything else
+    prompt_for(cfg.benchmark, cfg.prompt)  # unknown benchmark or template: refuse before anything else
     out = Path(out)
     work = work_dir(out)
     if out.exists() and not force:

@@ -1,28 +1,35 @@
-"""Versioned registries with code fingerprints, shared by extractors and graders.
+"""One registry for every versioned component kind: extractors, graders and prompt templates.
 
-A registered `name@version` never changes behaviour. To make that checkable,
-each entry has a fingerprint: a sha256 over the source of its function and of
-every function, class, pattern and constant of this project that it reaches
-through global names, plus its frozen config. A committed lock file maps
-`name@version -> fingerprint`; a test fails when code under an unchanged
-version changes. A behaviour change is a new version registered beside the old.
+A component is registered once as `name@version` and never changes behaviour. Each kind
+has a table here, created by the module that defines the kind (`audit.extractors`,
+`audit.graders`, `audit.generate.prompts`) with its home: the package whose modules
+register its components. A table loads on first use by importing its home and every
+public module in it, so a new family module is found without being listed anywhere.
+
+Fingerprints make immutability checkable: a sha256 over the source of a component's
+functions and of every function, class, pattern and constant of this project that they
+reach through global names, plus its frozen config. Lock files (`audit.lock`) pin them.
+
+This module is the bottom layer: it imports nothing from audit, extractors or graders.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib
 import inspect
 import json
+import pkgutil
 import re
 import sys
 import textwrap
+import threading
 import types
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-OWN_PACKAGES = ("extractors", "graders")
+OWN_PACKAGES = ("audit.extractors", "audit.graders")
 """Code in these packages is fingerprinted by source; anything else is named only."""
 
 
@@ -30,7 +37,9 @@ class RegistryError(LookupError):
     """Unknown or duplicate `name@version`."""
 
 
-class Versioned(Protocol):
+class Component(Protocol):
+    """What every registered component has."""
+
     name: str
     version: str
 
@@ -41,16 +50,23 @@ class Versioned(Protocol):
     def fingerprint(self) -> str: ...
 
 
-T = TypeVar("T", bound=Versioned)
+T = TypeVar("T", bound=Component)
 
 
 class Registry(Generic[T]):
-    """Entries by `name@version`; `get(name)` returns the version registered last under that name."""
+    """One kind's components by `name@version`; `get(name)` returns the version registered last.
 
-    def __init__(self, kind: str):
+    `home` names the module or package whose modules register this kind; it is imported
+    (with every public submodule of a package) the first time the table is read.
+    """
+
+    def __init__(self, kind: str, home: str | None = None):
         self.kind = kind
+        self.home = home
         self._entries: dict[str, T] = {}
         self._latest: dict[str, str] = {}
+        self._loaded = home is None
+        self._lock = threading.RLock()
 
     def add(self, entry: T) -> T:
         key = f"{entry.name}@{entry.version}"
@@ -62,8 +78,23 @@ class Registry(Generic[T]):
         self._latest[entry.name] = key
         return entry
 
+    def load(self) -> None:
+        """Import the home module and, for a package, each public module in it (sorted by name)."""
+        if self._loaded:
+            return
+        with self._lock:
+            if self._loaded:
+                return
+            assert self.home is not None
+            home = importlib.import_module(self.home)
+            for info in sorted(pkgutil.iter_modules(getattr(home, "__path__", [])), key=lambda m: m.name):
+                if not info.name.startswith("_"):
+                    importlib.import_module(f"{self.home}.{info.name}")
+            self._loaded = True
+
     def get(self, spec: str) -> T:
         """`name@version` exactly, or `name` for its latest version."""
+        self.load()
         key = spec if "@" in spec else self._latest.get(spec, spec)
         try:
             return self._entries[key]
@@ -79,17 +110,37 @@ class Registry(Generic[T]):
         return True
 
     def __iter__(self) -> Iterator[T]:
-        return iter(self._entries.values())
+        self.load()
+        return iter(list(self._entries.values()))
 
     def keys(self) -> list[str]:
+        self.load()
         return list(self._entries)
+
+
+_TABLES: dict[str, Registry[Any]] = {}
+
+
+def table(kind: str, home: str | None = None) -> Registry[Any]:
+    """The registry of `kind`, created on the first call (by the module that defines the kind)."""
+    reg = _TABLES.get(kind)
+    if reg is None:
+        reg = _TABLES[kind] = Registry(kind, home)
+    elif home is not None and reg.home != home:
+        raise RegistryError(f"the {kind} registry belongs to {reg.home}, not {home}")
+    return reg
+
+
+def kinds() -> list[str]:
+    """Every kind with a registry in this process."""
+    return sorted(_TABLES)
 
 
 # --------------------------------------------------------------------------- fingerprints
 
 
 def _own(module: str | None) -> bool:
-    return bool(module) and module.split(".")[0] in OWN_PACKAGES
+    return bool(module) and any(module == p or module.startswith(p + ".") for p in OWN_PACKAGES)
 
 
 def _code_names(code: types.CodeType) -> Iterator[str]:
@@ -178,42 +229,3 @@ def code_fingerprint(*roots: Any, config: Any = None) -> str:
         parts.append(["config", _stable(config)])
     blob = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
-# --------------------------------------------------------------------------- lock files
-
-
-def read_lock(path: Path) -> dict[str, str]:
-    if not path.exists():
-        return {}
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def lock_problems(registry: Registry[Any], path: Path) -> list[str]:
-    """Differences between registered fingerprints and the committed lock file."""
-    lock = read_lock(path)
-    problems = []
-    for entry in registry:
-        key = f"{entry.name}@{entry.version}"
-        if key not in lock:
-            problems.append(f"{key}: not in {path.name} (new version: run `audit lock --update`)")
-        elif lock[key] != entry.fingerprint:
-            problems.append(f"{key}: code changed under an unchanged version (fingerprint {entry.fingerprint[:12]}, "
-                            f"locked {lock[key][:12]}); register a new version instead")
-    for key in lock:
-        if key not in registry.keys():
-            problems.append(f"{key}: locked but no longer registered; registered versions must not be removed")
-    return problems
-
-
-def update_lock(registry: Registry[Any], path: Path) -> list[str]:
-    """Add new versions to the lock file; never rewrite an existing entry. Returns the keys added."""
-    lock = read_lock(path)
-    added = []
-    for entry in registry:
-        key = f"{entry.name}@{entry.version}"
-        if key not in lock:
-            lock[key] = entry.fingerprint
-            added.append(key)
-    path.write_text(json.dumps(dict(sorted(lock.items())), indent=2) + "\n", encoding="utf-8")
-    return added
