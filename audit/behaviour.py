@@ -124,7 +124,11 @@ def _real_cases(kind: str, where: Path) -> tuple[Case, ...]:
 
 
 def golden_cases(kind: str, root: Path | None = None) -> list[Case]:
-    """Every row of the golden tables of `kind` (`tests/golden/extractors` or `.../graders`)."""
+    """Every row of the golden tables of `kind` (`tests/golden/extractors` or `.../graders`).
+
+    A grader table's row with neither `answer` nor `reference` is no case: it adjudicates a case
+    held elsewhere by digest (`mathverify_suite_adjudicated.jsonl`); a row with one but not the
+    other is an error."""
     folder = (root or SOURCE_ROOT) / "tests" / "golden" / f"{kind}s"
     if not folder.is_dir():
         raise AuditError("golden rows missing: migrating a lock needs a source checkout", path=str(folder))
@@ -134,8 +138,13 @@ def golden_cases(kind: str, root: Path | None = None) -> list[Case]:
             if not line.strip():
                 continue
             r = json.loads(line)
-            inputs = ((r["text"], r.get("finish_reason")) if kind == "extractor"
-                      else (r["answer"], r["reference"], r.get("num_choices")))
+            if kind == "grader" and "answer" not in r and "reference" not in r:
+                continue
+            try:
+                inputs = ((r["text"], r.get("finish_reason")) if kind == "extractor"
+                          else (r["answer"], r["reference"], r.get("num_choices")))
+            except KeyError as e:
+                raise AuditError(f"golden row has no {e.args[0]!r}", path=str(path), row=n) from None
             cases.append(Case(f"golden/{path.name}", str(n), inputs))
     return cases
 

@@ -319,3 +319,24 @@ def test_migrate_against_the_code_in_git(tmp_path, edit, accepted):
     else:
         with pytest.raises(AuditError, match=r"its behaviour changed \(first difference: probe row 1: "):
             lock.migrate(_registry(current), path, "raw@1", base, golden=[], real=cases)
+
+
+def test_golden_cases_are_every_input_row_and_skip_only_adjudications_by_digest(tmp_path):
+    folder = tmp_path / "tests" / "golden" / "graders"
+    folder.mkdir(parents=True)
+    (folder / "a.jsonl").write_text('{"answer": "1", "reference": "1"}\n\n{"answer": null, "reference": "2", '
+                                    '"num_choices": 4}\n', encoding="utf-8")
+    # An adjudication of a case held elsewhere (Math-Verify's suite, by digest) has no inputs of its own.
+    (folder / "b.jsonl").write_text('{"case": "t[0]", "digest": "ab", "truth": "incorrect"}\n', encoding="utf-8")
+    cases = behaviour.golden_cases("grader", tmp_path)
+    assert [(c.source, c.row, c.inputs) for c in cases] == [
+        ("golden/a.jsonl", "1", ("1", "1", None)), ("golden/a.jsonl", "3", (None, "2", 4))]
+    (folder / "b.jsonl").write_text('{"answer": "1", "note": "no reference"}\n', encoding="utf-8")
+    with pytest.raises(AuditError, match=r"b\.jsonl.*golden row has no 'reference'"):
+        behaviour.golden_cases("grader", tmp_path)
+    # The committed tables: the Math-Verify adjudications are the only rows left out.
+    rows = sum(1 for p in (REPO / "tests" / "golden" / "graders").glob("*.jsonl")
+               for line in p.read_text(encoding="utf-8").splitlines() if line.strip())
+    adjudications = REPO / "tests" / "golden" / "graders" / "mathverify_suite_adjudicated.jsonl"
+    skipped = sum(1 for line in adjudications.read_text(encoding="utf-8").splitlines() if line.strip())
+    assert len(behaviour.golden_cases("grader")) == rows - skipped > 0
