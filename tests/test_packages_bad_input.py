@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from audit import __version__
+
 GOOD = [
     b'{"item_id":"q1","response":"The answer is (B)."}',
     b'{"item_id":"q2","sample":1,"response":"The answer is (C).","finish_reason":"stop"}',
@@ -249,11 +251,15 @@ def test_damaged_tarballs(cli, guarded_tmp):
 
 # --------------------------------------------------------------------------- a 2 GB line, in bounded memory
 
+# The peak is this process's own: VmHWM, the high-water mark of the memory map that exec made. Not
+# ru_maxrss: Linux carries the pre-exec map's high-water mark into it, and subprocess's vfork shares the
+# parent's map, so it reported the pytest worker's peak (480-600 MiB late in a full run), not audit's.
 _MEASURE = textwrap.dedent("""
-    import resource, sys
+    import sys
     from audit.cli import main
     code = main(sys.argv[1:])
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with open("/proc/self/status", encoding="ascii") as f:
+        peak_kib = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
     print(f"exit={code} peak_kib={peak_kib}")
 """)
 
@@ -266,6 +272,19 @@ def _measured(*args) -> tuple[int, int, str, str]:
     *out, measure = proc.stdout.splitlines()
     exit_code, peak = measure.split()
     return int(exit_code.split("=")[1]), int(peak.split("=")[1]) * 1024, "".join(x + "\n" for x in out), proc.stderr
+
+
+def test_the_measured_peak_is_the_commands_own_not_the_test_processs():
+    # A test process holding 512 MiB (as a pytest worker late in a full run does) must not raise the peak measured
+    # for a command it starts: ru_maxrss would report it, VmHWM does not.
+    held = bytearray(512 * 1024**2)
+    held[::4096] = b"\x01" * len(held[::4096])  # touched: resident, not just reserved
+    try:
+        code, peak, out, _ = _measured("--version")
+    finally:
+        del held
+    assert (code, out) == (0, f"audit {__version__}\n")
+    assert peak < 200 * 1024**2, f"peak RSS {peak / 1024**2:.0f} MiB for audit --version"
 
 
 def _sparse_line_file(path: Path, head: bytes, size: int, tail: bytes) -> Path:
