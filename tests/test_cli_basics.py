@@ -41,3 +41,19 @@ def test_missing_package_is_one_line(cli, tmp_path):
     r = cli("validate", tmp_path / "nope")
     assert r.code == 2
     assert r.err == f"audit: error: {tmp_path / 'nope'}: no such file or directory\n"
+
+
+HEAVY = ("numpy", "pandas", "pyarrow", "matplotlib", "scipy", "sympy", "latex2sympy2_extended", "jsonschema", "yaml",
+         "pynvml", "math_verify")
+
+
+def test_loading_every_command_imports_no_heavy_library():
+    # Every command module is imported whenever the CLI starts (`audit pack` included): a library that only one
+    # command needs is imported inside that command, or every command pays its import time and memory.
+    import subprocess
+    import sys
+
+    code = ("import json, sys; from audit.cli import _load_commands; _load_commands(); "
+            f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "[]\n", "")

@@ -32,7 +32,7 @@ def _options(step_marker: str, step_filter: str | None, collective: tuple[str, .
 
 
 def _step_options(f):
-    from audit.trace.analyze import DEFAULT_STEP_MARKER
+    from audit.trace import DEFAULT_STEP_MARKER
 
     f = click.option("--main-stream", metavar="STREAM",
                      help="Stream whose busy time and gaps are reported (default: the one that ran the most "

@@ -44,10 +44,9 @@ from audit.trace.models import (
     TraceSource,
     TraceSummary,
 )
+from audit.trace import DEFAULT_STEP_MARKER
 from audit.trace.reader import TraceError, TraceReader, to_ns
 
-DEFAULT_STEP_MARKER = r"^ProfilerStep#\d+$"
-"""PyTorch's `torch.profiler.profile.step()` annotation."""
 
 VLLM_STEP_MARKER = r"^execute_context_"
 """vLLM's per-step annotation (`execute_context_N(T)_generation_M(T)`, gpu_worker.annotate_profile)."""
