@@ -8,10 +8,10 @@ A sampler thread reads, for every GPU, at `hz` (default 10):
   which memory was read or written.
 - power (W), SM and memory clocks, temperature;
 
-the total-energy counter (J; a window's energy is the difference at its edges) every
-`energy_interval_s` (default 1 s) and at the first reading after each `mark()` (the throughput run
-marks every window edge): on an H200 one energy read cost 3 ms of CPU, a hundred times the other
-counters, so reading it at 10 Hz alone took 3% of a core;
+the total-energy counter (J; a window's energy is the difference at its edges) at the first reading
+after each `mark()` (the throughput run marks every window edge) and every `energy_interval_s`
+(default 5 s): on an H200 one energy read cost 3 ms of CPU, a thousand times the other counters, so
+reading it at 10 Hz took 2.9% of a core;
 
 and, on GPUs with NVML GPM (Hopper and newer), every `gpm_interval_s` (at least 0.1 s: GPM metrics
 over a shorter interval come back as zeros or NaN with a success code) a GPM sample, whose metrics
@@ -306,7 +306,7 @@ class Sampler:
     """
 
     def __init__(self, layer: DeviceLayer, clock: RunClock, *, hz: float = 10.0, gpm_interval_s: float = 0.5,
-                 gpm: bool = True, energy_interval_s: float = 1.0):
+                 gpm: bool = True, energy_interval_s: float = 5.0):
         if not 0 < hz <= 100:
             raise ValueError("hz must be in (0, 100]")
         if energy_interval_s <= 0:
