@@ -16,6 +16,8 @@
 #   tensorboard_trace_handler; gzip unless torch_profiler_use_gzip=false), one file per rank. The API
 #   server process adds `{host}_{pid}.async_llm.{time_ns}.pt.trace.json.gz` (CPU only) unless
 #   ignore_frontend=true, as here. `audit trace` refuses a CPU-only file with a message saying so.
+#   Seen on one H200 with TP=1 (2026-12-01): the single worker wrote `rank0.{time_ns}.pt.trace.json.gz`,
+#   without the dp/pp/tp prefix, so the files are found by `*rank{R}.*` below.
 # - Steps: every engine step runs inside record_function("execute_context_N(T)_generation_M(T)")
 #   (N context requests with T tokens, M generation requests with T tokens), opened in
 #   gpu_worker.annotate_profile around model_runner.execute_model; sampling (sample_tokens) runs after
@@ -153,14 +155,15 @@ step "trace files as vLLM wrote them"
 ls -la "$PROF"
 cp "$PROF"/*.pt.trace.json* "$OUTDIR/traces/" 2>/dev/null
 rc=0
-for rank in 0 1; do
-  f=$(ls "$PROF"/*_tp${rank}_*rank${rank}.*.pt.trace.json* 2>/dev/null | head -1)
+TP=${TP:-2}  # how many rank files to look for (LAUNCH sets the real tensor-parallel size)
+for rank in $(seq 0 $((TP - 1))); do
+  f=$(ls "$PROF"/*rank${rank}.*.pt.trace.json* 2>/dev/null | head -1)
   [ -n "$f" ] || { echo "no trace file for rank $rank"; rc=4; continue; }
   step "audit trace, rank $rank: decode steps between vLLM's execute_context_ markers"
   audit trace "$f" --step-marker "$MARKER" --step-filter "$DECODE" -o "$OUTDIR/profile-tp$rank" --force || rc=3
   audit validate "$OUTDIR/profile-tp$rank" || rc=3
 done
-f0=$(ls "$PROF"/*_tp0_*rank0.*.pt.trace.json* 2>/dev/null | head -1)
+f0=$(ls "$PROF"/*rank0.*.pt.trace.json* 2>/dev/null | head -1)
 if [ -n "$f0" ]; then
   step "the same rank-0 trace with every step (prefill included) and with the default marker"
   audit trace "$f0" --step-marker "$MARKER" -o "$OUTDIR/profile-tp0-all-steps" --force || rc=3

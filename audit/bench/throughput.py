@@ -337,6 +337,8 @@ class _Run:
 
             edges: list[tuple[float, dict[str, float] | None, str | None]] = []
             t0 = self.clock.now()
+            if self.sampler is not None:
+                self.sampler.mark()
             c0, e0 = self.counters()
             edges.append((t0, c0, e0))
             end = t0 + cfg.windows * cfg.window_s
@@ -347,6 +349,8 @@ class _Run:
                     time.sleep(min(left, 0.25))
                 if self.fatal is not None:
                     break
+                if self.sampler is not None:
+                    self.sampler.mark()
                 c, e = self.counters()
                 edges.append((edge, c, e))
                 self.note(f"window {k - 1} done")
