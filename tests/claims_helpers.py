@@ -9,12 +9,15 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGES = REPO / "packages"
 LEDGER = PACKAGES / "claims.yaml"
 PAGE = PACKAGES / "claims"
+SHIPPED_FOLDERS = ("demo-lab-note", "evidence-h200-vllm", "evidence-h200-bench", "evidence-h200-trace",
+                   "evidence-h200-floor")
+"""The folders of packages/ that the shipped ledger reads."""
 
 
 def copy_shipped(dest: Path) -> Path:
     """Copy packages/claims.yaml and the packages it reads into `dest`; return the copied ledger's path."""
     dest.mkdir(parents=True, exist_ok=True)
-    for name in ("demo-lab-note", "evidence-h200-vllm"):
+    for name in SHIPPED_FOLDERS:
         shutil.copytree(PACKAGES / name, dest / name)
     shutil.copyfile(LEDGER, dest / "claims.yaml")
     return dest / "claims.yaml"

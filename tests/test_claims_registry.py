@@ -14,7 +14,11 @@ def test_every_recipe_and_argument_is_documented():
     recipes = registry.all_recipes()
     assert {r.name for r in recipes} >= {"grade.accuracy", "grade.count", "verdicts.accuracy", "verdicts.count",
                                          "stats.binomial_2se", "stats.runs_2se", "stats.clustered_t",
-                                         "stats.denominator_sensitivity", "stats.paired_log_ratio", "arithmetic"}
+                                         "stats.denominator_sensitivity", "stats.paired_log_ratio", "arithmetic",
+                                         "bench.tok_s", "bench.ratio", "bench.decode_tok_s", "bench.ttft_median",
+                                         "bench.anchor_ratio", "bench.spec", "telemetry.mean",
+                                         "trace.kernels_per_step", "trace.step_ms", "trace.kernels_over_markers",
+                                         "floor.tok_s", "floor.ms_per_token"}
     for r in recipes:
         assert r.summary, r.name
         for name, f in r.args.model_fields.items():
@@ -26,6 +30,8 @@ def test_recipes_command(cli):
     assert (r.code, r.err) == (0, "")
     assert r.out.startswith("arithmetic -> any\n  A value computed from other claims' recomputed values.\n")
     assert "\nstats.paired_log_ratio -> ratio\n" in r.out
+    assert "\nbench.ratio -> ratio\n" in r.out and "\nfloor.ms_per_token -> ms\n" in r.out
+    assert "\ntelemetry.mean -> percent | W (by counter)\n" in r.out
     assert "    package (package id, required): The package holding the table of paired durations.\n" in r.out
     assert max(len(line) for line in r.out.splitlines()) <= 100
 

@@ -30,6 +30,8 @@ RC = {
     "path.simplify": True,
 }
 INK, MUTED, OLD, NEW, BAD = "#1f2933", "#7b8794", "#b44d4d", "#2f6f9f", "#b44d4d"
+SEGMENT_COLOURS = {"BF16": NEW, "F8_E4M3": "#3e7c4f", "F32": "#8a6d3b"}
+"""Bar segments named alike get the same colour on every plot (a dtype is blue here and blue there)."""
 
 
 def _new_figure(width: float, height: float) -> Any:
@@ -101,14 +103,22 @@ def intervals_plot(path: Path, rows: list[tuple[str, float, float | None, float 
         _save(fig, path)
 
 
-def series_plot(path: Path, series: Series) -> None:
-    """A recipe's series: lines (tok/s per window per arm) or dots (per-task ratios) with a summary band."""
+def series_plot(path: Path, series: Series, published: tuple[str, float] | None = None) -> None:
+    """A recipe's series: lines (tok/s per window per arm, counters over time) or dots (per-task ratios, per-step
+    counts) with a summary band; `published` = (label, value) draws a retracted value as a red dashed line."""
     import matplotlib
+    from matplotlib.ticker import MaxNLocator
 
     with matplotlib.rc_context(RC):
         fig = _new_figure(5.6, 2.4)
         ax = fig.add_axes((0.12, 0.2, 0.84, 0.68))
         colours = [NEW, OLD, "#3e7c4f", "#8a6d3b"]
+        if published is not None or len(series.lines) > 2:  # red stays for a retracted value
+            colours = [NEW, "#3e7c4f", "#8a6d3b", "#7a4f9a"]
+        if series.style == "barh":
+            _bars(fig, ax, series, ["#7a4f9a", "#9a6a4f", "#4f7a9a", MUTED])
+            _save(fig, path)
+            return
         xs_all: list[float] = []
         for i, (label, points) in enumerate(series.lines):
             xs = [p[0] for p in points]
@@ -116,6 +126,8 @@ def series_plot(path: Path, series: Series) -> None:
             xs_all += xs
             if series.style == "dots":
                 ax.plot(xs, ys, "o", color=colours[i % 4], markersize=3.5, label=label)
+            elif series.style == "line+dots":
+                ax.plot(xs, ys, "-o", color=colours[i % 4], linewidth=1.4, markersize=4, label=label)
             else:
                 ax.plot(xs, ys, "-", color=colours[i % 4], linewidth=1.4, label=label)
         if series.band is not None and xs_all:
@@ -123,15 +135,42 @@ def series_plot(path: Path, series: Series) -> None:
         if series.center is not None:
             ax.axhline(series.center, color=NEW, linewidth=1.2)
         if series.reference is not None:
-            ax.axhline(series.reference, color=MUTED, linestyle="--", linewidth=1)
+            ax.axhline(series.reference, color=MUTED, linestyle="--", linewidth=1, label=series.reference_label)
+        if published is not None:
+            ax.axhline(published[1], color=BAD, linestyle="--", linewidth=1.2, label=published[0])
         if series.log_y:
             ax.set_yscale("log")
+        if series.y_range is not None:
+            ax.set_ylim(*series.y_range)
+        if series.integer_x:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel(series.xlabel, color=MUTED)
         ax.set_ylabel(series.ylabel, color=MUTED)
         ax.set_title(series.title, loc="left", color=INK)
-        if len(series.lines) > 1:
-            ax.legend(frameon=False, loc="best")
+        if len(series.lines) > 1 or published is not None or series.reference_label:
+            ax.legend(frameon=False, loc="best", fontsize=7.5)
         _save(fig, path)
+
+
+def _bars(fig: Any, ax: Any, series: Series, colours: list[str]) -> None:
+    """Horizontal stacked bars: categories top to bottom, each line a segment."""
+    n = len(series.categories)
+    left = [0.0] * n
+    for i, (label, points) in enumerate(series.lines):
+        widths = [0.0] * n
+        for x, v in points:
+            widths[int(x)] += v
+        colour = SEGMENT_COLOURS.get(label, colours[i % len(colours)])
+        ax.barh([n - 1 - k for k in range(n)], widths, left=left, height=0.6, color=colour, label=label)
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_position((0.24, 0.2, 0.72, 0.68))
+    ax.set_yticks(range(n))
+    ax.set_yticklabels(list(reversed(series.categories)))
+    ax.tick_params(axis="y", length=0)
+    ax.spines["left"].set_visible(False)
+    ax.set_xlabel(series.ylabel, color=MUTED)
+    ax.set_title(series.title, loc="left", color=INK)
+    ax.legend(frameon=False, loc="lower right", fontsize=7.5, title="held as", title_fontsize=7.5)
 
 
 def claim_plot(path: Path, check: Any) -> bool:
@@ -140,7 +179,10 @@ def claim_plot(path: Path, check: Any) -> bool:
     if r is None:
         return False
     if r.series is not None:
-        series_plot(path, r.series)
+        published = None
+        if claim.retraction is not None and r.series.unit == claim.unit and r.series.style != "barh":
+            published = (f"published {units.fmt(claim.value, claim.unit)} (retracted)", claim.value)
+        series_plot(path, r.series, published)
         return True
     center, iv = (r.value, r.interval) if r.interval is not None else (r.figure if r.figure else (None, None))
     if iv is None or center is None:

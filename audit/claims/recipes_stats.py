@@ -329,7 +329,7 @@ def paired_log_ratio(args: PairedLogRatioArgs, ctx: Context) -> Result:
     ratios = sorted(math.exp(x) for x in logs)
     series = Series(title=f"{args.numerator} / {args.denominator} per task", xlabel="task (sorted by ratio)",
                     ylabel="ratio", lines=(("per task", tuple((i + 1.0, r) for i, r in enumerate(ratios))),),
-                    style="dots", log_y=True, reference=1.0, band=(iv.low, iv.high), center=gm)
+                    style="dots", log_y=True, reference=1.0, band=(iv.low, iv.high), center=gm, unit="ratio")
     basis = (f"geometric mean of {args.numerator}/{args.denominator} over {n} paired tasks of {label}; "
              f"log-scale sd {float(arr.std(ddof=1)):.4f}")
     return Result(value=gm, unit="ratio", interval=iv, n=n, n_label="tasks", basis=basis,

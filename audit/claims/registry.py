@@ -7,8 +7,9 @@ from. Arguments name inputs by ledger id (`PackageId`, `FileId`), never by path,
 so a recipe can only read what the ledger pins; the registry finds those arguments
 from their types and checks that each is listed in the claim's `sources`.
 
-Adding a recipe (e.g. `bench.ratio` once `audit bench` lands) is one function in a
-module listed in `RECIPE_MODULES`:
+Adding a recipe is one function in a module listed in `RECIPE_MODULES` (the measurement
+recipes in `recipes_bench`, `recipes_trace` and `recipes_floor` are small examples: each reads its
+package through the measurement module's own loader, which recomputes the figures from the rows):
 
     class BenchRatioArgs(RecipeArgs):
         a: PackageId
@@ -32,12 +33,14 @@ or the library's AuditError escape) when the inputs cannot give the value: the c
 does not survive, with that line as the reason. A `Series` on the result gives the claim
 a plot on the page (tok/s per window for both arms); an `interval` a plot of the value
 with it. Units: a claim's unit must equal the recipe's unit or convert to it
-(`audit.claims.units.CONVERSIONS`); `audit schemas` needs nothing (arguments are checked
+(`audit.claims.units.CONVERSIONS`); a recipe whose unit depends on an argument (a counter in percent
+or in W) names it with `unit_of=lambda args: ...`; `audit schemas` needs nothing (arguments are checked
 against the recipe's model when a ledger is read, and listed by `audit claims recipes`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import tempfile
@@ -59,8 +62,9 @@ if TYPE_CHECKING:
     from audit.claims.ledger import Claim, LoadedLedger, RecipeCall
     from audit.packages import Package
 
-RECIPE_MODULES = ("audit.claims.recipes_grade", "audit.claims.recipes_stats")
-"""Modules that register recipes on import. Add `audit.claims.recipes_bench` (and trace, floor) here."""
+RECIPE_MODULES = ("audit.claims.recipes_grade", "audit.claims.recipes_stats", "audit.claims.recipes_bench",
+                  "audit.claims.recipes_trace", "audit.claims.recipes_floor")
+"""Modules that register recipes on import."""
 
 
 @dataclass(frozen=True)
@@ -93,14 +97,28 @@ class Series:
     ylabel: str
     lines: tuple[tuple[str, tuple[tuple[float, float], ...]], ...]
     """(label, points) per line."""
-    style: Literal["line", "dots"] = "line"
+    style: Literal["line", "dots", "line+dots", "barh"] = "line"
+    """`barh`: horizontal bars, one per `categories` entry, each line a stacked segment (x of a point: the
+    category's index)."""
+    categories: tuple[str, ...] = ()
+    """Bar labels for `barh`, top to bottom."""
+    unit: str | None = None
+    """Unit of the y values (x for `barh`); a retracted claim's published value is drawn on the plot only in
+    the same unit."""
     log_y: bool = False
     reference: float | None = None
     """A horizontal reference line (e.g. ratio 1)."""
+    reference_label: str | None = None
+    """The reference line's name in the legend (e.g. `vllm bench serve`); unnamed when None."""
     band: tuple[float, float] | None = None
     """A shaded horizontal band (e.g. the interval of the summary value)."""
     center: float | None = None
     """A horizontal line for the summary value."""
+    y_range: tuple[float, float | None] | None = None
+    """Fixed y limits (0–105 for counters in percent, so that 98 and 67 look as far apart as they are); a high end of
+    None keeps matplotlib's (tok/s from 0, so that 1.003× does not look like a gap)."""
+    integer_x: bool = False
+    """Ticks at whole x values only (windows, steps)."""
 
 
 @dataclass
@@ -166,6 +184,20 @@ class Context:
         except KeyError:
             raise RecipeFailed(f"package {ident!r} is not available (it failed its checks)") from None
 
+    @contextlib.contextmanager
+    def reading(self, ident: str) -> Iterator[None]:
+        """Turn the library's errors while reading package `ident` into RecipeFailed, naming the package by its
+        path in the ledger rather than where it was opened (a tarball is unpacked in a temporary directory):
+        the same inputs give the same words."""
+        try:
+            yield
+        except AuditError as e:
+            pkg = self._packages.get(ident)
+            text = str(e)
+            if pkg is not None:
+                text = text.replace(str(pkg.root), self.loaded.packages[ident].path)
+            raise RecipeFailed(text) from None
+
     def package_path(self, ident: str) -> Path:
         return self.package(ident).source
 
@@ -199,6 +231,24 @@ class Context:
 
 RecipeFn = Callable[[Any, Context], Result]
 
+MEMO_SIZE = 32
+_MEMO: dict[tuple[Any, ...], Any] = {}
+
+
+def memo(key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+    """`compute()`, remembered in this process under `key`, which must name the content digest of every package it
+    reads (a validated package's digest pins every file in it, and unlisted files are refused): the same content
+    gives the same figures, so a second `verify` in one process (tests, a page after a verify) need not recompute a
+    costly check. Failures are not remembered."""
+    if key in _MEMO:
+        _MEMO[key] = _MEMO.pop(key)  # most recently used last
+        return _MEMO[key]
+    value = compute()
+    _MEMO[key] = value
+    while len(_MEMO) > MEMO_SIZE:
+        del _MEMO[next(iter(_MEMO))]
+    return value
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -210,11 +260,26 @@ class Recipe:
     fn: RecipeFn = field(repr=False)
     claims: Callable[[Any], list[str]] | None = field(default=None, repr=False)
     """For recipes over other claims (arithmetic): the claim ids its arguments name."""
+    unit_of: Callable[[Any], str] | None = field(default=None, repr=False)
+    """For recipes whose unit depends on an argument: the unit for parsed arguments (`unit` then says
+    which units it can give, for `audit claims recipes`)."""
+
+    def unit_for(self, args: RecipeArgs) -> str:
+        """The unit of this recipe's value for these arguments."""
+        return self.unit_of(args) if self.unit_of is not None else self.unit
 
     @property
     def summary(self) -> str:
         doc = inspect.getdoc(self.fn) or ""
         return doc.split("\n\n")[0].replace("\n", " ")
+
+    def call_text(self, args: RecipeArgs) -> str:
+        """`name` for recipes of one unit; `name(arg=…)` naming the argument that picks the unit otherwise."""
+        if self.unit_of is None:
+            return self.name
+        shown = ", ".join(f"{k}={v}" for k, v in args.model_dump(exclude_defaults=False).items()
+                          if isinstance(v, str) and _input_kind(type(args).model_fields[k]) is None)
+        return f"{self.name}({shown})" if shown else self.name
 
     def parse(self, raw: dict[str, Any]) -> RecipeArgs:
         return self.args.model_validate(raw)
@@ -259,9 +324,12 @@ def _find_ref(tp: Any) -> str | None:
 REGISTRY: dict[str, Recipe] = {}
 
 
-def recipe(name: str, *, unit: str, claims: Callable[[Any], list[str]] | None = None
-           ) -> Callable[[RecipeFn], RecipeFn]:
-    """Register `fn(args, ctx) -> Result` under `name`; its first parameter's type is the arguments model."""
+def recipe(name: str, *, unit: str, claims: Callable[[Any], list[str]] | None = None,
+           unit_of: Callable[[Any], str] | None = None) -> Callable[[RecipeFn], RecipeFn]:
+    """Register `fn(args, ctx) -> Result` under `name`; its first parameter's type is the arguments model.
+
+    `unit` is the unit of its value; when that depends on the arguments, `unit_of(args)` gives it and
+    `unit` lists the possibilities for the help text."""
 
     def deco(fn: RecipeFn) -> RecipeFn:
         hints = typing.get_type_hints(fn, include_extras=True)
@@ -271,7 +339,7 @@ def recipe(name: str, *, unit: str, claims: Callable[[Any], list[str]] | None = 
             raise TypeError(f"recipe {name}: the first parameter must be typed with a RecipeArgs model")
         if name in REGISTRY and REGISTRY[name].fn is not fn:
             raise ValueError(f"recipe {name!r} is already registered")
-        REGISTRY[name] = Recipe(name, model, unit, fn, claims)
+        REGISTRY[name] = Recipe(name, model, unit, fn, claims, unit_of)
         return fn
 
     return deco
@@ -348,8 +416,9 @@ def check_claim(led: LoadedLedger, claim: Claim) -> None:
     read: dict[str, str] = {}
     for where, call, loc in calls:
         rec, args = resolve_call(led, claim, call, where, loc)
-        if units.factor(rec.unit, claim.unit) is None:
-            raise led.error(f"{rec.name} gives {rec.unit}, which does not convert to the claim's unit "
+        unit = rec.unit_for(args)
+        if units.factor(unit, claim.unit) is None:
+            raise led.error(f"{rec.call_text(args)} gives {unit}, which does not convert to the claim's unit "
                             f"{claim.unit!r}", claim=claim, field="unit", loc=base + ("unit",))
         for argname, kind, ident in rec.inputs(args):
             known = packages if kind == "package" else files
@@ -445,6 +514,9 @@ def run_call(call: RecipeCall, ctx: Context) -> Result:
         raise RecipeFailed(str(e)) from None
     except (ArithmeticError, ValueError) as e:
         raise RecipeFailed(f"{type(e).__name__}: {e}") from None
+    expected = rec.unit_for(args)
+    if expected != units.ANY and result.unit != expected:  # a recipe's bug, not the inputs': say so plainly
+        raise RecipeFailed(f"{rec.name} gave a value in {result.unit}, registered as {expected}")
     ids = tuple(dict.fromkeys(ident for _, _, ident in rec.inputs(args)))
     result.inputs = ids
     return result

@@ -14,8 +14,14 @@ CONVERSIONS: dict[tuple[str, str], float] = {
     ("points", "fraction"): 0.01,
     ("ms", "s"): 0.001,
     ("s", "ms"): 1000.0,
+    ("ms", "µs"): 1000.0,
+    ("µs", "ms"): 0.001,
 }
 """(recipe unit, claim unit) → factor."""
+
+MEASURE_DIGITS = {"tok/s": 1, "ms": 3, "µs": 1, "s": 3, "W": 1, "J": 0}
+"""Measurement units shown with a fixed number of decimals (a tok/s figure as `203.9 tok/s`, not `203.9`
+in one place and `204` in another)."""
 
 ANY = "any"
 """The unit of recipes whose result takes the claim's unit (arithmetic)."""
@@ -44,6 +50,8 @@ def fmt(value: float | None, unit: str) -> str:
         return f"{value:,.2f}" + ("" if unit == "count" else f" {unit}")
     if unit == "ratio":
         return f"{value:.3f}×"
+    if unit in MEASURE_DIGITS:
+        return f"{value:,.{MEASURE_DIGITS[unit]}f} {unit}"
     return f"{value:.4g} {unit}"
 
 
@@ -61,4 +69,7 @@ def fmt_interval(low: float | None, high: float | None, unit: str) -> str:
         return f"[{low:.4f}, {high:.4f}]"
     if unit in ("count", "rows", "items", "tasks"):
         return f"[{fmt(low, 'count')}, {fmt(high, 'count')}]" + ("" if unit == "count" else f" {unit}")
+    if unit in MEASURE_DIGITS:
+        d = MEASURE_DIGITS[unit]
+        return f"[{low:,.{d}f}, {high:,.{d}f}] {unit}"
     return f"[{low:.4g}, {high:.4g}] {unit}"
