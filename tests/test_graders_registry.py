@@ -49,8 +49,6 @@ def test_math_equiv2_reuses_v1_helpers_without_moving_v1s_fingerprint():
 def test_math_equiv3_fingerprint_covers_its_engine_class_and_the_helpers_it_imports(tmp_path):
     # @3's registered function calls through an instance of its engine class: the class's methods and
     # the helpers they name are part of the fingerprint, so editing any of them moves it.
-    from audit.registry import code_fingerprint
-
     src = """
 from dataclasses import dataclass
 from audit.graders import Judgment
@@ -73,10 +71,10 @@ class Engine:
 def fn(answer, reference, *, num_choices=None, config=Cfg()):
     return Engine(config).grade(answer, reference)
 """
-    base = code_fingerprint(_load(tmp_path, "audit.graders._engine_a", src).fn, config=None)
-    for old, new in (("if a == r", "if a != r"), ("s.strip()", "s.lower()")):
-        edited = code_fingerprint(_load(tmp_path, "audit.graders._engine_b", src.replace(old, new)).fn, config=None)
-        assert edited != base, old
+    base = _fingerprint(tmp_path / "a", src)
+    assert _fingerprint(tmp_path / "a2", src) == base
+    for k, (old, new) in enumerate((("if a == r", "if a != r"), ("s.strip()", "s.lower()"))):
+        assert _fingerprint(tmp_path / f"b{k}", src.replace(old, new)) != base, old
     import audit.graders.math as v1
     import audit.graders.math_v3 as v3
 
@@ -87,11 +85,51 @@ def fn(answer, reference, *, num_choices=None, config=Cfg()):
                                                          | set(lock["math.equiv@2"].fingerprints))
 
 
+def test_a_subclass_fingerprint_covers_its_base_classes(tmp_path):
+    # A version that is a small subclass of a shared engine runs the engine's methods: editing one
+    # of them (or a helper only the base names) must move the subclass's fingerprint.
+    src = """
+from audit.graders import Judgment
+
+def helper(s):
+    return s.strip()
+
+class Engine:
+    def grade(self, a, r):
+        return self.same(helper(a), r)
+    def same(self, a, r):
+        return Judgment(True, "correct", "x") if a == r else Judgment(False, "incorrect", "x")
+
+class Middle(Engine):
+    pass
+
+class Version(Middle):
+    def __init__(self, config):
+        self.config = config
+
+def fn(answer, reference, *, num_choices=None, config=None):
+    return Version(config).grade(answer, reference)
+"""
+    base = _fingerprint(tmp_path / "a", src)
+    assert _fingerprint(tmp_path / "a2", src) == base  # same code under the same module name: same fingerprint
+    for k, (old, new) in enumerate((("if a == r", "if a != r"), ("s.strip()", "s.lower()"))):
+        assert _fingerprint(tmp_path / f"b{k}", src.replace(old, new)) != base, old
+
+
 def test_verdict_refuses_inconsistent_status():
     with pytest.raises(ValueError):
         graders.Judgment(False, "timeout", "x")
     with pytest.raises(ValueError):
         graders.Judgment(None, "maybe", "x")
+
+
+def _fingerprint(folder, source: str) -> str:
+    """The fingerprint of `fn` in `source`, loaded as the module `audit.graders._fp_probe` from `folder`
+    (always the same module name: the name is part of a fingerprint, so it must not be what differs)."""
+    from audit.registry import code_fingerprint
+
+    folder.mkdir()
+    return code_fingerprint(_load(folder, "audit.graders._fp_probe", source).fn, config=None)
 
 
 def _load(tmp_path, name: str, source: str):
