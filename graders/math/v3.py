@@ -89,6 +89,7 @@ from audit.graders.math.v2 import MathEquiv2
 
 # --------------------------------------------------------------------------- config
 
+
 @dataclass(frozen=True)
 class NumericTolerance:
     """A numeric tolerance that a benchmark's official grader names; never a default."""
