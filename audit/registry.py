@@ -216,6 +216,11 @@ def code_fingerprint(*roots: Any, config: Any = None) -> str:
             parts.append(["code", f"{mod}.{obj.__qualname__}", src])
             namespace = obj.__globals__ if inspect.isfunction(obj) else vars(sys.modules[mod])
             visit_code_object(obj, namespace)
+            if inspect.isclass(obj):
+                # A subclass runs code its own source does not show: its bases of this project are part of it.
+                for base in obj.__bases__:
+                    if _own(getattr(base, "__module__", None)):
+                        visit(f"{label}.__base__", base)
             return
         if callable(obj) and not isinstance(obj, type):
             # Builtins and other callables from outside the project (e.g. math.isclose).

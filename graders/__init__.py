@@ -9,11 +9,13 @@ from "wrong". Registered versions are immutable, like the extractors'.
 This folder is the package `audit.graders` (see `audit/__init__.py`). Graders may use
 `audit.extractors`; they know nothing of the rest of audit or the CLI.
 
-Graders shipped (one module per family; every public module here is loaded on first lookup):
+Graders shipped (one module per family, the math family a package; every public module here is loaded
+on first lookup):
 
-    math.equiv@1            audit.graders.math        symbolic equivalence on sympy + latex2sympy2_extended
-    math.equiv@2            audit.graders.math_v2     @1 with assignments by variable, decimals to their stated precision
-    math.equiv@3            audit.graders.math_v3     exact numbers, labels, word-joined lists; one engine class + frozen config
+    math.equiv@1            audit.graders.math.v1     symbolic equivalence on sympy + latex2sympy2_extended
+    math.equiv@2            audit.graders.math.v2     @1 with assignments by variable, decimals to their stated precision
+    math.equiv@3            audit.graders.math.v3     exact numbers, labels, word-joined lists
+                            (each a small subclass of audit.graders.math.engine.MathEngine + a frozen config)
     math.hendrycks@985bdc1  audit.graders.hendrycks   hendrycks/math `is_equiv` string normalizer, bugs included
     math.mathverify@0.9.0   audit.graders.mathverify  second opinion through the pinned math-verify package
     exact.hle@1             audit.graders.exact       HLE-style strict exact match, numbers to stated precision

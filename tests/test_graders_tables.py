@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from audit import graders
-from audit.graders.math import math_equiv, math_equiv_fast
-from audit.graders.math_v2 import math_equiv2, math_equiv2_fast
-from audit.graders.math_v3 import MathEquiv3, MathEquiv3Config, NumericTolerance, math_equiv3, math_equiv3_fast
+from audit.graders.math.v1 import math_equiv, math_equiv_fast
+from audit.graders.math.v2 import math_equiv2, math_equiv2_fast
+from audit.graders.math.v3 import MathEquiv3, MathEquiv3Config, NumericTolerance, math_equiv3, math_equiv3_fast
 
 GOLDEN = Path(__file__).parent / "golden" / "graders"
 
