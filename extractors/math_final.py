@@ -325,3 +325,24 @@ def math_final(text: str, *, finish_reason: str | None = None, config: MathFinal
             answer, span, joined = env
             return Extraction(answer, RULE_MATH_ENVS if joined else RULE_MATH_ENV, span)
     return Extraction(None, RULE_NONE)
+
+
+RULE_WORDS = {
+    "math.final": {
+        "boxed": "the content of the last \\boxed{...}",
+        "fbox": "the content of the last \\fbox{...}",
+        "boxed_unbraced": "the token after the last \\boxed without braces",
+        "fbox_unbraced": "the token after the last \\fbox without braces",
+        "boxes": "the last boxes, joined ('\\boxed{1} and \\boxed{-2}')",
+        "unclosed": "the last box never closes (a cut response; no earlier box is used)",
+        "malformed_box": "the last \\boxed has no argument",
+        "empty_box": "the last box is empty",
+        "final_answer": "the last 'final answer is X' statement",
+        "answer_is": "the last 'the answer is X' / 'Answer: X' statement",
+        "math_env": "the last math environment ($...$, \\[...\\])",
+        "math_envs": "the last math environments, joined",
+        "last_number": "the last number of the last line",
+        "none": "no box, statement, math or number",
+    },
+}
+"""What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""
