@@ -105,7 +105,7 @@ def run_demo(packages: Path = DEFAULT_PACKAGES, out: Path = Path("out/demo")) ->
     for s in summary:
         extra = f"; {s.one_sided}" if s.one_sided else ""
         lines.append(f"{s.benchmark:<13}{s.recorded:<22}{s.recomputed:<22}{s.changed:>8}  {s.causes}{extra}")
-    lines += ["", "Each retracted verdict (item, answer recorded → read now, verdict, cause, why):"]
+    lines += ["", "Each verdict that changed (item, answer recorded → read now, verdict, cause, why):"]
     lines += details
     lines += [
         "",

@@ -1,0 +1,38 @@
+"""Item ids in the order people read them: `q2` before `q10` (natural order).
+
+Files keep their rows in code-point order of `item_id` (what readers check and what
+reproduces byte for byte); every list printed for people, and the row lists of a diff
+report, use this order instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(item_id: str) -> tuple[tuple[str | int, ...], str]:
+    """Sort key: runs of digits compare as numbers (`q2` < `q10`), ties by the id itself (`q7` < `q07`).
+
+    The split alternates text and digits, text first, so keys compare part by part without mixing types.
+    """
+    parts = _DIGITS.split(item_id)
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), item_id
+
+
+def natural_sorted(item_ids: Iterable[str]) -> list[str]:
+    """The ids in natural order."""
+    return sorted(item_ids, key=natural_key)
+
+
+def natural_order(item_ids: Sequence[str], samples: Sequence[int] | None = None) -> list[int]:
+    """Indices that put (item_id, sample) pairs in natural order of the id, then by sample."""
+    keys: dict[str, tuple[tuple[str | int, ...], str]] = {}
+    for item_id in item_ids:
+        if item_id not in keys:
+            keys[item_id] = natural_key(item_id)
+    if samples is None:
+        return sorted(range(len(item_ids)), key=lambda i: keys[item_ids[i]])
+    return sorted(range(len(item_ids)), key=lambda i: (keys[item_ids[i]], samples[i]))
