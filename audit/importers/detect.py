@@ -11,6 +11,7 @@ JSON document), never at the whole file: a 10 GB file is sniffed as fast as a sm
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -35,10 +36,29 @@ class Format:
     """The command that reads it (FILE stands for the file)."""
     importer: str | None = None
     """The `audit import` subcommand that reads it, when one does."""
+    after: str = ""
+    """Words after the command, e.g. which file to give it."""
 
     def message(self, path: str | os.PathLike[str]) -> str:
         """One line: what the file looks like and the command to use."""
-        return f"this looks like {self.what}; use `{self.use.replace('FILE', str(path))}`"
+        use, after = self.use, self.after
+        if self is LM_EVAL_RESULTS:
+            samples = _samples_beside(Path(path))
+            if samples:
+                use = use.replace("samples_<task>_<date>.jsonl", "FILE")
+                after = (" (the --log_samples file written beside it)" if len(samples) == 1 else
+                         f" (one of the {len(samples)} --log_samples files written beside it: "
+                         + ", ".join(p.name for p in samples) + ")")
+                path = samples[0]
+        return f"this looks like {self.what}; use `{use.replace('FILE', str(path))}`{after}"
+
+
+def _samples_beside(results: Path) -> list[Path]:
+    """The samples files lm-eval wrote in the same run as `results_<date>.json` (same folder, same date)."""
+    date = results.name.removeprefix("results_").removesuffix(".json")
+    if date == results.name:
+        return []
+    return sorted(results.parent.glob(f"samples_*_{date}.jsonl"))
 
 
 MMLU_PRO = Format("mmlu-pro", "a TIGER-AI-Lab/MMLU-Pro result file (question_id, options, pred and the model's text)",
@@ -47,8 +67,8 @@ LM_EVAL_SAMPLES = Format("lm-eval-samples", "an lm-evaluation-harness --log_samp
                          "audit import lm-eval FILE --benchmark NAME -o OUT [--recorded RECORDED.json]", "lm-eval")
 LM_EVAL_RESULTS = Format(
     "lm-eval-results", "an lm-evaluation-harness results file (aggregate scores only, no per-item rows)",
-    "audit import lm-eval samples_<task>_<date>.jsonl --benchmark NAME -o OUT on the samples file written beside "
-    "it by --log_samples")
+    "audit import lm-eval samples_<task>_<date>.jsonl --benchmark NAME -o OUT",
+    after=" on the samples file --log_samples writes beside it")
 MMLU_PRO_QUESTIONS = Format(
     "mmlu-pro-questions", "the MMLU-Pro question set (question_id, options, answer; no model text)",
     "audit import table FILE --kind items --map item_id=question_id --map reference=answer --map choices=options "
@@ -167,15 +187,43 @@ def _whole_document(p: Path, head: bytes, limit: int = 64 << 20) -> dict[str, An
     return obj if isinstance(obj, dict) else None
 
 
+_SIGNATURES = {
+    "mmlu-pro": {"question_id", "options", "pred", "answer", *_MMLU_TEXT},
+    "lm-eval": {"doc_id", "doc", "resps", "filtered_resps", "arguments", "target"},
+    "verdicts": {"item_id", "correct", "verdict"},
+}
+"""Fields of which an importer's input has at least one in its first record (else it is another table)."""
+
+
+def first_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The first record of a table file, or None."""
+    from audit.importers.sources import iter_table_records
+
+    try:
+        for rec in iter_table_records(Path(path)):
+            return rec.obj
+    except READ_ERRORS:
+        return None
+    return None
+
+
 def wrong_importer(path: str | os.PathLike[str], importer: str) -> Format | None:
     """The format of `path` when another command, not `audit import <importer>`, reads it; else None.
 
     `table` reads any table, so it is wrong only for audit's own documents and for files whose
-    dedicated importer must be used (an lm-eval results file holds no rows at all).
+    dedicated importer must be used (an lm-eval results file holds no rows at all). A table of
+    unknown columns is wrong for another importer only when its first record has none of the
+    fields that importer reads (a damaged record of the right format gets the importer's own error).
     """
     found = sniff(path)
+    if found is TABLE and importer in _SIGNATURES:
+        rec = first_record(path) or {}
+        if rec and not set(rec) & _SIGNATURES[importer]:
+            names = ", ".join(list(rec)[:6]) + (", ..." if len(rec) > 6 else "")
+            return dataclasses.replace(TABLE, what=f"a table with other columns ({names})")
+        return None
     if found is None or found is TABLE or found.importer == importer:
-        return None  # unknown columns: the importer's own errors say what is missing
+        return None
     if importer == "table" and found.importer is not None:
         return None  # a mapping may legitimately read any table; a failing one gets the hint instead
     return found
