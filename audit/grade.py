@@ -31,6 +31,7 @@ import pandas as pd
 from audit import extractors
 from audit import graders
 from audit.errors import AuditError
+from audit.ids import natural_key
 from audit.jsonl import dumps
 from audit.models import LETTERS, ItemRow
 from audit.packages import Package, open_package
@@ -597,14 +598,15 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
             return Reproduction(True, [], notes)
     diffs, timeouts = [], []
     old_rows = {(r.item_id, r.sample): r for r in vf.items}
-    for r in new.items:
+    for r in sorted(new.items, key=lambda r: (natural_key(r.item_id), r.sample)):  # listed as people read ids
         o = old_rows.pop((r.item_id, r.sample), None)
         if o == r:
             continue
         line = (f"{r.item_id} sample {r.sample}: recorded "
                 f"{(o.verdict, o.status, o.answer) if o else 'absent'}, now {(r.verdict, r.status, r.answer)}")
         (timeouts if o is not None and _only_timeout_differs(o, r) else diffs).append(line)
-    diffs += [f"{k[0]} sample {k[1]}: recorded but not produced now" for k in old_rows]
+    diffs += [f"{k[0]} sample {k[1]}: recorded but not produced now"
+              for k in sorted(old_rows, key=lambda k: (natural_key(k[0]), k[1]))]
     if not diffs and not timeouts:
         diffs.append("rows are identical; the header or summary differs")
     return Reproduction(False, diffs, notes, timeouts)

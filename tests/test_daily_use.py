@@ -196,3 +196,18 @@ def test_no_correct_row_names_the_bound_in_words(cli, tmp_path):
     r = cli("grade", tmp_path / "right", "--benchmark", "mmlu_pro", "-o", tmp_path / "all.json")
     assert r.out.splitlines()[3] == ("accuracy                     100.00%  (4/4)  binomial_2se [100.00, 100.00]; no "
                                      "row wrong: accuracy ≥ 47.29% (exact one-sided 95% lower bound)")
+
+
+def test_reproduce_lists_the_rows_that_differ_in_natural_order(graded, cli, tmp_path):
+    path = tmp_path / "official.json"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    edited = [line.replace('"status":"correct"', '"status":"incorrect"').replace('"verdict":"correct"',
+                                                                                   '"verdict":"incorrect"')
+              if line.startswith(('    {"item_id":"q2"', '    {"item_id":"q10"')) else line for line in lines]
+    path.write_text("".join(edited), encoding="utf-8")
+    r = cli("reproduce", "official.json")
+    assert r.code == 1
+    assert r.out.splitlines() == [
+        "differs: official.json (2 differences)",
+        "  q2 sample 0: recorded ('incorrect', 'incorrect', 'B'), now ('correct', 'correct', 'B')",
+        "  q10 sample 0: recorded ('incorrect', 'incorrect', 'C'), now ('correct', 'correct', 'C')"]
