@@ -195,3 +195,27 @@ def test_recorded_is_never_overwritten_without_force(cli, here):
     r = cli("import", "lm-eval", ARC, "--benchmark", "arc_easy", "-o", "arc", "--recorded", "recorded.json")
     assert (r.code, r.err) == (2, "audit: error: recorded.json: already exists (use --force to replace it)\n")
     assert not (here / "arc").exists() and (here / "recorded.json").read_text(encoding="utf-8") == "mine"
+
+
+def test_recorded_answer_is_the_option_the_metrics_rule_chose(cli, here):
+    # Options of very different lengths: acc (raw log-likelihood) and acc_norm (per character) choose differently.
+    rec = _mc(0, ["q", "q"], ["a very long option text", "b"], ["-6.0", "-2.0"], "0", acc=0.0, acc_norm=1.0,
+              metrics=["acc", "acc_norm"])
+    src = here / "samples_x.jsonl"
+    src.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    for metric, letter, verdict in (("acc", "B", "incorrect"), ("acc_norm", "A", "correct")):
+        r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", f"pkg-{metric}", "--no-hash-check",
+                "--recorded", f"{metric}.json", "--metric", metric)
+        assert r.code == 0, r.err
+        (row,) = json.loads((here / f"{metric}.json").read_text(encoding="utf-8"))["items"]
+        assert (row["answer"], row["verdict"], row["reference"]) == (letter, verdict, "A")
+    r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", "pkg", "--no-hash-check", "--recorded", "r.json",
+            "--metric", "brier_score")
+    assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field brier_score: metric brier_score is None, not 0 "
+                                  f"or 1: not a verdict\n")
+    rec["exact_match"] = 1
+    src.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", "pkg", "--no-hash-check", "--recorded", "r.json",
+            "--metric", "exact_match")
+    assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field exact_match: metric exact_match does not score "
+                                  f"a chosen option (give --metric one of acc, acc_norm, acc_bytes)\n")

@@ -351,6 +351,11 @@ class LmEvalImport:
                 raise AuditError(f"metric {used} is {value!r}, not 0 or 1: not a verdict", path=rec.label,
                                  row=rec.row, field=used)
             if choice is not None:
+                if used not in CHOICE_RULES:
+                    raise AuditError(f"metric {used} does not score a chosen option (give --metric one of "
+                                     f"{', '.join(CHOICE_RULES)})", path=rec.label, row=rec.row, field=used)
+                if used != self.choice_by:  # the recorded answer is the option that metric's rule chose
+                    choice = read_choice(obj, used, self.target_delimiter)
                 answer, reference, status = choice.letter, choice.gold_letter, None
             else:
                 filtered = obj.get("filtered_resps")
