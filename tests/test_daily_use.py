@@ -8,6 +8,7 @@ import json
 
 import pytest
 from tests.builders import make_package
+from tests.conftest import REPO
 
 from audit.packages import open_package
 from audit.producer import producer
@@ -211,3 +212,48 @@ def test_reproduce_lists_the_rows_that_differ_in_natural_order(graded, cli, tmp_
         "differs: official.json (2 differences)",
         "  q2 sample 0: recorded ('incorrect', 'incorrect', 'B'), now ('correct', 'correct', 'B')",
         "  q10 sample 0: recorded ('incorrect', 'incorrect', 'C'), now ('correct', 'correct', 'C')"]
+
+
+def test_show_says_what_a_release_holds(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli("demo", "--out", "out").code == 0
+    r = cli("show", "out/release-gpqa_diamond")
+    assert (r.code, r.err) == (0, "")
+    assert r.out.split("B  sha256 ")[-1].splitlines()[1:] == [
+        "release    6 rows: 6 items x 1 samples; 6 protected items published as verdict and status only",
+        "graded by  gpqa.final_line@1 + choice@1",
+        "statuses   correct=3, incorrect=1, truncated=2",
+        "figures",
+        "  accuracy[sample=0]            50.00%  (3/6)  binomial_2se [9.18, 90.82]",
+        "  accuracy                      50.00%  (3/6)  binomial_2se [9.18, 90.82]",
+        "  accuracy_all[sample=0]        50.00%  (3/6)  binomial_2se [9.18, 90.82]",
+        "  accuracy_all                  50.00%  (3/6)  binomial_2se [9.18, 90.82]"]
+
+
+EVIDENCE = REPO / "packages"
+
+
+@pytest.mark.parametrize("package,tail", [
+    ("evidence-h200-trace/profile-decode-tp1", [
+        "steps       33 complete (31 selected by /_context_0\\(0\\)_generation_[1-9]/); GPU events launched before the "
+        "first marker: 0, after the last (a step without an end): 0",
+        "kernels     per step: median 436, 436 to 437; by stream 7: median 436, 436 to 437",
+        "step time   median 4.817 ms (marker to marker), GPU window median 4.832 ms",
+        "main stream 7 (most kernels): busy 93.84% of 151.277 ms (the selected steps' GPU windows); 13,628 gaps, "
+        "median 0.417 µs, longest 677.407 µs",
+        "cuda graphs 31 launches ran 12,958 kernels; kernels per launch: 418 (constant); launches per step: 1 "
+        "(constant)",
+        "note: kernels per step vary from 436 to 437 across 31 steps",
+        "note: 31 CUDA-graph launches ran 12,958 kernels (each kernel counted in the step of its graph's launch)"]),
+    ("evidence-h200-bench/ngram", [
+        "tok/s      481.8 ± 17.5 (2·se) over 3 valid windows, 472.8 to 499.3 by window (audit bench report for all "
+        "figures)"]),
+    ("evidence-h200-floor/floor-qwen3-30b-a3b.tar.gz", [
+        "bytes/token by dtype: BF16 6,146,654,208",
+        "floor: 6,146,654,208 bytes/token / (1 GPU x 4.814 TB/s from NVML (NVIDIA H200: 6016-bit bus x 3201 MHz x "
+        "2)) = 1.277 ms/token, 783.2 tok/s (context 640)"]),
+])
+def test_show_says_what_a_measurement_package_holds(cli, package, tail):
+    r = cli("show", EVIDENCE / package)
+    assert (r.code, r.err) == (0, "")
+    assert r.out.splitlines()[-len(tail):] == tail
