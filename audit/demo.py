@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from audit.diff import diff_files, render_json, render_markdown
+from audit.diff.render import guessed_letter
 from audit.errors import AuditError
 from audit.grade import grade_package
 from audit.importers.verdicts import import_verdicts
@@ -43,6 +44,12 @@ class DemoLine:
 
 def _rate(correct: int, total: int) -> str:
     return f"{pct(correct / total)} ({correct}/{total})" if total else "n/a"
+
+
+def _answer(side: dict, width: int = 12) -> str:
+    """The answer read, or the letter a random-guess row guessed."""
+    guess = guessed_letter(side)
+    return f"guess {guess}" if guess and side["answer"] is None else _cut(side["answer"], width)
 
 
 def _cut(text: str | None, width: int) -> str:
@@ -86,7 +93,7 @@ def run_demo(packages: Path = DEFAULT_PACKAGES, out: Path = Path("out/demo")) ->
                                 len(result.changed_rows()), counts or "-", one_sided))
         for row in result.changed_rows():
             o, n = row["old"], row["new"]
-            details.append(f"  {bench:<13}{row['item_id']:<14}{_cut(o['answer'], 12):<13}→ {_cut(n['answer'], 12):<13}"
+            details.append(f"  {bench:<13}{row['item_id']:<14}{_answer(o):<13}→ {_answer(n):<13}"
                            f"{o['verdict']:>9} → {n['verdict']:<10} {row['cause']:<10} {_cut(n['reason'], 60)}")
         for side, table in (("NEW", result.only_new), ("OLD", result.only_old)):
             for r in table.to_pylist():
@@ -105,7 +112,7 @@ def run_demo(packages: Path = DEFAULT_PACKAGES, out: Path = Path("out/demo")) ->
     for s in summary:
         extra = f"; {s.one_sided}" if s.one_sided else ""
         lines.append(f"{s.benchmark:<13}{s.recorded:<22}{s.recomputed:<22}{s.changed:>8}  {s.causes}{extra}")
-    lines += ["", "Each retracted verdict (item, answer recorded → read now, verdict, cause, why):"]
+    lines += ["", "Each verdict that changed (item, answer recorded → read now, verdict, cause, why):"]
     lines += details
     lines += [
         "",

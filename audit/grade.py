@@ -31,6 +31,7 @@ import pandas as pd
 from audit import extractors
 from audit import graders
 from audit.errors import AuditError
+from audit.ids import natural_key
 from audit.jsonl import dumps
 from audit.models import LETTERS, ItemRow
 from audit.packages import Package, open_package
@@ -81,6 +82,7 @@ def environment() -> dict[str, str]:
 class ItemInfo:
     reference: str
     options: int | None
+    subject: str | None = None
 
 
 def _reference(item: ItemRow, field_name: str, where: str) -> str:
@@ -102,7 +104,8 @@ def load_items(pkg: Package, reference_field: str) -> dict[str, ItemInfo]:
             # Unique within each file is checked on validation; across the files of one package, here.
             raise AuditError(f"item {item.item_id!r} appears in more than one items file", path=str(pkg.source),
                              field="item_id")
-        items[item.item_id] = ItemInfo(_reference(item, reference_field, str(pkg.source)), item.option_count())
+        items[item.item_id] = ItemInfo(_reference(item, reference_field, str(pkg.source)), item.option_count(),
+                                       item.subject)
     return items
 
 
@@ -480,7 +483,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
         benchmark=config.benchmark, responses_package=responses_ref, items_package=items_ref,
         extractor=_ref(main[0]), grader=_ref(main[1]), mc_extractor=_ref(mc[0]), mc_grader=_ref(mc[1]),
         reference_field=config.reference_field, producer=producer(), environment=environment(),
-        policies=policies, summary=summarize(df), items=[])
+        policies=policies, summary=summarize(df, {i: info.subject for i, info in item_info.items()}), items=[])
     del df
     grading = Grading(header, cols)
     if out is not None:
@@ -497,13 +500,13 @@ def _package_ref(pkg: Package, out_dir: Path) -> PackageRef:
 
 
 def format_summary(vf: VerdictFile) -> list[str]:
-    """Short human-readable lines: the figures with their intervals, and status counts."""
-    lines = []
-    for f in vf.summary.figures:
-        ivs = "; ".join(f"{iv.method} [{100 * iv.low:.2f}, {100 * iv.high:.2f}]" for iv in f.intervals)
-        lines.append(f"{f.name:<28} {100 * f.value:6.2f}%  ({f.correct}/{f.total})" + (f"  {ivs}" if ivs else ""))
+    """Short human-readable lines: the figures with their intervals (one-sided bounds in words), status
+    counts, and the per-subject figures when the items name subjects."""
+    from audit.views import figure_lines, subject_lines
+
+    lines = figure_lines(vf.summary.figures)
     lines.append("statuses: " + ", ".join(f"{k}={v}" for k, v in vf.summary.statuses.items()))
-    return lines
+    return lines + subject_lines(vf.summary.subjects)
 
 
 # --------------------------------------------------------------------------- reproduce
@@ -586,6 +589,8 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
     if env_now != vf.environment:
         notes.append("environment differs: " + ", ".join(
             f"{k} {vf.environment.get(k)} -> {v}" for k, v in env_now.items() if vf.environment.get(k) != v))
+    # The grading is written in the recorded file's format version (a version-1 file has no subjects).
+    same_refs["schema_version"] = vf.schema_version
     with tempfile.TemporaryDirectory(prefix="audit-reproduce-") as tmp:
         again = Path(tmp) / "again.json"
         write_verdict_file(again, new.header.model_copy(update=same_refs), new.iter_rows())
@@ -593,14 +598,15 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
             return Reproduction(True, [], notes)
     diffs, timeouts = [], []
     old_rows = {(r.item_id, r.sample): r for r in vf.items}
-    for r in new.items:
+    for r in sorted(new.items, key=lambda r: (natural_key(r.item_id), r.sample)):  # listed as people read ids
         o = old_rows.pop((r.item_id, r.sample), None)
         if o == r:
             continue
         line = (f"{r.item_id} sample {r.sample}: recorded "
                 f"{(o.verdict, o.status, o.answer) if o else 'absent'}, now {(r.verdict, r.status, r.answer)}")
         (timeouts if o is not None and _only_timeout_differs(o, r) else diffs).append(line)
-    diffs += [f"{k[0]} sample {k[1]}: recorded but not produced now" for k in old_rows]
+    diffs += [f"{k[0]} sample {k[1]}: recorded but not produced now"
+              for k in sorted(old_rows, key=lambda k: (natural_key(k[0]), k[1]))]
     if not diffs and not timeouts:
         diffs.append("rows are identical; the header or summary differs")
     return Reproduction(False, diffs, notes, timeouts)

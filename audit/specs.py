@@ -144,6 +144,10 @@ _add(BenchmarkSpec(
     "reference is the value on the solution's `####` line; exact numbers",
     GradeConfig("gsm8k", extractor="gsm8k.answer@1", grader="gsm8k.numeric@1")))
 _add(BenchmarkSpec(
+    "Multiple choice with the option already chosen (lm-eval log-likelihood samples, `audit import lm-eval`): the "
+    "letter the response holds, letter match",
+    GradeConfig("selected_choice", extractor="raw@1", grader="choice@1")))
+_add(BenchmarkSpec(
     "Generic exact match of the whole (stripped) response",
     GradeConfig("exact", extractor="raw@1", grader="exact.hle@1")))
 

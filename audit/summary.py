@@ -7,10 +7,13 @@ figures of both sides the same way. Works on a pandas DataFrame with columns
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 from audit import stats
-from audit.verdicts import Figure, Interval, Summary
+from audit.ids import natural_key, natural_sorted
+from audit.verdicts import Figure, Interval, SubjectSummary, Summary
 
 DENOMINATORS = ("graded", "all")
 
@@ -79,11 +82,28 @@ def figures(df: pd.DataFrame) -> list[Figure]:
     return out
 
 
-def summarize(df: pd.DataFrame) -> Summary:
-    """The summary block of a verdict file."""
+def subject_summaries(df: pd.DataFrame, subject_of: Mapping[str, str | None]) -> list[SubjectSummary]:
+    """Per subject: its items (natural order) and its overall figures. Empty when no item has a subject;
+    items without one form a last group (subject null) when others have one."""
+    if df.empty or not any(subject_of.get(i) is not None for i in df["item_id"].unique()):
+        return []
+    # One pass: each row's subject ("" stands for none; a real subject is never empty text).
+    key = df["item_id"].map(lambda i: subject_of.get(i) or "")
+    out = []
+    parts = dict(tuple(df.groupby(key, sort=False)))
+    for name in sorted(parts, key=lambda s: (s == "", natural_key(s))):
+        part = parts[name]
+        out.append(SubjectSummary(subject=name or None, items=natural_sorted(part["item_id"].unique().tolist()),
+                                  figures=[f for f in figures(part) if f.sample is None]))
+    return out
+
+
+def summarize(df: pd.DataFrame, subject_of: Mapping[str, str | None] | None = None) -> Summary:
+    """The summary block of a verdict file; `subject_of` (item id -> subject) adds per-subject figures."""
     statuses = {str(k): int(v) for k, v in df["status"].value_counts().sort_index().items()}
     ungraded = df[df["verdict"] == "ungraded"]
     excluded = [{"item_id": r.item_id, "sample": int(r.sample), "status": r.status, "reason": r.reason}
                 for r in ungraded[["item_id", "sample", "status", "reason"]].itertuples(index=False)]
     return Summary(samples=int(df["sample"].nunique()) if len(df) else 0, items=int(df["item_id"].nunique()),
-                   statuses=statuses, figures=figures(df), excluded=excluded)
+                   statuses=statuses, figures=figures(df), excluded=excluded,
+                   subjects=subject_summaries(df, subject_of or {}))

@@ -25,7 +25,8 @@ from audit.jsonl import atomic_text, dumps
 from audit.models import Producer, Record, Verdict
 from audit.schemas import register
 
-VERDICT_FILE_SCHEMA_VERSION = 1
+VERDICT_FILE_SCHEMA_VERSION = 2
+"""Version 2 added `summary.subjects`; version-1 files still load, and reproduce byte for byte (written without it)."""
 
 VERDICTS: tuple[str, ...] = typing.get_args(Verdict)
 
@@ -172,6 +173,29 @@ class Summary(Record):
     """Rows left out of the graded denominator, each `{item_id, sample, status, reason}`."""
 
 
+class SubjectSummary(Record):
+    """One subject's items and figures (e.g. an MMLU-Pro category)."""
+
+    subject: str | None
+    """The items' `subject` (null: items without one, when others have one)."""
+    items: list[str]
+    """Its item ids, in natural order (`q2` before `q10`)."""
+    figures: list[Figure]
+    """Its overall figures (all runs pooled), both denominators, with intervals."""
+
+
+SummaryV1 = Summary
+"""The summary of schema version 1 (the name `Summary` is rebound to version 2's below)."""
+
+
+class SummaryV2(SummaryV1):
+    """Figures per run and overall, per subject, and counts by status."""
+
+    subjects: list[SubjectSummary] | None = None
+    """Per subject, in natural order of the names (items without a subject last): empty when no item
+    names one; null in schema version 1 files, which did not record subjects."""
+
+
 class RowsFileRef(Record):
     """A Parquet copy of the rows beside the verdict file, for fast reading of large gradings."""
 
@@ -189,7 +213,7 @@ class RowsFileRef(Record):
 class VerdictFile(Record):
     """`results.json`: a complete, reproducible grading of one responses package."""
 
-    schema_version: int = VERDICT_FILE_SCHEMA_VERSION
+    schema_version: int = 1
     """Version of this format; readers refuse newer versions."""
     kind: Literal["verdicts"] = "verdicts"
     """Always `verdicts`."""
@@ -215,7 +239,7 @@ class VerdictFile(Record):
     """Versions of libraries the grader depends on (e.g. sympy)."""
     policies: Policies
     """Every policy applied."""
-    summary: Summary
+    summary: SummaryV1
     """Figures and counts."""
     rows_file: RowsFileRef | None = None
     """Parquet copy of `items`, written for large gradings."""
@@ -223,13 +247,41 @@ class VerdictFile(Record):
     """One row per (item, sample), sorted by item_id then sample."""
 
 
-register("verdict_file.v1", VerdictFile)
+VerdictFileV1 = VerdictFile
+"""The verdict file of schema version 1 (the name `VerdictFile` is rebound to version 2's below)."""
+
+
+class VerdictFileV2(VerdictFileV1):
+    """`results.json`: a complete, reproducible grading of one responses package, with per-subject figures."""
+
+    schema_version: int = VERDICT_FILE_SCHEMA_VERSION
+    """Version of this format (2 added `summary.subjects`); readers refuse newer versions. A version-1 file
+    loads with `summary.subjects` null and is written back without it."""
+    summary: SummaryV2
+    """Figures and counts, overall, per run and per subject."""
+
+
+register("verdict_file.v1", VerdictFileV1)
+register("verdict_file.v2", VerdictFileV2)
+
+# What the library builds and reads: version 2 (it reads version-1 files too, with `summary.subjects` null).
+Summary = SummaryV2  # type: ignore[misc]
+VerdictFile = VerdictFileV2  # type: ignore[misc]
+
+
+def _header_data(header: VerdictFile) -> dict[str, Any]:
+    """The header as JSON values in the layout of its own schema version (`items` removed)."""
+    data = header.model_dump(mode="json", by_alias=True)
+    data.pop("items")
+    if data.get("schema_version", VERDICT_FILE_SCHEMA_VERSION) < 2:
+        data["summary"].pop("subjects", None)  # version 1 had no such key: its files reproduce byte for byte
+    return data
 
 
 def dump_verdict_file(vf: VerdictFile) -> str:
     """Serialise: header keys indented, one row per line; identical inputs give identical bytes."""
-    data = vf.model_dump(mode="json", by_alias=True)
-    rows = data.pop("items")
+    data = _header_data(vf)
+    rows = [r.model_dump(mode="json", by_alias=True) for r in vf.items]
     head = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
     body = ",\n".join("    " + dumps(r) for r in rows)
     items = "[\n" + body + "\n  ]" if rows else "[]"
@@ -269,8 +321,7 @@ def items_section_sha256(lines: Iterable[str]) -> str:
 def write_verdict_lines(path: str | Path, header: VerdictFile, lines: Iterable[str]) -> None:
     """`write_verdict_file` with each row already serialised as `dumps(row)` (see `encode_rows`)."""
     p = Path(path)
-    data = header.model_dump(mode="json", by_alias=True)
-    data.pop("items")
+    data = _header_data(header)
     head = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
     with atomic_text(p) as f:
         f.write(head[:-2] + ',\n  "items": ')

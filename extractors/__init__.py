@@ -15,6 +15,7 @@ but its neutral registry.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,17 @@ class Extractor:
     @functools.cached_property
     def fingerprint(self) -> str:
         return code_fingerprint(self.fn, config=self.config)
+
+    def explain(self, rule: str) -> str | None:
+        """The rule in words: from the `RULE_WORDS` table beside the extractor's code, else None.
+
+        The words are documentation, not behaviour: they sit outside the registered function and
+        its fingerprint, so rewording them changes no version.
+        """
+        if rule == RULE_NO_RESPONSE:
+            return "no response text"
+        words = getattr(sys.modules.get(self.fn.__module__), "RULE_WORDS", {})
+        return words.get(self.name, {}).get(rule)
 
     def extract(self, text: str | None, *, finish_reason: str | None = None) -> Extraction:
         if text is None:

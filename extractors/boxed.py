@@ -151,3 +151,26 @@ def boxed_choice_2(text: str, *, finish_reason: str | None = None) -> Extraction
         if other != got.answer:
             return Extraction(None, RULE_SEVERAL, (start, end))
     return got
+
+
+_BOX_WORDS = {
+    "unclosed": "the last box never closes (a cut response; no earlier box is used)",
+    "malformed_box": "the last \\boxed has no argument",
+    "empty_box": "the last box is empty",
+    "none": "no \\boxed or \\fbox in the text",
+}
+RULE_WORDS = {
+    "boxed": {
+        "boxed": "the content of the last \\boxed{...}",
+        "fbox": "the content of the last \\fbox{...}",
+        "boxed_unbraced": "the token after the last \\boxed without braces",
+        **_BOX_WORDS,
+    },
+    "boxed.choice": {
+        "boxed_choice": "the option letter in the last box",
+        "box_not_a_choice": "the last box holds something other than an option letter",
+        "several_choices": "the last box names several option letters",
+        **_BOX_WORDS,
+    },
+}
+"""What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""

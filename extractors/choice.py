@@ -186,3 +186,24 @@ def freeform(text: str, *, finish_reason: str | None = None) -> Extraction:
         return Extraction(None, RULE_CONFLICT, (min(c[0] for c in cues), max(c[0] for c in cues) + 1))
     pos, rule, letter = max(cues)
     return Extraction(letter, rule, (pos, pos + 1))
+
+
+RULE_WORDS = {
+    "choice.freeform": {
+        "answer_is": "the last 'the answer/option is X' statement",
+        "answer_label": "the last 'Answer: X' label",
+        "boxed": "the letter in the last \\boxed{X}",
+        "letter_is_answer": "the last 'Option X is the correct answer' statement",
+        "answer_is_named": "the last 'the answer is <option text> (Option X)' statement",
+        "is_letter": "weaker statement: '... is X.' (no answer statement found)",
+        "named_option": "weaker statement: '(Option X)' (no answer statement found)",
+        "colon_line": "weaker statement: a line ending in ':' followed by 'X. ...'",
+        "option_word": "a cue in the closing paragraph: 'Option X'",
+        "option_line": "a cue in the closing paragraph: a line opening 'X. '",
+        "paren_letter": "a cue in the closing paragraph: '(X)'",
+        "conflict": "the deciding statement offers two letters: no clear option",
+        "none": "no answer statement and no cue",
+        "truncated": "cut at the output ceiling: not read",
+    },
+}
+"""What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""

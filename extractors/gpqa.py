@@ -117,3 +117,18 @@ def simple_evals(text: str, *, finish_reason: str | None = None) -> Extraction:
     if m:
         return Extraction(m.group(1), "answer_pattern", m.span(1))
     return Extraction(None, RULE_NONE)
+
+
+RULE_WORDS = {
+    "gpqa.final_line": {
+        "final_line": "the letter on the final 'Answer: X' line",
+        "no_final_line": "the final line is not an 'Answer:' line",
+        "unreadable_final_line": "the final 'Answer:' line holds no single letter A-D",
+        "truncated": "cut at the output ceiling: no final line was written",
+    },
+    "gpqa.simple_evals": {
+        "answer_pattern": "the first '(?i)Answer: X' anywhere (simple-evals)",
+        "none": "no 'Answer: X' anywhere",
+    },
+}
+"""What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""

@@ -87,3 +87,13 @@ def answer(text: str, *, finish_reason: str | None = None) -> Extraction:
     if last is not None:
         return Extraction(last[0], "last_number", last[1])
     return Extraction(None, RULE_NONE)
+
+
+RULE_WORDS = {
+    "gsm8k.strict_match": {"strict_match": "the first '#### N' (lm-eval strict-match)", "none": "no '#### N'"},
+    "gsm8k.flexible_extract": {"flexible_extract": "the last number-like token (lm-eval flexible-extract)",
+                               "none": "no number"},
+    "gsm8k.answer": {"hash_line": "the '#### N' line", "last_number": "no '#### N': the last number",
+                     "none": "no '#### N' and no number"},
+}
+"""What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""

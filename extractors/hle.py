@@ -143,3 +143,20 @@ def choice_answer_2(text: str, *, finish_reason: str | None = None) -> Extractio
     if letter is None:
         return Extraction(None, "no_letter_on_answer_line", (m.start(1), m.end(1)))
     return Extraction(letter.group(1), "answer_line", (m.start(1) + letter.start(1), m.start(1) + letter.end(1)))
+
+
+RULE_WORDS = {
+    "hle.exact_answer": {
+        "exact_answer_line": "the value on the last 'Exact Answer:' line",
+        "empty_answer_line": "the last 'Exact Answer:' line is empty",
+        "none": "no 'Exact Answer:' line",
+        "truncated": "cut at the output ceiling: no final answer line",
+    },
+    "hle.choice_answer": {
+        "answer_line": "the letter on the last 'Answer:' line",
+        "no_letter_on_answer_line": "the last 'Answer:' line holds no option letter",
+        "none": "no 'Answer:' line",
+        "truncated": "cut at the output ceiling: no final answer line",
+    },
+}
+"""What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""

@@ -665,3 +665,27 @@ def math_final(text: str, *, finish_reason: str | None = None, config: MathFinal
         if plain and not lead_in & (_HEDGE_WORDS | _REFERENCE_WORDS):
             return Extraction(got.answer, RULE_ANSWER_IS, got.span)
     return boxed
+
+
+RULE_WORDS = {
+    "math.final": {
+        "boxed": "the content of the last \\boxed{...}",
+        "fbox": "the content of the last \\fbox{...}",
+        "boxed_unbraced": "the token after the last \\boxed without braces",
+        "fbox_unbraced": "the token after the last \\fbox without braces",
+        "boxes": "the last boxes, joined ('\\boxed{1} and \\boxed{-2}')",
+        "unclosed": "the last box never closes (a cut response; no earlier box is used)",
+        "malformed_box": "the last \\boxed has no argument",
+        "empty_box": "the last box is empty or a placeholder, and nothing is stated after it",
+        "final_answer": "the last 'final answer is X' statement",
+        "answer_is": "the last 'the answer is X' / 'Answer: X' statement",
+        "hedged": "the answer statement is conditional or hedged ('if n is even', 'or maybe'): no answer",
+        "several_values": "the statement names a range or several values in prose: no answer",
+        "math_env": "the last math environment ($...$, \\[...\\])",
+        "math_envs": "the last math environments, joined",
+        "last_number": "the last number of the last line, where it ends the answer",
+        "unsure_number": "the last line's number is not plainly the answer (a step, exponent, condition): no answer",
+        "none": "no box, statement, math or number",
+    },
+}
+"""What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""

@@ -141,3 +141,24 @@ def lmeval(text: str, *, finish_reason: str | None = None) -> Extraction:
     if m:
         return Extraction(m.group(1), "answer_is", m.span())
     return Extraction(None, RULE_NONE)
+
+
+RULE_WORDS = {
+    "mmlu_pro.official": {
+        "L1": "the first 'answer is (X)' (case-sensitive)",
+        "L2": "'Answer: X' on the first line that has one (the last on that line)",
+        "L3": "fallback: the last standalone capital A-J anywhere in the text",
+        "none": "no letter found (upstream then scores a seeded random guess)",
+    },
+    "mmlu_pro.official_x": {
+        "L1": "the last 'answer is (X)' (case-sensitive)",
+        "L2": "the last 'Answer: X'",
+        "L3": "fallback: the last standalone capital A-J anywhere in the text",
+        "none": "no letter found",
+    },
+    "mmlu_pro.lmeval": {
+        "answer_is": "the first 'answer is (X)' (lm-eval's custom-extract filter)",
+        "none": "no 'answer is (X)' (lm-eval logs [invalid])",
+    },
+}
+"""What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""

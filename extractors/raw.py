@@ -19,3 +19,7 @@ def raw(text: str, *, finish_reason: str | None = None) -> Extraction:
         return Extraction(None, "empty")
     start = len(text) - len(text.lstrip())
     return Extraction(stripped, "whole_response", (start, start + len(stripped)))
+
+
+RULE_WORDS = {"raw": {"whole_response": "the whole response, stripped", "empty": "the response is blank"}}
+"""What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""

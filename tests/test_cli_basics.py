@@ -57,3 +57,20 @@ def test_loading_every_command_imports_no_heavy_library():
             f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (out.returncode, out.stdout, out.stderr) == (0, "[]\n", "")
+
+
+def test_audit_alone_prints_the_help_exit_0(cli):
+    # It printed the whole help folded onto one line, labelled as an error, with exit 2.
+    r = cli()
+    assert (r.code, r.err) == (0, "")
+    assert r.out == cli("--help").out
+    assert r.out.splitlines()[:3] == ["Usage: audit [OPTIONS] COMMAND [ARGS]...", "",
+                                      "  Regrade, diff and release LLM evaluation results as verifiable artifacts."]
+    assert "\n  diff " in r.out and "\n  grade " in r.out
+
+
+def test_a_command_group_alone_prints_its_help_exit_0(cli):
+    r = cli("import")
+    assert (r.code, r.err) == (0, "")
+    assert r.out == cli("import", "--help").out
+    assert r.out.startswith("Usage: audit import [OPTIONS] COMMAND [ARGS]...\n\n  Build packages from result files")

@@ -72,6 +72,8 @@ EXPECTED_MARKDOWN = """\
 
 ## Retractions
 
+Figures that fell: the rows support less than OLD recorded.
+
 **accuracy** (all runs, graded denominator): recorded 72.22% (13/18), recomputed 70.59% (12/17), Δ -1.63 points. 7 verdicts changed: 4 policy, 1 reference, 1 extractor, 1 grader. Paired over 16 rows: 3 to correct, 3 to incorrect; McNemar exact p = 1.000. 0 rows entered and 1 left the denominator. 1 row only in OLD, 1 only in NEW.
 
 **accuracy_all** (all runs, all rows, ungraded counted wrong): recorded 72.22% (13/18), recomputed 66.67% (12/18), Δ -5.56 points. 6 verdicts changed: 3 policy, 1 reference, 1 extractor, 1 grader. Paired over 17 rows: 3 to correct, 3 to incorrect; McNemar exact p = 1.000. 1 row only in OLD, 1 only in NEW.
@@ -116,6 +118,10 @@ EXPECTED_MARKDOWN = """\
 | --- | ---: | --- | --- | --- | --- | --- | --- | --- |
 | q04 | 0 | x = 4 | x = 4 | boxed | boxed | correct | incorrect |  |
 
+Rules in the changed rows, in words:
+
+- `none` (mmlu_pro.official@f418b11): no letter found (upstream then scores a seeded random guess)
+
 ## Rows in one file only
 
 | file | item_id | sample | verdict |
@@ -152,8 +158,11 @@ def test_json_rows_exact_and_valid(pair, cli):
     assert lines[start + 8:] == ["  ],", '  "only_old": [',
                                  '    {"item_id":"q10","sample":0,"verdict":"correct","status":"correct"}', "  ],",
                                  '  "only_new": [',
-                                 '    {"item_id":"q11","sample":0,"verdict":"incorrect","status":"incorrect"}', "  ]",
-                                 "}"]
+                                 '    {"item_id":"q11","sample":0,"verdict":"incorrect","status":"incorrect"}', "  ],",
+                                 '  "subjects": [],', '  "rules": [', "    {",
+                                 '      "extractor": "mmlu_pro.official@f418b11",', '      "rule": "none",',
+                                 '      "words": "no letter found (upstream then scores a seeded random guess)"',
+                                 "    }", "  ]", "}"]
     doc = json.loads(r.out)
     assert list(doc)[:2] == ["schema_version", "kind"] and doc["schema_version"] == 1
     schema = json.loads((SCHEMA_DIR / "diff_report.v1.json").read_text(encoding="utf-8"))
@@ -253,7 +262,8 @@ def test_identical_denominators_print_as_one_paragraph(tmp_path, cli):
     r = cli("diff", tmp_path / "a.json", tmp_path / "b.json")
     assert r.code == 1
     assert "- note: reference field: reference -> extra.gold_2024\n" in r.out
-    assert r.out.split("## Retractions\n\n")[1].split("## Changed")[0] == (
+    assert r.out.split("## Upward revisions\n\n")[1].split("## Changed")[0] == (
+        "Figures that rose: the rows support more than OLD recorded (not retractions).\n\n"
         "**accuracy** = **accuracy_all** (all runs, both denominators: nothing ungraded): recorded 75.00% (3/4), "
         "recomputed 100.00% (4/4), Δ +25.00 points. 1 verdict changed: 1 extractor. Paired over 4 rows: 1 to correct, "
         "0 to incorrect; McNemar exact p = 1.000.\n\n"

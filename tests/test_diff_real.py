@@ -17,6 +17,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from audit.ids import natural_key
+
 from audit import stats
 from audit.schemas import SCHEMA_DIR
 
@@ -109,7 +111,12 @@ def _diff_json(cli, old: Path, new: Path) -> dict:
 
 def _changed_independently(old: dict, new: dict) -> list[tuple[str, int]]:
     assert old.keys() == new.keys()
-    return sorted(k for k in old if old[k]["verdict"] != new[k]["verdict"])
+    return sorted((k for k in old if old[k]["verdict"] != new[k]["verdict"]), key=_natural)
+
+
+def _natural(key: tuple[str, int]) -> tuple:
+    # The report lists rows in natural order of the ids ("894" before "1053"), then by sample.
+    return (natural_key(key[0]), key[1])
 
 
 # --------------------------------------------------------------------------- extractor: lm-eval vs official
@@ -166,8 +173,11 @@ def test_markdown_of_the_real_diff_is_one_screen_per_figure(mmlu, cli):
     d = mmlu["dir"]
     r = cli("diff", d / "lmeval.json", d / "official.json")
     assert (r.code, r.err) == (1, "")
-    retractions = r.out.split("## Retractions\n\n")[1].split("## Changed verdicts by cause")[0]
-    paragraphs = retractions.strip().split("\n\n")
+    # Every figure rose: they are upward revisions, not retractions.
+    assert "## Retractions" not in r.out
+    rises = r.out.split("## Upward revisions\n\n")[1].split("## By subject")[0]
+    lead, *paragraphs = rises.strip().split("\n\n")
+    assert lead == "Figures that rose: the rows support more than OLD recorded (not retractions)."
     # Nothing is ungraded here, so each scope's two denominators are one paragraph: 1 overall + 11 runs.
     assert len(paragraphs) == 12
     assert paragraphs[0] == (
@@ -178,7 +188,14 @@ def test_markdown_of_the_real_diff_is_one_screen_per_figure(mmlu, cli):
     assert "- rows: 13,000 compared, 246 verdicts changed, 0 only in OLD, 0 only in NEW\n" in r.out
     assert "| extractor | 246 | incorrect → correct 246 |" in r.out
     assert "| … 226 more (all are in --format json) | | | | | | | | |" in r.out
-    assert len(r.out.splitlines()) < 70
+    # Per MMLU-Pro category (the items' subjects, recorded in NEW's verdict file): 14 rows.
+    table = r.out.split("## By subject\n\n")[1].split("\n\n## ")[0].splitlines()
+    assert table[:3] == ["accuracy_all: every row counts, ungraded rows counted wrong.", "",
+                         "| subject | items | OLD | NEW | Δ points | changed | to correct | to incorrect |"]
+    assert len(table) == 4 + 14
+    assert "| biology | 74 | 68.30% (657/962) | 71.41% (687/962) | +3.12 | 30 | 30 | 0 |" in table
+    assert "- `L3` (mmlu_pro.official@f418b11): fallback: the last standalone capital A-J anywhere in the text" in r.out
+    assert len(r.out.splitlines()) < 100
     assert all(len(line) < 400 for line in r.out.splitlines())
 
 
@@ -207,8 +224,9 @@ def test_real_responses_against_2024_and_2026_gold(mmlu, cli):
     assert {r["item_id"] for r in changed} <= set(in_sample)
     assert Counter(r["item_id"] for r in changed) == {"6491": 10, "6501": 10, "8110": 8, "8884": 8, "11289": 7}
     # The same rows from the answers alone: a row flips when its letter matches exactly one of the two golds.
-    assert expected == sorted(k for k, row in old.items() if k[0] in gold_changed and row["answer"] is not None
-                              and (row["answer"] == gold_changed[k[0]][0]) != (row["answer"] == gold_changed[k[0]][1]))
+    assert expected == sorted((k for k, row in old.items() if k[0] in gold_changed and row["answer"] is not None
+                               and (row["answer"] == gold_changed[k[0]][0]) != (row["answer"] == gold_changed[k[0]][1])),
+                              key=_natural)
     assert all(r["cause"] == "reference" and r["causes"] == ["reference"] for r in changed)
     for r in changed:
         assert (r["old"]["reference"], r["new"]["reference"]) == gold_changed[r["item_id"]]

@@ -143,3 +143,29 @@ def test_registered_fingerprints_cover_helpers_in_other_modules():
     finally:
         _scan._FIRST_WINDOW = original
     assert code_fingerprint(mmlu_pro.official) == before
+
+
+@pytest.mark.parametrize("key", [e.key for e in extractors.all_extractors()])
+def test_every_declared_rule_is_explained_in_words(key):
+    # `audit grade` and `audit diff` print what a rule label means; the words sit beside the extractor's code
+    # (RULE_WORDS), keyed by the rules it declares at registration, so a new rule without words fails here.
+    e = extractors.get(key)
+    missing = [r for r in (*e.rules, "no_response") if not e.explain(r)]
+    assert missing == []
+    assert e.explain("no_such_rule") is None
+
+
+def test_rule_words_are_no_part_of_the_fingerprint():
+    # Rewording a rule changes no version: the words are documentation, not behaviour.
+    from audit.extractors import mmlu_pro
+
+    e = extractors.get("mmlu_pro.official@f418b11")
+    before = e.fingerprint
+    assert e.explain("L3") == "fallback: the last standalone capital A-J anywhere in the text"
+    saved = mmlu_pro.RULE_WORDS
+    try:
+        mmlu_pro.RULE_WORDS = {"mmlu_pro.official": {"L3": "reworded"}}
+        assert e.explain("L3") == "reworded"
+        assert code_fingerprint(e.fn) == before
+    finally:
+        mmlu_pro.RULE_WORDS = saved

@@ -579,7 +579,8 @@ def test_verdict_file_validates_against_the_committed_schema(policies):
           "--policy", "exclude=" + sorted(policies["cases"])[0], "-o", out, "-q")
     doc = json.loads(out.read_text())
     assert {r["status"] for r in doc["items"]} == {"correct", "incorrect", "truncated", "excluded", "random_guess"}
-    schema = json.loads((REPO / "schemas" / "verdict_file.v1.json").read_text())
+    assert doc["schema_version"] == 2  # version 2 added per-subject figures
+    schema = json.loads((REPO / "schemas" / "verdict_file.v2.json").read_text())
     validator = jsonschema.Draft202012Validator(schema)
     validator.check_schema(schema)
     assert list(validator.iter_errors(doc)) == []

@@ -177,8 +177,9 @@ def test_refusals_name_file_row_and_field(cli, runs, tmp_path):
     altered = {**good, "doc": {**doc, "answer": "Z"}}
     bad_prompt = {**good, "arguments": {"gen_args_0": {"arg_0": "another prompt", "arg_1": GEN_KWARGS}}}
     cases = [
-        (loglik, "field resps: 2 requests of log-probabilities, not generated text: only generate_until samples "
-                 "can be imported"),
+        # Log-probabilities under generate_until arguments: neither kind of sample (real multiple-choice
+        # samples are read: tests/test_import_lm_eval_mc.py).
+        (loglik, "field arguments: expected one (context, continuation) pair per option"),
         (altered, "field doc_hash: doc_hash does not match the logged doc (altered after the run?)"),
         (bad_prompt, "field prompt_hash: prompt_hash does not match the logged prompt (altered after the run?)"),
         ({k: v for k, v in good.items() if k != "doc_id"}, "field doc_id: missing required field"),

@@ -42,3 +42,17 @@ def test_bad_rows_are_one_line_and_nothing_is_written(cli, tmp_path):
         r = cli("import", "verdicts", src, "--benchmark", "x", "-o", out)
         assert (r.code, r.out, r.err) == (2, "", f"audit: error: {src}: {message}\n")
         assert not out.exists()
+
+
+def test_a_subject_column_gives_per_subject_figures(cli, tmp_path):
+    src = tmp_path / "v.csv"
+    src.write_text("item_id,correct,subject\nq10,true,physics\nq2,false,biology\nq1,true,physics\n", encoding="utf-8")
+    r = cli("import", "verdicts", src, "--benchmark", "b", "-o", tmp_path / "v.json")
+    assert r.code == 0, r.err
+    doc = json.loads((tmp_path / "v.json").read_text(encoding="utf-8"))
+    assert [(s["subject"], s["items"], [f["correct"] for f in s["figures"]]) for s in doc["summary"]["subjects"]] == [
+        ("biology", ["q2"], [0, 0]), ("physics", ["q1", "q10"], [2, 2])]
+    src.write_text("item_id,sample,correct,subject\nq1,0,true,physics\nq1,1,true,biology\n", encoding="utf-8")
+    r = cli("import", "verdicts", src, "--benchmark", "b", "-o", tmp_path / "w.json")
+    assert (r.code, r.err) == (2, f"audit: error: {src}: row 2: field subject: item 'q1' has subject 'biology' here "
+                                  f"and 'physics' in another row\n")

@@ -77,3 +77,22 @@ def test_a_grading_made_before_a_migration_diffs_clean_against_one_made_now(cli,
     assert r.code == 0, r.out
     assert [line for line in r.out.splitlines() if line.startswith("- note:")] == []
     assert "No figure and no verdict changed." in r.out
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_a_version_1_file_is_written_back_byte_for_byte(path):
+    # Version 2 added summary.subjects; a version-1 file loads with it null and is serialised without it.
+    from audit.verdicts import VERDICT_FILE_SCHEMA_VERSION, dump_verdict_file, load_verdict_file
+
+    vf = load_verdict_file(path)
+    assert (vf.schema_version, vf.summary.subjects, VERDICT_FILE_SCHEMA_VERSION) == (1, None, 2)
+    assert dump_verdict_file(vf) == path.read_text(encoding="utf-8")
+    assert '"subjects"' not in path.read_text(encoding="utf-8")
+
+
+def test_version_1_files_still_validate_against_their_own_schema():
+    import jsonschema
+
+    schema = json.loads((REPO / "schemas" / "verdict_file.v1.json").read_text(encoding="utf-8"))
+    for path in COMMITTED:
+        jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), schema)

@@ -39,6 +39,10 @@ def _load_commands() -> None:
     from audit.cli import trace_cmd  # noqa: F401
 
 
+_NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", ())  # type: ignore[assignment]
+"""Click >= 8.2 raises this for a group called without a command; 8.1 prints the help itself and exits 0."""
+
+
 def error_line(message: str) -> str:
     return f"audit: error: {message}"
 
@@ -55,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     except AuditError as e:
         click.echo(error_line(str(e)), err=True)
         return e.exit_code
+    except _NO_ARGS_IS_HELP as e:
+        # `audit` (or `audit import`) alone asks for the help: print it as --help does, exit 0.
+        click.echo(e.ctx.get_help() if e.ctx is not None else e.format_message())
+        return 0
     except click.UsageError as e:
         click.echo(error_line(e.format_message().replace("\n", " ")), err=True)
         return 2

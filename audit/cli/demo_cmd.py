@@ -15,7 +15,7 @@ from audit.cli import cli
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=Path("out/demo"),
               show_default=True, metavar="DIR", help="Where the verdict files, diffs and release go (replaced).")
 def demo(packages: Path | None, out: Path) -> int:
-    """Recompute the lab note's figures from the bundled raw packages and list every retraction.
+    """Recompute the lab note's figures from the bundled raw packages and list every verdict that changed.
 
     For each benchmark: import the lab's recorded verdicts, regrade with the current extractor and
     grader, and diff the two; then release the protected GPQA grading with a leak check.

@@ -1,4 +1,4 @@
-"""`audit diff`: compare two verdict files, list every retraction; exit 0 same, 1 changed, 2 error."""
+"""`audit diff`: compare two verdict files, list every figure that fell or rose; exit 0 same, 1 changed, 2 error."""
 
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_respons
          output: Path | None) -> int:
     """Compare two verdict files OLD and NEW: every figure that changed and every row whose verdict changed.
 
-    Rows are aligned by (item_id, sample). Each changed row gets a cause: response, policy,
+    Figures that fell are retractions; figures that rose are upward revisions. Per-subject figures
+    come from the files' subjects (MMLU-Pro categories); rows are listed in natural order of their
+    ids (q2 before q10), and each extractor rule they name is explained. Rows are aligned by (item_id, sample). Each changed row gets a cause: response, policy,
     reference, extractor or grader (first that applies, in that order; see audit/diff/compare.py).
     Exit 0 when nothing changed, 1 when something did, 2 on error — like diff(1).
     """

@@ -55,6 +55,12 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
                    f"extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")
         for line in format_summary(vf):
             click.echo(line)
+        from collections import Counter
+
+        from audit.views import rule_lines
+
+        for line in rule_lines(Counter(grading.columns["rule"]), [vf.extractor, vf.mc_extractor]):
+            click.echo(line)
     return 0
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -29,6 +32,105 @@ def _common(f):
     return f
 
 
+def _check_format(srcs: tuple[Path, ...] | list[Path], importer: str) -> None:
+    """Refuse, in one line, a file that another command reads (an lm-eval file given to mmlu-pro, a verdict file
+    given to table, ...), naming what it looks like and the command to use."""
+    from audit.errors import AuditError
+    from audit.importers.detect import wrong_importer
+
+    for src in srcs:
+        found = wrong_importer(src, importer)
+        if found is not None:
+            raise AuditError(found.message(src), path=str(src))
+
+
+@contextmanager
+def _collapsed_problems(srcs: tuple[Path, ...] | list[Path] = (), *, hint: bool = False) -> Iterator[None]:
+    """One line per kind of problem: the same field missing on every row is said once, with a count.
+
+    With `hint`, a failed import of a file that a dedicated command reads says which (a table
+    mapping that forgot the columns of an MMLU-Pro file, say).
+    """
+    from audit.errors import AuditError, Problem, ValidationFailed
+    from audit.importers.detect import TABLE, sniff
+
+    def hint_for() -> str | None:
+        for src in srcs:
+            found = sniff(src)
+            if found is not None and found is not TABLE and found.importer != "table":
+                return found.message(src)
+        return None
+
+    try:
+        yield
+    except ValidationFailed as e:
+        collapsed: list[Problem] = []
+        repeats: list[int] = []
+        for pr in e.problems:
+            last = collapsed[-1] if collapsed else None
+            if last is not None and (last.path, last.field, last.message) == (pr.path, pr.field, pr.message):
+                repeats[-1] += 1
+                continue
+            collapsed.append(pr)
+            repeats.append(0)
+        problems = [Problem(pr.path, pr.message + (f" (and {n} more rows with the same problem)" if n else ""),
+                            pr.row, pr.field) for pr, n in zip(collapsed, repeats)]
+        extra = hint_for() if hint else None
+        if extra:
+            problems[0] = Problem(problems[0].path, f"{problems[0].message}; {extra}", problems[0].row,
+                                  problems[0].field)
+        failed = ValidationFailed(e.target, problems)
+        failed.exit_code = e.exit_code
+        raise failed from None
+    except AuditError as e:
+        extra = hint_for() if hint else None
+        if not extra:
+            raise
+        pr = e.problem
+        raise AuditError(f"{pr.message}; {extra}", path=pr.path or None, row=pr.row, field=pr.field) from None
+
+
+def _check_recorded(recorded: Path | None, force: bool) -> None:
+    from audit.errors import AuditError
+
+    if recorded is None:
+        return
+    if recorded.exists() and not force:
+        raise AuditError("already exists (use --force to replace it)", path=str(recorded))
+    if not recorded.resolve().parent.is_dir():
+        raise AuditError("parent directory does not exist", path=str(recorded.parent))
+
+
+def _write_all(outputs: list, force: bool, recorded: Path | None, write_recorded: Any) -> list[Manifest]:
+    """Write the packages, then the recorded verdict file pinned to the responses package; a failure of the
+    latter removes the packages this call wrote, so nothing half-written is left."""
+    import os
+    import shutil
+
+    from audit.importers import write_outputs
+
+    new = [o.out for o in outputs if not o.out.exists()]
+    manifests = write_outputs(outputs, overwrite=force)
+    if recorded is not None:
+        try:
+            write_recorded(outputs[0].out, os.path.relpath(outputs[0].out.resolve(), recorded.resolve().parent))
+        except BaseException:
+            for path in new:
+                shutil.rmtree(path, ignore_errors=True)
+            raise
+    return manifests
+
+
+def _report_recorded(recorded: Path, header: Any, benchmark: str, note: str = "") -> None:
+    overall = next(f for f in header.summary.figures if f.name == "accuracy_all")
+    click.echo(f"wrote {recorded}: {benchmark}, {header.summary.items} items x {header.summary.samples} samples, "
+               f"recorded accuracy {100 * overall.value:.2f}% ({overall.correct}/{overall.total})" + note)
+
+
+_RECORDED_HELP = ("Also write the verdicts the run itself recorded as a verdict file pinned to OUT, ready for "
+                  "`audit diff RECORDED.json REGRADED.json`.")
+
+
 def _report(manifests: list[Manifest], outs: list[Path]) -> None:
     for m, out in zip(manifests, outs):
         rows = sum(f.rows or 0 for f in m.files)
@@ -49,8 +151,11 @@ def import_group() -> None:
 @click.option("--items-out", type=click.Path(path_type=Path), metavar="ITEMS_OUT",
               help="Also write an items package: gold letter, options, category and question as stored.")
 @click.option("--benchmark", default="mmlu_pro", show_default=True, metavar="NAME", help="Benchmark name.")
+@click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
+              help=_RECORDED_HELP + " Each row: the upstream `pred` against the record's gold letter; a null pred "
+                                    "is counted wrong (upstream scores an unreproducible random guess).")
 @_common
-def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: str, out: Path,
+def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: str, recorded: Path | None, out: Path,
                     model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
                     force: bool) -> int:
     """TIGER-AI-Lab/MMLU-Pro result files: per-category `*_result.json`, the `eval_results/*.zip`
@@ -58,15 +163,35 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: s
 
     One response per record (item_id = question_id); the model text comes from
     `model_outputs`, `response` or `generated_text`, and the upstream `pred` and
-    that field's name go to `extra`.
+    that field's name go to `extra`. With --recorded, the run's own verdicts too.
     """
-    from audit.importers import write_outputs
-    from audit.importers.mmlu_pro import mmlu_pro_outputs
+    from audit.importers.mmlu_pro import mmlu_pro_outputs, recorded_rows
+    from audit.importers.sources import JSON_SUFFIXES, source_file
+    from audit.importers.verdicts import write_recorded
 
+    _check_format(srcs, "mmlu-pro")
+    _check_recorded(recorded, force)
     outputs = mmlu_pro_outputs(list(srcs), out, items_out=items_out, gzip=use_gzip, benchmark=benchmark,
                                model=model, provenance=load_provenance(provenance) if provenance else None,
                                package_id=package_id)
-    _report(write_outputs(outputs, overwrite=force), [o.out for o in outputs])
+    done: dict[str, Any] = {}
+    if recorded is not None:
+        files = [source_file(s, JSON_SUFFIXES) for s in srcs]
+        rows, subjects, no_pred = recorded_rows(files)
+        source = "; ".join(f"{f.name} sha256:{f.sha256}" for f in files)
+
+        def write(package: Path, rel: str) -> None:
+            done["header"] = write_recorded(recorded, rows, benchmark=benchmark, tool="TIGER-AI-Lab/MMLU-Pro (pred)",
+                                            source=source, package=package, package_path=rel, subject_of=subjects)
+            done["no_pred"] = no_pred
+    else:
+        write = None
+    with _collapsed_problems():
+        _report(_write_all(outputs, force, recorded, write), [o.out for o in outputs])
+    if recorded is not None:
+        n = done["no_pred"]
+        _report_recorded(recorded, done["header"], benchmark,
+                         f"; {n} without a pred counted wrong" if n else "")
     return 0
 
 
@@ -81,23 +206,61 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: s
               help="Which filter's records to import (default: the first in the file).")
 @click.option("--no-hash-check", is_flag=True,
               help="Do not check doc_hash, prompt_hash and target_hash against the logged values.")
+@click.option("--choice-by", type=click.Choice(["acc", "acc_norm", "acc_bytes"]), default="acc", show_default=True,
+              help="Multiple-choice samples: the option the harness chose for this metric: argmax of the "
+                   "log-likelihoods (acc), of them per character of the option (acc_norm) or per byte (acc_bytes).")
+@click.option("--target-delimiter", default=" ", show_default=True, metavar="TEXT",
+              help="Multiple-choice samples: the task's target_delimiter, which each logged option starts with.")
+@click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
+              help=_RECORDED_HELP + " Each row: the document's logged metric (0 or 1) with the filtered answer, "
+                                    "or the chosen option.")
+@click.option("--metric", metavar="NAME", help="With --recorded: the logged metric that is the verdict "
+                                               "(default: --choice-by for multiple choice, else the first logged).")
 @_common
 def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: str, filter_name: str | None,
-                   no_hash_check: bool, out: Path, model: str | None, provenance: Path | None,
+                   no_hash_check: bool, choice_by: str, target_delimiter: str, recorded: Path | None,
+                   metric: str | None, out: Path, model: str | None, provenance: Path | None,
                    package_id: str | None, use_gzip: bool, force: bool) -> int:
     """lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl).
 
-    generate_until samples only: one response per entry of `resps`, repeats
-    numbered as samples; the filtered answer and the metrics go to `extra`.
+    generate_until samples: one response per entry of `resps`, repeats numbered as
+    samples; the filtered answer and the metrics go to `extra`. multiple_choice
+    (log-likelihood) samples: the option the harness chose (--choice-by) as its letter,
+    every log-likelihood in `extra`; the items get the gold letter and the options.
+    Grade them with `--benchmark selected_choice`. With --recorded, the harness's own verdicts too.
     """
-    from audit.importers import write_outputs
-    from audit.importers.lm_eval import lm_eval_outputs
+    from audit.importers.lm_eval import lm_eval_import, lm_eval_outputs
+    from audit.importers.verdicts import write_recorded
 
+    _check_format([src], "lm-eval")
+    if metric is not None and recorded is None:
+        raise click.UsageError("--metric needs --recorded")
+    _check_recorded(recorded, force)
     outputs = lm_eval_outputs(src, out, benchmark=benchmark, items_out=items_out, item_id=item_id,
                               filter_name=filter_name, verify_hashes=not no_hash_check, gzip=use_gzip,
                               model=model, provenance=load_provenance(provenance) if provenance else None,
-                              package_id=package_id)
-    _report(write_outputs(outputs, overwrite=force), [o.out for o in outputs])
+                              package_id=package_id, choice_by=choice_by, target_delimiter=target_delimiter)
+    done: dict[str, Any] = {}
+    write = None
+    if recorded is not None:
+        imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=not no_hash_check,
+                             choice_by=choice_by, target_delimiter=target_delimiter)
+        with _collapsed_problems():
+            rows, used = imp.recorded_rows(metric)
+        from audit.importers.verdicts import recorded_row
+
+        verdict_rows = [recorded_row(r["item_id"], 0, answer=r["answer"], verdict=r["verdict"], status=r["status"],
+                                     reason=r["reason"], reference=r["reference"]) for r in rows]
+
+        def write(package: Path, rel: str) -> None:
+            done["header"] = write_recorded(recorded, verdict_rows, benchmark=benchmark,
+                                            tool=f"lm-evaluation-harness ({used})",
+                                            source=f"{imp.src.name} sha256:{imp.src.sha256}", package=package,
+                                            package_path=rel)
+    with _collapsed_problems():
+        _report(_write_all(outputs, force, recorded, write), [o.out for o in outputs])
+    if recorded is not None:
+        _report_recorded(recorded, done["header"], benchmark, f" ({used})")
     return 0
 
 
@@ -133,12 +296,14 @@ def import_table(src: Path, kind: str, maps: tuple[str, ...], consts: tuple[str,
     from audit.importers import write_outputs
     from audit.importers.table import parse_spec, table_output
 
+    _check_format([src], "table")
     spec = parse_spec(kind, maps=maps, consts=consts, where=where, explode=explode, sample_from=sample_from,
                       keep_extra=keep_extra, drop=drop, dedupe=dedupe)
     output, imp = table_output(str(src), out, spec, gzip=use_gzip, benchmark=benchmark, model=model,
                                engine=engine, provenance=load_provenance(provenance) if provenance else None,
                                package_id=package_id)
-    (manifest,) = write_outputs([output], overwrite=force)
+    with _collapsed_problems([src], hint=True):
+        (manifest,) = write_outputs([output], overwrite=force)
     notes = [f"{imp.read} read"]
     if imp.filtered:
         notes.append(f"{imp.filtered} filtered out")
@@ -171,6 +336,7 @@ def import_verdicts_cmd(src: Path, benchmark: str, tool: str, package: Path | No
 
     if out.exists() and not force:
         raise AuditError("already exists (use --force to overwrite)", path=str(out))
+    _check_format([src], "verdicts")
     header = import_verdicts(src, out, benchmark=benchmark, tool=tool, package=package)
     overall = next(f for f in header.summary.figures if f.name == "accuracy")
     click.echo(f"wrote {out}: {benchmark}, {header.summary.items} items x {header.summary.samples} samples, "

@@ -78,7 +78,27 @@ def validate(path: Path) -> int:
 @cli.command()
 @click.argument("path", type=click.Path(path_type=Path))
 def show(path: Path) -> int:
-    """Summarise a package: kind, counts, provenance and hashes (validates it first)."""
+    """Summarise a package or a verdict file.
+
+    A package (validated first): kind, counts, provenance and hashes, and what it holds: a release's
+    figures, a profile's steps and kernels, a throughput package's tok/s, a floor. A verdict file
+    (results.json): what was graded and how, the figures, per-subject figures and the rules that fired.
+    """
+    from audit.errors import AuditError
+    from audit.importers.detect import VERDICT_FILE, sniff
+
+    if path.is_file() and not path.name.endswith((".tar.gz", ".tgz")):
+        found = sniff(path)
+        if found is VERDICT_FILE:
+            from audit.views import verdict_file_view
+
+            for line in verdict_file_view(path):
+                click.echo(line)
+            return 0
+        if found is not None and found.key != "package":
+            raise AuditError(f"not a package or a verdict file: {found.message(path)}", path=str(path))
+        raise AuditError("not a package or a verdict file: expected a package directory, a .tar.gz or a "
+                         "verdict file", path=str(path))
     with open_package(path) as pkg:
         m = pkg.manifest
         echo = click.echo
@@ -113,7 +133,41 @@ def show(path: Path) -> int:
                 n += 1
                 protected += it.protected
             echo(f"items      {n} ({protected} protected)")
+        for line in _contents(pkg):
+            echo(line)
     return 0
+
+
+def _contents(pkg) -> list[str]:
+    """What a release, profile, throughput or floor package holds, read from its own summary file."""
+    from audit.views import json_document, release_view
+
+    root = pkg.root
+    kind = pkg.manifest.kind
+    if kind == "release" and (root / "release.json").is_file():
+        return release_view(root, json_document(root / "release.json") or {})
+    if kind == "profile" and (root / "summary.json").is_file():
+        from audit.trace.models import TraceSummary
+        from audit.trace.report import render_summary
+
+        doc = json_document(root / "summary.json")
+        if doc is None:
+            return []
+        text = render_summary(TraceSummary.model_validate(doc))
+        keep = ("steps", "kernels", "step time", "main stream", "cuda graphs", "note")
+        return [line for line in text.splitlines() if line.startswith(keep)]
+    if kind == "throughput" and (root / "summary.json").is_file():
+        tok = (json_document(root / "summary.json") or {}).get("tok_s") or {}
+        if isinstance(tok.get("mean"), (int, float)) and tok.get("n"):
+            se = tok.get("se")
+            spread = f" ± {2 * se:.1f} (2·se)" if isinstance(se, (int, float)) else ""
+            return [f"tok/s      {tok['mean']:.1f}{spread} over {tok['n']} valid windows, "
+                    f"{tok['min']:.1f} to {tok['max']:.1f} by window (audit bench report for all figures)"]
+        return []
+    if kind == "checkpoint-headers" and (root / "floor.txt").is_file():
+        text = (root / "floor.txt").read_text(encoding="utf-8", errors="replace")
+        return [line for line in text.splitlines() if line.startswith(("floor:", "bytes/token by dtype"))]
+    return []
 
 
 def _summarise_responses(pkg) -> None:

@@ -1,4 +1,4 @@
-"""`audit diff OLD NEW`: every retraction between two gradings, with the rows whose verdict changed.
+"""`audit diff OLD NEW`: every figure that fell or rose between two gradings, with the rows whose verdict changed.
 
     report   the `diff_report.v1` document and `DiffResult` (changed rows as Arrow tables)
     compare  `diff_files`: align rows, attribute each changed verdict to one cause, recompute figures
@@ -22,12 +22,15 @@ from audit.diff.report import (
     FigureChange,
     OneSidedRow,
     RowState,
+    RuleWords,
     SideInfo,
+    SubjectChange,
     Verdict,
 )
 
 __all__ = [
     "CAUSES", "DIFF_REPORT_SCHEMA_VERSION", "NO_ANSWER_STATUSES", "SELECTION_STATUSES", "Cause", "CauseCount",
-    "ChangedRow", "DiffReport", "DiffResult", "FigureChange", "OneSidedRow", "RowState", "SideInfo", "Verdict",
+    "ChangedRow", "DiffReport", "DiffResult", "FigureChange", "OneSidedRow", "RowState", "RuleWords", "SideInfo",
+    "SubjectChange", "Verdict",
     "diff_files", "render_json", "render_markdown", "responses_differ",
 ]

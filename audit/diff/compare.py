@@ -43,11 +43,14 @@ from audit.diff.report import (
     CauseCount,
     DiffResult,
     FigureChange,
+    RuleWords,
     SideInfo,
+    SubjectChange,
     component_label,
     package_label,
 )
 from audit.errors import AuditError
+from audit.ids import natural_key, natural_order
 from audit.jsonl import dumps
 from audit.lock import same_version
 from audit.summary import figures as compute_figures
@@ -139,7 +142,7 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
     other_changes = int(pc.sum(pc.and_(pc.invert(verdict_changed), some_field)).as_py() or 0)
 
     changed = both.filter(verdict_changed)
-    changed = changed.take(pc.sort_indices(changed, sort_keys=[("item_id", "ascending"), ("sample", "ascending")]))
+    changed = _natural(changed)
     packages_differ = responses_differ(o.header, n.header)
     same_extractor = (o.header.extractor is not None and n.header.extractor is not None
                       and same_version("extractor", o.header.extractor, n.header.extractor))
@@ -170,10 +173,77 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
         cause_counts.append(CauseCount(cause=cause, rows=int(mask.sum()),
                                        transitions={str(k): int(v) for k, v in zip(keys, counts)}))
 
+    subjects = _subjects(o, n, changed, notes)
     return DiffResult(
         old=o.info(), new=n.info(), different_responses=packages_differ, notes=notes, aligned=both.num_rows,
         unchanged=both.num_rows - changed.num_rows, other_changes=other_changes, causes=cause_counts,
-        figures=figs, changed=changed, only_old=only_o, only_new=only_n)
+        figures=figs, changed=changed, only_old=only_o, only_new=only_n, subjects=subjects,
+        rules=_rule_words(o, n, changed))
+
+
+def _subject_map(side: _Side) -> dict[str, str | None] | None:
+    subjects = side.header.summary.subjects
+    if not subjects:
+        return None
+    return {item: s.subject for s in subjects for item in s.items}
+
+
+def _subjects(o: _Side, n: _Side, changed: Any, notes: list[str]) -> list[SubjectChange]:
+    """Per-subject figures of both sides, with the subjects NEW records (else OLD's); none when neither does."""
+    new_map, old_map = _subject_map(n), _subject_map(o)
+    subject_of = new_map if new_map is not None else old_map
+    if subject_of is None:
+        return []
+    if new_map is not None and old_map is not None:
+        moved = sum(1 for item, s in old_map.items() if item in new_map and new_map[item] != s)
+        if moved:
+            notes.append(f"{moved} items have another subject in OLD than in NEW; subjects are NEW's")
+    frames = []
+    for side in (o, n):
+        df = _frame(side.table)
+        df["subject"] = df["item_id"].map(lambda i: subject_of.get(i) or "")
+        frames.append(dict(tuple(df.groupby("subject", sort=False))))
+    ch = {"subject": [subject_of.get(i) or "" for i in changed.column("item_id").to_pylist()],
+          "old": changed.column("verdict_o").to_pylist(), "new": changed.column("verdict_n").to_pylist()}
+    counts: dict[str, list[int]] = {}
+    for subj, vo, vn in zip(ch["subject"], ch["old"], ch["new"]):
+        c = counts.setdefault(subj, [0, 0, 0])
+        c[0] += 1
+        c[1] += vo != "correct" and vn == "correct"
+        c[2] += vo == "correct" and vn != "correct"
+    names = set(frames[0]) | set(frames[1])
+    out = []
+    for name in sorted(names, key=lambda s: (s == "", natural_key(s))):
+        parts = [f.get(name) for f in frames]
+        ids = set().union(*(set(p["item_id"]) for p in parts if p is not None))
+        figs = [[f for f in compute_figures(p) if f.sample is None] if p is not None else [] for p in parts]
+        c = counts.get(name, [0, 0, 0])
+        out.append(SubjectChange(subject=name or None, items=len(ids), old=figs[0], new=figs[1], changed=c[0],
+                                 to_correct=c[1], to_incorrect=c[2]))
+    return out
+
+
+def _rule_words(o: _Side, n: _Side, changed: Any) -> list[RuleWords]:
+    """Every rule the changed rows name, with the words its extractor declares for it."""
+    from audit import extractors
+
+    out: list[RuleWords] = []
+    seen: set[tuple[str, str]] = set()
+    for side, col in ((o, "rule_o"), (n, "rule_n")):
+        refs = [r for r in (side.header.extractor, side.header.mc_extractor) if r is not None]
+        for rule in dict.fromkeys(changed.column(col).to_pylist()):
+            if rule is None:
+                continue
+            for ref in refs:
+                if ref.key not in extractors.REGISTRY:
+                    continue
+                words = extractors.get(ref.key).explain(rule)
+                if words and (ref.key, rule) not in seen:
+                    seen.add((ref.key, rule))
+                    out.append(RuleWords(extractor=ref.key, rule=rule, words=words))
+                if words:
+                    break
+    return sorted(out, key=lambda w: (w.extractor, natural_key(w.rule)))
 
 
 def _same_keys(a: Any, b: Any) -> bool:
@@ -287,10 +357,14 @@ def _causes(changed: Any, packages_differ: bool, same_extractor: bool) -> tuple[
 
 
 def _one_sided(table: Any) -> Any:
-    import pyarrow.compute as pc
+    return _natural(table.select(["item_id", "sample", "verdict", "status"]))
 
-    t = table.select(["item_id", "sample", "verdict", "status"])
-    return t.take(pc.sort_indices(t, sort_keys=[("item_id", "ascending"), ("sample", "ascending")]))
+
+def _natural(table: Any) -> Any:
+    """The rows in natural order of item_id (`q2` before `q10`), then by sample."""
+    if table.num_rows < 2:
+        return table
+    return table.take(natural_order(table.column("item_id").to_pylist(), table.column("sample").to_pylist()))
 
 
 def _notes(o: _Side, n: _Side, both: Any, packages_differ: bool, same_extractor: bool) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from audit.diff.report import CAUSES, DiffResult, FigureChange, SideInfo, component_label, package_label
@@ -37,7 +38,7 @@ def _counts_phrase(causes: dict[str, int]) -> str:
 
 
 def _figure_paragraph(f: FigureChange, twin: FigureChange | None = None) -> str:
-    """One retraction paragraph; `twin` is the other denominator's figure when it says the same."""
+    """One changed figure's paragraph; `twin` is the other denominator's figure when it says the same."""
     if f.old is not None:
         recorded = f"recorded {pct(f.old.value)} ({f.old.correct:,}/{f.old.total:,})"
         if f.old_recorded is not None and not math.isclose(f.old_recorded, f.old.value, abs_tol=1e-12):
@@ -73,6 +74,65 @@ def _side_line(label: str, s: SideInfo) -> str:
 
 def _n(k: int, word: str) -> str:
     return f"{k:,} {word}{'' if k == 1 else 's'}"
+
+
+_GUESS = re.compile(r"seeded guess ([A-Z])\b")
+
+
+def guessed_letter(r: dict[str, Any]) -> str | None:
+    """The letter a `random_guess` row guessed, as its reason records it (`... seeded guess G = G`)."""
+    if r.get("status") != "random_guess":
+        return None
+    m = _GUESS.search(r.get("reason") or "")
+    return m.group(1) if m else None
+
+
+def _answer_cell(r: dict[str, Any]) -> str:
+    guess = guessed_letter(r)
+    if guess is not None and r["answer"] is None:
+        return f"— (guessed {guess})"
+    return _cell(r["answer"])
+
+
+_DIRECTIONS = (
+    ("Retractions", "Figures that fell: the rows support less than OLD recorded."),
+    ("Upward revisions", "Figures that rose: the rows support more than OLD recorded (not retractions)."),
+    ("Figures that moved without changing value",
+     "Verdicts changed, or rows entered or left, but the value is the same or one side has no rows."),
+)
+
+
+def _by_direction(plan: list[tuple[FigureChange, FigureChange | None]]) -> list[
+        tuple[str, str, list[tuple[FigureChange, FigureChange | None]]]]:
+    """The figure paragraphs under a heading that names their direction: a rise is no retraction."""
+    parts: list[list[tuple[FigureChange, FigureChange | None]]] = [[], [], []]
+    for f, twin in plan:
+        d = f.delta_points
+        parts[0 if d is not None and d < 0 else 1 if d is not None and d > 0 else 2].append((f, twin))
+    return [(title, lead, part) for (title, lead), part in zip(_DIRECTIONS, parts) if part]
+
+
+def _subject_table(r: DiffResult) -> list[str]:
+    """Per subject: recorded and recomputed accuracy_all, the change, and the rows that moved."""
+    if not r.subjects:
+        return []
+
+    def fig(figs: list[Figure]) -> Figure | None:
+        return next((f for f in figs if f.denominator == "all"), None)
+
+    lines = ["## By subject", "", "accuracy_all: every row counts, ungraded rows counted wrong.", "",
+             "| subject | items | OLD | NEW | Δ points | changed | to correct | to incorrect |",
+             "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+    for s in r.subjects:
+        o, n = fig(s.old), fig(s.new)
+        delta = f"{(n.value - o.value) * 100:+.2f}" if o is not None and n is not None else "—"
+        lines.append(f"| {_cell(s.subject or '(no subject)')} | {s.items:,} | {_rate(o)} | {_rate(n)} | {delta} | "
+                     f"{s.changed:,} | {s.to_correct:,} | {s.to_incorrect:,} |")
+    return lines + [""]
+
+
+def _rate(f: Figure | None) -> str:
+    return "—" if f is None else f"{pct(f.value)} ({f.correct:,}/{f.total:,})"
 
 
 def _verdict_cell(r: dict[str, Any]) -> str:
@@ -146,7 +206,8 @@ def _paragraph_plan(figures: list[FigureChange]) -> list[tuple[FigureChange, Fig
 
 
 def render_markdown(result: DiffResult, max_items: int = 20) -> str:
-    """The human report: header, a retraction paragraph per changed figure, changed rows by cause.
+    """The human report: header, a paragraph per changed figure under a heading that names its direction
+    (retractions are the figures that fell), per-subject figures, changed rows by cause, the rules in words.
 
     At most `max_items` rows are printed per cause and per one-sided list. Overall figures
     come first; a run's figure that repeats the overall one (a single run) is printed once,
@@ -167,12 +228,14 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
             lines += ["", f"{_n(r.other_changes, 'row')} kept the verdict with a different answer, status, attempt "
                           f"or reference (see --format json)."]
         return "\n".join(lines) + "\n"
-    lines += ["## Retractions", ""]
     plan = _paragraph_plan(r.figures)
-    for f, twin in plan:
-        lines += [_figure_paragraph(f, twin), ""]
+    for title, lead, part in _by_direction(plan):
+        lines += [f"## {title}", "", lead, ""]
+        for f, twin in part:
+            lines += [_figure_paragraph(f, twin), ""]
     if not plan:
         lines += ["No figure changed.", ""]
+    lines += _subject_table(r)
     if n_changed:
         lines += ["## Changed verdicts by cause", "", "| cause | rows | transitions |", "| --- | ---: | --- |"]
         for cc in r.causes:
@@ -186,12 +249,16 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
                       "| --- | ---: | --- | --- | --- | --- | --- | --- | --- |"]
             for row in r.changed_rows(cc.cause, limit=max_items):
                 o, n = row["old"], row["new"]
-                lines.append(f"| {_cell(row['item_id'])} | {row['sample']} | {_cell(o['answer'])} | "
-                             f"{_cell(n['answer'])} | {_cell(o['rule'])} | {_cell(n['rule'])} | {_verdict_cell(o)} | "
+                lines.append(f"| {_cell(row['item_id'])} | {row['sample']} | {_answer_cell(o)} | "
+                             f"{_answer_cell(n)} | {_cell(o['rule'])} | {_cell(n['rule'])} | {_verdict_cell(o)} | "
                              f"{_verdict_cell(n)} | {_note_cell(row)} |")
             if cc.rows > max_items:
                 lines.append(f"| … {cc.rows - max_items:,} more (all are in --format json) | | | | | | | | |")
             lines.append("")
+    if r.rules:
+        lines += ["Rules in the changed rows, in words:", ""]
+        lines += [f"- `{w.rule}` ({w.extractor}): {w.words}" for w in r.rules]
+        lines.append("")
     if n_old or n_new:
         lines += ["## Rows in one file only", "", "| file | item_id | sample | verdict |", "| --- | --- | ---: | --- |"]
         for label, which, count in (("OLD", "old", n_old), ("NEW", "new", n_new)):
@@ -219,4 +286,5 @@ def render_json(result: DiffResult) -> str:
                       ("only_new", result.one_sided_rows("new"))):
         body = "[\n" + ",\n".join("    " + encode(row) for row in rows) + "\n  ]" if rows else "[]"
         parts.append(f'  "{key}": {body}')
-    return head[:-2] + ",\n" + ",\n".join(parts) + "\n}\n"
+    tail = json.dumps(result.tail(), ensure_ascii=False, indent=2, allow_nan=False)
+    return head[:-2] + ",\n" + ",\n".join(parts) + ",\n" + tail[2:] + "\n"

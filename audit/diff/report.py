@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -158,6 +159,36 @@ class FigureChange(Record):
     """The `changed` rows by cause."""
 
 
+class SubjectChange(Record):
+    """One subject's figures on both sides (e.g. an MMLU-Pro category), with its changed rows."""
+
+    subject: str | None
+    """The items' subject, from NEW's verdict file (else OLD's); null for items without one."""
+    items: int
+    """Items of this subject present in either file."""
+    old: list[Figure]
+    """Overall figures recomputed from OLD's rows of this subject (both denominators; empty when none)."""
+    new: list[Figure]
+    """Overall figures recomputed from NEW's rows of this subject."""
+    changed: int
+    """Aligned rows of this subject whose verdict changed."""
+    to_correct: int
+    """Of those, rows not correct in OLD and correct in NEW."""
+    to_incorrect: int
+    """Of those, rows correct in OLD and not correct in NEW."""
+
+
+class RuleWords(Record):
+    """What an extractor rule shown in the changed rows means."""
+
+    extractor: str
+    """The extractor `name@version` that declares the rule."""
+    rule: str
+    """The rule label as the rows carry it (e.g. `L3`)."""
+    words: str
+    """What it means, from the extractor's declared rules."""
+
+
 class DiffReport(Record):
     """`audit diff --format json`: every changed figure and every changed row between two verdict files."""
 
@@ -184,11 +215,15 @@ class DiffReport(Record):
     figures: list[FigureChange]
     """Every figure that changed."""
     changed: list[ChangedRow]
-    """Every aligned row whose verdict differs, sorted by item_id then sample."""
+    """Every aligned row whose verdict differs, in natural order of item_id (`q2` before `q10`), then sample."""
     only_old: list[OneSidedRow]
-    """Rows present in OLD only, sorted by item_id then sample."""
+    """Rows present in OLD only, in natural order of item_id, then sample."""
     only_new: list[OneSidedRow]
-    """Rows present in NEW only, sorted by item_id then sample."""
+    """Rows present in NEW only, in natural order of item_id, then sample."""
+    subjects: list[SubjectChange] = Field(default_factory=list)
+    """Per subject, when either file records subjects (verdict file schema version 2), in natural order."""
+    rules: list[RuleWords] = Field(default_factory=list)
+    """The extractor rules named in the changed rows, in words."""
 
     @property
     def has_changes(self) -> bool:
@@ -217,9 +252,11 @@ class DiffResult:
     causes: list[CauseCount]
     figures: list[FigureChange]
     changed: Any
-    """Changed rows sorted by item_id, sample: keys, `cause`, `causes`, and each side's fields (`_o`, `_n`)."""
+    """Changed rows in natural order of item_id, then sample: keys, `cause`, `causes`, and each side's fields (`_o`, `_n`)."""
     only_old: Any
     only_new: Any
+    subjects: list[SubjectChange] = dataclasses.field(default_factory=list)
+    rules: list[RuleWords] = dataclasses.field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
@@ -265,11 +302,16 @@ class DiffResult:
                 "causes": [c.model_dump(mode="json") for c in self.causes],
                 "figures": [f.model_dump(mode="json") for f in self.figures]}
 
+    def tail(self) -> dict[str, Any]:
+        """The report fields after the row lists, as JSON values."""
+        return {"subjects": [s.model_dump(mode="json") for s in self.subjects],
+                "rules": [r.model_dump(mode="json") for r in self.rules]}
+
     def to_report(self) -> DiffReport:
         """The validated pydantic report (builds one model per row: for small diffs and tests)."""
         return DiffReport.model_validate({**self.header(), "changed": self.changed_rows(),
                                           "only_old": self.one_sided_rows("old"),
-                                          "only_new": self.one_sided_rows("new")})
+                                          "only_new": self.one_sided_rows("new"), **self.tail()})
 
 
 def component_label(c: ComponentRef | None) -> str:

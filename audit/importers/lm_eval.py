@@ -17,7 +17,21 @@ The record shape is defined by EleutherAI/lm-evaluation-harness `lm_eval/evaluat
 One record per (document, filter): files of tasks with several filters repeat
 every document, so one filter is imported (`--filter`, default the first seen).
 A generate_until record has one request; its repeats become samples 0..K-1.
-Loglikelihood / multiple-choice records hold log-probabilities, not text, and are refused.
+
+A multiple_choice record (mmlu, arc, hellaswag, copa...; `lm_eval/api/task.py`
+`construct_requests` and `process_results`) has one loglikelihood request per option:
+`arguments` gen_args_i = (context, target_delimiter + option_i), `resps` [[(ll, is_greedy)]]
+per request and `filtered_resps` [(ll, is_greedy)] per request, each pair stringified by
+`sanitize_list` (["-0.26", "False"]). The harness chooses `argmax(lls)` for `acc`,
+`argmax(lls / len(option))` for `acc_norm` (characters of the option without the delimiter)
+and `argmax(lls / len(option.encode()))` for `acc_bytes`; with `acc_mutual_info` the
+requests are doubled, the second half unconditional (empty context). The gold option is
+`doc_to_target`, logged as `str(target)`: an option index ("3") or the option's text.
+Here the chosen option becomes the response, as its letter (A = option 0), with every
+log-likelihood in `extra`; the items get the gold letter and the options. Multiple-input
+tasks (winogrande: the options are in the contexts, one shared continuation) log no gold
+option and are refused, as are single loglikelihood requests (nothing is chosen).
+
 Older files (before 2024-05) have `arguments` as a list of argument lists and no hashes;
 before 2024-11 they have no `filter` or `metrics`.
 """
@@ -35,13 +49,115 @@ from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.mapping import Expr, ExprError, coerce
 from audit.importers.sources import SourceFile, iter_json_records, source_file
-from audit.models import Provenance
+from audit.models import LETTERS, Provenance
 from audit.pack import SourceRow, Table
 
 ENGINE = "EleutherAI/lm-evaluation-harness"
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
 _RESERVED = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
              "doc_hash", "prompt_hash", "target_hash"}
+CHOICE_RULES = ("acc", "acc_norm", "acc_bytes")
+"""How the harness picks the option of a multiple_choice record, by the metric that uses it."""
+_INVALID = "[invalid]"
+"""What lm-eval's regex filters return when nothing matches."""
+
+
+class RecordError(ValueError):
+    """A record that cannot be imported: `field` and what is wrong."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A multiple_choice record read: the options, the gold option and the option the harness chose."""
+
+    options: list[str]
+    lls: list[float]
+    greedy: list[bool]
+    gold: int
+    chosen: int
+
+    @property
+    def letter(self) -> str:
+        return LETTERS[self.chosen]
+
+    @property
+    def gold_letter(self) -> str:
+        return LETTERS[self.gold]
+
+
+def _pair(value: Any, where: str) -> tuple[float, bool]:
+    """One (loglikelihood, is_greedy) pair as the harness logs it (strings after `sanitize_list`)."""
+    if not isinstance(value, list) or len(value) != 2:
+        raise RecordError(where, f"expected a [loglikelihood, is_greedy] pair, got {value!r}")
+    ll, greedy = value
+    try:
+        number = float(ll) if isinstance(ll, (str, int, float)) and not isinstance(ll, bool) else None
+    except ValueError:
+        number = None
+    if number is None or number != number or number == float("inf"):
+        raise RecordError(where, f"expected a log-likelihood, got {ll!r}")
+    if greedy not in ("True", "False", True, False):
+        raise RecordError(where, f"expected is_greedy True or False, got {greedy!r}")
+    return number, greedy in ("True", True)
+
+
+def read_choice(obj: dict[str, Any], choice_by: str, delimiter: str) -> Choice:
+    """The options, gold and chosen option of a multiple_choice record (RecordError when it is not one)."""
+    reqs = _requests(obj.get("arguments"))
+    if reqs is None or not reqs or not all(len(r) >= 2 and isinstance(r[0], str) and isinstance(r[1], str)
+                                           for r in reqs):
+        raise RecordError("arguments", "expected one (context, continuation) pair per option")
+    filtered = obj.get("filtered_resps")
+    if not isinstance(filtered, list):
+        filtered = [r[0] if isinstance(r, list) and r else r for r in obj["resps"]]
+    if len(filtered) != len(reqs):
+        raise RecordError("filtered_resps", f"{len(filtered)} entries for {len(reqs)} requests")
+    pairs = [_pair(f, "filtered_resps") for f in filtered]
+    n = len(reqs)
+    if n % 2 == 0 and n >= 4 and all(r[0] == "" for r in reqs[n // 2:]) and all(r[0] for r in reqs[:n // 2]):
+        n //= 2  # acc_mutual_info: the second half are the options' unconditional log-likelihoods
+        reqs, pairs = reqs[:n], pairs[:n]
+    if n < 2:
+        raise RecordError("resps", "one loglikelihood request: the task scores a continuation, it chooses no option")
+    if len({r[0] for r in reqs}) > 1 and len({r[1] for r in reqs}) == 1:
+        raise RecordError("arguments", "the options are in the contexts (a multiple-input task such as winogrande): "
+                                       "the logged target is the shared continuation, not the gold option")
+    if n > len(LETTERS):
+        raise RecordError("arguments", f"{n} options: more than the {len(LETTERS)} letters A-Z")
+    options = []
+    for r in reqs:
+        if not r[1].startswith(delimiter):
+            raise RecordError("arguments", f"continuation {r[1]!r} does not start with the target delimiter "
+                                           f"{delimiter!r} (give --target-delimiter)")
+        options.append(r[1][len(delimiter):])
+    lls = [ll for ll, _ in pairs]
+    if choice_by == "acc":
+        scores = lls
+    else:
+        sizes = [len(o) if choice_by == "acc_norm" else len(o.encode("utf-8")) for o in options]
+        if 0 in sizes:
+            raise RecordError("arguments", f"an empty option: {choice_by} divides by its length")
+        scores = [ll / size for ll, size in zip(lls, sizes)]
+    chosen = max(range(n), key=scores.__getitem__)  # the first of equal scores, as numpy's argmax
+    return Choice(options, lls, [g for _, g in pairs], _gold(obj.get("target"), options), chosen)
+
+
+def _gold(target: Any, options: list[str]) -> int:
+    """The gold option: `str(doc_to_target(doc))`, an option index or an option's text."""
+    if not isinstance(target, str):
+        raise RecordError("target", f"expected the logged target text, got {target!r}")
+    by_text = [i for i, o in enumerate(options) if o == target]
+    by_index = int(target) if target.isdigit() and int(target) < len(options) else None
+    found = set(by_text) | ({by_index} if by_index is not None else set())
+    if len(found) == 1:
+        return found.pop()
+    if not found:
+        raise RecordError("target", f"target {target!r} is neither an option index nor an option's text")
+    raise RecordError("target", f"target {target!r} is ambiguous: an option index and another option's text")
 
 
 def _sha256(text: str) -> str:
@@ -71,8 +187,11 @@ class LmEvalImport:
     item_id: Expr
     filter: str | None = None
     verify_hashes: bool = True
+    choice_by: str = "acc"
+    target_delimiter: str = " "
     filters_seen: dict[str, int] = field(default_factory=dict)
     gen_kwargs: dict[str, Any] = field(default_factory=dict)
+    output_types: dict[str, int] = field(default_factory=dict)
     docs: int = 0
     responses: int = 0
 
@@ -91,25 +210,30 @@ class LmEvalImport:
                 continue
             yield rec, rec.obj, None
 
-    def _check(self, label: str, row: int, obj: dict[str, Any]) -> tuple[str | None, SourceRow | None]:
-        """The item id, or an error row for a record that is not a readable generate_until sample."""
+    def _check(self, label: str, row: int, obj: dict[str, Any]) -> tuple[str | None, Choice | None,
+                                                                          SourceRow | None]:
+        """(item id, the multiple-choice reading or None for generate_until, None), or an error row."""
         if "doc_id" not in obj:
-            return None, SourceRow(label, row, None, "missing required field", "doc_id")
+            return None, None, SourceRow(label, row, None, "missing required field", "doc_id")
         try:
             item_id = coerce(self.item_id(obj), (str,), int_to_text=True)
         except ExprError as e:
             raise AuditError(f"--item-id: {e}", path=label, row=row, field="item_id") from None
         resps = obj.get("resps")
         if not isinstance(resps, list) or not resps or not all(isinstance(r, list) for r in resps):
-            return None, SourceRow(label, row, None, "expected a list of per-request response lists", "resps")
-        if len(resps) != 1 or not all(isinstance(t, str) for t in resps[0]):
-            return None, SourceRow(label, row, None,
-                                   f"{len(resps)} requests of log-probabilities, not generated text: only "
-                                   f"generate_until samples can be imported", "resps")
+            return None, None, SourceRow(label, row, None, "expected a list of per-request response lists", "resps")
+        choice = None
+        if not (len(resps) == 1 and all(isinstance(t, str) for t in resps[0])):
+            try:
+                choice = read_choice(obj, self.choice_by, self.target_delimiter)
+            except RecordError as e:
+                return None, None, SourceRow(label, row, None, str(e), e.field)
         if self.verify_hashes:
             for problem in self._hash_problems(obj):
-                return None, SourceRow(label, row, None, problem[1], problem[0])
-        return item_id, None
+                return None, None, SourceRow(label, row, None, problem[1], problem[0])
+        kind = "generate_until" if choice is None else "multiple_choice"
+        self.output_types[kind] = self.output_types.get(kind, 0) + 1
+        return item_id, choice, None
 
     def _hash_problems(self, obj: dict[str, Any]) -> Iterator[tuple[str, str]]:
         # The harness hashes what it logged; a mismatch means the file changed after the run.
@@ -124,16 +248,34 @@ class LmEvalImport:
             if isinstance(want, str) and text is not None and _sha256(text) != want:
                 yield name, f"{name} does not match the logged {name.removesuffix('_hash')} (altered after the run?)"
 
+    def _scores(self, obj: dict[str, Any]) -> dict[str, Any]:
+        metrics = obj.get("metrics")
+        names = metrics if isinstance(metrics, list) else [k for k in obj if k not in _RESERVED]
+        return {m: obj[m] for m in names if isinstance(m, str) and m in obj}
+
     def response_rows(self) -> Iterator[SourceRow]:
         for rec, obj, bad in self._records():
             if bad is not None:
                 yield bad
                 continue
-            item_id, bad = self._check(rec.label, rec.row, obj)
+            item_id, choice, bad = self._check(rec.label, rec.row, obj)
             if bad is not None:
                 yield bad
                 continue
             self.docs += 1
+            scores = self._scores(obj)
+            if choice is not None:
+                extra: dict[str, Any] = {"doc_id": obj["doc_id"], "filter": self.filter,
+                                         "choice_by": self.choice_by, "chosen": choice.chosen,
+                                         "loglikelihoods": choice.lls, "is_greedy": choice.greedy}
+                if scores:
+                    extra["metrics"] = scores
+                row: dict[str, Any] = {"item_id": item_id, "sample": 0, "response": choice.letter, "extra": extra}
+                if isinstance(obj.get("prompt_hash"), str):
+                    row["prompt_sha256"] = obj["prompt_hash"]
+                self.responses += 1
+                yield SourceRow(rec.label, rec.row, row)
+                continue
             reqs = _requests(obj.get("arguments"))
             kwargs = reqs[0][1] if reqs and len(reqs[0]) > 1 and isinstance(reqs[0][1], dict) else None
             if kwargs is not None:
@@ -142,17 +284,14 @@ class LmEvalImport:
             max_tokens = kwargs.get("max_gen_toks") if kwargs else None
             filtered = obj.get("filtered_resps")
             filtered = filtered[0] if isinstance(filtered, list) and len(filtered) == 1 else None
-            metrics = obj.get("metrics")
-            names = metrics if isinstance(metrics, list) else [k for k in obj if k not in _RESERVED]
-            scores = {m: obj[m] for m in names if isinstance(m, str) and m in obj}
             texts = obj["resps"][0]
             for sample, text in enumerate(texts):
-                row: dict[str, Any] = {"item_id": item_id, "sample": sample, "response": text}
+                row = {"item_id": item_id, "sample": sample, "response": text}
                 if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
                     row["max_tokens"] = max_tokens
                 if isinstance(obj.get("prompt_hash"), str):
                     row["prompt_sha256"] = obj["prompt_hash"]
-                extra: dict[str, Any] = {"doc_id": obj["doc_id"], "filter": self.filter}
+                extra = {"doc_id": obj["doc_id"], "filter": self.filter}
                 if isinstance(filtered, list) and len(filtered) == len(texts):
                     extra["filtered_resp"] = filtered[sample]
                 elif filtered is not None:
@@ -168,7 +307,7 @@ class LmEvalImport:
             if bad is not None:
                 yield bad
                 continue
-            item_id, bad = self._check(rec.label, rec.row, obj)
+            item_id, choice, bad = self._check(rec.label, rec.row, obj)
             if bad is not None:
                 yield bad
                 continue
@@ -176,8 +315,67 @@ class LmEvalImport:
                 yield SourceRow(rec.label, rec.row, None, "missing required field", "target")
                 continue
             self.docs += 1
+            if choice is not None:
+                yield SourceRow(rec.label, rec.row, {"item_id": item_id, "reference": choice.gold_letter,
+                                                     "choices": choice.options,
+                                                     "extra": {"doc_id": obj["doc_id"], "target": obj["target"]}})
+                continue
             yield SourceRow(rec.label, rec.row, {"item_id": item_id, "reference": obj["target"],
                                                  "extra": {"doc_id": obj["doc_id"]}})
+
+    def recorded_rows(self, metric: str | None) -> tuple[list[dict[str, Any]], str]:
+        """The verdicts the harness recorded: per document, its `metric` (default: the first it logged) as
+        correct (1) or incorrect (0), with the answer its filter read (or the option it chose). Returns the
+        rows and the metric used."""
+        rows: list[dict[str, Any]] = []
+        used = metric
+        for rec, obj, bad in self._records():
+            if bad is not None:
+                raise AuditError(bad.message or "unreadable record", path=bad.label, row=bad.row, field=bad.field)
+            item_id, choice, bad = self._check(rec.label, rec.row, obj)
+            if bad is not None:
+                raise AuditError(bad.message or "unreadable record", path=bad.label, row=bad.row, field=bad.field)
+            assert item_id is not None
+            if choice is None and len(obj["resps"][0]) != 1:
+                raise AuditError(f"{len(obj['resps'][0])} repeats scored as one document: the harness recorded a "
+                                 f"verdict per document, not per response", path=rec.label, row=rec.row, field="resps")
+            if used is None:
+                logged = obj.get("metrics")
+                names = logged if isinstance(logged, list) else [k for k in obj if k not in _RESERVED]
+                if not names:
+                    raise AuditError("no metric logged", path=rec.label, row=rec.row, field="metrics")
+                # A multiple-choice verdict is the metric of the rule that chose the option.
+                used = self.choice_by if choice is not None and self.choice_by in names else names[0]
+            value = obj.get(used)
+            if isinstance(value, bool) or value not in (0, 1):
+                raise AuditError(f"metric {used} is {value!r}, not 0 or 1: not a verdict", path=rec.label,
+                                 row=rec.row, field=used)
+            if choice is not None:
+                if used not in CHOICE_RULES:
+                    raise AuditError(f"metric {used} does not score a chosen option (give --metric one of "
+                                     f"{', '.join(CHOICE_RULES)})", path=rec.label, row=rec.row, field=used)
+                if used != self.choice_by:  # the recorded answer is the option that metric's rule chose
+                    choice = read_choice(obj, used, self.target_delimiter)
+                answer, reference, status = choice.letter, choice.gold_letter, None
+            else:
+                filtered = obj.get("filtered_resps")
+                answer = filtered[0] if isinstance(filtered, list) and len(filtered) == 1 else None
+                if isinstance(answer, list):
+                    answer = answer[0] if len(answer) == 1 else None
+                reference = obj.get("target") if isinstance(obj.get("target"), str) else None
+                status = "no_answer" if answer == _INVALID else None
+                if answer == _INVALID or not isinstance(answer, str):
+                    answer = None
+            verdict = "correct" if value == 1 else "incorrect"
+            rows.append({"item_id": item_id, "sample": 0, "answer": answer, "verdict": verdict,
+                         "status": status or verdict, "reference": reference,
+                         "reason": f"recorded by lm-eval: {used} = {value:g} (filter {self.filter})"})
+        if not rows:
+            seen = ", ".join(self.filters_seen) or "none"
+            raise AuditError(f"no samples to import for filter {self.filter!r} (filters in the file: {seen})",
+                             path=str(self.src.path))
+        assert used is not None
+        return rows, used
 
     def provenance(self, base: Provenance | None, model: str | None) -> Provenance:
         if not self.docs:
@@ -189,6 +387,11 @@ class LmEvalImport:
             "filters_in_file": dict(self.filters_seen), "documents": self.docs, "responses": self.responses,
             "hashes_verified": self.verify_hashes,
         }
+        if self.output_types.get("multiple_choice"):
+            # The chosen option is the response: how it was chosen decides every verdict.
+            config["output_types"] = dict(sorted(self.output_types.items()))
+            config["choice_by"] = self.choice_by
+            config["target_delimiter"] = self.target_delimiter
         sampling = None
         if len(self.gen_kwargs) == 1:
             sampling = next(iter(self.gen_kwargs.values()))
@@ -202,22 +405,33 @@ class LmEvalImport:
         return prov
 
 
-def lm_eval_outputs(src: str | Path, out: Path, *, benchmark: str, items_out: Path | None = None,
-                    item_id: str = "doc_id", filter_name: str | None = None, verify_hashes: bool = True,
-                    gzip: bool = False, model: str | None = None, provenance: Provenance | None = None,
-                    package_id: str | None = None) -> list[Output]:
-    """The packages an lm-eval samples import writes."""
+def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str | None = None,
+                   verify_hashes: bool = True, choice_by: str = "acc", target_delimiter: str = " ") -> LmEvalImport:
+    """A samples file opened for reading (its rows are read when the packages are written)."""
+    if choice_by not in CHOICE_RULES:
+        raise AuditError(f"--choice-by must be one of {', '.join(CHOICE_RULES)}, got {choice_by!r}")
     f = source_file(src, SUFFIXES)
     try:
         expr = Expr(item_id)
     except ValueError as e:
         raise AuditError(f"--item-id: {e}") from None
-    imp = LmEvalImport(f, expr, filter_name, verify_hashes)
+    return LmEvalImport(f, expr, filter_name, verify_hashes, choice_by, target_delimiter)
+
+
+def lm_eval_outputs(src: str | Path, out: Path, *, benchmark: str, items_out: Path | None = None,
+                    item_id: str = "doc_id", filter_name: str | None = None, verify_hashes: bool = True,
+                    gzip: bool = False, model: str | None = None, provenance: Provenance | None = None,
+                    package_id: str | None = None, choice_by: str = "acc",
+                    target_delimiter: str = " ") -> list[Output]:
+    """The packages an lm-eval samples import writes."""
+    imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=verify_hashes,
+                         choice_by=choice_by, target_delimiter=target_delimiter)
+    f, expr = imp.src, imp.item_id
     rel, schema = data_file("responses", gzip)
     outputs = [Output(out, "responses", [Table(rel, schema, imp.response_rows())],
                       lambda: imp.provenance(provenance, model), benchmark=benchmark, package_id=package_id)]
     if items_out is not None:
-        items = LmEvalImport(f, expr, filter_name, verify_hashes)
+        items = LmEvalImport(f, expr, filter_name, verify_hashes, choice_by, target_delimiter)
         rel, schema = data_file("items", gzip)
         outputs.append(Output(items_out, "items", [Table(rel, schema, items.item_rows())],
                               lambda: items.provenance(provenance, model), benchmark=benchmark))

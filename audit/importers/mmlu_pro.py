@@ -114,6 +114,55 @@ def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> 
         yield SourceRow(rec.label, rec.row, row)
 
 
+def recorded_rows(files: list[SourceFile]) -> tuple[list[dict[str, Any]], dict[str, str | None], int]:
+    """The verdicts the upstream run recorded: its `pred` against the record's gold `answer`, one row per record.
+
+    Returns the rows (VERDICT_ROW_FIELDS dicts), each item's category, and how many records have no pred.
+    A null (or empty) pred is counted wrong here: upstream's own accuracy scores a random guess for it
+    (`random.randint` over the options from one stream seeded once per script run, so each draw depends on
+    every record scored before it), which no re-run can reproduce.
+    """
+    from audit.importers.verdicts import recorded_row
+
+    rows: list[dict[str, Any]] = []
+    subjects: dict[str, str | None] = {}
+    seen: dict[str, str] = {}
+    no_pred = 0
+    for rec, item_id, bad in _records(files):
+        if bad is not None:
+            raise AuditError(bad.message or "unreadable record", path=bad.label, row=bad.row, field=bad.field)
+        assert item_id is not None
+        obj = rec.obj
+        if "pred" not in obj:
+            raise AuditError("no upstream pred: this record holds no recorded verdict", path=rec.label, row=rec.row,
+                             field="pred")
+        pred, gold = obj["pred"], obj.get("answer")
+        if pred is not None and not isinstance(pred, str):
+            raise AuditError(f"expected a letter or null, got {pred!r}", path=rec.label, row=rec.row, field="pred")
+        if not isinstance(gold, str):
+            raise AuditError("missing required field" if gold is None else f"expected a letter, got {gold!r}",
+                             path=rec.label, row=rec.row, field="answer")
+        if item_id in seen:
+            raise AuditError(f"question_id {item_id} again (first in {seen[item_id]}): one run records one verdict "
+                             f"per question", path=rec.label, row=rec.row, field="question_id")
+        seen[item_id] = f"{rec.label} row {rec.row}"
+        if pred:
+            ok = pred == gold
+            verdict = "correct" if ok else "incorrect"
+            rows.append(recorded_row(item_id, 0, answer=pred, verdict=verdict, status=verdict, reference=gold,
+                                     reason=f"upstream pred {pred} {'=' if ok else '!='} gold {gold}"))
+        else:
+            no_pred += 1
+            rows.append(recorded_row(item_id, 0, answer=None, verdict="incorrect", status="no_answer", reference=gold,
+                                     reason="upstream pred is null: upstream's accuracy scores an unreproducible "
+                                            "random guess for it; counted wrong here"))
+        category = obj.get("category")
+        subjects[item_id] = category if isinstance(category, str) and category else None
+    if not rows:
+        raise AuditError("no records to import", path=str(files[0].path))
+    return rows, subjects, no_pred
+
+
 def mmlu_pro_outputs(srcs: list[str | Path], out: Path, *, items_out: Path | None = None, gzip: bool = False,
                      benchmark: str = "mmlu_pro", model: str | None = None,
                      provenance: Provenance | None = None, package_id: str | None = None) -> list[Output]:

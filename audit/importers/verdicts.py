@@ -69,18 +69,20 @@ def _row(obj: dict[str, Any], label: str, row: int, tool: str) -> dict[str, Any]
     answer = _text(obj.get("answer"), label, row, "answer")
     status = _text(obj.get("status"), label, row, "status") or (verdict if verdict != "ungraded" else "excluded")
     reason = _text(obj.get("reason"), label, row, "reason") or f"recorded by {tool}"
-    values = {"item_id": item_id, "sample": sample, "attempt": None, "response_sha256": None, "answer": answer,
-              "rule": None, "span": None, "verdict": verdict, "status": status, "reason": reason,
-              "reference": _text(obj.get("reference"), label, row, "reference"), "detail": {}}
-    return {k: values[k] for k in VERDICT_ROW_FIELDS}
+    return recorded_row(item_id, sample, answer=answer, verdict=verdict, status=status, reason=reason,
+                        reference=_text(obj.get("reference"), label, row, "reference"))
 
 
 def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: str,
                     package: str | Path | None = None) -> VerdictFile:
-    """Write `out` (a verdict file) from a table of recorded verdicts; errors name file, row and field."""
+    """Write `out` (a verdict file) from a table of recorded verdicts; errors name file, row and field.
+
+    A `subject` column (one per item) gives the file its per-subject figures.
+    """
     sf = source_file(src, TABLE_SUFFIXES)
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, int], int] = {}
+    subject_of: dict[str, str | None] = {}
     for rec in iter_table_records(sf.path):
         if rec.error:
             raise AuditError(rec.error, path=rec.label, row=rec.row)
@@ -91,19 +93,45 @@ def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: s
             raise AuditError(f"duplicate (item_id={key[0]!r}, sample={key[1]}); first seen in row {seen[key]}",
                              path=rec.label, row=rec.row, field="item_id")
         seen[key] = rec.row
+        subject = _text(rec.obj.get("subject"), rec.label, rec.row, "subject")
+        if subject_of.setdefault(r["item_id"], subject) != subject:
+            raise AuditError(f"item {r['item_id']!r} has subject {subject!r} here and {subject_of[r['item_id']]!r} "
+                             f"in another row", path=rec.label, row=rec.row, field="subject")
         rows.append(r)
     if not rows:
         raise AuditError("no verdict rows", path=str(src))
-    rows.sort(key=lambda r: (r["item_id"], r["sample"]))
+    return write_recorded(out, rows, benchmark=benchmark, tool=tool, source=f"{sf.name} sha256:{sf.sha256}",
+                          package=package, package_path=Path(package).as_posix() if package is not None else None,
+                          subject_of=subject_of)
+
+
+def recorded_row(item_id: str, sample: int, *, answer: str | None, verdict: str, status: str, reason: str,
+                 reference: str | None) -> dict[str, Any]:
+    """A verdict row as another tool recorded it: no attempt, response hash, rule, span or detail."""
+    values = {"item_id": item_id, "sample": sample, "attempt": None, "response_sha256": None, "answer": answer,
+              "rule": None, "span": None, "verdict": verdict, "status": status, "reason": reason,
+              "reference": reference, "detail": {}}
+    return {k: values[k] for k in VERDICT_ROW_FIELDS}
+
+
+def write_recorded(out: str | Path, rows: list[dict[str, Any]], *, benchmark: str, tool: str, source: str,
+                   package: str | Path | None = None, package_path: str | None = None,
+                   subject_of: dict[str, str | None] | None = None) -> VerdictFile:
+    """Write the verdict file of recorded rows (VERDICT_ROW_FIELDS dicts, unique by item and sample), pinned to
+    the responses `package` when given (recorded at `package_path`); `source` names the input by sha256."""
+    rows = sorted(rows, key=lambda r: (r["item_id"], r["sample"]))
+    for a, b in zip(rows, rows[1:]):
+        if (a["item_id"], a["sample"]) == (b["item_id"], b["sample"]):
+            raise AuditError(f"duplicate (item_id={a['item_id']!r}, sample={a['sample']})", path=str(out),
+                             field="item_id")
     responses_ref = None
     if package is not None:
         with open_package(package, kind="responses") as pkg:
-            responses_ref = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest,
-                                       path=Path(package).as_posix())
+            responses_ref = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest, path=package_path)
     df = pd.DataFrame({k: [r[k] for r in rows] for k in ("item_id", "sample", "verdict", "status", "reason")})
     header = VerdictFile(
         benchmark=benchmark, responses_package=responses_ref, extractor=None, grader=None, producer=producer(),
-        environment={"imported_from": f"{sf.name} sha256:{sf.sha256}", "recorded_by": tool},
-        policies=Policies(), summary=summarize(df), items=[])
+        environment={"imported_from": source, "recorded_by": tool},
+        policies=Policies(), summary=summarize(df, subject_of or {}), items=[])
     write_verdict_file(out, header, rows)
     return header

@@ -1,0 +1,173 @@
+"""What people read of a grading: figures with their intervals in words, per-subject figures, the rules that
+fired, and the one-screen summaries `audit show` prints for verdict files, releases and measurement packages.
+
+Everything here formats; nothing decides a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from audit.summary import pct
+from audit.verdicts import ComponentRef, Figure, Interval, SubjectSummary, VerdictFile
+
+_LEVEL = re.compile(r"\(1−([0-9.]+)\)")
+
+
+def interval_words(iv: Interval) -> str:
+    """An interval as printed: `binomial_2se [a, b]`, and the one-sided bounds said in words.
+
+    `zero_failure_upper` is the exact bound used when a run has no wrong row (accuracy at least
+    (1−0.95)^(1/n)) or no correct row (accuracy at most 1−(1−0.95)^(1/n)); its id alone read as
+    "upper" for either case.
+    """
+    if iv.method == "zero_failure_upper":
+        m = _LEVEL.search(iv.formula)
+        level = f"{float(m.group(1)) * 100:g}%" if m else "95%"
+        if iv.high >= 1.0 and iv.low > 0.0:
+            return f"no row wrong: accuracy ≥ {100 * iv.low:.2f}% (exact one-sided {level} lower bound)"
+        return f"no row correct: accuracy ≤ {100 * iv.high:.2f}% (exact one-sided {level} upper bound)"
+    return f"{iv.method} [{100 * iv.low:.2f}, {100 * iv.high:.2f}]"
+
+
+def figure_lines(figures: Iterable[Figure]) -> list[str]:
+    """One line per figure: name, value, counts and its intervals."""
+    lines = []
+    for f in figures:
+        ivs = "; ".join(interval_words(iv) for iv in f.intervals)
+        lines.append(f"{f.name:<28} {100 * f.value:6.2f}%  ({f.correct}/{f.total})" + (f"  {ivs}" if ivs else ""))
+    return lines
+
+
+def _rate(f: Figure | None) -> str:
+    return "n/a" if f is None or not f.total else f"{pct(f.value)} ({f.correct:,}/{f.total:,})"
+
+
+def subject_lines(subjects: list[SubjectSummary] | None) -> list[str]:
+    """The per-subject table (all runs pooled): items, accuracy (ungraded left out), accuracy_all."""
+    if not subjects:
+        return []
+    names = [s.subject or "(no subject)" for s in subjects]
+    width = max(len("subject"), *map(len, names))
+    lines = [f"per subject ({len(subjects)}):", f"  {'subject':<{width}} {'items':>6}  {'accuracy':<22}accuracy_all"]
+    for name, s in zip(names, subjects):
+        by = {f.denominator: f for f in s.figures}
+        lines.append(f"  {name:<{width}} {len(s.items):>6}  {_rate(by.get('graded')):<22}{_rate(by.get('all'))}")
+    return lines
+
+
+def explain_rule(rule: str, extractors: Iterable[ComponentRef | None]) -> str | None:
+    """The rule in words, from the first of `extractors` (registered versions) that declares it."""
+    from audit import extractors as registry
+
+    for ref in extractors:
+        if ref is None or ref.key not in registry.REGISTRY:
+            continue
+        words = registry.get(ref.key).explain(rule)
+        if words:
+            return words
+    return None
+
+
+def rule_lines(counts: Mapping[str | None, int], extractors: list[ComponentRef | None]) -> list[str]:
+    """What the extractor read: each rule that fired, how often, and what it means."""
+    named = [e for e in extractors if e is not None]
+    if not named or not counts:
+        return []
+    keys = " and ".join(e.key for e in named)
+    lines = [f"rules that fired ({keys}):"]
+    shown = [(r, n) for r, n in counts.items() if r is not None]
+    width = max((len(r) for r, _ in shown), default=4)
+    for rule, n in sorted(shown, key=lambda x: (-x[1], x[0])):
+        words = explain_rule(rule, named)
+        lines.append(f"  {rule:<{width}} {n:>8,}" + (f"  {words}" if words else ""))
+    if counts.get(None):
+        lines.append(f"  {'—':<{width}} {counts[None]:>8,}  no response was read (missing or excluded rows)")
+    return lines
+
+
+# --------------------------------------------------------------------------- audit show
+
+
+def _ref_line(label: str, ref: Any) -> str:
+    return f"{label:<10} {ref.package_id} (digest {ref.digest[:12]}…)" + (f" at {ref.path}" if ref.path else "")
+
+
+def verdict_file_view(path: str | Path) -> list[str]:
+    """`audit show` on a verdict file: what was graded, how, and the figures."""
+    from audit.verdicts import read_verdict_table
+
+    header, table, _ = read_verdict_table(path)
+    vf: VerdictFile = header
+    lines = [f"verdicts   {path} (verdict file, schema version {vf.schema_version})",
+             f"benchmark  {vf.benchmark}: {table.num_rows:,} rows, {vf.summary.items:,} items x "
+             f"{vf.summary.samples} samples"]
+    if vf.responses_package is not None:
+        lines.append(_ref_line("responses", vf.responses_package))
+    else:
+        lines.append("responses  not named (imported verdicts)")
+    if vf.items_package is not None:
+        lines.append(_ref_line("items", vf.items_package))
+    for label, ref in (("extractor", vf.extractor), ("grader", vf.grader), ("mc extr.", vf.mc_extractor),
+                       ("mc grader", vf.mc_grader)):
+        if ref is not None:
+            lines.append(f"{label:<10} {ref.key} (fingerprint {ref.fingerprint[:12]}…)")
+    if vf.extractor is None and vf.grader is None:
+        who = vf.environment.get("recorded_by")
+        lines.append("graded by  " + (f"{who} (imported: no extractor or grader is named)" if who else
+                                      "unknown (imported: no extractor or grader is named)"))
+    policies = vf.policies.model_dump()
+    lines.append("policies   " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
+                                           for k, v in policies.items() if v not in ([],)))
+    prod = vf.producer
+    commit = f" {prod.git_commit[:12]}{'+dirty' if prod.git_dirty else ''}" if prod.git_commit else ""
+    lines.append(f"producer   {prod.tool} {prod.version}{commit}")
+    lines.append("figures" + (" (one run: the run's figures are the overall ones)" if vf.summary.samples == 1 else ""))
+    shown = [f for f in vf.summary.figures if vf.summary.samples != 1 or f.sample is None]
+    lines += ["  " + x for x in figure_lines(shown)]
+    lines.append("statuses   " + ", ".join(f"{k}={v:,}" for k, v in vf.summary.statuses.items()))
+    lines += subject_lines(vf.summary.subjects)
+    if vf.extractor is not None:
+        counts = Counter(table.column("rule").to_pylist())
+        lines += rule_lines(counts, [vf.extractor, vf.mc_extractor])
+    return lines
+
+
+def release_view(root: Path, release: Mapping[str, Any]) -> list[str]:
+    """The lines `audit show` adds for a release package: what it publishes, from its release.json."""
+    lines = []
+    if isinstance(release.get("rows"), int):
+        lines.append(f"release    {release['rows']:,} rows: {release.get('items', 0):,} items x "
+                     f"{release.get('samples', 0)} samples; {release.get('protected_items', 0):,} protected items "
+                     f"published as verdict and status only")
+    graded = [f"{c['name']}@{c['version']}" for c in (release.get("extractor"), release.get("grader"))
+              if isinstance(c, dict) and "name" in c and "version" in c]
+    if graded:
+        lines.append("graded by  " + " + ".join(graded))
+    statuses = release.get("statuses")
+    if isinstance(statuses, dict):
+        lines.append("statuses   " + ", ".join(f"{k}={v:,}" for k, v in statuses.items()))
+    try:
+        figs = [Figure.model_validate(f) for f in release.get("figures") or []]
+    except Exception:  # a damaged release.json: `audit validate` says what is wrong
+        figs = []
+    if figs:
+        lines.append("figures")
+        lines += ["  " + x for x in figure_lines(figs)]
+    return lines
+
+
+def json_document(path: Path, limit: int = 64 << 20) -> dict[str, Any] | None:
+    """A small JSON object file, or None (not JSON, not an object, too large to read whole)."""
+    try:
+        if path.stat().st_size > limit:
+            return None
+        obj = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
