@@ -939,7 +939,7 @@ class MathEquiv3(MathEquiv2):
         Rule 7: a one-element set equals its element. Everything else as in @2."""
         if isinstance(a, Seq) != isinstance(r, Seq):
             one, other = (a, r) if isinstance(a, Seq) else (r, a)
-            if one.kind == "set" and len(one.items) == 1:
+            if one.kind == "set" and len(one.items) == 1 and not isinstance(one.items[0], Seq):
                 ok = self.same(*((one.items[0], other) if one is a else (other, one.items[0])), cx)
                 cx.reason = f"a one-element set vs its element: {cx.reason}"
                 return ok
