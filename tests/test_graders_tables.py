@@ -146,6 +146,38 @@ def test_math_equiv3_table(i, math3_verdicts):
     assert v.reason and row["source"] and row["note"]
 
 
+REVIEW_CASES = _table("math_equiv3_review.jsonl")
+
+
+@pytest.fixture(scope="module")
+def review_verdicts() -> list[graders.Judgment]:
+    return graders.grade_many("math.equiv@3", REVIEW_CASES)
+
+
+@pytest.mark.parametrize("i", range(len(REVIEW_CASES)), ids=_ids(REVIEW_CASES))
+def test_math_equiv3_review_table(i, review_verdicts):
+    # Every grader row of the adversarial review of 2026-12-01 (its findings file, 168 rows),
+    # with the verdict @3 gives since its revision and the right one (`truth`).
+    row, v = REVIEW_CASES[i], review_verdicts[i]
+    assert v.status == row["status"], f"{row['source']}: {row['note']}: {v.reason}"
+    assert row["source"].startswith("review 2026-12-01, category ")
+
+
+def test_the_review_table_holds_no_false_credit_and_names_each_false_rejection():
+    credited = {"correct"}
+    wrong = [r for r in REVIEW_CASES if (r["status"] in credited) != (r["truth"] == "correct")]
+    # no review row is credited against its truth; each remaining miss is a false rejection, named as such
+    assert all(r["truth"] == "correct" and r["note"].startswith("KNOWN FALSE REJECTION") for r in wrong), wrong
+    assert sorted((r["answer"], r["reference"]) for r in wrong) == [
+        ("5m", "5"), ("\\zeta(2)", "\\frac{\\pi^2}{6}"), ("x=2 (double root)", "2")]
+    # every wrong answer is graded (correct/incorrect or a parse error of the answer, counted incorrect):
+    # none leaves the graded denominator as an error or a timeout
+    assert not [r for r in REVIEW_CASES if r["status"] in ("error", "timeout")]
+    categories = {r["source"].split(":")[0].rsplit(" ", 1)[1] for r in REVIEW_CASES}
+    assert categories == {"A1", "A2", "A3", "A4", "A5", "A6", "A7", "C", "D1", "D2", "D3", "D4", "D5", "D6", "D7"}
+    assert len(REVIEW_CASES) == 135
+
+
 def test_math_equiv3_table_covers_every_case_of_issue_10():
     pairs = {(r["answer"], r["reference"]): r["status"] for r in MATH3_CASES}
     issue = {("3.14", r"\pi"): "incorrect", ("1.41", r"\sqrt{2}"): "incorrect", ("2.7", "e"): "incorrect",
@@ -181,10 +213,11 @@ def test_math_equiv3_keeps_every_verdict_of_the_older_tables_it_does_not_revise(
     older = MATH_CASES + MATH2_CASES
     v3 = graders.grade_many("math.equiv@3", older)
     changed = [(r["answer"], r["reference"], v.status) for r, v in zip(older, v3, strict=True) if v.status != r["status"]]
-    assert len(changed) == 19
+    assert len(changed) == 20
     assert all(revised.get((a, ref)) == new for a, ref, new in changed), changed
-    # every change is the exact-number rule, except one: a bare list against a pair that may be an interval
-    assert [(a, ref) for a, ref, _ in changed if "." not in a + ref] == [("1, 2", "(1, 2)")]
+    # every change is the exact-number rule, except two: a bare list against a pair that may be an interval,
+    # and a power tower, never evaluated, now incorrect by its order of magnitude (was parse_error_answer)
+    assert [(a, ref) for a, ref, _ in changed if "." not in a + ref] == [("10^{10^{10^{10}}}", "1"), ("1, 2", "(1, 2)")]
 
 
 def test_math_equiv3_is_one_engine_configured_by_a_frozen_config():
