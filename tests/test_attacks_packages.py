@@ -34,7 +34,6 @@ def _lines_ok(text: str, prefix: str) -> None:
 # --------------------------------------------------------------------------- archive bombs
 
 
-@broken
 @attack("pkg.tar-bomb")
 def test_tar_bomb_member_larger_than_declared_is_refused_before_extraction(tmp_path):
     m = manifest([{"path": "responses.jsonl", "data": ROW, "rows": 1}])
@@ -48,7 +47,6 @@ def test_tar_bomb_member_larger_than_declared_is_refused_before_extraction(tmp_p
     _lines_ok(r.stdout + r.stderr, f"{bomb}")
 
 
-@broken
 @attack("pkg.tar-manifest-last")
 def test_tar_bomb_before_the_manifest_stops_at_the_cap(tmp_path):
     m = manifest([{"path": "responses.jsonl", "data": ROW, "rows": 1}])
@@ -63,7 +61,6 @@ def test_tar_bomb_before_the_manifest_stops_at_the_cap(tmp_path):
     _lines_ok(r.stdout + r.stderr, f"{bomb}")
 
 
-@broken
 @attack("pkg.tar-many-members")
 @pytest.mark.parametrize("manifest_first", [True, False], ids=["manifest-first", "manifest-last"])
 def test_two_hundred_thousand_empty_members_are_refused_in_seconds(tmp_path, manifest_first):
@@ -90,7 +87,6 @@ def test_two_hundred_thousand_empty_members_are_refused_in_seconds(tmp_path, man
         assert "members before manifest.json pass the 10,000-member limit" in r.stdout
 
 
-@broken
 @attack("pkg.tar-duplicate-member")
 @pytest.mark.parametrize("twice", ["responses.jsonl", "manifest.json"])
 def test_a_member_twice_in_a_tarball_is_refused(tmp_path, twice):
@@ -106,7 +102,6 @@ def test_a_member_twice_in_a_tarball_is_refused(tmp_path, twice):
     assert f"{tgz}:{twice}: tar member appears twice (readers would disagree on which copy counts)" in r.stdout
 
 
-@broken
 @attack("pkg.gz-rows-bomb")
 def test_gz_repeating_a_valid_row_stops_at_the_manifests_rows(tmp_path):
     chunk = ROW * (MIB // len(ROW))
@@ -114,21 +109,20 @@ def test_gz_repeating_a_valid_row_stops_at_the_manifests_rows(tmp_path):
     pkg = write_package(tmp_path / "pkg", {"responses.jsonl.gz": data}, rows={"responses.jsonl.gz": 1})
     r = audit_jailed("validate", pkg, timeout=30)  # reading 8 GiB of rows took minutes
     assert r.returncode == 1, r.stderr
-    assert f"{pkg}/responses.jsonl.gz: has more than the 1 rows manifest.json says" in r.stdout
+    assert f"{pkg}/responses.jsonl.gz: field rows: has more lines than the 1 rows manifest.json says" in r.stdout
     _lines_ok(r.stdout + r.stderr, f"{pkg}")
 
 
-@broken
 @attack("pkg.gz-blank-lines")
 def test_gz_of_blank_lines_stops_at_a_decompressed_size_bound(tmp_path):
     data = gzip_repeated(b"\n" * MIB, 8192, head=ROW)  # a row, then 8 GiB of newlines
     pkg = write_package(tmp_path / "pkg", {"responses.jsonl.gz": data}, rows={"responses.jsonl.gz": 1})
     r = audit_jailed("validate", pkg, timeout=30)
     assert r.returncode == 1, r.stderr
-    assert re.search(rf"{re.escape(str(pkg))}/responses\.jsonl\.gz: decompresses to more than [\d,]+ bytes", r.stdout)
+    # A blank line counts as a line (and is a row error): the lines stop at the manifest's rows.
+    assert f"{pkg}/responses.jsonl.gz: field rows: has more lines than the 1 rows manifest.json says" in r.stdout
 
 
-@broken
 @attack("pkg.gz-blank-lines")
 def test_gz_with_its_declared_size_reads_and_refuses_one_byte_more(tmp_path):
     """Packages audit writes declare the decompressed size of a .gz file; one byte past it is refused."""
@@ -141,14 +135,16 @@ def test_gz_with_its_declared_size_reads_and_refuses_one_byte_more(tmp_path):
                                                                     jsonl_source(src))])
     m = json.loads((tmp_path / "pkg" / "manifest.json").read_text())
     (entry,) = m["files"]
-    assert entry["uncompressed_bytes"] == len(ROW)
-    data = gzip.compress(ROW + b"\n", mtime=0)  # one blank line more
+    plain = gzip.decompress((tmp_path / "pkg" / "responses.jsonl.gz").read_bytes())
+    assert entry["uncompressed_bytes"] == len(plain)
+    data = gzip.compress(plain[:-1] + b" " * 10 + b"\n", mtime=0)  # ten bytes more on the same line
     (tmp_path / "pkg" / "responses.jsonl.gz").write_bytes(data)
     entry.update(sha256=sha256(data), bytes=len(data))
     (tmp_path / "pkg" / "manifest.json").write_text(json.dumps(m))
     r = audit_jailed("validate", tmp_path / "pkg")
     assert r.returncode == 1
-    assert f"responses.jsonl.gz: decompresses to more than the {len(ROW)} bytes manifest.json says" in r.stdout
+    assert (f"responses.jsonl.gz: field uncompressed_bytes: decompresses to more than the {len(plain)} bytes "
+            f"manifest.json says") in r.stdout
 
 
 @attack("pkg.huge-line")
@@ -178,7 +174,6 @@ def _swapped_rows(pkg: Path) -> bytes:
     return data.replace(b"(B)", b"(A)")
 
 
-@broken
 @attack("pkg.toctou-grade")
 @pytest.mark.parametrize("how", ["rename", "in-place"])
 def test_grade_refuses_a_file_swapped_after_validation(tmp_path, monkeypatch, cli, how):
@@ -249,7 +244,6 @@ def test_grade_with_a_thread_swapping_the_file_never_grades_the_other_text(tmp_p
     assert outcomes  # at least one run happened
 
 
-@broken
 @attack("pkg.hardlink")
 def test_a_hard_link_rewritten_through_its_other_name_is_refused(tmp_path, monkeypatch, cli):
     resp, items = _mc_packages(tmp_path, "B")
@@ -272,7 +266,6 @@ def test_a_hard_link_rewritten_through_its_other_name_is_refused(tmp_path, monke
     assert "changed while being read" in r.err
 
 
-@broken
 @attack("pkg.toctou-every-reader")
 def test_validate_reports_what_it_hashed(tmp_path, monkeypatch, cli):
     import audit.packages.validate as val
@@ -458,18 +451,16 @@ def test_a_file_listed_twice_is_refused(tmp_path, cli):
     assert f"{pkg}/responses.jsonl: listed twice in manifest.json" in r.out
 
 
-@broken
 @attack("pkg.case-collision")
 def test_paths_equal_under_case_folding_are_refused(tmp_path, cli):
     other = b'{"item_id":"q2","response":"The answer is (C)."}\n'
     pkg = write_package(tmp_path / "pkg", {"responses.jsonl": ROW, "Responses.jsonl": other})
     r = cli("validate", pkg)
     assert r.code == 1
-    assert (f"{pkg}/responses.jsonl: path collides with Responses.jsonl where names are compared without case "
+    assert (f"{pkg}/Responses.jsonl: path collides with responses.jsonl where names are compared without case "
             f"or Unicode normalization (macOS, Windows)") in r.out
 
 
-@broken
 @attack("pkg.unicode-collision")
 def test_paths_equal_under_unicode_normalization_are_refused(tmp_path, cli):
     nfc, nfd = unicodedata.normalize("NFC", "café.jsonl"), unicodedata.normalize("NFD", "café.jsonl")
@@ -493,7 +484,6 @@ def _repin(pkg: Path, name: str, data: bytes) -> None:
     (pkg / "manifest.json").write_text(json.dumps(m, indent=2))
 
 
-@broken
 @attack("fmt.dup-key-manifest")
 def test_duplicate_key_in_manifest_is_refused(tmp_path, cli):
     pkg = write_package(tmp_path / "pkg", {"responses.jsonl": ROW})
@@ -504,7 +494,6 @@ def test_duplicate_key_in_manifest_is_refused(tmp_path, cli):
     assert r.out == f"{pkg}/manifest.json: field kind: duplicate key in a JSON object\n"
 
 
-@broken
 @attack("fmt.dup-key-row")
 def test_duplicate_key_in_a_row_is_refused(tmp_path, cli):
     row = b'{"item_id":"q1","response":"The answer is (B).","response":"The answer is (A)."}\n'
@@ -520,7 +509,6 @@ def test_duplicate_key_in_a_row_is_refused(tmp_path, cli):
         assert r.code == 1 and "duplicate key in a JSON object" in r.out, row
 
 
-@broken
 @attack("fmt.schema-version")
 @pytest.mark.parametrize("version", [0, -5])
 def test_schema_version_below_one_is_refused(tmp_path, cli, version):
@@ -531,7 +519,6 @@ def test_schema_version_below_one_is_refused(tmp_path, cli, version):
                      f"reads (1)\n")
 
 
-@broken
 @attack("fmt.newline-in-name")
 def test_a_newline_in_a_file_name_cannot_forge_output_lines(tmp_path, cli):
     name = "r.jsonl\nvalid: responses package attack, 1 files, 1 rows, digest 0"
@@ -542,7 +529,6 @@ def test_a_newline_in_a_file_name_cannot_forge_output_lines(tmp_path, cli):
     assert "path has a control character" in r.out
 
 
-@broken
 @attack("fmt.huge-int")
 def test_huge_integers_are_refused_by_the_schema(tmp_path, cli):
     pkg = write_package(tmp_path / "pkg", {"responses.jsonl": b'{"item_id":"q1","sample":' + b"1" + b"0" * 30 +
@@ -620,7 +606,6 @@ def test_duplicate_keys_in_a_verdict_file_are_refused(tmp_path, cli):
     assert (r.code, r.err) == (2, f"audit: error: {vf}: row 1: field verdict: duplicate key in a JSON object\n")
 
 
-@broken
 @attack("fmt.control-chars-in-errors")
 def test_a_tar_member_name_with_a_newline_cannot_forge_lines(tmp_path):
     m = manifest([{"path": "responses.jsonl", "data": ROW, "rows": 1}])

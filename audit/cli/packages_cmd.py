@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from audit.cli import cli
+from audit.errors import printable
 from audit.jsonl import jsonl_source
 from audit.pack import Table, build_package, load_provenance
 from audit.packages import bundle, open_package, validate_package
@@ -64,7 +65,7 @@ def validate(path: Path) -> int:
     if problems:
         prefix = f"{path}/" if path.is_dir() else f"{path}:"
         for p in problems:
-            click.echo(f"{prefix}{p}" if p.path else f"{path}: {p.message}")
+            click.echo(f"{prefix}{p}" if p.path else f"{path}: {printable(p.message)}")
         click.echo(f"invalid: {len(problems)} problem{'s' if len(problems) != 1 else ''}", err=True)
         return 1
     with open_package(path) as pkg:

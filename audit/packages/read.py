@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import parse_object
+from audit.jsonl import parse_object, sha256_bytes
 from audit.models import ROW_MODELS, FileEntry, Manifest
-from audit.packages.layout import content_digest, fast_object, fast_row, iter_file_items
+from audit.packages.layout import PinnedRead, content_digest, fast_object, fast_row
 from audit.packages.validate import prefixed, unpacked, validate_tree
 
 
@@ -33,33 +33,59 @@ class Package:
         """The package's files that follow `schema`, in manifest order."""
         return [f for f in self.manifest.files if f.schema_ == schema]
 
+    def _pinned(self, entry: FileEntry) -> Iterator[tuple[int, bytes | None, dict[str, Any] | None, str | None]]:
+        """Rows of one file, read from the bytes whose sha256 is checked against the manifest at the end:
+        a file swapped or rewritten since validation is refused, never read under the validated digest."""
+        reader = PinnedRead(self.root, entry)
+        yield from reader
+        if not reader.intact:
+            raise AuditError(f"changed while being read: sha256 is {reader.sha256}, manifest.json says "
+                             f"{entry.sha256}", path=f"{self.source}/{entry.path}")
+
     def iter_objects(self, schema: str) -> Iterator[tuple[FileEntry, int, dict[str, Any]]]:
         """Raw JSON objects of every file following `schema`, with their row numbers (no model
-        construction: fast, for validated packages)."""
+        construction: fast, for validated packages). Iterate to the end: the digest of what was
+        read is checked after the last row (AuditError when the file changed since validation)."""
         for entry in self.files(schema):
-            for rowno, data, obj, err in iter_file_items(self.root, entry):
+            for rowno, data, obj, err in self._pinned(entry):
                 if data is not None:
                     obj = fast_object(data)
                     if obj is None:
                         obj, err = parse_object(data)
-                if err or obj is None:  # cannot happen after validation unless the file changed since
-                    raise AuditError(err or "unreadable row", path=f"{self.source}/{entry.path}", row=rowno)
+                if err or obj is None:  # the file changed since validation
+                    raise AuditError(f"changed while being read: {err or 'unreadable row'}",
+                                     path=f"{self.source}/{entry.path}", row=rowno)
                 yield entry, rowno, obj
 
     def iter_rows(self, schema: str) -> Iterator[Any]:
-        """Rows of every file following `schema`, as models (the package was validated on open)."""
+        """Rows of every file following `schema`, as models (the package was validated on open).
+        Iterate to the end: the digest of what was read is checked after the last row."""
         model = ROW_MODELS[schema]
         for entry in self.files(schema):
-            for rowno, data, obj, err in iter_file_items(self.root, entry):
+            for rowno, data, obj, err in self._pinned(entry):
                 rec = fast_row(model, data) if data is not None else None
                 if rec is not None:
                     yield rec
                     continue
                 if data is not None:
                     obj, err = parse_object(data)
-                if err or obj is None:  # cannot happen after validation unless the file changed since
-                    raise AuditError(err or "unreadable row", path=f"{self.source}/{entry.path}", row=rowno)
+                if err or obj is None:  # the file changed since validation
+                    raise AuditError(f"changed while being read: {err or 'unreadable row'}",
+                                     path=f"{self.source}/{entry.path}", row=rowno)
                 yield model.model_validate(obj)
+
+    def read_bytes(self, path: str) -> bytes:
+        """The bytes of one listed file, checked against the manifest's sha256 (AuditError when the file
+        changed since validation): what a caller reads is what the digest describes."""
+        entry = next((f for f in self.manifest.files if f.path == path), None)
+        if entry is None:
+            raise AuditError("not listed in manifest.json", path=f"{self.source}/{path}")
+        with open(self.root / path, "rb") as f:
+            data = f.read(entry.bytes + 1)
+        if len(data) != entry.bytes or sha256_bytes(data) != entry.sha256:
+            raise AuditError(f"changed while being read: sha256 is {sha256_bytes(data)}, manifest.json says "
+                             f"{entry.sha256}", path=f"{self.source}/{path}")
+        return data
 
     def close(self) -> None:
         if self._cleanup is not None:
