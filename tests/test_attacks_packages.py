@@ -290,7 +290,6 @@ def test_validate_reports_what_it_hashed(tmp_path, monkeypatch, cli):
         assert "sha256 is" in r.out
 
 
-@broken
 @attack("pkg.toctou-every-reader")
 def test_reproduce_refuses_a_package_swapped_after_its_digest_was_checked(tmp_path, monkeypatch, cli):
     import audit.packages as packages
@@ -331,7 +330,6 @@ def _verdicts(tmp_path: Path, name: str, benchmark: str, verdict: str, correct: 
     return write_verdict_file(tmp_path / name, make_verdict_file(rows, benchmark=benchmark))
 
 
-@broken
 @attack("pkg.toctou-every-reader")
 def test_diff_reads_header_and_rows_from_the_same_bytes(tmp_path, monkeypatch):
     import audit.verdicts as verdicts
@@ -539,7 +537,6 @@ def test_huge_integers_are_refused_by_the_schema(tmp_path, cli):
                             f"9007199254740991")
 
 
-@broken
 @attack("fmt.huge-int")
 def test_huge_sample_in_a_verdict_file_is_one_line_not_a_traceback(tmp_path, cli):
     vf = _verdicts(tmp_path, "a.json", "bench_a", "correct")
@@ -552,7 +549,6 @@ def test_huge_sample_in_a_verdict_file_is_one_line_not_a_traceback(tmp_path, cli
                         f"9007199254740991 (got 1000000000000000000000000000000)\n"
 
 
-@broken
 @attack("fmt.deep-nesting")
 def test_deeply_nested_json_is_one_line_everywhere(tmp_path, cli):
     deep = "[" * 100_000 + "]" * 100_000
@@ -571,17 +567,17 @@ def test_deeply_nested_json_is_one_line_everywhere(tmp_path, cli):
     vf = _verdicts(tmp_path, "a.json", "bench_a", "correct")
     vf.write_text(vf.read_text().replace('"detail":{}', '"detail":{"x":' + deep + "}", 1))
     r = audit_jailed("diff", vf, vf)  # pyarrow's JSON reader crashed (SIGSEGV) on this
-    assert (r.returncode, r.stderr) == (2, f"audit: error: {vf}: malformed JSON: nested too deeply\n")
+    assert (r.returncode, r.stderr) == (2, f"audit: error: {vf}: row 1: malformed JSON: nested too deeply\n")
 
 
-@broken
 @attack("fmt.nan")
 def test_nan_in_a_verdict_file_is_refused(tmp_path, cli):
     vf = _verdicts(tmp_path, "a.json", "bench_a", "correct")
     text = vf.read_text()
     vf.write_text(re.sub(r'"value": [0-9.]+', '"value": NaN', text, count=1))
     r = cli("diff", vf, vf)
-    assert (r.code, r.err) == (2, f"audit: error: {vf}: malformed JSON: NaN is not valid JSON\n")
+    assert (r.code, r.err) == (2, f"audit: error: {vf}: not a JSON verdict file: malformed JSON: NaN is not valid "
+                                  f"JSON\n")
 
 
 @attack("fmt.bom")
@@ -593,7 +589,6 @@ def test_byte_order_mark_before_manifest_is_one_line(tmp_path, cli):
     assert len(r.out.splitlines()) == 1 and r.out.startswith(f"{pkg}/manifest.json: malformed JSON")
 
 
-@broken
 @attack("fmt.dup-key-verdict-file")
 def test_duplicate_keys_in_a_verdict_file_are_refused(tmp_path, cli):
     vf = _verdicts(tmp_path, "a.json", "bench_a", "correct")

@@ -17,7 +17,7 @@ from audit.verdicts import ComponentRef, Figure, PackageRef, Policies
 
 DIFF_REPORT_SCHEMA_VERSION = 1
 
-CAUSES = ("response", "policy", "reference", "extractor", "grader")
+CAUSES = ("response", "policy", "reference", "extractor", "grader", "inconsistent")
 """Every cause, in the order used to list them (precedence is in the module docstring)."""
 
 SELECTION_STATUSES = ("truncated", "excluded", "missing")
@@ -27,7 +27,7 @@ NO_ANSWER_STATUSES = ("no_answer", "random_guess")
 """Statuses of rows without a readable answer, whose verdict the no-answer policy decides."""
 
 Verdict = Literal["correct", "incorrect", "ungraded"]
-Cause = Literal["response", "policy", "reference", "extractor", "grader"]
+Cause = Literal["response", "policy", "reference", "extractor", "grader", "inconsistent"]
 
 
 # --------------------------------------------------------------------------- report model
