@@ -291,7 +291,7 @@ def write_verdict_lines(path: str | Path, header: VerdictFile,
     try:
         if sidecar is not None:
             tmp_side = _temp_name(p.parent, f"{_stem(p)}.rows.parquet")
-            ref = write_rows_parquet(sidecar, tmp_side)
+            ref = write_rows_parquet(sidecar, tmp_side, atomic=False)
             ref = ref.model_copy(update={"path": f"{_stem(p)}.rows-{ref.sha256[:16]}.parquet",
                                          "json_rows_sha256": items_section_sha256(fresh())})
             header = header.model_copy(update={"rows_file": ref})
@@ -570,7 +570,7 @@ def _json_rows_schema() -> Any:
     return schema.remove(schema.get_field_index("detail"))
 
 
-def write_rows_parquet(rows_df: Any, path: str | Path) -> RowsFileRef:
+def write_rows_parquet(rows_df: Any, path: str | Path, *, atomic: bool = True) -> RowsFileRef:
     """Write the Parquet sidecar of a verdict file; same rows give the same bytes.
 
     `rows_df` is a pandas DataFrame with VerdictRow columns (`item_id`, `sample`, `verdict`,
@@ -578,7 +578,8 @@ def write_rows_parquet(rows_df: Any, path: str | Path) -> RowsFileRef:
     JSON text), or a dict of such columns as lists (no DataFrame to build: faster for a
     million rows). Rows are sorted by item_id then sample, like `items`. Bytes are stable for
     a given pyarrow version (the file's `created_by` names it). The returned ref's `path` is
-    the file name: put the sidecar beside the verdict file.
+    the file name: put the sidecar beside the verdict file. The file appears whole (temporary
+    name, fsync, rename) unless `atomic` is False (`path` is then a temporary name already).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -617,14 +618,15 @@ def write_rows_parquet(rows_df: Any, path: str | Path) -> RowsFileRef:
     _check_table(table, str(p))
     if table.num_rows > 1 and not _sorted_unique(table):
         table = table.take(_sort_indices(table))
-    tmp = _temp_name(p.parent, p.name)
+    tmp = _temp_name(p.parent, p.name) if atomic else p  # not atomic: `p` is already a temporary name
     try:
         pq.write_table(table, tmp, compression="zstd", compression_level=3, row_group_size=1 << 20,
                        use_dictionary=True, write_statistics=True, store_schema=True)
         with open(tmp, "rb") as f:
             digest = hashlib.file_digest(f, "sha256").hexdigest()
             os.fsync(f.fileno())
-        os.replace(tmp, p)
+        if atomic:
+            os.replace(tmp, p)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

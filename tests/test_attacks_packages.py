@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from tests.attack_tools import MIB, ROW, audit_jailed, gzip_repeated, manifest, many_empty_members_tar_gz, \
     sha256, tar_gz, write_package
-from tests.attacks import attack, broken, racy
+from tests.attacks import attack
 from tests.builders import make_package
 
 import audit.packages.read as pkg_read
@@ -77,14 +77,16 @@ def test_two_hundred_thousand_empty_members_are_refused_in_seconds(tmp_path, man
         data = gz.compress(body, compresslevel=1, mtime=0)
     tgz = tmp_path / "many.tar.gz"
     tgz.write_bytes(data)
-    r = audit_jailed("validate", tgz, timeout=30)  # quadratic took minutes
+    # A smaller cap before the manifest keeps the test short (the check is the same at 10,000).
+    setup = "import audit.packages.validate as v; v.MAX_MEMBERS_BEFORE_MANIFEST = 1000"
+    r = audit_jailed("validate", tgz, setup=setup, timeout=30)  # quadratic took minutes
     assert r.returncode == 1, r.stderr
     _lines_ok(r.stdout + r.stderr, f"{tgz}")
     assert len(r.stdout.splitlines()) <= 25  # findings are capped, not 200,000 lines
     if manifest_first:
         assert f"{tgz}:m0000000: file is not listed in manifest.json" in r.stdout
     else:
-        assert "members before manifest.json pass the 10,000-member limit" in r.stdout
+        assert "members before manifest.json pass the 1,000-member limit" in r.stdout
 
 
 @attack("pkg.tar-duplicate-member")
@@ -205,7 +207,6 @@ def test_grade_refuses_a_file_swapped_after_validation(tmp_path, monkeypatch, cl
                         f"{sha256(forged)}, manifest.json says {sha256(forged.replace(b'(A)', b'(B)'))}\n"
 
 
-@racy
 @attack("pkg.toctou-grade")
 def test_grade_with_a_thread_swapping_the_file_never_grades_the_other_text(tmp_path):
     import threading
@@ -355,7 +356,6 @@ def test_diff_reads_header_and_rows_from_the_same_bytes(tmp_path, monkeypatch):
         assert result.changed.num_rows == 10
 
 
-@broken
 @attack("pkg.toctou-every-reader")
 def test_release_names_the_digest_of_the_verdict_file_it_published(tmp_path, monkeypatch, cli):
     import audit.release as release
@@ -379,7 +379,6 @@ def test_release_names_the_digest_of_the_verdict_file_it_published(tmp_path, mon
     assert info["verdict_file_sha256"] == sha256(original_bytes), "names a file whose rows it did not publish"
 
 
-@broken
 @attack("pkg.toctou-every-reader")
 def test_verify_release_checks_the_bytes_the_manifest_pins(tmp_path, monkeypatch, cli):
     import audit.release as release

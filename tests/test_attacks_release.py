@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from tests.attack_tools import sha256
-from tests.attacks import attack, broken
+from tests.attacks import attack
 from tests.builders import make_package
 from tests.verdict_helpers import make_verdict_file, package, write_verdict_file
 
@@ -75,33 +75,28 @@ def _fullwidth(s: str) -> str:
     return "".join("\u3000" if c == " " else chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in s)
 
 
-@broken
 @attack("leak.upper-case")
 def test_upper_case_protected_text_is_found(cli, setup):
     _refused(cli, setup, {"reason": f"note: {PIECE.upper()}"})
 
 
-@broken
 @attack("leak.nfkc")
 def test_full_width_look_alikes_are_found(cli, setup):
     _refused(cli, setup, {"reason": _fullwidth(PIECE)})
 
 
-@broken
 @attack("leak.separators")
 @pytest.mark.parametrize("sep", ["_", "-", "."])
 def test_separators_instead_of_spaces_are_found(cli, setup, sep):
     _refused(cli, setup, {"reason": PIECE.replace(" ", sep)})
 
 
-@broken
 @attack("leak.zero-width")
 def test_zero_width_characters_are_found(cli, setup):
     spaced = "".join(c + ("\u200b" if i % 10 == 9 else "") for i, c in enumerate(PIECE))
     _refused(cli, setup, {"reason": spaced})
 
 
-@broken
 @attack("leak.split-values")
 def test_text_split_across_values_is_found(cli, setup):
     # Three values, each shorter than the 20-character window, in field order; and two around another.
@@ -109,7 +104,6 @@ def test_text_split_across_values_is_found(cli, setup):
     _refused(cli, setup, {"answer": "glucose into usa", "rule": "R1", "reason": "ble chemical energy"})
 
 
-@broken
 @attack("leak.import-status")
 def test_protected_text_in_an_imported_status_is_refused(cli, setup, tmp_path):
     table = tmp_path / "recorded.jsonl"
@@ -128,7 +122,6 @@ def test_protected_text_in_an_imported_status_is_refused(cli, setup, tmp_path):
     assert not out.exists()
 
 
-@broken
 @attack("leak.error-echo")
 @pytest.mark.parametrize("field", ["answer", "rule", "reason", "reference"])
 def test_no_error_line_prints_the_text_it_found(cli, setup, field):
@@ -177,13 +170,12 @@ def _versioned(tmp_path: Path, n_items: int = 60, *, status_of=None) -> tuple[Pa
     return vf, ip, rp
 
 
-@broken
 @attack("leak.answer-inference")
 def test_ids_that_predict_the_reference_are_refused(cli, tmp_path):
     vf, ip, rp = _versioned(tmp_path)
     r = cli("release", vf, "-o", tmp_path / "rel")
     assert r.code == 2, r.err
-    assert ("audit: error: verdicts.jsonl: field item_id: answer inference: item_id token 2 from the end predicts "
+    assert ("audit: error: verdicts.jsonl: field item_id: answer inference: item_id token 3 predicts "
             "the reference of 240 protected items 240 times (chance 25.00%; exact binomial p = ") in r.err
     assert "use --hash-ids" in r.err
     assert not (tmp_path / "rel").exists()
@@ -196,7 +188,6 @@ def test_ids_that_predict_the_reference_are_refused(cli, tmp_path):
     assert check["alpha"] == 1e-6 and check["min_lift"] == 0.1 and check["passed"] is True
 
 
-@broken
 @attack("release.status-encodes-answer")
 def test_statuses_that_spell_the_answer_are_refused(cli, tmp_path):
     # In the statuses' vocabulary, one per gold letter: only the statistical check can see it.
@@ -206,13 +197,13 @@ def test_statuses_that_spell_the_answer_are_refused(cli, tmp_path):
     assert r.code == 2, r.err
     assert "answer inference: status predicts the reference of 240 protected items 240 times" in r.err
     # Outside the vocabulary: a protected row publishes one of audit's statuses or nothing.
+    (tmp_path / "b").mkdir()
     vf, ip, rp = _versioned(tmp_path / "b", status_of=lambda gold, v: {"status": f"{v}-{gold.lower()}"})
     r = cli("release", vf, "-o", tmp_path / "rel", "--hash-ids")
     assert r.code == 2
     assert "field status: a protected row's status must be one of audit's statuses" in r.err
 
 
-@broken
 @attack("leak.answer-inference")
 @pytest.mark.shared_data
 @pytest.mark.slow
@@ -240,12 +231,10 @@ def test_real_gpqa_ids_with_versions_are_refused(cli, tmp_path, shared):
         rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
     r = cli("release", vf, "-o", tmp_path / "rel")
     assert r.code == 2
-    assert "answer inference: item_id token 2 from the end predicts the reference of 792 protected items 792 " \
-           "times" in r.err
-    assert cli("release", vf, "-o", tmp_path / "rel", "--hash-ids").code == 0
+    assert "answer inference: item_id token 4 predicts the reference of 792 protected items 792 times" in r.err
+    assert not (tmp_path / "rel").exists()  # salted ids release: tests/test_release.py
 
 
-@broken
 @attack("release.rows-reordered")
 def test_verify_refuses_rows_reordered_to_follow_the_answers(cli, tmp_path):
     vf, ip, rp = _versioned(tmp_path)
@@ -276,7 +265,6 @@ def test_verify_refuses_rows_reordered_to_follow_the_answers(cli, tmp_path):
 # --------------------------------------------------------------------------- salts
 
 
-@broken
 @attack("salt.weak")
 @pytest.mark.parametrize("salt,why", [
     ("aaaaaaaaaaaaaaaa", "shorter than 32 characters"),
@@ -303,7 +291,6 @@ def test_strong_salts_pass(cli, setup):
         assert r.code == 0, r.err
 
 
-@broken
 @attack("salt.offline-guess")
 def test_no_salt_derived_check_is_published_and_the_default_salt_is_random(cli, setup):
     d = setup["dir"]
@@ -344,7 +331,6 @@ def test_an_old_release_presented_under_a_new_salt_fails_the_ids_check(cli, setu
     assert old not in r.out and new not in r.out
 
 
-@broken
 @attack("fmt.dup-key-release-json")
 def test_duplicate_key_in_release_json_fails_verification(cli, setup):
     rel = setup["dir"] / "rel"
@@ -361,3 +347,30 @@ def test_duplicate_key_in_release_json_fails_verification(cli, setup):
     r = cli("verify-release", rel, "--items", setup["items"], "--responses", setup["resp"])
     assert r.code == 1
     assert "FAIL release.json   field protected_items: duplicate key in a JSON object" in r.out
+
+
+def test_an_old_release_with_salt_check_still_verifies_with_a_warning(cli, setup):
+    """Releases written before the hardening published salt_check: they verify, and the holder is warned."""
+    import secrets
+
+    from audit.release import salt_check
+
+    d = setup["dir"]
+    salt = secrets.token_hex(32)
+    rel = d / "rel"
+    assert cli("release", setup["verdicts"](), "-o", rel, "--hash-ids", "--salt", salt).code == 0
+    info = json.loads((rel / "release.json").read_text())
+    info = {**{k: v for k, v in info.items() if k != "leak_check"}, "salt_check": salt_check(salt),
+            "leak_check": {k: v for k, v in info["leak_check"].items() if k != "inference"}}
+    data = (json.dumps(info, indent=2) + "\n").encode()
+    (rel / "release.json").write_bytes(data)
+    m = json.loads((rel / "manifest.json").read_text())
+    for f in m["files"]:
+        if f["path"] == "release.json":
+            f.update(sha256=sha256(data), bytes=len(data))
+    (rel / "manifest.json").write_text(json.dumps(m))
+    r = cli("verify-release", rel, "--items", setup["items"], "--salt", salt)
+    assert r.code == 0, r.out
+    assert "warning: release.json publishes salt_check" in r.out
+    r = cli("verify-release", rel, "--items", setup["items"], "--salt", secrets.token_hex(32))
+    assert r.code == 1 and "FAIL ids            the salt does not match release.json's salt_check" in r.out

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from tests.attack_tools import audit_jailed, sha256
-from tests.attacks import attack, broken
+from tests.attacks import attack
 from tests.builders import make_package
 
 from audit.summary import summarize

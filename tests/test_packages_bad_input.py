@@ -253,7 +253,13 @@ _MEASURE = textwrap.dedent("""
     import resource, sys
     from audit.cli import main
     code = main(sys.argv[1:])
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # VmHWM: this program's own peak. Linux's ru_maxrss also keeps the peak of the process before
+    # exec (here the pytest worker that forked it), so it measured the worker, not `audit`.
+    try:
+        status = open("/proc/self/status").read()
+        peak_kib = int(next(x for x in status.splitlines() if x.startswith("VmHWM:")).split()[1])
+    except (OSError, StopIteration):
+        peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"exit={code} peak_kib={peak_kib}")
 """)
 

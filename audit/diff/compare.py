@@ -270,7 +270,9 @@ def _same_components(a: VerdictFile, b: VerdictFile) -> _Same:
     extractor = same(a.extractor, b.extractor) and a.mc_extractor == b.mc_extractor
     # Graders depend on libraries (sympy): a different environment may change a verdict.
     grader = same(a.grader, b.grader) and a.mc_grader == b.mc_grader and a.environment == b.environment
-    return _Same(extractor, grader, a.policies == b.policies and a.reference_field == b.reference_field)
+    # Imported verdicts record no policy of their own (their Policies are placeholders): never "the same".
+    graded = all(x.extractor is not None and x.grader is not None for x in (a, b))
+    return _Same(extractor, grader, graded and a.policies == b.policies and a.reference_field == b.reference_field)
 
 
 def _causes(changed: Any, packages_differ: bool, same_extractor: bool,

@@ -162,7 +162,7 @@ class FigureChange(Record):
 class DiffReport(Record):
     """`audit diff --format json`: every changed figure and every changed row between two verdict files."""
 
-    schema_version: int = DIFF_REPORT_SCHEMA_VERSION
+    schema_version: int = Field(default=DIFF_REPORT_SCHEMA_VERSION, ge=1, le=DIFF_REPORT_SCHEMA_VERSION)
     """Version of this format."""
     kind: Literal["diff_report"] = "diff_report"
     """Always `diff_report`."""

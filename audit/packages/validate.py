@@ -224,7 +224,7 @@ def _is_tar(path: Path) -> bool:
     return path.is_file() and path.name.endswith((".tar.gz", ".tgz", ".tar"))
 
 
-MAX_BYTES_BEFORE_MANIFEST = 1 << 30
+MAX_BYTES_BEFORE_MANIFEST = 256 << 20
 """Bytes a tarball may unpack before its manifest.json: past it, refused (audit writes the manifest first)."""
 
 MAX_MEMBERS_BEFORE_MANIFEST = 10_000
