@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import math
 import os

@@ -407,11 +407,3 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex) -> list[Problem]:
         if n > MAX_LEAKS_PER_FILE:
             out.append(Problem(path, f"leak: {n - MAX_LEAKS_PER_FILE} more leaks in this file not listed"))
     return out
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except json.JSONDecodeError:
-        return False
-    return True

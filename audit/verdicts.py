@@ -331,12 +331,12 @@ def _publish(p: Path, tmp_json: Path, tmp_side: Path | None, side_name: str | No
 
     The sidecar's name holds its digest, so it never replaces the sidecar the current file names: it
     is moved in first, then the file is renamed over the old one (the atomic step that switches
-    pairs), then sidecars no longer named are removed. Writers take turns on a lock beside the
-    file, so one never removes the sidecar of a pair another is putting in place; a writer killed
-    at any point leaves the old pair (and at worst an unnamed sidecar, removed by the next write).
+    pairs), then sidecars no longer named are removed. Writers take turns on a lock of the folder
+    (flock on its descriptor: no lock file, released when a writer dies), so one never removes the
+    sidecar of a pair another is putting in place; a writer killed at any point leaves the old pair
+    (and at worst an unnamed sidecar, removed by the next write).
     """
-    lock_path = p.parent / f".{p.name}.lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(p.parent, os.O_RDONLY)
     placed: Path | None = None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import tarfile
-import zlib
 from pathlib import Path
 from typing import Any
 

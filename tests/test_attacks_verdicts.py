@@ -7,8 +7,6 @@ import errno
 import json
 import multiprocessing
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -175,7 +173,7 @@ def test_a_full_disk_mid_write_leaves_the_old_pair(tmp_path, monkeypatch):
     out = tmp_path / "results.json"
     grade_package(resp_a, resolve_config("choice"), items=items, out=out, parquet=True)
     old_bytes = out.read_bytes()
-    before = sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock"))
+    before = sorted(p.name for p in tmp_path.iterdir())
     g = grade_package(resp_b, resolve_config("choice"), items=items)
     for fail_at in range(1, 7):
         _write_on_a_full_disk(g, out, monkeypatch, fail_at, old_bytes, before, tmp_path)
@@ -201,7 +199,7 @@ def _write_on_a_full_disk(g, out, monkeypatch, fail_at, old_bytes, before, tmp_p
         assert e.errno == errno.ENOSPC
         monkeypatch.undo()
         assert out.read_bytes() == old_bytes
-        assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == before, \
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, \
             "temporary files left behind"
         assert _pair_ok(out) == "ok", fail_at
     else:
@@ -243,8 +241,7 @@ def test_concurrent_writers_never_leave_a_broken_pair(tmp_path):
         failures.append(errors.get())
     assert not broken, f"{len(broken)} broken pairs in {runs} runs: {broken[0]}"
     assert not failures, failures[0]
-    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".results")
-                 and not p.name.endswith(".lock")]
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".results")]
     assert not leftovers, leftovers
     sidecars = [p.name for p in tmp_path.iterdir() if p.name.endswith(".parquet")]
     assert len(sidecars) == 1, sidecars  # the losers cleaned up after themselves
