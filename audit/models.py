@@ -314,5 +314,6 @@ def unsafe_path_reason(path: str) -> str | None:
 
 def path_key(path: str) -> str:
     """The form under which two paths name the same file on some file system (macOS and Windows fold
-    case; macOS also Unicode normalization): NFKC, case-folded."""
-    return unicodedata.normalize("NFKC", path).casefold()
+    case; macOS also Unicode normalization; Windows drops a name's trailing dots and spaces): NFKC,
+    case-folded, each component without trailing dots and spaces."""
+    return "/".join(p.rstrip(". ") for p in unicodedata.normalize("NFKC", path).casefold().split("/"))

@@ -771,7 +771,19 @@ def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
         raise AuditError(f"sha256 is {digest}, the verdict file says {ref.sha256} (the file was altered)",
                          path=where)
     try:
-        table = pq.read_table(pa.BufferReader(data), columns=list(FRAME_COLUMNS))
+        pf = pq.ParquetFile(pa.BufferReader(data))
+        meta = pf.metadata
+        # Before decoding: the row count it declares, and a decoded size in proportion to it (a few
+        # hundred bytes a row; a small file that decodes to gigabytes is refused, not decoded).
+        if meta.num_rows != ref.rows:
+            raise AuditError(f"has {meta.num_rows} rows, the verdict file says {ref.rows}", path=where)
+        decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if decoded > max(64 << 20, 64 * len(data), 4096 * ref.rows):
+            raise AuditError(f"decodes to {decoded:,} bytes, far more than its {ref.rows:,} rows can hold",
+                             path=where)
+        table = pf.read(columns=list(FRAME_COLUMNS))
+    except AuditError:
+        raise
     except Exception as e:  # pyarrow raises several types for damaged files
         raise AuditError(f"not a readable Parquet rows file: {e}", path=where) from None
     if table.num_rows != ref.rows:

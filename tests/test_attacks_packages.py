@@ -458,6 +458,20 @@ def test_paths_equal_under_case_folding_are_refused(tmp_path, cli):
             f"or Unicode normalization (macOS, Windows)") in r.out
 
 
+@attack("pkg.case-collision")
+def test_paths_equal_once_windows_drops_trailing_dots_are_refused(tmp_path, cli):
+    pkg = write_package(tmp_path / "pkg", {"responses.jsonl": ROW})
+    (pkg / "notes.txt").write_text("one")
+    (pkg / "notes.txt.").write_text("two")
+    m = json.loads((pkg / "manifest.json").read_text())
+    for name in ("notes.txt", "notes.txt."):
+        data = (pkg / name).read_bytes()
+        m["files"].append({"path": name, "sha256": sha256(data), "bytes": len(data), "rows": None, "schema": "text"})
+    (pkg / "manifest.json").write_text(json.dumps(m))
+    r = cli("validate", pkg)
+    assert r.code == 1 and f"{pkg}/notes.txt.: path collides with notes.txt" in r.out
+
+
 @attack("pkg.unicode-collision")
 def test_paths_equal_under_unicode_normalization_are_refused(tmp_path, cli):
     nfc, nfd = unicodedata.normalize("NFC", "café.jsonl"), unicodedata.normalize("NFD", "café.jsonl")

@@ -36,6 +36,7 @@ STRICT_REFUSES = [
     b'{"item_id":"a","item_id":"b","response":"x"}',  # readers disagree on which one counts
     b'{"item_id":"a","response":"x","extra":{"k":1,"k":2}}',
     b'{"item_id":"a","response":"x","respons\\u0065":"y"}',  # the same key, escaped
+    b'{"item_id":"a","item_id" \t:"b","response":"x"}',  # the same key, whitespace before its colon
 ]
 STRICT_ACCEPTS_FAST_REFUSES = [
     b'{"item_id":"a","response":"x","extra":{"d":' + b"[" * 300 + b"]" * 300 + b"}}",
@@ -46,11 +47,11 @@ BOTH_ACCEPT = [
     b'{"item_id":"\xc3\xa9","response":"\\u00e9\\n\\t\\"q\\"","sample":3,"attempt":1}',
     b'{"item_id":"a","response":null,"excluded":"too long","started_at":5,"finished_at":1.5e300}',
     b'{"item_id":"a","response":"x","seed":1234567890123456789,"extra":{"f":-0.0,"g":[1e-320]}}',
+    b'{"item_id" : "a", "response" : "x"}',
 ]
 # The fast row path cannot rule out a repeated key in these (a space before a colon, `\":` inside a
 # string): it steps aside for the strict reader, which accepts them.
 FAST_ROW_STEPS_ASIDE = [
-    b'{"item_id" : "a", "response" : "x"}',
     b'{"item_id":"a","response":"say \\":\\" here","extra":{"a":{"b":[{"c":1}]}}}',
 ]
 

@@ -12,7 +12,6 @@ import hashlib
 import io
 import json
 import math
-import re
 import types
 import typing
 from collections.abc import Iterable, Iterator
@@ -272,27 +271,29 @@ def _key_count(value: Any) -> int:
     return 0
 
 
-_WS_COLON = re.compile(rb'"[ \t\r\n]+:')
+_WS = b" \t\r\n"
 
 
 def _no_duplicate_keys(data: bytes, keys: int) -> bool:
     """True when the line cannot hold a key twice: pydantic-core keeps the last of two equal keys.
 
-    Every key of a line is a string followed by `:`; without whitespace before a colon, each
-    adds one `":` to the bytes (an escaped quote before a colon inside a string adds more,
-    never fewer). So as many `":` as the parsed objects have keys means no key was dropped;
-    anything else (a duplicate, a key written with escapes, `" :`) takes the strict path,
+    Every key of a line is a string followed, after any whitespace, by `:`; with the whitespace
+    removed each adds one `":` to the bytes (an escaped quote before a colon inside a string adds
+    more, never fewer). So as many `":` as the parsed objects have keys means no key was dropped;
+    anything else (a duplicate, a key written with escapes, `\":` in a text) takes the strict path,
     which names the duplicate.
     """
-    if data.count(b'":') != keys:
-        return False
-    if b'" ' in data or b'"\t' in data or b'"\r' in data:
-        return not _WS_COLON.search(data)
-    return True
+    quoted = data.count(b'":')
+    if quoted == keys and data.count(b":") == quoted:
+        return True  # every colon follows a quote directly: no key put whitespace before its colon
+    return data.translate(None, _WS).count(b'":') == keys
 
 
-def fast_row(model: type[Record], data: bytes) -> Record | None:
-    """The row model of one JSONL line through pydantic-core's parser, or None: use the strict path."""
+def fast_row(model: type[Record], data: bytes, check_keys: bool = True) -> Record | None:
+    """The row model of one JSONL line through pydantic-core's parser, or None: use the strict path.
+
+    `check_keys=False` skips the duplicate-key check, for lines of a validated file read under its
+    pinned digest (they are the bytes that passed it)."""
     floats = _float_fields(model)
     if floats is None:
         return None
@@ -303,12 +304,13 @@ def fast_row(model: type[Record], data: bytes) -> Record | None:
     for name in floats:
         if not _finite(getattr(rec, name)):
             return None
-    keys = len(rec.model_fields_set)
-    for name in _container_fields(model):
-        if name in rec.model_fields_set:
-            keys += _key_count(getattr(rec, name))
-    if not _no_duplicate_keys(data, keys):
-        return None
+    if check_keys:
+        keys = len(rec.model_fields_set)
+        for name in _container_fields(model):
+            if name in rec.model_fields_set:
+                keys += _key_count(getattr(rec, name))
+        if not _no_duplicate_keys(data, keys):
+            return None
     return rec
 
 

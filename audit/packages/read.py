@@ -63,7 +63,7 @@ class Package:
         model = ROW_MODELS[schema]
         for entry in self.files(schema):
             for rowno, data, obj, err in self._pinned(entry):
-                rec = fast_row(model, data) if data is not None else None
+                rec = fast_row(model, data, check_keys=False) if data is not None else None
                 if rec is not None:
                     yield rec
                     continue
