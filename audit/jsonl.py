@@ -77,7 +77,7 @@ def iter_raw_lines(fh: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES,
             yield RawLine(lineno, None, f"line is {skipped:,} bytes, over the {max_line_bytes:,}-byte limit",
                           skipped)
             continue
-        if keep_blank or line.strip():
+        if keep_blank or not line.isspace():  # (isspace: no copy of a long line, unlike strip)
             yield RawLine(lineno, line)
 
 

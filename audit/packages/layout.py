@@ -165,7 +165,7 @@ class PinnedRead:
                     return
                 if line.error:
                     yield line.lineno, None, None, line.error
-                elif line.data.strip():
+                elif not gz or not line.data.isspace():  # (iter_raw_lines skipped blank lines of plain files)
                     yield line.lineno, line.data, None, None
         except READ_ERRORS as e:  # damaged gzip stream
             yield 0, None, None, f"unreadable: {e}"
@@ -277,15 +277,15 @@ _WS = b" \t\r\n"
 def _no_duplicate_keys(data: bytes, keys: int) -> bool:
     """True when the line cannot hold a key twice: pydantic-core keeps the last of two equal keys.
 
-    Every key of a line is a string followed, after any whitespace, by `:`; with the whitespace
-    removed each adds one `":` to the bytes (an escaped quote before a colon inside a string adds
-    more, never fewer). So as many `":` as the parsed objects have keys means no key was dropped;
-    anything else (a duplicate, a key written with escapes, `\":` in a text) takes the strict path,
-    which names the duplicate.
+    Every key of a line is followed (after any whitespace) by one colon, so a line with as many
+    colons as its parsed objects have keys holds no key twice. Otherwise: with the whitespace
+    removed each key adds one `":` to the bytes (an escaped quote before a colon inside a string
+    adds more, never fewer), so as many `":` as keys means none was dropped; anything else (a
+    duplicate, a key written with escapes, `\":` in a text) takes the strict path, which names
+    the duplicate.
     """
-    quoted = data.count(b'":')
-    if quoted == keys and data.count(b":") == quoted:
-        return True  # every colon follows a quote directly: no key put whitespace before its colon
+    if data.count(b":") == keys:
+        return True  # each key has its colon, and there are no more colons than keys: no key twice
     return data.translate(None, _WS).count(b'":') == keys
 
 
