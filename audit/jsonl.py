@@ -8,12 +8,14 @@ Writers replace a file only when it is complete (temp file, fsync, rename).
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import json
 import math
 import os
 import re
+import stat
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -212,6 +214,36 @@ def _lone_surrogate(value: Any) -> str | None:
         if bad:
             return bad
     return None
+
+
+def open_regular(path: str | os.PathLike[str]) -> tuple[IO[bytes], int]:
+    """An unbuffered binary file and its size, opened only if `path` is a regular file at the moment of
+    opening (not a symbolic link, FIFO or device: a FIFO swapped in would block the reader, /dev/zero
+    would never end). Raise OSError otherwise. Read at most the returned size: a file that grows
+    while it is read is read as it was when opened."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0), st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """All bytes of a regular file as it was when opened (see open_regular)."""
+    f, size = open_regular(path)
+    with f:
+        data = bytearray()
+        while len(data) < size:
+            chunk = f.read(min(_CHUNK, size - len(data)))
+            if not chunk:
+                break
+            data += chunk
+    return bytes(data)
 
 
 def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES) -> tuple[bytes | None, str | None]:

@@ -24,7 +24,7 @@ import pydantic
 from pydantic import Field
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import JsonError, dumps, loads_strict, parse_object, sha256_bytes
+from audit.jsonl import JsonError, dumps, loads_strict, parse_object, read_regular, sha256_bytes
 from audit.models import MAX_COUNT, Count, Int64, Producer, Record, unsafe_path_reason
 from audit.schemas import register
 
@@ -453,7 +453,10 @@ def _read_bytes(p: Path) -> bytes:
     """The verdict file's bytes, read once: every check and every row a reader uses come from them."""
     if not p.is_file():
         raise AuditError("no such file", path=str(p))
-    return p.read_bytes()
+    try:
+        return read_regular(p)
+    except OSError as e:
+        raise AuditError(f"unreadable: {e.strerror or e}", path=str(p)) from None
 
 
 def load_verdict_file(path: str | Path) -> VerdictFile:
@@ -765,7 +768,10 @@ def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
     where = f"{p}: rows_file {ref.path}"
     if not side.is_file() or side.is_symlink():
         raise AuditError("the Parquet rows file it names is missing", path=where)
-    data = side.read_bytes()
+    try:
+        data = read_regular(side)
+    except OSError as e:
+        raise AuditError(f"unreadable: {e.strerror or e}", path=where) from None
     digest = sha256_bytes(data)
     if digest != ref.sha256:
         raise AuditError(f"sha256 is {digest}, the verdict file says {ref.sha256} (the file was altered)",

@@ -64,6 +64,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("pkg.gz-blank-lines", "a .jsonl.gz decompressing to gigabytes of blank lines", "added", "succeeded"),
     ("pkg.symlink", "a symbolic link inside a package directory", "added", "held"),
     ("pkg.hardlink", "a hard link whose other name is rewritten after validation", "added", "succeeded"),
+    ("pkg.fifo-swap", "a data file swapped for a FIFO after validation (the reader would wait forever)", "added",
+     "succeeded"),
     ("pkg.listed-twice", "a manifest listing one file twice", "added", "held"),
     ("pkg.case-collision", "two paths equal under case folding", "added", "succeeded"),
     ("pkg.unicode-collision", "two paths equal under Unicode normalization (NFC vs NFD)", "added", "succeeded"),

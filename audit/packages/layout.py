@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from pydantic_core import from_json
 
-from audit.jsonl import _CHUNK, READ_ERRORS, dumps, iter_raw_lines, sha256_bytes
+from audit.jsonl import _CHUNK, READ_ERRORS, dumps, iter_raw_lines, open_regular, sha256_bytes
 from audit.models import FileEntry, Record
 
 MANIFEST = "manifest.json"
@@ -75,8 +75,9 @@ JSON_COLUMNS = ("extra",)
 class _HashingRaw(io.RawIOBase):
     """A raw reader over an open file that hashes and counts every byte it hands out."""
 
-    def __init__(self, f: IO[bytes]):
+    def __init__(self, f: IO[bytes], limit: int):
         self._f = f
+        self._limit = limit  # the size when opened: a file growing while read is not followed
         self.sha = hashlib.sha256()
         self.bytes = 0
 
@@ -84,6 +85,11 @@ class _HashingRaw(io.RawIOBase):
         return True
 
     def readinto(self, b: Any) -> int:
+        room = self._limit - self.bytes
+        if room <= 0:
+            return 0
+        if len(b) > room:
+            b = memoryview(b)[:room]
         n = self._f.readinto(b)
         if n:
             self.sha.update(memoryview(b)[:n])
@@ -130,8 +136,14 @@ class PinnedRead:
         return (self.sha256 == self.entry.sha256 and self.size == self.entry.bytes and not self.problems)
 
     def __iter__(self) -> Iterator[Item]:
-        with open(self.path, "rb", buffering=0) as f:
-            raw = _HashingRaw(f)
+        try:
+            f, size = open_regular(self.path)
+        except OSError as e:  # swapped for a FIFO, a device or a link since it was listed
+            yield 0, None, None, f"unreadable: {e.strerror or e}"
+            self.sha256, self.size = None, None
+            return
+        with f:
+            raw = _HashingRaw(f, size)
             try:
                 if self.entry.path.endswith(".parquet"):
                     yield from self._parquet(raw)

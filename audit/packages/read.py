@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import parse_object, sha256_bytes
+from audit.jsonl import open_regular, parse_object, sha256_bytes
 from audit.models import ROW_MODELS, FileEntry, Manifest
 from audit.packages.layout import PinnedRead, content_digest, fast_object, fast_row
 from audit.packages.validate import prefixed, unpacked, validate_tree
@@ -54,7 +54,7 @@ class Package:
                         obj, err = parse_object(data)
                 if err or obj is None:  # the file changed since validation
                     raise AuditError(f"changed while being read: {err or 'unreadable row'}",
-                                     path=f"{self.source}/{entry.path}", row=rowno)
+                                     path=f"{self.source}/{entry.path}", row=rowno or None)
                 yield entry, rowno, obj
 
     def iter_rows(self, schema: str) -> Iterator[Any]:
@@ -71,7 +71,7 @@ class Package:
                     obj, err = parse_object(data)
                 if err or obj is None:  # the file changed since validation
                     raise AuditError(f"changed while being read: {err or 'unreadable row'}",
-                                     path=f"{self.source}/{entry.path}", row=rowno)
+                                     path=f"{self.source}/{entry.path}", row=rowno or None)
                 yield model.model_validate(obj)
 
     def read_bytes(self, path: str) -> bytes:
@@ -80,7 +80,8 @@ class Package:
         entry = next((f for f in self.manifest.files if f.path == path), None)
         if entry is None:
             raise AuditError("not listed in manifest.json", path=f"{self.source}/{path}")
-        with open(self.root / path, "rb") as f:
+        f, _ = open_regular(self.root / path)
+        with f:
             data = f.read(entry.bytes + 1)
         if len(data) != entry.bytes or sha256_bytes(data) != entry.sha256:
             raise AuditError(f"changed while being read: sha256 is {sha256_bytes(data)}, manifest.json says "
