@@ -8,11 +8,22 @@ Every model puts `schema_version` first where it is a top-level document.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+import unicodedata
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MANIFEST_SCHEMA_VERSION = 1
+
+MAX_COUNT = 2**53 - 1
+"""Largest count, index or size a record may hold: the largest integer every JSON reader keeps exact
+(RFC 7493). Bounding integers in the schema keeps 10**30 from reaching Arrow or numpy as an OverflowError."""
+
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+"""A non-negative integer at most MAX_COUNT: sizes, counts, sample and attempt indices."""
+
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+"""A signed 64-bit integer (seeds)."""
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 """Option letters in order: option i of a multiple-choice item is LETTERS[i] (at most 26 options)."""
@@ -43,8 +54,9 @@ PackageKind = Literal[
 ]
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-SAFE_PATH_PATTERN = (r"^(?!/)(?![A-Za-z]:)(?!manifest\.json$)(?!.*[\\\x00])(?!(?:.*/)?\.{1,2}(?:/|$))"
-                     r"(?!.*//)(?!.*/$).+$")
+SAFE_PATH_PATTERN = (r"^(?!/)(?![A-Za-z]:)(?!manifest\.json$)(?!.*[\\\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e"
+                     r"\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb])"
+                     r"(?!(?:.*/)?\.{1,2}(?:/|$))(?!.*//)(?!.*/$).+$")
 """`unsafe_path_reason` as a regular expression, for JSON Schema users (the model keeps its clearer messages)."""
 
 
@@ -118,10 +130,13 @@ class FileEntry(Record):
     """Path relative to the package root, with `/` separators; never absolute, never `..`."""
     sha256: str = Field(json_schema_extra={"pattern": _SHA256.pattern})
     """sha256 of the file's bytes, lowercase hex."""
-    bytes: int = Field(ge=0)
+    bytes: Count
     """Size of the file in bytes."""
-    rows: int | None = Field(default=None, ge=0)
+    rows: Count | None = None
     """Number of rows for tabular files; null for other files."""
+    uncompressed_bytes: Count | None = None
+    """For a gzip'd data file (`*.jsonl.gz`): the size of its JSONL once decompressed. Readers stop
+    decompressing past it, so a small file cannot expand without bound; null for other files."""
     schema_: str = Field(alias="schema")
     """The schema every row follows, e.g. `response_row.v1`; `text` for files without rows."""
 
@@ -146,8 +161,8 @@ class FileEntry(Record):
 class Manifest(Record):
     """`manifest.json`: what a package holds and where it came from."""
 
-    schema_version: int = MANIFEST_SCHEMA_VERSION
-    """Version of this manifest format; readers refuse versions newer than they know."""
+    schema_version: int = Field(default=MANIFEST_SCHEMA_VERSION, ge=1, le=MAX_COUNT)
+    """Version of this manifest format (1 or more); readers refuse versions they do not know."""
     package_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
     """Identifier of the package: letters, digits and `._+-`."""
     kind: PackageKind
@@ -172,21 +187,21 @@ class ResponseRow(Record):
 
     item_id: str = Field(min_length=1)
     """Identifier of the item answered, as the dataset names it."""
-    sample: int = Field(default=0, ge=0)
+    sample: Count = 0
     """Index of the repeated run (K repetitions of the same item get 0..K-1)."""
-    attempt: int = Field(default=0, ge=0)
+    attempt: Count = 0
     """Index of the attempt for this (item, sample): 0 is the original, re-samples count up."""
     response: str | None
     """The response text; null when no response exists (see `excluded` and `error`)."""
     finish_reason: str | None = None
     """Why generation stopped as the engine reported it: `stop`, `length` (cut at the output ceiling), ..."""
-    prompt_tokens: int | None = Field(default=None, ge=0)
+    prompt_tokens: Count | None = None
     """Prompt length in tokens, from the engine's usage report."""
-    completion_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: Count | None = None
     """Response length in tokens, from the engine's usage report."""
-    max_tokens: int | None = Field(default=None, ge=0)
+    max_tokens: Count | None = None
     """The output ceiling sent with the request."""
-    seed: int | None = None
+    seed: Int64 | None = None
     """Sampling seed sent with the request."""
     prompt_sha256: str | None = None
     """sha256 of the exact prompt text (or chat messages as canonical JSON) that was sent."""
@@ -236,7 +251,7 @@ class ReleaseRow(Record):
 
     item_id: str = Field(min_length=1)
     """The dataset's id, or its salted hash when the release says `id_scheme: hmac-sha256`."""
-    sample: int
+    sample: Count
     """Run index (0..K-1)."""
     verdict: Verdict
     """How the row counts: graded correct, graded incorrect, or left out of the graded denominator."""
@@ -244,7 +259,7 @@ class ReleaseRow(Record):
     """Why: `correct`, `incorrect`, `no_answer`, `truncated`, `excluded`, ... (see audit.verdicts.ROW_STATUSES)."""
     protected: bool = False
     """True for items whose content must not be published: then only the fields above are present."""
-    attempt: int | None = None
+    attempt: Count | None = None
     """Attempt graded (0 = original); absent for protected items."""
     answer: str | None = None
     """Extracted answer; absent for protected items (beside a verdict it would reveal the key)."""
@@ -523,12 +538,21 @@ TEXT_SCHEMA = "text"
 """Schema id of files without rows (README, logs): only hash and size are checked."""
 
 
+_INVISIBLE = frozenset(("Cc", "Cf", "Cs", "Co", "Zl", "Zp"))
+"""Unicode categories of characters that print as nothing or break a line: controls, format
+characters (zero-width, bidirectional overrides), surrogates, private use, line and paragraph separators."""
+
+
 def unsafe_path_reason(path: str) -> str | None:
     """Why `path` may not name a file inside a package, or None when it is safe."""
     if not path:
         return "empty path"
     if "\\" in path or "\x00" in path:
         return "path has a backslash or NUL character"
+    for ch in path:
+        if unicodedata.category(ch) in _INVISIBLE:
+            # A newline would forge output lines; an invisible character makes two names look alike.
+            return f"path has a control character (U+{ord(ch):04X})"
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
         return "absolute path"
     parts = path.split("/")
@@ -537,3 +561,10 @@ def unsafe_path_reason(path: str) -> str | None:
     if path == "manifest.json":
         return "manifest.json cannot list itself"
     return None
+
+
+def path_key(path: str) -> str:
+    """The form under which two paths name the same file on some file system (macOS and Windows fold
+    case; macOS also Unicode normalization; Windows drops a name's trailing dots and spaces): NFKC,
+    case-folded, each component without trailing dots and spaces."""
+    return "/".join(p.rstrip(". ") for p in unicodedata.normalize("NFKC", path).casefold().split("/"))

@@ -26,7 +26,9 @@ def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_respons
     """Compare two verdict files OLD and NEW: every figure that changed and every row whose verdict changed.
 
     Rows are aligned by (item_id, sample). Each changed row gets a cause: response, policy,
-    reference, extractor or grader (first that applies, in that order; see audit/diff/compare.py).
+    reference, extractor or grader (first that applies, in that order; see audit/diff/compare.py),
+    or inconsistent when both files name the same components, policies and inputs and the
+    verdict still differs (tampered or non-deterministic: never a retraction).
     Exit 0 when nothing changed, 1 when something did, 2 on error — like diff(1).
     """
     from audit.diff import diff_files, render_json, render_markdown

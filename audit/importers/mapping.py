@@ -111,6 +111,8 @@ def field_types(model: type[BaseModel], name: str) -> tuple[type, ...]:
 
     def flat(t: Any) -> list[Any]:
         origin = typing.get_origin(t)
+        if origin is typing.Annotated:  # a bounded int (models.Count) is an int
+            return flat(typing.get_args(t)[0])
         if origin in (typing.Union, types.UnionType):
             return [x for a in typing.get_args(t) for x in flat(a)]
         return [origin or t]

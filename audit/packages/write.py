@@ -61,7 +61,7 @@ class PackageWriter:
         self.overwrite = overwrite
         self.tmp = parent / f".{self.out.name}.partial-{uuid.uuid4().hex[:8]}"
         self.tmp.mkdir()
-        self._entries: dict[str, tuple[str, int | None]] = {}
+        self._entries: dict[str, tuple[str, int | None, int | None]] = {}
         self.manifest: Manifest | None = None
 
     def path(self, rel: str) -> Path:
@@ -85,12 +85,12 @@ class PackageWriter:
             yield sink
         finally:
             sink.close()
-        self._entries[rel] = (schema, sink.count)
+        self._entries[rel] = (schema, sink.count, sink.uncompressed if rel.endswith(".gz") else None)
 
     def content_digest(self) -> str:
         """The content digest the package will have if nothing more is added (see `content_digest`)."""
         files = []
-        for rel, (schema, count) in self._entries.items():
+        for rel, (schema, count, _) in self._entries.items():
             digest, size = sha256_file(self.tmp / rel)
             files.append(FileEntry(path=rel, sha256=digest, bytes=size, rows=count, schema=schema))
         return content_digest(files)
@@ -98,17 +98,17 @@ class PackageWriter:
     def add_text(self, rel: str, text: str) -> None:
         """Add a file without rows (README, log), pinned by hash and size."""
         self.path(rel).write_text(text, encoding="utf-8", newline="\n")
-        self._entries[rel] = (TEXT_SCHEMA, None)
+        self._entries[rel] = (TEXT_SCHEMA, None, None)
 
     def add_bytes(self, rel: str, data: bytes) -> None:
         """Add a file without rows from bytes (a binary or verbatim copy), pinned by hash and size."""
         self.path(rel).write_bytes(data)
-        self._entries[rel] = (TEXT_SCHEMA, None)
+        self._entries[rel] = (TEXT_SCHEMA, None, None)
 
     def add_file(self, rel: str, src: str | os.PathLike[str]) -> None:
         """Copy an existing file in as a text/binary file without rows."""
         shutil.copyfile(src, self.path(rel))
-        self._entries[rel] = (TEXT_SCHEMA, None)
+        self._entries[rel] = (TEXT_SCHEMA, None, None)
 
     def add_document(self, rel: str, schema: str, doc: Record) -> None:
         """Add one JSON document following a registered document schema (indented, stable bytes)."""
@@ -116,14 +116,15 @@ class PackageWriter:
             raise AuditError(f"not a {schema!r} document")
         self.path(rel).write_text(dumps_pretty(doc.model_dump(mode="json", by_alias=True)), encoding="utf-8",
                                   newline="\n")
-        self._entries[rel] = (schema, None)
+        self._entries[rel] = (schema, None, None)
 
     def commit(self) -> Manifest:
         files = []
         for rel in sorted(self._entries):
-            schema, count = self._entries[rel]
+            schema, count, uncompressed = self._entries[rel]
             digest, size = sha256_file(self.tmp / rel)
-            files.append(FileEntry(path=rel, sha256=digest, bytes=size, rows=count, schema=schema))
+            files.append(FileEntry(path=rel, sha256=digest, bytes=size, rows=count, schema=schema,
+                                   uncompressed_bytes=uncompressed))
         pid = self.package_id or f"{self.kind}-{self.benchmark or 'package'}-{content_digest(files)[:12]}"
         try:
             manifest = Manifest(
@@ -132,7 +133,7 @@ class PackageWriter:
             )
         except pydantic.ValidationError as e:
             raise AuditError(str(pydantic_problems(MANIFEST, None, e)[0])) from None
-        write_atomic(self.tmp / MANIFEST, dumps_pretty(manifest.model_dump(mode="json", by_alias=True)))
+        write_atomic(self.tmp / MANIFEST, dumps_pretty(manifest_json(manifest)))
         _fsync_dir(self.tmp)
         if self.out.exists():
             trash = self.out.parent / f".{self.out.name}.old-{uuid.uuid4().hex[:8]}"
@@ -164,6 +165,7 @@ class PackageWriter:
 
 class _RowSink:
     count: int
+    uncompressed: int | None = None
 
     def write(self, row: Record) -> None:
         raise NotImplementedError
@@ -179,6 +181,10 @@ class _JsonlSink(_RowSink):
     @property
     def count(self) -> int:
         return self._w.rows
+
+    @property
+    def uncompressed(self) -> int:
+        return self._w.bytes
 
     def write(self, row: Record) -> None:
         self._w.write(row_to_json(row))
@@ -266,6 +272,16 @@ class _ParquetSink(_RowSink):
             self._writer.close()
 
 
+def manifest_json(manifest: Manifest) -> dict[str, Any]:
+    """The manifest as written: `uncompressed_bytes` only where a file has one (manifests without it
+    keep their bytes)."""
+    data = manifest.model_dump(mode="json", by_alias=True)
+    for f in data["files"]:
+        if f.get("uncompressed_bytes") is None:
+            f.pop("uncompressed_bytes", None)
+    return data
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -280,7 +296,8 @@ def _fsync_dir(path: Path) -> None:
 
 
 def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
-    """Write a validated package directory as a reproducible `.tar.gz` (sorted, zeroed owners and times)."""
+    """Write a validated package directory as a reproducible `.tar.gz` (manifest.json first, then sorted;
+    zeroed owners and times)."""
     import gzip
 
     src = Path(pkg_dir)
@@ -291,7 +308,9 @@ def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None
     if not out.parent.is_dir():
         raise AuditError("directory does not exist", path=str(out.parent))
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    names = sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file())
+    # manifest.json first: a reader then knows every member's size before it unpacks a byte of it.
+    names = sorted((p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()),
+                   key=lambda name: (name != MANIFEST, name))
     try:
         with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
                 tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tf:
