@@ -216,12 +216,14 @@ def _lone_surrogate(value: Any) -> str | None:
     return None
 
 
-def open_regular(path: str | os.PathLike[str]) -> tuple[IO[bytes], int]:
+def open_regular(path: str | os.PathLike[str], *, follow_links: bool = False) -> tuple[IO[bytes], int]:
     """An unbuffered binary file and its size, opened only if `path` is a regular file at the moment of
     opening (not a symbolic link, FIFO or device: a FIFO swapped in would block the reader, /dev/zero
     would never end). Raise OSError otherwise. Read at most the returned size: a file that grows
-    while it is read is read as it was when opened."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    while it is read is read as it was when opened. `follow_links` accepts a link to a regular file
+    (a user's own files, such as a Hugging Face cache snapshot; never a file inside a package)."""
+    nofollow = 0 if follow_links else getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | nofollow | getattr(os, "O_CLOEXEC", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -247,10 +249,18 @@ def read_regular(path: str | os.PathLike[str]) -> bytes:
 
 
 def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES) -> tuple[bytes | None, str | None]:
-    """A whole small file's bytes, or (None, error) when it is larger than `max_bytes` or unreadable."""
+    """A whole small file's bytes, or (None, error) when it is larger than `max_bytes` or unreadable.
+    Only a regular file is read (a link to one is followed): a FIFO or device is refused, not waited on."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+        f, size = open_regular(path, follow_links=True)
+        with f:
+            data = bytearray()
+            while len(data) <= max_bytes and len(data) < size:
+                chunk = f.read(min(_CHUNK, size - len(data), max_bytes + 1 - len(data)))
+                if not chunk:
+                    break
+                data += chunk
+            data = bytes(data)
     except OSError as e:
         return None, f"unreadable: {e.strerror or e}"
     if len(data) > max_bytes:
@@ -275,6 +285,20 @@ def sha256_file(path: str | os.PathLike[str]) -> tuple[str, int]:
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
             h.update(chunk)
+            n += len(chunk)
+    return h.hexdigest(), n
+
+
+def copy_regular(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> tuple[str, int]:
+    """Copy a regular file (a link to one is followed; see open_regular) in one pass; return the sha256
+    and size of exactly the bytes copied, so a private copy is known to be what its digest says."""
+    h = hashlib.sha256()
+    n = 0
+    f, size = open_regular(src, follow_links=True)
+    with f, open(dest, "xb") as out:
+        while n < size and (chunk := f.read(min(_CHUNK, size - n))):
+            h.update(chunk)
+            out.write(chunk)
             n += len(chunk)
     return h.hexdigest(), n
 

@@ -152,10 +152,10 @@ def coerce(value: Any, accepts: tuple[type, ...], *, int_to_text: bool = False) 
             return value
         return f if math.isfinite(f) else value
     if list in accepts and text.startswith("["):
-        import json
+        from audit.jsonl import loads_strict
 
         try:
-            return json.loads(text)
+            return loads_strict(text)  # strictly, as every JSON audit reads (a key twice is refused)
         except ValueError:
             return value
     return value

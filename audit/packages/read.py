@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import open_regular, parse_object, sha256_bytes
+from audit.jsonl import MAX_DOCUMENT_BYTES, JsonError, loads_strict, open_regular, parse_object, sha256_bytes
 from audit.models import ROW_MODELS, FileEntry, Manifest
 from audit.packages.layout import PinnedRead, content_digest, fast_object, fast_row
 from audit.packages.validate import check_document, prefixed, unpacked, validate_tree
@@ -103,6 +103,20 @@ class Package:
             raise AuditError(f"changed while being read: sha256 is {sha256_bytes(data)}, manifest.json says "
                              f"{entry.sha256}", path=f"{self.source}/{path}")
         return data
+
+    def read_json(self, path: str) -> Any:
+        """One listed JSON file (a text-schema summary or report), from the bytes of `read_bytes` (checked
+        against the manifest), decoded strictly: AuditError naming the file and the key of a duplicate,
+        or on NaN, Infinity or malformed JSON."""
+        entry = next((f for f in self.manifest.files if f.path == path), None)
+        if entry is not None and entry.bytes > MAX_DOCUMENT_BYTES:
+            raise AuditError(f"larger than the {MAX_DOCUMENT_BYTES:,}-byte limit for a JSON document",
+                             path=f"{self.source}/{path}")
+        data = self.read_bytes(path)
+        try:
+            return loads_strict(data)
+        except JsonError as e:
+            raise AuditError(str(e), path=f"{self.source}/{path}", field=e.field) from None
 
     def close(self) -> None:
         if self._cleanup is not None:
