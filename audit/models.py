@@ -290,15 +290,15 @@ class BenchRequestRow(Record):
     telemetry samples, so token arrivals and GPU counters line up on one axis.
     """
 
-    request: int = Field(ge=0)
+    request: Count
     """Sequence number in the run, from 0, in the order requests were sent."""
     phase: Literal["warmup", "timed"]
     """`warmup`: sent before the first window and left out of every figure; `timed`: sent during the windows."""
-    server: int = Field(default=0, ge=0)
+    server: Count = 0
     """Index of the server it went to (the order of `--server`, or 0 for the launched one)."""
-    slot: int = Field(default=0, ge=0)
+    slot: Count = 0
     """Which of the `--concurrency` request loops of that server sent it."""
-    prompt_index: int = Field(ge=0)
+    prompt_index: Count
     """Which prompt of the run's pool was sent (each has its own marker word, so no prefix-cache hits)."""
     started_at: float
     """Run-clock time (Unix seconds) just before the request was sent."""
@@ -307,18 +307,18 @@ class BenchRequestRow(Record):
     not the first chunk: an event without a token does not count); null when no token came."""
     finished_at: float
     """Run-clock time the stream ended: `[DONE]`, an error, or the client closing it after the last window."""
-    prompt_tokens: int | None = Field(default=None, ge=0)
+    prompt_tokens: Count | None = None
     """Prompt length as the server's usage reported it (checked against the `/tokenize` count)."""
-    output_tokens: int = Field(ge=0)
+    output_tokens: Count
     """Tokens received: the sum of the per-chunk usage increments (`continuous_usage_stats`)."""
-    max_tokens: int = Field(ge=1)
+    max_tokens: Annotated[int, Field(ge=1, le=MAX_COUNT)]
     """The output ceiling sent."""
     token_times: list[float]
     """Seconds after `started_at` at which each generated token arrived, one entry per token, in order;
     the tokens of a bundled chunk share its arrival time."""
-    chunks: int = Field(ge=0)
+    chunks: Count
     """Stream events that carried at least one token."""
-    bundled_chunks: int = Field(ge=0)
+    bundled_chunks: Count
     """Events that carried more than one token (detected from the usage increments)."""
     finish_reason: str | None = None
     """Why generation stopped, as the server reported (`length` at the cap); null when the stream was cut."""
@@ -351,7 +351,7 @@ class BenchRequestRow(Record):
 class BenchWindowRow(Record):
     """One timed window of `audit bench throughput`: a row of a `throughput` package."""
 
-    window: int = Field(ge=0)
+    window: Count
     """Window index, from 0."""
     start: float
     """Run-clock time (Unix seconds) the window began."""
@@ -381,7 +381,7 @@ class GpuSampleRow(Record):
 
     t: float
     """Run-clock time (Unix seconds) of the reading."""
-    gpu: int = Field(ge=0)
+    gpu: Count
     """NVML device index."""
     kernel_running_pct: float | None = None
     """`utilization.gpu` (nvmlDeviceGetUtilizationRates().gpu): percent of the driver's last sample period
@@ -395,11 +395,11 @@ class GpuSampleRow(Record):
     energy_j: float | None = None
     """Energy counter in joules since the driver loaded (nvmlDeviceGetTotalEnergyConsumption): a window's
     energy is the difference."""
-    sm_clock_mhz: int | None = None
+    sm_clock_mhz: Int64 | None = None
     """SM clock, MHz."""
-    mem_clock_mhz: int | None = None
+    mem_clock_mhz: Int64 | None = None
     """Memory clock, MHz."""
-    temperature_c: int | None = None
+    temperature_c: Int64 | None = None
     """GPU temperature, degrees C."""
     error: str | None = None
     """NVML error of this reading (e.g. `GPU is lost`); the counters it prevented are null."""
@@ -416,7 +416,7 @@ class GpmSampleRow(Record):
     """Run-clock time of the first sample of the pair."""
     t_end: float
     """Run-clock time of the second sample of the pair."""
-    gpu: int = Field(ge=0)
+    gpu: Count
     """NVML device index."""
     sm_util_pct: float | None = None
     """NVML_GPM_METRIC_SM_UTIL: percent of SMs that were busy over the interval."""
@@ -440,29 +440,29 @@ class GpmSampleRow(Record):
 class ProfileStepRow(Record):
     """One complete step of a profiler trace: a row of a `profile` package (see `audit.trace`)."""
 
-    step: int = Field(ge=0)
+    step: Count
     """Index of the step among the trace's complete steps (0 = the first marker's step)."""
     marker: str
     """Name of the step marker that opens the step, e.g. `ProfilerStep#12`."""
-    start_ns: int
+    start_ns: Int64
     """The marker's start on the trace's clock, in ns; the step ends where the next marker starts."""
     duration_us: float = Field(ge=0)
     """From this marker's start to the next one's, in µs (CPU time of the step)."""
     selected: bool
     """True when the step counts in the summary (it matches `--step-filter`, or no filter was given)."""
-    kernels: int = Field(ge=0)
+    kernels: Count
     """GPU kernels launched inside the step (matched to their launch through the correlation id)."""
-    kernels_by_stream: dict[str, int]
+    kernels_by_stream: dict[str, Count]
     """Those kernels by stream (`STREAM`, or `DEVICE:STREAM` when the trace spans several GPUs)."""
-    memcpy: int = Field(ge=0)
+    memcpy: Count
     """GPU memory copies launched inside the step."""
-    memset: int = Field(ge=0)
+    memset: Count
     """GPU memsets launched inside the step."""
-    graph_launches: int = Field(ge=0)
+    graph_launches: Count
     """CUDA-graph launches (`cudaGraphLaunch`) inside the step; their kernels count in `kernels`."""
-    collectives: dict[str, int]
+    collectives: dict[str, Count]
     """Collective kernels of the step by kind (e.g. `all_reduce`)."""
-    gpu_start_ns: int | None = None
+    gpu_start_ns: Int64 | None = None
     """Start of the step's first GPU activity, in ns; null when nothing ran on the GPU for it."""
     gpu_window_us: float | None = None
     """GPU window of the step: from its first GPU activity to the next step's first (or its own last end), µs."""
@@ -479,7 +479,7 @@ class ProfileKernelRow(Record):
     """GPU activity type."""
     collective: str | None = None
     """Collective kind the name matched (e.g. `all_reduce`), or null."""
-    count: int = Field(ge=0)
+    count: Count
     """Occurrences launched inside the selected complete steps."""
     total_us: float = Field(ge=0)
     """Their summed duration, µs."""
@@ -489,11 +489,11 @@ class ProfileKernelRow(Record):
     """Their shortest duration, µs."""
     max_us: float | None = None
     """Their longest duration, µs."""
-    per_step_min: int | None = None
+    per_step_min: Int64 | None = None
     """Fewest occurrences in one selected step; null without steps."""
-    per_step_max: int | None = None
+    per_step_max: Int64 | None = None
     """Most occurrences in one selected step; null without steps."""
-    count_all: int = Field(ge=0)
+    count_all: Count
     """Occurrences in the whole trace, inside steps or not."""
     total_us_all: float = Field(ge=0)
     """Summed duration over the whole trace, µs."""
@@ -504,15 +504,15 @@ class ProfileKernelRow(Record):
 class ProfileCollectiveRow(Record):
     """One collective kernel inside a selected step, with its position: a row of a `profile` package."""
 
-    step: int = Field(ge=0)
+    step: Count
     """The step (`ProfileStepRow.step`)."""
     kind: str
     """Collective kind, e.g. `all_reduce`."""
-    position: int = Field(ge=0)
+    position: Count
     """Index of this call among the step's collectives of the same kind, in GPU start order (0 = first)."""
     name: str
     """The kernel's name."""
-    start_ns: int
+    start_ns: Int64
     """GPU start on the trace's clock, ns."""
     duration_us: float = Field(ge=0)
     """GPU duration, µs."""

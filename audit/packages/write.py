@@ -198,6 +198,8 @@ def _arrow_type(annotation: Any, name: str) -> Any:
     import pyarrow as pa
 
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:  # a bounded int (models.Count, Int64) has its base type's column
+        return _arrow_type(args[0], name)
     if origin in (typing.Union, types.UnionType):
         rest = [a for a in args if a is not type(None)]
         return _arrow_type(rest[0], name) if len(rest) == 1 else None
