@@ -84,6 +84,23 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("release.rows-reordered", "a release whose rows are reordered to match the answer order", "added",
      "succeeded"),
     ("release.status-encodes-answer", "protected rows whose status spells the answer", "added", "succeeded"),
+    # ---- added with main's new package kinds (bench, telemetry, profile, checkpoint-headers) and `audit verify`;
+    # `before`: main at 11bb3c1, before harden was merged into it
+    ("kinds.dup-key-trace-summary", "a duplicate key in a profile package's summary.json (trace_summary.v1)",
+     "added", "succeeded"),
+    ("kinds.dup-key-bench", "a duplicate key in a throughput package's summary.json or anchor.json", "added",
+     "succeeded"),
+    ("kinds.fifo-swap", "a telemetry Parquet file or a floor shard swapped for a FIFO after validation", "added",
+     "succeeded"),
+    ("kinds.toctou-floor", "another floor package swapped in after validation (floor-check reads it)", "added",
+     "succeeded"),
+    ("kinds.toctou-documents", "a trace summary.json swapped after validation", "added", "succeeded"),
+    ("kinds.tar-bomb-floor", "a 64 MiB (real: 10 GiB) shard member in a floor bundle, manifest last or first",
+     "added", "succeeded"),
+    ("kinds.huge-int", "10**30 in a bench or profile row", "added", "succeeded"),
+    ("kinds.toctou-claims", "a verdict file or package table swapped after `audit verify` checked its digest",
+     "added", "succeeded"),
+    ("kinds.dup-key-claims-table", "a duplicate key in a JSONL table `audit verify` reads", "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -288,7 +288,8 @@ def _read_table(data: bytes, label: str) -> list[tuple[int, dict[str, Any]]]:
             raise RecipeFailed(f"{label}: row {raw.lineno}: {raw.error}")
         obj, err = parse_object(raw.data)
         if err:
-            raise RecipeFailed(f"{label}: row {raw.lineno}: {err}")
+            where = f"field {err.field}: " if getattr(err, "field", None) else ""
+            raise RecipeFailed(f"{label}: row {raw.lineno}: {where}{err}")
         rows.append((raw.lineno, obj))  # type: ignore[arg-type]
     return rows
 
