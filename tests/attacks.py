@@ -101,6 +101,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("kinds.toctou-claims", "a verdict file or package table swapped after `audit verify` checked its digest",
      "added", "succeeded"),
     ("kinds.dup-key-claims-table", "a duplicate key in a JSONL table `audit verify` reads", "added", "succeeded"),
+    ("pkg.toctou-bundle", "a file rewritten between `audit bundle`'s validation and its tarring", "added",
+     "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

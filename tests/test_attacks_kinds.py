@@ -327,3 +327,45 @@ def test_a_duplicate_key_in_a_table_read_by_verify_is_refused(tmp_path, cli):
     assert r.code == 1, r.out
     assert ("cannot recompute: bench-agentic/durations.jsonl: row 2: field baseline_s: duplicate key in a JSON "
             "object") in r.out, r.out
+
+
+# --------------------------------------------------------------------------- audit bundle
+
+
+@pytest.mark.parametrize("src", [BENCH / "graphs", BENCH / "graphs.telemetry", TRACE / "profile-decode-tp1",
+                                 PACKAGES / "evidence-h200-vllm" / "math500-tiny-llama", "floor"],
+                         ids=["throughput", "telemetry", "profile", "responses", "checkpoint-headers"])
+def test_bundle_writes_the_manifest_first_for_every_kind(tmp_path, cli, src):
+    if src == "floor":  # a committed floor bundle (manifest last), unpacked and bundled again
+        src = _unbundle(FLOOR / "floor-llama-3.1-8b.tar.gz", tmp_path / "floor")
+    out = tmp_path / "bundle.tar.gz"
+    assert cli("bundle", src, "-o", out).code == 0
+    names = [n for n, _ in _members(out)]
+    assert names[0] == "manifest.json" and names[1:] == sorted(names[1:])
+    before, after = cli("validate", src), cli("validate", out)
+    assert after.code == 0 and after.out.split("digest ")[1] == before.out.split("digest ")[1]
+
+
+@attack("pkg.toctou-bundle")
+def test_bundle_refuses_a_file_rewritten_after_validation(tmp_path, monkeypatch, cli):
+    import audit.packages.validate as val
+
+    pkg = _copy(TRACE / "profile-default-marker", tmp_path / "profile")
+    kernels = (pkg / "kernels.jsonl").read_bytes()
+    forged = kernels.replace(b'"count":', b'"count": ', 1)[:len(kernels)]  # same size, other bytes
+    assert len(forged) == len(kernels) and forged != kernels
+    original = val.validate_tree
+
+    def validate_then_rewrite(root, *a, **k):
+        got = original(root, *a, **k)
+        if Path(root) == pkg:
+            with open(pkg / "kernels.jsonl", "r+b") as f:
+                f.write(forged)
+        return got
+
+    monkeypatch.setattr(val, "validate_tree", validate_then_rewrite)
+    out = tmp_path / "bundle.tar.gz"
+    r = cli("bundle", pkg, "-o", out)
+    assert r.code == 2 and not out.exists()
+    assert r.err.startswith(f"audit: error: {pkg}/kernels.jsonl: changed while being bundled: sha256 is ")
+    assert not list(tmp_path.glob(".bundle.tar.gz.tmp-*"))  # nothing half-written left

@@ -23,7 +23,7 @@ from audit.errors import AuditError, ValidationFailed
 from audit.jsonl import JsonlWriter, dumps, dumps_pretty, sha256_file, write_atomic
 from audit.models import ROW_MODELS, TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
 from audit.packages.layout import DOCUMENT_SCHEMAS, JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
-from audit.packages.validate import prefixed, pydantic_problems, validate_package
+from audit.packages.validate import prefixed, pydantic_problems
 from audit.producer import producer
 
 
@@ -299,32 +299,100 @@ def _fsync_dir(path: Path) -> None:
 
 def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
     """Write a validated package directory as a reproducible `.tar.gz` (manifest.json first, then sorted;
-    zeroed owners and times)."""
+    zeroed owners and times).
+
+    The files tarred are the ones the manifest lists, each hashed as it is written and compared with its
+    pin, and manifest.json is the validated one: a file changed or added after validation is refused
+    (nothing is written), never bundled under the validated digest."""
     import gzip
+    import io
+
+    from audit.jsonl import read_regular
+    from audit.packages.validate import validate_tree
 
     src = Path(pkg_dir)
-    problems = validate_package(src)
+    if not src.is_dir():
+        raise AuditError("not a package directory", path=str(src))
+    manifest, problems = validate_tree(src)
     if problems:
         raise ValidationFailed(str(src), [prefixed(src, p) for p in problems])
+    assert manifest is not None
     out = Path(out)
     if not out.parent.is_dir():
         raise AuditError("directory does not exist", path=str(out.parent))
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    # manifest.json first: a reader then knows every member's size before it unpacks a byte of it.
-    names = sorted((p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file()),
-                   key=lambda name: (name != MANIFEST, name))
+
+    def changed(rel: str, why: str) -> AuditError:
+        return AuditError(f"changed while being bundled: {why}", path=f"{src}/{rel}")
+
+    def member(name: str, size: int) -> tarfile.TarInfo:
+        info = tarfile.TarInfo(name)  # a regular file: mode 0644, zeroed owners and time
+        info.size = size
+        info.mode = 0o644
+        return info
+
+    try:
+        data = read_regular(src / MANIFEST)
+    except OSError as e:
+        raise changed(MANIFEST, f"unreadable: {e.strerror or e}") from None
+    if load_manifest_bytes(data) != manifest:
+        raise changed(MANIFEST, "not the manifest.json that was validated")
     try:
         with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
                 tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tf:
-            for name in names:
-                info = tf.gettarinfo(str(src / name), arcname=name)
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                info.mtime = 0
-                info.mode = 0o644
-                with open(src / name, "rb") as fh:
-                    tf.addfile(info, fh)
+            # manifest.json first: a reader then knows every member's size before it unpacks a byte of it.
+            tf.addfile(member(MANIFEST, len(data)), io.BytesIO(data))
+            for entry in sorted(manifest.files, key=lambda f: f.path):
+                try:
+                    source = _HashingFile(src / entry.path)
+                except OSError as e:
+                    raise changed(entry.path, f"unreadable: {e.strerror or e}") from None
+                with source:
+                    if source.size != entry.bytes:
+                        raise changed(entry.path, f"size is {source.size} bytes, manifest.json says {entry.bytes}")
+                    tf.addfile(member(entry.path, source.size), source)
+                if source.sha.hexdigest() != entry.sha256:
+                    raise changed(entry.path, f"sha256 is {source.sha.hexdigest()}, manifest.json says "
+                                              f"{entry.sha256}")
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def load_manifest_bytes(data: bytes) -> Manifest | None:
+    """The Manifest model of manifest.json's bytes (strict JSON), or None when they are not one."""
+    from audit.jsonl import JsonError, loads_strict
+
+    try:
+        return Manifest.model_validate(loads_strict(data))
+    except (JsonError, pydantic.ValidationError):
+        return None
+
+
+class _HashingFile:
+    """A regular file (see open_regular) read once for tarring, hashing every byte handed out; never
+    more than its size when opened."""
+
+    def __init__(self, path: Path):
+        import hashlib
+
+        from audit.jsonl import open_regular
+
+        self._f, self.size = open_regular(path)
+        self._left = self.size
+        self.sha = hashlib.sha256()
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0 or n > self._left:
+            n = self._left
+        data = self._f.read(n) if n else b""
+        self._left -= len(data)
+        self.sha.update(data)
+        return data
+
+    def __enter__(self) -> _HashingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._f.close()
