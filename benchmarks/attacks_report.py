@@ -4,7 +4,8 @@
 
 Each attack of tests/attacks.py is listed with where it came from (issue 11 or added), how it
 fared before the hardening (measured on the commit that added the attack tests, where the ones
-that succeeded were marked xfail(strict=True)) and now. An attack holds when every test naming
+that succeeded were marked xfail(strict=True); for the `kinds.*` attacks and pkg.toctou-bundle, on
+main at 11bb3c1, before the hardening was merged into it) and now. An attack holds when every test naming
 it passes. The last line is the closing figure: "N tried, M held before, K held now".
 """
 
