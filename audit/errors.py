@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
+
+
+def printable(text: str) -> str:
+    """`text` with control, format and line-separator characters escaped (`\\n`, `\\u200b`), so a name
+    read from input cannot break an output line in two or hide in it."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch == " " or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp", "Zs"):
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,12 +30,12 @@ class Problem:
     field: str | None = None
 
     def __str__(self) -> str:
-        where = [self.path]
+        where = [printable(self.path)]
         if self.row is not None:
             where.append(f"row {self.row}")
         if self.field:
-            where.append(f"field {self.field}")
-        return f"{': '.join(where)}: {self.message}"
+            where.append(f"field {printable(self.field)}")
+        return f"{': '.join(where)}: {printable(self.message)}"
 
 
 class AuditError(Exception):

@@ -47,8 +47,6 @@ from audit.verdicts import (
     VerdictRow,
     dump_verdict_file,
     encode_rows,
-    items_section_sha256,
-    write_rows_parquet,
     write_verdict_file,
     write_verdict_lines,
 )
@@ -282,16 +280,11 @@ class Grading:
         return pd.DataFrame(self._sidecar_columns())
 
     def write(self, out: str | os.PathLike[str], *, parquet: bool | None = None) -> VerdictFile:
-        """Write the verdict file (and, for large sets or when asked, its Parquet rows beside it)."""
-        out = Path(out)
-        header = self.header
-        if parquet or (parquet is None and len(self) >= PARQUET_MIN_ROWS):
-            side = out.with_name(out.name.removesuffix(".json") + ".rows.parquet")
-            ref = write_rows_parquet(self._sidecar_columns(), side)
-            ref = ref.model_copy(update={"json_rows_sha256": items_section_sha256(encode_rows(self.columns))})
-            header = header.model_copy(update={"rows_file": ref})
-        write_verdict_lines(out, header, encode_rows(self.columns))
-        return header
+        """Write the verdict file (and, for large sets or when asked, its Parquet rows beside it, named
+        after their digest); the two appear together or not at all (see `write_verdict_lines`)."""
+        side = parquet or (parquet is None and len(self) >= PARQUET_MIN_ROWS)
+        return write_verdict_lines(out, self.header, lambda: encode_rows(self.columns),
+                                   sidecar=self._sidecar_columns() if side else None)
 
 
 class _GcPause:
@@ -539,7 +532,9 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
               items: str | os.PathLike[str] | None = None) -> Reproduction:
     """Re-grade from the referenced packages with the recorded versions and policies; compare.
 
-    Refuses (AuditError) when a package's content digest differs from the recorded one.
+    Refuses (AuditError) when a package's content digest differs from the recorded one, checked on
+    the packages the regrading actually read; and when the verdict file's Parquet copy and JSON
+    rows disagree (see `load_verdict_file`), so no reader of either copy is left unchecked.
     """
     from audit import lock
     from audit.packages import content_digest, load_manifest, unpacked
@@ -585,6 +580,13 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
     except AuditError as e:
         raise AuditError(e.problem.message, path=str(vpath)) from None
     new = grade_package(resp_path, config, items=items_path if vf.items_package else None, base_dir=base)
+    # The check that counts: the packages this grading read (validated, each file read under its
+    # pinned digest), not the ones looked at above (they may have been swapped since).
+    for ref, got, path in ((vf.responses_package, new.header.responses_package, resp_path),
+                           (vf.items_package, new.header.items_package, items_path)):
+        if ref is not None and got is not None and got.digest != ref.digest:
+            raise AuditError(f"package content differs from the one graded (digest {got.digest[:16]}…, recorded "
+                             f"{ref.digest[:16]}…); refusing to compare", path=str(path))
     env_now = environment()
     if env_now != vf.environment:
         notes.append("environment differs: " + ", ".join(

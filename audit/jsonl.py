@@ -8,13 +8,14 @@ Writers replace a file only when it is complete (temp file, fsync, rename).
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
-import io
 import json
 import math
 import os
 import re
+import stat
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -44,6 +45,8 @@ class RawLine:
     lineno: int
     data: bytes | None
     error: str | None = None
+    size: int | None = None
+    """Bytes of an over-long line that was skipped (data is then None)."""
 
 
 def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
@@ -55,8 +58,10 @@ def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
     return open(p, "rb", buffering=_CHUNK)
 
 
-def iter_raw_lines(fh: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[RawLine]:
-    """Yield each non-blank line with its number; an over-long line yields an error and is skipped."""
+def iter_raw_lines(fh: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES,
+                   keep_blank: bool = False) -> Iterator[RawLine]:
+    """Yield each non-blank line (every line with `keep_blank`) with its number; an over-long line
+    yields an error and is skipped."""
     lineno = 0
     while True:
         line = fh.readline(max_line_bytes + 1)
@@ -71,9 +76,10 @@ def iter_raw_lines(fh: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES) -> Itera
                 skipped += len(rest)
                 if not rest or rest.endswith(b"\n"):
                     break
-            yield RawLine(lineno, None, f"line is {skipped:,} bytes, over the {max_line_bytes:,}-byte limit")
+            yield RawLine(lineno, None, f"line is {skipped:,} bytes, over the {max_line_bytes:,}-byte limit",
+                          skipped)
             continue
-        if line.strip():
+        if keep_blank or not line.isspace():  # (isspace: no copy of a long line, unlike strip)
             yield RawLine(lineno, line)
 
 
@@ -96,21 +102,83 @@ def _finite_float(text: str) -> float:
     return value
 
 
-DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
-"""Strict JSON decoding: NaN, Infinity and out-of-range numbers raise ValueError."""
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice: readers disagree on which value counts, so it is refused."""
+
+    def __init__(self, key: str):
+        self.key = key
+        super().__init__("duplicate key in a JSON object")
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise DuplicateKey(k)
+            seen.add(k)
+    return obj
+
+
+DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_constant=_reject_constant,
+                           parse_float=_finite_float)
+"""Strict JSON decoding: duplicate keys, NaN, Infinity and out-of-range numbers raise ValueError
+(DuplicateKey for the first), nesting deeper than the recursion limit raises RecursionError."""
+
+
+class ParseError(str):
+    """An error message (a str, so it reads like one) that may name the field it concerns."""
+
+    field: str | None
+
+    def __new__(cls, message: str, field: str | None = None) -> ParseError:
+        self = super().__new__(cls, message)
+        self.field = field
+        return self
+
+
+class JsonError(ValueError):
+    """Why a JSON document was refused (one line), and the key it concerns when known."""
+
+    def __init__(self, message: str, field: str | None = None):
+        self.field = field
+        super().__init__(message)
+
+
+def loads_strict(data: bytes | str) -> Any:
+    """Decode one JSON document strictly (see DECODER); raise JsonError (one line, naming the key of a
+    duplicate) on malformed JSON, a duplicate key, NaN or Infinity, or nesting too deep."""
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as e:
+        raise JsonError(f"not valid UTF-8 at byte {e.start}") from None
+    try:
+        return DECODER.decode(text)
+    except DuplicateKey as e:
+        raise JsonError(str(e), e.key) from None
+    except json.JSONDecodeError as e:
+        raise JsonError(f"malformed JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise JsonError("malformed JSON: nested too deeply") from None
+    except ValueError as e:
+        raise JsonError(f"malformed JSON: {e}") from None
 
 
 def parse_object(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     """Parse one line as a JSON object; return (object, None) or (None, error).
 
     NaN, Infinity and out-of-range numbers are errors: they are not JSON, and
-    written back out they would become null or fail.
+    written back out they would become null or fail. A key given twice is an error
+    (readers disagree on which value counts); its error is a ParseError naming the key.
     """
     text, err = decode_utf8(data.rstrip(b"\r\n"))
     if err:
         return None, err
     try:
         obj = DECODER.decode(text)
+    except DuplicateKey as e:
+        return None, ParseError(str(e), e.key)
     except json.JSONDecodeError as e:
         return None, f"malformed JSON: {e.msg} at column {e.colno}"
     except ValueError as e:
@@ -148,11 +216,51 @@ def _lone_surrogate(value: Any) -> str | None:
     return None
 
 
-def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES) -> tuple[bytes | None, str | None]:
-    """A whole small file's bytes, or (None, error) when it is larger than `max_bytes` or unreadable."""
+def open_regular(path: str | os.PathLike[str], *, follow_links: bool = False) -> tuple[IO[bytes], int]:
+    """An unbuffered binary file and its size, opened only if `path` is a regular file at the moment of
+    opening (not a symbolic link, FIFO or device: a FIFO swapped in would block the reader, /dev/zero
+    would never end). Raise OSError otherwise. Read at most the returned size: a file that grows
+    while it is read is read as it was when opened. `follow_links` accepts a link to a regular file
+    (a user's own files, such as a Hugging Face cache snapshot; never a file inside a package)."""
+    nofollow = 0 if follow_links else getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | nofollow | getattr(os, "O_CLOEXEC", 0))
     try:
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0), st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """All bytes of a regular file as it was when opened (see open_regular)."""
+    f, size = open_regular(path)
+    with f:
+        data = bytearray()
+        while len(data) < size:
+            chunk = f.read(min(_CHUNK, size - len(data)))
+            if not chunk:
+                break
+            data += chunk
+    return bytes(data)
+
+
+def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES) -> tuple[bytes | None, str | None]:
+    """A whole small file's bytes, or (None, error) when it is larger than `max_bytes` or unreadable.
+    Only a regular file is read (a link to one is followed): a FIFO or device is refused, not waited on."""
+    try:
+        f, size = open_regular(path, follow_links=True)
+        with f:
+            data = bytearray()
+            while len(data) <= max_bytes and len(data) < size:
+                chunk = f.read(min(_CHUNK, size - len(data), max_bytes + 1 - len(data)))
+                if not chunk:
+                    break
+                data += chunk
+            data = bytes(data)
     except OSError as e:
         return None, f"unreadable: {e.strerror or e}"
     if len(data) > max_bytes:
@@ -181,17 +289,33 @@ def sha256_file(path: str | os.PathLike[str]) -> tuple[str, int]:
     return h.hexdigest(), n
 
 
+def copy_regular(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> tuple[str, int]:
+    """Copy a regular file (a link to one is followed; see open_regular) in one pass; return the sha256
+    and size of exactly the bytes copied, so a private copy is known to be what its digest says."""
+    h = hashlib.sha256()
+    n = 0
+    f, size = open_regular(src, follow_links=True)
+    with f, open(dest, "xb") as out:
+        while n < size and (chunk := f.read(min(_CHUNK, size - n))):
+            h.update(chunk)
+            out.write(chunk)
+            n += len(chunk)
+    return h.hexdigest(), n
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 class JsonlWriter:
-    """Write canonical JSONL rows, counting them; gzip (with a fixed mtime) for `*.gz` paths."""
+    """Write canonical JSONL rows, counting rows and bytes; gzip (with a fixed mtime) for `*.gz` paths."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self.rows = 0
-        raw = open(self.path, "wb")
+        self.bytes = 0
+        """Bytes of JSONL written (before compression)."""
+        raw = open(self.path, "wb", buffering=_CHUNK)
         if self.path.name.endswith(".gz"):
             # mtime=0 and no file name: the same rows give the same bytes.
             self._raw: IO[bytes] | None = raw
@@ -199,23 +323,21 @@ class JsonlWriter:
         else:
             self._raw = None
             self._fh = raw
-        self._text = io.TextIOWrapper(self._fh, encoding="utf-8", newline="\n")
 
     def write(self, obj: Any) -> None:
-        self._text.write(dumps(obj))
-        self._text.write("\n")
+        line = (dumps(obj) + "\n").encode("utf-8")
+        self._fh.write(line)
+        self.bytes += len(line)
         self.rows += 1
 
     def flush(self) -> None:
         """Flush to the OS, so a crash loses at most the row being written."""
-        self._text.flush()
         self._fh.flush()
         if self._raw is not None:
             self._raw.flush()
 
     def close(self) -> None:
-        self._text.flush()
-        self._text.close()
+        self._fh.close()
         if self._raw is not None:
             self._raw.close()
 
@@ -272,6 +394,6 @@ def jsonl_source(path: str | os.PathLike[str]) -> Iterator[SourceRow]:
                     yield SourceRow(p, raw.lineno, None, raw.error)
                     continue
                 obj, err = parse_object(raw.data)
-                yield SourceRow(p, raw.lineno, obj, err)
+                yield SourceRow(p, raw.lineno, obj, err, getattr(err, "field", None))
         except READ_ERRORS as e:
             raise AuditError(f"unreadable: {e}", path=p) from None

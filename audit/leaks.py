@@ -2,15 +2,23 @@
 
 Two rules, applied to every file of a release before it is written:
 
-1. No string of `MIN_LEAK_CHARS` (20) or more characters taken from the question,
-   an option, the reference or a response of a protected item appears anywhere.
-   Texts are compared after collapsing runs of whitespace to one space, so reflowed
-   text is caught; JSON files are checked on their decoded string values, so JSON
-   escaping does not hide a leak. A match with fewer than `MIN_ALNUM` letters or
-   digits (a Markdown table rule, a row of dots) carries no content and is ignored.
+1. No string of `MIN_LEAK_CHARS` (20) or more letters and digits taken from the question,
+   an option, the reference or a response of a protected item appears anywhere, once
+   both sides are normalized (`normalize`): Unicode NFKC (full-width and other look-alikes
+   become plain letters), case-folded, and stripped of everything that is not a letter or
+   a digit (spaces and the `_`, `-`, `.` put in their place, punctuation, zero-width and
+   other invisible characters). JSON files are checked on their decoded string values, so
+   JSON escaping does not hide a leak; each value is checked, and so is the concatenation
+   of a row's (object's) values in order, and the junction of every two of its values, so
+   text split into pieces shorter than the window is found too.
 2. No reference answer of a protected item appears as a whole token in the same
    row (JSONL), object (JSON) or line (text) as that item's id (its dataset id or its
-   salted id): a bare `B` beside `gpqa/17` gives the key away.
+   salted id): a bare `B` beside `gpqa/17` gives the key away (compared after NFKC and
+   case folding).
+
+Findings name the file, row, field, protected item and what kind of text matched, never the
+text. What the rules cannot see (an id whose shape encodes the answer, statuses chosen per
+answer) the statistical check of `audit.inference` covers.
 
 Method for rule 1: protected texts are indexed by a hash of their 11-character
 windows at every 10th position (11 + 10 − 1 = 20: any common substring of 20
@@ -23,8 +31,10 @@ characters can be missed.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import unicodedata
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,10 +44,7 @@ import numpy as np
 from audit.errors import Problem
 
 MIN_LEAK_CHARS = 20
-"""Shortest protected substring that counts as a leak."""
-
-MIN_ALNUM = 8
-"""A match needs this many letters or digits to count (punctuation runs carry no content)."""
+"""Shortest protected substring that counts as a leak, in letters and digits (after `normalize`)."""
 
 MAX_LEAKS_PER_FILE = 100
 """Leaks listed per file; the rest are counted in one line."""
@@ -46,10 +53,24 @@ _K = 11
 _STRIDE = MIN_LEAK_CHARS - _K + 1
 _SEP = 0  # code point separating texts in the index; never inside a window that is indexed
 _WS = re.compile(r"\s+")
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+_ASCII_NOT_ALNUM = str.maketrans({i: None for i in range(128) if not chr(i).isalnum()})
 
 
 def normalize(text: str) -> str:
-    """Whitespace runs collapsed to one space (the form both sides are compared in)."""
+    """The form protected text is compared in (rule 1): NFKC, case-folded, letters and digits only."""
+    s = unicodedata.normalize("NFKC", text).casefold().translate(_ASCII_NOT_ALNUM)  # the fast part first
+    return s if s.isascii() else _NOT_ALNUM.sub("", s)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _fold(text: str) -> str:
+    """The form of rule 2 (tokens kept apart): NFKC, case-folded, invisible characters dropped, spaces collapsed."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if not text.isprintable():
+        text = "".join(c for c in text if unicodedata.category(c) not in ("Cf", "Cc") or c.isspace())
     return _WS.sub(" ", text)
 
 
@@ -105,7 +126,6 @@ class LeakIndex:
         joined = "\x00".join(pieces) + "\x00"
         self._codes = _codes(joined)
         n = len(self._codes)
-        self._alnum_prefix = np.concatenate([[0], np.cumsum(_alnum_mask(self._codes), dtype=np.int64)])
         self._sep_prefix = np.concatenate([[0], np.cumsum(self._codes == _SEP, dtype=np.int64)])
         if n >= _K:
             starts = np.arange(0, n - _K + 1, _STRIDE, dtype=np.int64)
@@ -117,12 +137,13 @@ class LeakIndex:
         else:
             self._hashes = np.zeros(0, np.uint64)
             self._positions = np.zeros(0, np.int64)
+        self._folded_aliases = {_fold(k): v for k, v in self.aliases.items()}
         self._ref_patterns: dict[str, re.Pattern[str]] = {}
         for item, refs in self.references.items():
-            alts = sorted({normalize(r).strip() for r in refs} - {""}, key=lambda x: (-len(x), x))
+            alts = sorted({_fold(r).strip() for r in refs} - {""}, key=lambda x: (-len(x), x))
             if alts:
                 self._ref_patterns[item] = re.compile(
-                    r"(?<![0-9A-Za-z])(?:" + "|".join(re.escape(a) for a in alts) + r")(?![0-9A-Za-z])")
+                    r"(?<![^\W_])(?:" + "|".join(re.escape(a) for a in alts) + r")(?![^\W_])")
 
     @property
     def windows(self) -> int:
@@ -133,7 +154,7 @@ class LeakIndex:
 
     def find(self, values: list[str]) -> list[tuple[int, int, int]]:
         """(value index, protected text index, match length) for each value sharing a 20-character window
-        (with `MIN_ALNUM` letters or digits) with a protected text; one vectorised pass over all values."""
+        with a protected text, both normalized; one vectorised pass over all values."""
         if not len(self._hashes) or not values:
             return []
         uniq: dict[str, int] = {}
@@ -165,8 +186,7 @@ class LeakIndex:
             ok = (qs >= 0) & (ps >= 0) & (qs + MIN_LEAK_CHARS <= n_hay) & (ps + MIN_LEAK_CHARS <= n_a)
             qs, ps = qs[ok], ps[ok]
             ok = ((self._sep_prefix[ps + MIN_LEAK_CHARS] == self._sep_prefix[ps])
-                  & (hay_sep[qs + MIN_LEAK_CHARS] == hay_sep[qs])
-                  & (self._alnum_prefix[ps + MIN_LEAK_CHARS] - self._alnum_prefix[ps] >= MIN_ALNUM))
+                  & (hay_sep[qs + MIN_LEAK_CHARS] == hay_sep[qs]))
             qs, ps = qs[ok], ps[ok]
             for j in range(MIN_LEAK_CHARS):
                 if not len(qs):
@@ -209,20 +229,22 @@ class LeakIndex:
         if not self._ref_patterns:
             return []
         items = set()
+        aliases = self._folded_aliases
         for _, v in record:
-            if v in self.aliases:
-                items.add(self.aliases[v])
+            f = _fold(v)
+            if f in aliases:
+                items.add(aliases[f])
             else:
-                items.update(self.aliases[t] for t in _TOKEN.findall(v) if t in self.aliases)
+                items.update(aliases[t] for t in _TOKEN.findall(f) if t in aliases)
         out = []
         for item in sorted(items):
             pat = self._ref_patterns.get(item)
             if pat is None:
                 continue
             for fname, v in record:
-                if v in self.aliases or v in SKIP_VALUES.get(fname, ()):
+                if _fold(v) in aliases or v in SKIP_VALUES.get(fname, ()):
                     continue
-                if pat.search(normalize(v)):
+                if pat.search(_fold(v)):
                     out.append((item, fname))
         return out
 
@@ -233,8 +255,17 @@ SKIP_VALUES = {"verdict": frozenset(("correct", "incorrect", "ungraded"))}
 """Field values from a fixed vocabulary, never read as a reference answer (rule 2)."""
 
 
-def _alnum_mask(b: np.ndarray) -> np.ndarray:
-    return ((b >= 48) & (b <= 57)) | ((b >= 65) & (b <= 90)) | ((b >= 97) & (b <= 122)) | (b >= 0xC0)
+def _string_values(obj: Any) -> Iterator[str]:
+    """Every string value of a JSON value in document order (object keys left out)."""
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            yield x
+        elif isinstance(x, dict):
+            stack += reversed(list(x.values()))
+        elif isinstance(x, list):
+            stack += reversed(x)
 
 
 def _strings(obj: Any, path: str) -> Iterator[tuple[str, str]]:
@@ -279,32 +310,64 @@ class _Value:
     text: str
 
 
+def _junctions(values: list[str]) -> list[str]:
+    """Normalized texts a leak split across a record's values would show: all of them joined in
+    order, and the junction of every two (the end of one, the start of another, in either order)."""
+    norm = [x for x in (normalize(v) for v in values) if x]
+    if len(norm) < 2:
+        return []
+    edge = MIN_LEAK_CHARS - 1
+    out = ["".join(norm)]
+    for i, a in enumerate(norm):
+        for j, b in enumerate(norm):
+            if i != j:
+                out.append(a[-edge:] + b[:edge])
+    return out
+
+
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
 def find_leaks(files: Mapping[str, bytes], index: LeakIndex) -> list[Problem]:
     """Every leak in the given files (name -> bytes), one Problem per (file, row, field, protected item).
 
     JSONL files are read per row (rows numbered from 1, fields by name), JSON files per
-    value (fields by JSON path), other files per line (rows are line numbers).
+    value (fields by JSON path), other files per line (rows are line numbers). A leak split
+    across a row's values is reported on the row, without a field.
     """
     problems: list[Problem] = []
     for name in sorted(files):
         text = files[name].decode("utf-8", errors="replace")
         values: list[_Value] = []
         records: list[tuple[int | None, list[tuple[str, str]]]] = []
+        joined: list[_Value] = []  # concatenations of a record's values (rule 1 across values)
         if name.endswith(".jsonl"):
             for i, line in enumerate(text.splitlines(), 1):
                 if not line.strip():
                     continue
+                obj = _parsed(line)
                 try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError:
-                    obj = line
-                rec = list(_strings(obj, ""))
+                    rec = list(_strings(obj, "")) if isinstance(obj, (dict, list)) else [("", line)]
+                    own = list(_string_values(obj)) if isinstance(obj, (dict, list)) else []
+                except RecursionError:
+                    rec, own = [("", line)], []
                 values += [_Value(i, f or None, v) for f, v in rec]
                 records.append((i, rec))
-        elif name.endswith(".json") and _is_json(text):
-            obj = json.loads(text)
-            values += [_Value(None, f or "$", v) for f, v in _strings(obj, "")]
-            records += [(None, rec) for rec in _records(obj, "")]
+                joined += [_Value(i, None, j) for j in _junctions(own)]
+        elif name.endswith(".json") and _parsed(text) is not None:
+            obj = _parsed(text)
+            try:
+                values += [_Value(None, f or "$", v) for f, v in _strings(obj, "")]
+                recs = list(_records(obj, ""))
+            except RecursionError:
+                values, recs = [_Value(None, None, text)], []
+            records += [(None, rec) for rec in recs]
+            for rec in recs:
+                joined += [_Value(None, None, j) for j in _junctions([v for _, v in rec])]
         else:
             lines = text.splitlines()
             values += [_Value(i, None, line) for i, line in enumerate(lines, 1)]
@@ -313,11 +376,20 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex) -> list[Problem]:
         if not found and not name.endswith((".jsonl", ".json")):
             # A leak spread over short lines: check the text as a whole.
             found = [(-1, t, n) for _, t, n in index.find([text])]
+        hit = set()
         for vi, t, n in found:
             pt = index.texts[t]
             where = values[vi] if vi >= 0 else _Value(None, None, "")
-            problems.append(Problem(name, f"leak: {n} characters of the {pt.what} of protected item {pt.item_id!r}",
-                                    where.row, where.field))
+            hit.add((where.row, pt.item_id))
+            problems.append(Problem(name, f"leak: {n} letters and digits of the {pt.what} of protected item "
+                                          f"{pt.item_id!r}", where.row, where.field))
+        for vi, t, n in index.find([v.text for v in joined]) if joined else []:
+            pt = index.texts[t]
+            where = joined[vi]
+            if (where.row, pt.item_id) not in hit:
+                hit.add((where.row, pt.item_id))
+                problems.append(Problem(name, f"leak: {n} letters and digits of the {pt.what} of protected item "
+                                              f"{pt.item_id!r}, split across the values of one row", where.row))
         for row, rec in records:
             for item, fname in index.paired(rec):
                 problems.append(Problem(name, f"leak: the reference answer of protected item {item!r} beside its id",
@@ -335,11 +407,3 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex) -> list[Problem]:
         if n > MAX_LEAKS_PER_FILE:
             out.append(Problem(path, f"leak: {n - MAX_LEAKS_PER_FILE} more leaks in this file not listed"))
     return out
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except json.JSONDecodeError:
-        return False
-    return True

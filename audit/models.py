@@ -8,11 +8,22 @@ Every model puts `schema_version` first where it is a top-level document.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+import unicodedata
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MANIFEST_SCHEMA_VERSION = 1
+
+MAX_COUNT = 2**53 - 1
+"""Largest count, index or size a record may hold: the largest integer every JSON reader keeps exact
+(RFC 7493). Bounding integers in the schema keeps 10**30 from reaching Arrow or numpy as an OverflowError."""
+
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+"""A non-negative integer at most MAX_COUNT: sizes, counts, sample and attempt indices."""
+
+Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+"""A signed 64-bit integer (seeds)."""
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 """Option letters in order: option i of a multiple-choice item is LETTERS[i] (at most 26 options)."""
@@ -43,8 +54,9 @@ PackageKind = Literal[
 ]
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-SAFE_PATH_PATTERN = (r"^(?!/)(?![A-Za-z]:)(?!manifest\.json$)(?!.*[\\\x00])(?!(?:.*/)?\.{1,2}(?:/|$))"
-                     r"(?!.*//)(?!.*/$).+$")
+SAFE_PATH_PATTERN = (r"^(?!/)(?![A-Za-z]:)(?!manifest\.json$)(?!.*[\\\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e"
+                     r"\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb])"
+                     r"(?!(?:.*/)?\.{1,2}(?:/|$))(?!.*//)(?!.*/$).+$")
 """`unsafe_path_reason` as a regular expression, for JSON Schema users (the model keeps its clearer messages)."""
 
 
@@ -118,10 +130,13 @@ class FileEntry(Record):
     """Path relative to the package root, with `/` separators; never absolute, never `..`."""
     sha256: str = Field(json_schema_extra={"pattern": _SHA256.pattern})
     """sha256 of the file's bytes, lowercase hex."""
-    bytes: int = Field(ge=0)
+    bytes: Count
     """Size of the file in bytes."""
-    rows: int | None = Field(default=None, ge=0)
+    rows: Count | None = None
     """Number of rows for tabular files; null for other files."""
+    uncompressed_bytes: Count | None = None
+    """For a gzip'd data file (`*.jsonl.gz`): the size of its JSONL once decompressed. Readers stop
+    decompressing past it, so a small file cannot expand without bound; null for other files."""
     schema_: str = Field(alias="schema")
     """The schema every row follows, e.g. `response_row.v1`; `text` for files without rows."""
 
@@ -146,8 +161,8 @@ class FileEntry(Record):
 class Manifest(Record):
     """`manifest.json`: what a package holds and where it came from."""
 
-    schema_version: int = MANIFEST_SCHEMA_VERSION
-    """Version of this manifest format; readers refuse versions newer than they know."""
+    schema_version: int = Field(default=MANIFEST_SCHEMA_VERSION, ge=1, le=MAX_COUNT)
+    """Version of this manifest format (1 or more); readers refuse versions they do not know."""
     package_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
     """Identifier of the package: letters, digits and `._+-`."""
     kind: PackageKind
@@ -172,21 +187,21 @@ class ResponseRow(Record):
 
     item_id: str = Field(min_length=1)
     """Identifier of the item answered, as the dataset names it."""
-    sample: int = Field(default=0, ge=0)
+    sample: Count = 0
     """Index of the repeated run (K repetitions of the same item get 0..K-1)."""
-    attempt: int = Field(default=0, ge=0)
+    attempt: Count = 0
     """Index of the attempt for this (item, sample): 0 is the original, re-samples count up."""
     response: str | None
     """The response text; null when no response exists (see `excluded` and `error`)."""
     finish_reason: str | None = None
     """Why generation stopped as the engine reported it: `stop`, `length` (cut at the output ceiling), ..."""
-    prompt_tokens: int | None = Field(default=None, ge=0)
+    prompt_tokens: Count | None = None
     """Prompt length in tokens, from the engine's usage report."""
-    completion_tokens: int | None = Field(default=None, ge=0)
+    completion_tokens: Count | None = None
     """Response length in tokens, from the engine's usage report."""
-    max_tokens: int | None = Field(default=None, ge=0)
+    max_tokens: Count | None = None
     """The output ceiling sent with the request."""
-    seed: int | None = None
+    seed: Int64 | None = None
     """Sampling seed sent with the request."""
     prompt_sha256: str | None = None
     """sha256 of the exact prompt text (or chat messages as canonical JSON) that was sent."""
@@ -236,7 +251,7 @@ class ReleaseRow(Record):
 
     item_id: str = Field(min_length=1)
     """The dataset's id, or its salted hash when the release says `id_scheme: hmac-sha256`."""
-    sample: int
+    sample: Count
     """Run index (0..K-1)."""
     verdict: Verdict
     """How the row counts: graded correct, graded incorrect, or left out of the graded denominator."""
@@ -244,7 +259,7 @@ class ReleaseRow(Record):
     """Why: `correct`, `incorrect`, `no_answer`, `truncated`, `excluded`, ... (see audit.verdicts.ROW_STATUSES)."""
     protected: bool = False
     """True for items whose content must not be published: then only the fields above are present."""
-    attempt: int | None = None
+    attempt: Count | None = None
     """Attempt graded (0 = original); absent for protected items."""
     answer: str | None = None
     """Extracted answer; absent for protected items (beside a verdict it would reveal the key)."""
@@ -275,15 +290,15 @@ class BenchRequestRow(Record):
     telemetry samples, so token arrivals and GPU counters line up on one axis.
     """
 
-    request: int = Field(ge=0)
+    request: Count
     """Sequence number in the run, from 0, in the order requests were sent."""
     phase: Literal["warmup", "timed"]
     """`warmup`: sent before the first window and left out of every figure; `timed`: sent during the windows."""
-    server: int = Field(default=0, ge=0)
+    server: Count = 0
     """Index of the server it went to (the order of `--server`, or 0 for the launched one)."""
-    slot: int = Field(default=0, ge=0)
+    slot: Count = 0
     """Which of the `--concurrency` request loops of that server sent it."""
-    prompt_index: int = Field(ge=0)
+    prompt_index: Count
     """Which prompt of the run's pool was sent (each has its own marker word, so no prefix-cache hits)."""
     started_at: float
     """Run-clock time (Unix seconds) just before the request was sent."""
@@ -292,18 +307,18 @@ class BenchRequestRow(Record):
     not the first chunk: an event without a token does not count); null when no token came."""
     finished_at: float
     """Run-clock time the stream ended: `[DONE]`, an error, or the client closing it after the last window."""
-    prompt_tokens: int | None = Field(default=None, ge=0)
+    prompt_tokens: Count | None = None
     """Prompt length as the server's usage reported it (checked against the `/tokenize` count)."""
-    output_tokens: int = Field(ge=0)
+    output_tokens: Count
     """Tokens received: the sum of the per-chunk usage increments (`continuous_usage_stats`)."""
-    max_tokens: int = Field(ge=1)
+    max_tokens: Annotated[int, Field(ge=1, le=MAX_COUNT)]
     """The output ceiling sent."""
     token_times: list[float]
     """Seconds after `started_at` at which each generated token arrived, one entry per token, in order;
     the tokens of a bundled chunk share its arrival time."""
-    chunks: int = Field(ge=0)
+    chunks: Count
     """Stream events that carried at least one token."""
-    bundled_chunks: int = Field(ge=0)
+    bundled_chunks: Count
     """Events that carried more than one token (detected from the usage increments)."""
     finish_reason: str | None = None
     """Why generation stopped, as the server reported (`length` at the cap); null when the stream was cut."""
@@ -336,7 +351,7 @@ class BenchRequestRow(Record):
 class BenchWindowRow(Record):
     """One timed window of `audit bench throughput`: a row of a `throughput` package."""
 
-    window: int = Field(ge=0)
+    window: Count
     """Window index, from 0."""
     start: float
     """Run-clock time (Unix seconds) the window began."""
@@ -366,7 +381,7 @@ class GpuSampleRow(Record):
 
     t: float
     """Run-clock time (Unix seconds) of the reading."""
-    gpu: int = Field(ge=0)
+    gpu: Count
     """NVML device index."""
     kernel_running_pct: float | None = None
     """`utilization.gpu` (nvmlDeviceGetUtilizationRates().gpu): percent of the driver's last sample period
@@ -380,11 +395,11 @@ class GpuSampleRow(Record):
     energy_j: float | None = None
     """Energy counter in joules since the driver loaded (nvmlDeviceGetTotalEnergyConsumption): a window's
     energy is the difference."""
-    sm_clock_mhz: int | None = None
+    sm_clock_mhz: Int64 | None = None
     """SM clock, MHz."""
-    mem_clock_mhz: int | None = None
+    mem_clock_mhz: Int64 | None = None
     """Memory clock, MHz."""
-    temperature_c: int | None = None
+    temperature_c: Int64 | None = None
     """GPU temperature, degrees C."""
     error: str | None = None
     """NVML error of this reading (e.g. `GPU is lost`); the counters it prevented are null."""
@@ -401,7 +416,7 @@ class GpmSampleRow(Record):
     """Run-clock time of the first sample of the pair."""
     t_end: float
     """Run-clock time of the second sample of the pair."""
-    gpu: int = Field(ge=0)
+    gpu: Count
     """NVML device index."""
     sm_util_pct: float | None = None
     """NVML_GPM_METRIC_SM_UTIL: percent of SMs that were busy over the interval."""
@@ -425,29 +440,29 @@ class GpmSampleRow(Record):
 class ProfileStepRow(Record):
     """One complete step of a profiler trace: a row of a `profile` package (see `audit.trace`)."""
 
-    step: int = Field(ge=0)
+    step: Count
     """Index of the step among the trace's complete steps (0 = the first marker's step)."""
     marker: str
     """Name of the step marker that opens the step, e.g. `ProfilerStep#12`."""
-    start_ns: int
+    start_ns: Int64
     """The marker's start on the trace's clock, in ns; the step ends where the next marker starts."""
     duration_us: float = Field(ge=0)
     """From this marker's start to the next one's, in µs (CPU time of the step)."""
     selected: bool
     """True when the step counts in the summary (it matches `--step-filter`, or no filter was given)."""
-    kernels: int = Field(ge=0)
+    kernels: Count
     """GPU kernels launched inside the step (matched to their launch through the correlation id)."""
-    kernels_by_stream: dict[str, int]
+    kernels_by_stream: dict[str, Count]
     """Those kernels by stream (`STREAM`, or `DEVICE:STREAM` when the trace spans several GPUs)."""
-    memcpy: int = Field(ge=0)
+    memcpy: Count
     """GPU memory copies launched inside the step."""
-    memset: int = Field(ge=0)
+    memset: Count
     """GPU memsets launched inside the step."""
-    graph_launches: int = Field(ge=0)
+    graph_launches: Count
     """CUDA-graph launches (`cudaGraphLaunch`) inside the step; their kernels count in `kernels`."""
-    collectives: dict[str, int]
+    collectives: dict[str, Count]
     """Collective kernels of the step by kind (e.g. `all_reduce`)."""
-    gpu_start_ns: int | None = None
+    gpu_start_ns: Int64 | None = None
     """Start of the step's first GPU activity, in ns; null when nothing ran on the GPU for it."""
     gpu_window_us: float | None = None
     """GPU window of the step: from its first GPU activity to the next step's first (or its own last end), µs."""
@@ -464,7 +479,7 @@ class ProfileKernelRow(Record):
     """GPU activity type."""
     collective: str | None = None
     """Collective kind the name matched (e.g. `all_reduce`), or null."""
-    count: int = Field(ge=0)
+    count: Count
     """Occurrences launched inside the selected complete steps."""
     total_us: float = Field(ge=0)
     """Their summed duration, µs."""
@@ -474,11 +489,11 @@ class ProfileKernelRow(Record):
     """Their shortest duration, µs."""
     max_us: float | None = None
     """Their longest duration, µs."""
-    per_step_min: int | None = None
+    per_step_min: Int64 | None = None
     """Fewest occurrences in one selected step; null without steps."""
-    per_step_max: int | None = None
+    per_step_max: Int64 | None = None
     """Most occurrences in one selected step; null without steps."""
-    count_all: int = Field(ge=0)
+    count_all: Count
     """Occurrences in the whole trace, inside steps or not."""
     total_us_all: float = Field(ge=0)
     """Summed duration over the whole trace, µs."""
@@ -489,15 +504,15 @@ class ProfileKernelRow(Record):
 class ProfileCollectiveRow(Record):
     """One collective kernel inside a selected step, with its position: a row of a `profile` package."""
 
-    step: int = Field(ge=0)
+    step: Count
     """The step (`ProfileStepRow.step`)."""
     kind: str
     """Collective kind, e.g. `all_reduce`."""
-    position: int = Field(ge=0)
+    position: Count
     """Index of this call among the step's collectives of the same kind, in GPU start order (0 = first)."""
     name: str
     """The kernel's name."""
-    start_ns: int
+    start_ns: Int64
     """GPU start on the trace's clock, ns."""
     duration_us: float = Field(ge=0)
     """GPU duration, µs."""
@@ -523,12 +538,21 @@ TEXT_SCHEMA = "text"
 """Schema id of files without rows (README, logs): only hash and size are checked."""
 
 
+_INVISIBLE = frozenset(("Cc", "Cf", "Cs", "Co", "Zl", "Zp"))
+"""Unicode categories of characters that print as nothing or break a line: controls, format
+characters (zero-width, bidirectional overrides), surrogates, private use, line and paragraph separators."""
+
+
 def unsafe_path_reason(path: str) -> str | None:
     """Why `path` may not name a file inside a package, or None when it is safe."""
     if not path:
         return "empty path"
     if "\\" in path or "\x00" in path:
         return "path has a backslash or NUL character"
+    for ch in path:
+        if unicodedata.category(ch) in _INVISIBLE:
+            # A newline would forge output lines; an invisible character makes two names look alike.
+            return f"path has a control character (U+{ord(ch):04X})"
     if path.startswith("/") or re.match(r"^[A-Za-z]:", path):
         return "absolute path"
     parts = path.split("/")
@@ -537,3 +561,10 @@ def unsafe_path_reason(path: str) -> str | None:
     if path == "manifest.json":
         return "manifest.json cannot list itself"
     return None
+
+
+def path_key(path: str) -> str:
+    """The form under which two paths name the same file on some file system (macOS and Windows fold
+    case; macOS also Unicode normalization; Windows drops a name's trailing dots and spaces): NFKC,
+    case-folded, each component without trailing dots and spaces."""
+    return "/".join(p.rstrip(". ") for p in unicodedata.normalize("NFKC", path).casefold().split("/"))

@@ -9,11 +9,15 @@ and stays byte-identical for identical inputs.
 
 from __future__ import annotations
 
-import itertools
+import fcntl
 import hashlib
+import itertools
 import json
+import os
 import typing
-from collections.abc import Iterable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,8 +25,8 @@ import pydantic
 from pydantic import Field
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import atomic_text, dumps
-from audit.models import Producer, Record, Verdict
+from audit.jsonl import JsonError, dumps, loads_strict, parse_object, read_regular, sha256_bytes
+from audit.models import MAX_COUNT, Count, Int64, Producer, Record, Verdict, unsafe_path_reason
 from audit.schemas import register
 
 VERDICT_FILE_SCHEMA_VERSION = 2
@@ -84,7 +88,7 @@ class Policies(Record):
     longer than the original's cut replaces it, else the original stays)."""
     no_answer: Literal["wrong", "random-guess"] = "wrong"
     """No extracted answer: counted wrong, or (official MMLU-Pro) replaced by a seeded random guess."""
-    guess_seed: int = 12345
+    guess_seed: Int64 = 12345
     """Seed of the random guess policy (upstream MMLU-Pro's compute_accuracy.py uses 12345)."""
     exclude: list[str] = Field(default_factory=list)
     """Item ids excluded by the caller (in addition to rows the package marks `excluded`)."""
@@ -98,9 +102,9 @@ class VerdictRow(Record):
 
     item_id: str
     """The item's id."""
-    sample: int
+    sample: Count
     """Run index (0..K-1)."""
-    attempt: int | None
+    attempt: Count | None
     """Attempt that was graded (0 = original); null when no response exists."""
     response_sha256: str | None = None
     """sha256 of the graded response text (UTF-8), so a diff can tell a changed text from a changed reading."""
@@ -108,7 +112,7 @@ class VerdictRow(Record):
     """Answer the extractor read; null when none."""
     rule: str | None
     """Extractor step that fired (e.g. `L1`, `final_line`), or why none did."""
-    span: list[int] | None = None
+    span: list[Count] | None = None
     """[start, end) character offsets of the evidence in the response."""
     verdict: Verdict
     """How the row counts: graded correct, graded incorrect, or left out of the graded denominator."""
@@ -142,13 +146,13 @@ class Figure(Record):
 
     name: str
     """Stable id used by `audit diff`, e.g. `accuracy[sample=0]`, `accuracy`, `accuracy_counting_excluded`."""
-    sample: int | None
+    sample: Count | None
     """Run index, or null for the overall figure."""
     denominator: Literal["graded", "all"]
     """`graded`: excluded and ungradable rows left out; `all`: every row, those counted wrong."""
-    correct: int
+    correct: Count
     """Rows graded correct."""
-    total: int
+    total: Count
     """Denominator."""
     value: float
     """correct / total, pooled over the runs for the overall figure (0 when total is 0). The `runs_*`
@@ -161,11 +165,11 @@ class Figure(Record):
 class Summary(Record):
     """Figures per run and overall, and counts by status."""
 
-    samples: int
+    samples: Count
     """Number of runs K."""
-    items: int
+    items: Count
     """Number of distinct items."""
-    statuses: dict[str, int]
+    statuses: dict[str, Count]
     """Rows per status."""
     figures: list[Figure]
     """Every figure: per run and overall, both denominators."""
@@ -200,21 +204,29 @@ class RowsFileRef(Record):
     """A Parquet copy of the rows beside the verdict file, for fast reading of large gradings."""
 
     path: str
-    """File name relative to the verdict file's directory."""
+    """File name in the verdict file's directory (no folder: a sidecar never lives elsewhere). `audit grade`
+    names it after its content (`NAME.rows-SHA16.parquet`), so a new pair never overwrites the old one."""
     sha256: str
     """sha256 of the Parquet file; readers verify it before trusting it."""
-    rows: int
+    rows: Count
     """Number of rows (equals `len(items)`)."""
     json_rows_sha256: str | None = None
     """sha256 of the verdict file's own rows text (from the `[` after `"items": ` to the end of the
     file), so a reader that takes the Parquet copy can tell when the JSON rows were edited."""
 
+    @pydantic.field_validator("path")
+    @classmethod
+    def _a_file_name(cls, v: str) -> str:
+        if "/" in v or unsafe_path_reason(v):
+            raise ValueError("must be a file name in the verdict file's directory")
+        return v
+
 
 class VerdictFile(Record):
     """`results.json`: a complete, reproducible grading of one responses package."""
 
-    schema_version: int = 1
-    """Version of this format; readers refuse newer versions."""
+    schema_version: int = Field(default=1, ge=1, le=1)
+    """Version of this format; readers refuse versions they do not know."""
     kind: Literal["verdicts"] = "verdicts"
     """Always `verdicts`."""
     benchmark: str
@@ -254,7 +266,7 @@ VerdictFileV1 = VerdictFile
 class VerdictFileV2(VerdictFileV1):
     """`results.json`: a complete, reproducible grading of one responses package, with per-subject figures."""
 
-    schema_version: int = VERDICT_FILE_SCHEMA_VERSION
+    schema_version: int = Field(default=VERDICT_FILE_SCHEMA_VERSION, ge=1, le=VERDICT_FILE_SCHEMA_VERSION)
     """Version of this format (2 added `summary.subjects`); readers refuse newer versions. A version-1 file
     loads with `summary.subjects` null and is written back without it."""
     summary: SummaryV2
@@ -318,15 +330,107 @@ def items_section_sha256(lines: Iterable[str]) -> str:
     return h.hexdigest()
 
 
-def write_verdict_lines(path: str | Path, header: VerdictFile, lines: Iterable[str]) -> None:
-    """`write_verdict_file` with each row already serialised as `dumps(row)` (see `encode_rows`)."""
+def write_verdict_lines(path: str | Path, header: VerdictFile,
+                        lines: Iterable[str] | Callable[[], Iterable[str]],
+                        sidecar: dict[str, list[Any]] | None = None) -> VerdictFile:
+    """`write_verdict_file` with each row already serialised as `dumps(row)` (see `encode_rows`);
+    `lines` may be a function giving them afresh (they are read twice when a sidecar is written).
+
+    With `sidecar` (the rows as columns, see `write_rows_parquet`), the rows are also written as
+    Parquet beside the file and the header names it (`rows_file`, both pins). Returns the header
+    written. The file and its sidecar appear together or not at all (see `_publish`).
+    """
     p = Path(path)
-    data = _header_data(header)
-    head = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
-    with atomic_text(p) as f:
-        f.write(head[:-2] + ',\n  "items": ')
-        for piece in _items_section(lines):
-            f.write(piece)
+    fresh = lines if callable(lines) else (lambda: lines)
+    if sidecar is not None and not callable(lines):
+        kept = list(lines)
+        fresh = lambda: kept  # noqa: E731
+    tmp_side: Path | None = None
+    try:
+        if sidecar is not None:
+            tmp_side = _temp_name(p.parent, f"{_stem(p)}.rows.parquet")
+            ref = write_rows_parquet(sidecar, tmp_side, atomic=False)
+            ref = ref.model_copy(update={"path": f"{_stem(p)}.rows-{ref.sha256[:16]}.parquet",
+                                         "json_rows_sha256": items_section_sha256(fresh())})
+            header = header.model_copy(update={"rows_file": ref})
+        elif header.rows_file is not None:
+            header = header.model_copy(update={"rows_file": None})
+        data = _header_data(header)
+        head = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
+        tmp_json = _temp_name(p.parent, p.name)
+        try:
+            with open(tmp_json, "w", encoding="utf-8", newline="\n") as f:
+                f.write(head[:-2] + ',\n  "items": ')
+                for piece in _items_section(fresh()):
+                    f.write(piece)
+                f.flush()
+                os.fsync(f.fileno())
+            _publish(p, tmp_json, tmp_side, header.rows_file.path if header.rows_file else None)
+        finally:
+            tmp_json.unlink(missing_ok=True)
+    finally:
+        if tmp_side is not None:
+            tmp_side.unlink(missing_ok=True)
+    return header
+
+
+def _stem(p: Path) -> str:
+    return p.name.removesuffix(".json")
+
+
+def _temp_name(folder: Path, name: str) -> Path:
+    """A hidden file name no other writer uses (two writers never share a temporary file)."""
+    return folder / f".{name}.tmp-{uuid.uuid4().hex}"
+
+
+def _publish(p: Path, tmp_json: Path, tmp_side: Path | None, side_name: str | None) -> None:
+    """Move a verdict file (and its sidecar) into place so that readers see the old pair or the new one.
+
+    The sidecar's name holds its digest, so it never replaces the sidecar the current file names: it
+    is moved in first, then the file is renamed over the old one (the atomic step that switches
+    pairs), then sidecars no longer named are removed. Writers take turns on a lock of the folder
+    (flock on its descriptor: no lock file, released when a writer dies), so one never removes the
+    sidecar of a pair another is putting in place; a writer killed at any point leaves the old pair
+    (and at worst an unnamed sidecar, removed by the next write).
+    """
+    fd = os.open(p.parent, os.O_RDONLY)
+    placed: Path | None = None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if tmp_side is not None and side_name is not None:
+            final = p.parent / side_name
+            existed = final.exists()  # the same content (its name holds its digest), maybe named by the file
+            os.replace(tmp_side, final)
+            placed = None if existed else final
+        os.replace(tmp_json, p)
+        placed = None
+        _fsync_dir(p.parent)
+        stem = _stem(p)
+        for old in p.parent.iterdir():
+            name = old.name
+            if name != side_name and (name == f"{stem}.rows.parquet" or (
+                    name.startswith(f"{stem}.rows-") and name.endswith(".parquet"))):
+                try:
+                    old.unlink()
+                except OSError:
+                    pass  # another reader's copy, a permission: a stale sidecar is harmless
+    finally:
+        if placed is not None:  # the file was not switched: its new sidecar is named by nothing
+            placed.unlink(missing_ok=True)
+        os.close(fd)  # releases the lock
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # best effort: the renames are done
+    finally:
+        os.close(fd)
 
 
 _encode_str = getattr(json.encoder, "c_encode_basestring", None) or json.encoder.py_encode_basestring
@@ -381,8 +485,14 @@ def encode_rows(columns: dict[str, list[Any]]) -> Iterator[str]:
         yield from map("".join, zip(*encoded))
 
 
+class BadVerdictFile(ValidationFailed):
+    """A verdict file that does not validate: bad input to whichever command reads it (exit 2)."""
+
+    exit_code = 2
+
+
 def _check_kind_and_version(obj: dict[str, Any], p: Path) -> None:
-    """Refuse other documents (a manifest, a release.json) and newer formats before validating fields."""
+    """Refuse other documents (a manifest, a release.json) and unknown formats before validating fields."""
     kind = obj.get("kind")
     if isinstance(kind, str) and kind != "verdicts":
         raise AuditError(f"is a {kind!r} document, not a verdict file (kind 'verdicts', written by `audit grade`)",
@@ -391,22 +501,43 @@ def _check_kind_and_version(obj: dict[str, Any], p: Path) -> None:
     if isinstance(version, int) and version > VERDICT_FILE_SCHEMA_VERSION:
         raise AuditError(f"schema_version {version} is newer than this audit reads "
                          f"({VERDICT_FILE_SCHEMA_VERSION}); upgrade audit", path=str(p), field="schema_version")
+    if isinstance(version, int) and version < 1:
+        raise AuditError(f"schema_version {version} is not one this audit reads ({VERDICT_FILE_SCHEMA_VERSION})",
+                         path=str(p), field="schema_version")
 
 
-def load_verdict_file(path: str | Path) -> VerdictFile:
-    """Read and validate a verdict file; errors name the file and field."""
-    p = Path(path)
+def _read_bytes(p: Path) -> bytes:
+    """The verdict file's bytes, read once: every check and every row a reader uses come from them."""
     if not p.is_file():
         raise AuditError("no such file", path=str(p))
     try:
-        obj = json.loads(p.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise AuditError(f"not a JSON verdict file: {e}", path=str(p)) from None
+        return read_regular(p)
+    except OSError as e:
+        raise AuditError(f"unreadable: {e.strerror or e}", path=str(p)) from None
+
+
+def load_verdict_file(path: str | Path) -> VerdictFile:
+    """Read and validate a verdict file; errors name the file, row and field.
+
+    JSON is read strictly (a key twice, NaN, nesting too deep: refused). When the file names a
+    Parquet copy of its rows, both pins are checked and the copy must hold the same rows (a
+    reader of the copy and a reader of the JSON see one grading, or neither reads it).
+    """
+    p = Path(path)
+    return _load(p, _read_bytes(p))
+
+
+def _load(p: Path, data: bytes) -> VerdictFile:
+    try:
+        obj = loads_strict(data)
+    except JsonError as e:
+        row, field, message = _locate(data, e)
+        raise AuditError(message, path=str(p), row=row, field=field) from None
     if not isinstance(obj, dict):
         raise AuditError("not a JSON verdict file: expected an object", path=str(p))
     _check_kind_and_version(obj, p)
     try:
-        return VerdictFile.model_validate(obj)
+        vf = VerdictFile.model_validate(obj)
     except pydantic.ValidationError as e:
         from audit.packages.validate import pydantic_problems
 
@@ -420,7 +551,46 @@ def load_verdict_file(path: str | Path) -> VerdictFile:
                     fixed.append(type(pr)(pr.path, pr.message, int(idx) + 1, rest or None))
                     continue
             fixed.append(pr)
-        raise ValidationFailed(str(p), fixed) from None
+        raise BadVerdictFile(str(p), fixed) from None
+    if vf.rows_file is not None:
+        if vf.rows_file.json_rows_sha256 is not None:
+            _check_json_pin(p, data, vf.rows_file)
+        side = _read_sidecar(p, vf.rows_file)
+        if not _same_rows(side, _rows_to_table(vf.items)):
+            raise AuditError(f"its Parquet copy {vf.rows_file.path} holds other rows than its JSON rows (one of "
+                             f"them was edited after grading)", path=str(p), field="rows_file")
+    return vf
+
+
+def _locate(data: bytes, e: JsonError) -> tuple[int | None, str | None, str]:
+    """(row, field, message) of a JSON error: the row is found when the file has audit's layout."""
+    i = data.find(_ITEMS_MARKER)
+    if i >= 0:
+        for n, line in enumerate(data[i + len(_ITEMS_MARKER):].split(b"\n")[1:], 1):
+            line = line.strip().rstrip(b",")
+            if not line.startswith(b"{"):
+                break
+            obj, err = parse_object(line)
+            if err:
+                return n, getattr(err, "field", None), str(err)
+    return None, e.field, str(e) if e.field else f"not a JSON verdict file: {e}"
+
+
+def _check_json_pin(p: Path, data: bytes, ref: RowsFileRef) -> None:
+    i = data.find(_ITEMS_MARKER)
+    if i < 0 or sha256_bytes(data[i + len(_ITEMS_MARKER):]) != ref.json_rows_sha256:
+        raise AuditError("its rows differ from the ones recorded beside its Parquet copy (the JSON rows were edited "
+                         "after grading)", path=str(p), field="items")
+
+
+def _same_rows(a: Any, b: Any) -> bool:
+    """The same rows in FRAME_COLUMNS, whatever their order."""
+    if a.num_rows != b.num_rows:
+        return False
+    a, b = a.select(list(FRAME_COLUMNS)), b.select(list(FRAME_COLUMNS)).cast(a.select(list(FRAME_COLUMNS)).schema)
+    if a.num_rows > 1:
+        a, b = a.take(_sort_indices(a)), b.take(_sort_indices(b))
+    return a.equals(b)
 
 
 # --------------------------------------------------------------------------- rows as a table
@@ -460,7 +630,7 @@ def _json_rows_schema() -> Any:
     return schema.remove(schema.get_field_index("detail"))
 
 
-def write_rows_parquet(rows_df: Any, path: str | Path) -> RowsFileRef:
+def write_rows_parquet(rows_df: Any, path: str | Path, *, atomic: bool = True) -> RowsFileRef:
     """Write the Parquet sidecar of a verdict file; same rows give the same bytes.
 
     `rows_df` is a pandas DataFrame with VerdictRow columns (`item_id`, `sample`, `verdict`,
@@ -468,7 +638,8 @@ def write_rows_parquet(rows_df: Any, path: str | Path) -> RowsFileRef:
     JSON text), or a dict of such columns as lists (no DataFrame to build: faster for a
     million rows). Rows are sorted by item_id then sample, like `items`. Bytes are stable for
     a given pyarrow version (the file's `created_by` names it). The returned ref's `path` is
-    the file name: put the sidecar beside the verdict file.
+    the file name: put the sidecar beside the verdict file. The file appears whole (temporary
+    name, fsync, rename) unless `atomic` is False (`path` is then a temporary name already).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -507,12 +678,15 @@ def write_rows_parquet(rows_df: Any, path: str | Path) -> RowsFileRef:
     _check_table(table, str(p))
     if table.num_rows > 1 and not _sorted_unique(table):
         table = table.take(_sort_indices(table))
-    tmp = p.parent / f".{p.name}.tmp"
+    tmp = _temp_name(p.parent, p.name) if atomic else p  # not atomic: `p` is already a temporary name
     try:
         pq.write_table(table, tmp, compression="zstd", compression_level=3, row_group_size=1 << 20,
                        use_dictionary=True, write_statistics=True, store_schema=True)
-        digest = _sha256_path(tmp)
-        tmp.replace(p)
+        with open(tmp, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+            os.fsync(f.fileno())
+        if atomic:
+            os.replace(tmp, p)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -555,50 +729,60 @@ def read_verdict_header(path: str | Path) -> VerdictFile:
     return vf.model_copy(update={"items": []})
 
 
+@dataclass(frozen=True)
+class VerdictTable:
+    """A verdict file as one read gave it: header (empty `items`), rows, where they came from, and the
+    sha256 of the bytes read (so a release names the file whose rows it published)."""
+
+    header: VerdictFile
+    table: Any
+    source: str
+    sha256: str
+
+
 def read_verdict_table(path: str | Path) -> tuple[VerdictFile, Any, str]:
-    """(header with empty `items`, rows as an Arrow table, where the rows came from).
+    """(header with empty `items`, rows as an Arrow table, where the rows came from); see `load_verdict_table`."""
+    vt = load_verdict_table(path)
+    return vt.header, vt.table, vt.source
+
+
+def load_verdict_table(path: str | Path) -> VerdictTable:
+    """The verdict file's header and rows, from one read of its bytes.
 
     The source is `parquet` (the sidecar), `json-stream` (the one-row-per-line layout) or
     `json` (a full load, for other formatting). The table has every FRAME_COLUMNS column;
-    rows are unique by (item_id, sample).
+    rows are unique by (item_id, sample). Both pins are checked wherever either copy is read:
+    taking the sidecar, its sha256 and the JSON rows' sha256; taking the JSON rows, theirs and
+    the sidecar's. A file whose sidecar does not pin the JSON rows (older audit) is read from its
+    JSON rows. What the pins cannot tell (a forger who rewrites a copy and its pin) `audit
+    reproduce` does: it regrades and compares both copies.
     """
     p = Path(path)
-    if not p.is_file():
-        raise AuditError("no such file", path=str(p))
-    head = _read_head(p)
+    data = _read_bytes(p)
+    digest = sha256_bytes(data)
+    i = data.find(_ITEMS_MARKER)
+    head = data[:i] if i >= 0 else None
     header = None
     if head is not None:
         try:
             header = _validate_header(p, head)
         except AuditError:
-            header = None
-    if header is not None and header.rows_file is not None:
-        if header.rows_file.json_rows_sha256 is not None:
-            digest = _sha256_path(p, offset=len(head) + len(_ITEMS_MARKER))
-            if digest != header.rows_file.json_rows_sha256:
-                raise AuditError("its rows differ from the ones recorded beside its Parquet copy (the JSON rows "
-                                 "were edited after grading)", path=str(p), field="items")
-        return header, _read_sidecar(p, header.rows_file), "parquet"
+            header = None  # the full load below names the problem
     if header is not None:
-        table = _read_json_stream(p, len(head))
+        ref = header.rows_file
+        if ref is not None and ref.json_rows_sha256 is not None:
+            _check_json_pin(p, data, ref)
+            return VerdictTable(header, _read_sidecar(p, ref), "parquet", digest)
+        table = _read_json_stream(data, len(head))
         if table is not None:
             _check_table(table, str(p))
-            return header, table, "json-stream"
-    vf = load_verdict_file(p)  # raises with row and field on any problem
-    if vf.rows_file is not None:
-        return vf.model_copy(update={"items": []}), _read_sidecar(p, vf.rows_file), "parquet"
+            if ref is not None:
+                _read_sidecar(p, ref)  # its pin holds, though its rows are not the ones read
+            return VerdictTable(header, table, "json-stream", digest)
+    vf = _load(p, data)  # raises with row and field on any problem; checks the pair
     table = _rows_to_table(vf.items)
     _check_table(table, str(p))
-    return vf.model_copy(update={"items": []}), table, "json"
-
-
-def _sha256_path(p: Path, offset: int = 0) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        f.seek(offset)
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+    return VerdictTable(vf.model_copy(update={"items": []}), table, "json", digest)
 
 
 def _read_head(p: Path) -> bytes | None:
@@ -619,9 +803,9 @@ def _validate_header(p: Path, head: bytes) -> VerdictFile:
     if not text.endswith(b","):
         raise AuditError("not the dump_verdict_file layout", path=str(p))
     try:
-        obj = json.loads(text[:-1] + b"\n}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise AuditError(f"not a JSON verdict file: {e}", path=str(p)) from None
+        obj = loads_strict(text[:-1] + b"\n}")
+    except JsonError as e:
+        raise AuditError(str(e), path=str(p), field=e.field) from None
     if not isinstance(obj, dict) or "items" in obj:
         raise AuditError("not the dump_verdict_file layout", path=str(p))
     _check_kind_and_version(obj, p)
@@ -633,18 +817,36 @@ def _validate_header(p: Path, head: bytes) -> VerdictFile:
 
 
 def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
+    """The sidecar's rows, parsed from the bytes whose sha256 was checked (never from the path again)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     side = p.parent / ref.path
     where = f"{p}: rows_file {ref.path}"
-    if not side.is_file():
+    if not side.is_file() or side.is_symlink():
         raise AuditError("the Parquet rows file it names is missing", path=where)
-    digest = _sha256_path(side)
+    try:
+        data = read_regular(side)
+    except OSError as e:
+        raise AuditError(f"unreadable: {e.strerror or e}", path=where) from None
+    digest = sha256_bytes(data)
     if digest != ref.sha256:
         raise AuditError(f"sha256 is {digest}, the verdict file says {ref.sha256} (the file was altered)",
                          path=where)
     try:
-        table = pq.read_table(side, columns=list(FRAME_COLUMNS))
+        pf = pq.ParquetFile(pa.BufferReader(data))
+        meta = pf.metadata
+        # Before decoding: the row count it declares, and a decoded size in proportion to it (a few
+        # hundred bytes a row; a small file that decodes to gigabytes is refused, not decoded).
+        if meta.num_rows != ref.rows:
+            raise AuditError(f"has {meta.num_rows} rows, the verdict file says {ref.rows}", path=where)
+        decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if decoded > max(64 << 20, 64 * len(data), 4096 * ref.rows):
+            raise AuditError(f"decodes to {decoded:,} bytes, far more than its {ref.rows:,} rows can hold",
+                             path=where)
+        table = pf.read(columns=list(FRAME_COLUMNS))
+    except AuditError:
+        raise
     except Exception as e:  # pyarrow raises several types for damaged files
         raise AuditError(f"not a readable Parquet rows file: {e}", path=where) from None
     if table.num_rows != ref.rows:
@@ -657,12 +859,18 @@ def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
     return table
 
 
-def _read_json_stream(p: Path, head_len: int) -> Any | None:
-    """Rows of the one-row-per-line layout via pyarrow's JSON reader; None when the layout differs."""
+_LONG_LINE = 16 << 10
+"""Rows longer than this are parsed by Python first: pyarrow's JSON reader crashes (SIGSEGV) on
+JSON nested tens of thousands deep, which needs a line this long; Python refuses it cleanly."""
+
+
+def _read_json_stream(data: bytes, head_len: int) -> Any | None:
+    """Rows of the one-row-per-line layout via pyarrow's JSON reader; None when the layout differs or
+    a row needs the strict reader (NaN or Infinity, a row that may nest too deeply, a key twice)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.json as pj
 
-    data = p.read_bytes()
     start = head_len + len(_ITEMS_MARKER)
     tail = b"\n  ]\n}\n"
     if data[start:start + 3] == b"[]\n" and data[start + 3:].strip() == b"}":
@@ -670,10 +878,19 @@ def _read_json_stream(p: Path, head_len: int) -> Any | None:
     if not (data[start:start + 6] == b"[\n    " and data.endswith(tail)):
         return None
     body = data[start + 6:-len(tail)]
-    del data
+    if b"NaN" in body or b"Infinity" in body:  # pyarrow reads them as numbers; JSON has none (maybe in text)
+        return None
     # Rows are compact JSON: `,\n    ` separates them and cannot occur inside one.
     ndjson = body.replace(b",\n    ", b"\n")
     del body
+    ends = np.flatnonzero(np.frombuffer(ndjson, dtype=np.uint8) == 10)
+    starts = np.concatenate([[0], ends + 1])
+    ends = np.concatenate([ends, [len(ndjson)]])
+    for i in np.flatnonzero(ends - starts > _LONG_LINE):
+        try:
+            loads_strict(ndjson[starts[i]:ends[i]])
+        except JsonError:
+            return None
     schema = _json_rows_schema()
     for behaviour in ("infer", "ignore"):
         try:
@@ -716,6 +933,14 @@ def _check_table(table: Any, where: str) -> None:
         if col.null_count:
             row = int(pc.index(pc.is_null(col), True).as_py()) + 1
             raise AuditError("missing required field", path=where, row=row, field=name)
+    for name in ("sample", "attempt"):  # the bounds the row model gives (MAX_COUNT), for every reader
+        col = table.column(name)
+        for bad, what in ((pc.less(col, 0), "greater than or equal to 0"),
+                          (pc.greater(col, MAX_COUNT), f"less than or equal to {MAX_COUNT}")):
+            if pc.any(bad).as_py():
+                row = int(pc.index(pc.fill_null(bad, False), True).as_py())
+                raise AuditError(f"Input should be {what} (got {col[row].as_py()})", path=where, row=row + 1,
+                                 field=name)
     bad = pc.invert(pc.is_in(table.column("verdict"), value_set=_pa_strings(VERDICTS)))
     if pc.any(bad).as_py():
         row = int(pc.index(bad, True).as_py())

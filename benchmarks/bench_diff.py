@@ -18,6 +18,7 @@ dict join.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import statistics
 import sys
@@ -139,10 +140,6 @@ def write_file(path: Path, df: pd.DataFrame, *, extractor: ComponentRef, policie
                                                                              digest="c" * 64),
                          extractor=extractor, grader=_component("mmlu_pro.letter", "1"),
                          producer=Producer(version="bench"), policies=policies, summary=summarize(df), items=[])
-    if parquet:
-        header = header.model_copy(update={"rows_file": write_rows_parquet(df, path.with_suffix(".rows.parquet"))})
-    head = dump_verdict_file(header)
-    assert head.endswith('"items": []\n}\n')
     cols = ["item_id", "sample", "attempt", "answer", "rule", "verdict", "status", "reason", "reference"]
     arrays = [df[c].tolist() for c in cols]
     lines = []
@@ -150,9 +147,16 @@ def write_file(path: Path, df: pd.DataFrame, *, extractor: ComponentRef, policie
         lines.append(f'    {{"item_id":"{iid}","sample":{s},"attempt":{att},"response_sha256":null,"answer":{_json_value(ans)},'
                      f'"rule":{_json_value(rule)},"span":null,"verdict":"{ver}","status":"{st}",'
                      f'"reason":"{rea}","reference":{_json_value(ref)},"detail":{{}}}}')
+    rows_text = "[\n" + ",\n".join(lines) + "\n  ]\n}\n"
+    if parquet:  # the sidecar, and the pin of the JSON rows it stands for (readers check both)
+        ref = write_rows_parquet(df, path.with_suffix(".rows.parquet"))
+        ref = ref.model_copy(update={"json_rows_sha256": hashlib.sha256(rows_text.encode("utf-8")).hexdigest()})
+        header = header.model_copy(update={"rows_file": ref})
+    head = dump_verdict_file(header)
+    assert head.endswith('"items": []\n}\n')
     with open(path, "w", encoding="utf-8") as f:
         f.write(head[: -len("[]\n}\n")])
-        f.write("[\n" + ",\n".join(lines) + "\n  ]\n}\n")
+        f.write(rows_text)
 
 
 def check_layout() -> None:

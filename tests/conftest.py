@@ -47,3 +47,7 @@ def cli(capsys):
         return CliResult(code, cap.out, cap.err)
 
     return run
+
+
+# The attack registry's summary line ("attacks: N tried, M held"); see tests/attacks.py.
+from tests.attacks import pytest_collection_modifyitems, pytest_runtest_logreport, pytest_terminal_summary  # noqa: E402,F401

@@ -286,10 +286,9 @@ def test_a_verdict_file_whose_rows_file_points_outside(cli, tmp_path, monkeypatc
     ledger = copy_shipped(tmp_path / "ledger")
     vf = tmp_path / "ledger" / "evidence-h200-vllm" / "graded" / "math500-completion-resumed.json"
     text = vf.read_text(encoding="utf-8")
-    side = ',\n  "rows_file": {\n    "path": "../../../x.parquet",\n    "sha256": "' + "0" * 64 + '",\n    "rows": 30\n  }'
-    marker = '\n  "items": '
-    head, rest = text.split(marker, 1)
-    vf.write_text(head.rstrip(",") + side + "," + marker + rest, encoding="utf-8")
+    side = '"rows_file": {\n    "path": "../../../x.parquet",\n    "sha256": "' + "0" * 64 + '",\n    "rows": 30\n  }'
+    assert text.count('"rows_file": null') == 1  # replaced, not added: a second key is refused as a duplicate
+    vf.write_text(text.replace('"rows_file": null', side), encoding="utf-8")
     from audit.jsonl import sha256_file
 
     edit(ledger, "21f81e86e0c23cd69683aaf55380a5edc139fa01beae93b392da94b4faf5b518", sha256_file(vf)[0])
@@ -297,5 +296,7 @@ def test_a_verdict_file_whose_rows_file_points_outside(cli, tmp_path, monkeypatc
     r = cli("verify", ledger.name)
     assert r.code == 1
     assert failing(r.out) == ["E6"]
-    assert "  graded-math500-completion-resumed: its rows_file '../../../x.parquet' is outside the ledger's folder\n" \
-        in r.out
+    # The verdict file's own model refuses a sidecar path that is not a plain file name beside it.
+    assert ("  graded-math500-completion-resumed: evidence-h200-vllm/graded/math500-completion-resumed.json: field "
+            "rows_file.path: Value error, must be a file name in the verdict file's directory (got "
+            "'../../../x.parquet')\n") in r.out

@@ -54,7 +54,7 @@ def pair(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_verdict_file("old.json", make_verdict_file(OLD_ROWS, extractor=component("mmlu_pro.lmeval", "1")))
     write_verdict_file("new.json", make_verdict_file(NEW_ROWS, extractor=component("mmlu_pro.official", "f418b11"),
-                                                     policies=NEW_POLICIES))
+                                                     grader=component("test.grader", "2"), policies=NEW_POLICIES))
     return tmp_path
 
 
@@ -63,9 +63,10 @@ EXPECTED_MARKDOWN = """\
 # audit diff
 
 - OLD: `old.json` — test, 18 rows (json-stream); extractor mmlu_pro.lmeval@1, grader test.grader@1; responses responses-test aaaaaaaaaaaa
-- NEW: `new.json` — test, 18 rows (json-stream); extractor mmlu_pro.official@f418b11, grader test.grader@1; responses responses-test aaaaaaaaaaaa
+- NEW: `new.json` — test, 18 rows (json-stream); extractor mmlu_pro.official@f418b11, grader test.grader@2; responses responses-test aaaaaaaaaaaa
 - rows: 17 compared, 7 verdicts changed, 1 only in OLD, 1 only in NEW
 - note: extractor: mmlu_pro.lmeval@1 -> mmlu_pro.official@f418b11
+- note: grader: test.grader@1 -> test.grader@2
 - note: policy truncation: wrong -> exclude
 - note: policy resampling: original -> longer-only
 - note: policy no_answer: wrong -> random-guess
@@ -309,7 +310,7 @@ def test_different_responses_refused_then_allowed(tmp_path, cli, monkeypatch):
     old = [R("q1", 0, "incorrect", answer="B"), R("q2", 0, "correct", answer="C"), R("q3", 0, "correct", answer="D")]
     new = [R("q1", 0, "correct", answer="A"),                                # same extractor read another answer
            R("q2", 0, "ungraded", status="missing", answer=None),            # the response is gone
-           R("q3", 0, "incorrect", answer="D")]                              # same answer: grader
+           R("q3", 0, "incorrect", answer="D")]                              # same answer, same grader
     write_verdict_file("a.json", make_verdict_file(old, extractor=ext))
     write_verdict_file("b.json", make_verdict_file(new, extractor=ext,
                                                    responses_package=package(DIGEST_B, "responses-rerun")))
@@ -325,7 +326,7 @@ def test_different_responses_refused_then_allowed(tmp_path, cli, monkeypatch):
     doc = json.loads(cli("diff", "a.json", "b.json", "--allow-different-responses", "--format", "json").out)
     assert doc["different_responses"] is True
     assert [(c["item_id"], c["cause"]) for c in doc["changed"]] == [("q1", "response"), ("q2", "response"),
-                                                                    ("q3", "grader")]
+                                                                    ("q3", "inconsistent")]
 
 
 def test_different_responses_and_extractor_is_flagged_ambiguous(tmp_path):
@@ -448,7 +449,10 @@ def test_lists_exactly_the_changed_rows(tmp_path, parquet):
             new_rows.append(R(f"item-{i:04d}", 3, "correct"))  # NEW only
     rng.shuffle(new_rows)
     write_verdict_file(tmp_path / "o.json", make_verdict_file(old_rows), parquet=parquet)
-    write_verdict_file(tmp_path / "n.json", make_verdict_file(new_rows), parquet=parquet)
+    # Another extractor, grader and policy: each may explain a change (with the same ones, none could).
+    write_verdict_file(tmp_path / "n.json", make_verdict_file(
+        new_rows, extractor=component("test.extractor", "2"), grader=component("test.grader", "2"),
+        policies=Policies(truncation="exclude")), parquet=parquet)
 
     old_by = {(r["item_id"], r["sample"]): r for r in old_rows}
     new_by = {(r["item_id"], r["sample"]): r for r in new_rows}

@@ -34,6 +34,10 @@ STRICT_REFUSES = [
     b'{"item_id":"a","response":"x","started_at":1e400}',
     b'{"item_id":"a","response":"x","first_token_s":' + b"9" * 400 + b".0}",
     b'{"item_id":"a","response":"\\udc00 lone surrogate"}',
+    b'{"item_id":"a","item_id":"b","response":"x"}',  # readers disagree on which one counts
+    b'{"item_id":"a","response":"x","extra":{"k":1,"k":2}}',
+    b'{"item_id":"a","response":"x","respons\\u0065":"y"}',  # the same key, escaped
+    b'{"item_id":"a","item_id" \t:"b","response":"x"}',  # the same key, whitespace before its colon
 ]
 STRICT_ACCEPTS_FAST_REFUSES = [
     b'{"item_id":"a","response":"x","extra":{"d":' + b"[" * 300 + b"]" * 300 + b"}}",
@@ -41,21 +45,26 @@ STRICT_ACCEPTS_FAST_REFUSES = [
 BOTH_ACCEPT = [
     b'{"item_id":"a","response":"x"}\n',
     b'{"item_id":"a","response":"x"}\r\n',
-    b'{"item_id":"a","item_id":"b","response":"x"}',
     b'{"item_id":"\xc3\xa9","response":"\\u00e9\\n\\t\\"q\\"","sample":3,"attempt":1}',
     b'{"item_id":"a","response":null,"excluded":"too long","started_at":5,"finished_at":1.5e300}',
-    b'{"item_id":"a","response":"x","seed":123456789012345678901234567890,"extra":{"f":-0.0,"g":[1e-320]}}',
+    b'{"item_id":"a","response":"x","seed":1234567890123456789,"extra":{"f":-0.0,"g":[1e-320]}}',
+    b'{"item_id" : "a", "response" : "x"}',
+]
+# The fast row path cannot rule out a repeated key in these (a space before a colon, `\":` inside a
+# string): it steps aside for the strict reader, which accepts them.
+FAST_ROW_STEPS_ASIDE = [
+    b'{"item_id":"a","response":"say \\":\\" here","extra":{"a":{"b":[{"c":1}]}}}',
 ]
 
 
 @pytest.mark.parametrize("line", STRICT_REFUSES)
 def test_fast_row_never_accepts_what_the_strict_reader_refuses(line):
     obj, err = parse_object(line)
-    assert obj is None and (err.startswith("malformed JSON") or "lone surrogate" in err)
+    assert obj is None and (err.startswith("malformed JSON") or "lone surrogate" in err or "duplicate key" in err)
     assert fast_row(ResponseRow, line) is None
 
 
-@pytest.mark.parametrize("line", STRICT_ACCEPTS_FAST_REFUSES + BOTH_ACCEPT)
+@pytest.mark.parametrize("line", STRICT_ACCEPTS_FAST_REFUSES + BOTH_ACCEPT + FAST_ROW_STEPS_ASIDE)
 def test_fast_row_and_object_equal_the_strict_reading_or_step_aside(line):
     obj, err = parse_object(line)
     assert err is None
@@ -64,6 +73,8 @@ def test_fast_row_and_object_equal_the_strict_reading_or_step_aside(line):
     fast_obj = fast_object(line)
     if line in STRICT_ACCEPTS_FAST_REFUSES:
         assert fast is None and fast_obj is None
+    elif line in FAST_ROW_STEPS_ASIDE:
+        assert fast is None and fast_obj == obj
     else:
         assert fast == strict and fast_obj == obj
         assert json.dumps(fast_obj) == json.dumps(obj)  # same key order, same floats

@@ -558,13 +558,14 @@ def test_parquet_sidecar_reads_back_identically(policies):
     audit("grade", *common, "-o", policies["dir"] / "plain.json", "--no-parquet")
     audit("grade", *common, "-o", policies["dir"] / "side.json", "--parquet")
     plain, side = policies["dir"] / "plain.json", policies["dir"] / "side.json"
-    assert load_verdict_file(side).rows_file.path == "side.rows.parquet"
-    assert load_verdict_file(plain).rows_file is None
+    ref = load_verdict_file(side).rows_file
+    assert ref.path == f"side.rows-{ref.sha256[:16]}.parquet"  # named after its content: a new pair never
+    assert load_verdict_file(plain).rows_file is None         # overwrites the old one's sidecar
     pd.testing.assert_frame_equal(read_rows(side), read_rows(plain))
     # The sidecar also holds span and detail, equal to the JSON rows.
     import pyarrow.parquet as pq
 
-    table = pq.read_table(policies["dir"] / "side.rows.parquet", columns=["span", "detail"]).to_pylist()
+    table = pq.read_table(policies["dir"] / ref.path, columns=["span", "detail"]).to_pylist()
     items = [r.model_dump(mode="json") for r in load_verdict_file(plain).items]
     assert [t["span"] for t in table] == [r["span"] for r in items]
     assert [json.loads(t["detail"]) for t in table] == [r["detail"] for r in items]

@@ -23,7 +23,7 @@ from audit.packages import open_package
 from audit.release import hash_id
 from audit.verdicts import PackageRef, Policies
 
-SALT = "0123456789abcdef-test-salt"
+SALT = "7add16efb133513abd8e72912a5716f31afc70fd9885bc81801827f22fe7b167"  # 32 random bytes, fixed for tests
 PUBLIC = ["public/1", "public/2"]  # two non-protected items beside the GPQA ones
 
 
@@ -87,16 +87,19 @@ def _nothing_written(parent: Path, name: str) -> bool:
 def test_gpqa_release_passes_leak_check_and_verifies(gpqa, cli, tmp_path):
     d = gpqa["dir"]
     out = tmp_path / "release"
-    r = cli("release", d / "results.json", "-o", out)
+    # GPQA's ids name the version, which puts the gold at letter v: dataset ids would give the key away
+    # (tests/test_attacks_release.py), so the release salts them.
+    r = cli("release", d / "results.json", "-o", out, "--hash-ids", "--salt", SALT)
     assert r.code == 0, r.err
     assert r.out == (f"wrote {out}: release package {r.out.split('release package ')[1].split(',')[0]}, 6,338 rows, "
                      f"794 items (792 protected); leak check passed (7,128 protected strings)\n")
     assert cli("validate", out).code == 0
     rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 6338
-    prot = [x for x in rows if x["item_id"].startswith("gpqa_diamond/")]
+    public_ids = {hash_id(p, SALT): p for p in PUBLIC}
+    prot = [x for x in rows if x["item_id"] not in public_ids]
     assert all(set(x) == {"item_id", "sample", "verdict", "status", "protected"} and x["protected"] for x in prot)
-    public = [x for x in rows if x["item_id"] in PUBLIC]
+    public = sorted((x for x in rows if x["item_id"] in public_ids), key=lambda x: public_ids[x["item_id"]])
     assert [x["answer"] for x in public] == ["A", "B"] and all(x["reference"] == "A" for x in public)
     # Independently of the leak check: no 24-character piece of any response is in any file.
     blob = b"\n".join(_files(out).values()).decode("utf-8")
@@ -105,7 +108,7 @@ def test_gpqa_release_passes_leak_check_and_verifies(gpqa, cli, tmp_path):
               for i in rng.sample(range(len(t) - 24), 1)]
     assert len(pieces) > 6000 and not any(p in blob for p in pieces)
     info = json.loads((out / "release.json").read_text(encoding="utf-8"))
-    assert list(info)[:2] == ["schema_version", "kind"] and info["id_scheme"] == "dataset"
+    assert list(info)[:2] == ["schema_version", "kind"] and info["id_scheme"] == "hmac-sha256"
     acc = {f["name"]: f for f in info["figures"]}["accuracy"]
     expected_correct = sum(1 for v in gpqa["verdicts"] if v["verdict"] == "correct")
     assert (acc["correct"], acc["total"]) == (expected_correct, 6338)
@@ -113,12 +116,12 @@ def test_gpqa_release_passes_leak_check_and_verifies(gpqa, cli, tmp_path):
     assert f"| accuracy | {acc['value'] * 100:.2f}% | {expected_correct:,} / 6,338 | " in readme
     assert "| protected items | 792 |" in readme
 
-    v = cli("verify-release", out, "--items", d / "items", "--responses", d / "responses")
+    v = cli("verify-release", out, "--items", d / "items", "--responses", d / "responses", "--salt", SALT)
     assert v.code == 0, v.out
     assert [line.split()[:2] for line in v.out.splitlines()] == [
-        ["ok", "package"], ["ok", "counts"], ["ok", "ids"], ["ok", "items"], ["ok", "protected"],
+        ["ok", "package"], ["ok", "counts"], ["ok", "order"], ["ok", "ids"], ["ok", "items"], ["ok", "protected"],
         ["ok", "references"], ["ok", "verdicts"], ["ok", "figures"], ["ok", "readme"], ["ok", "leaks"],
-        ["verified:", "10"]]
+        ["ok", "inference"], ["verified:", "12"]]
     assert "ok   leaks          no protected text from your copy (7,128 strings, responses included) in any file" in v.out
 
 
@@ -176,23 +179,24 @@ def test_salted_ids(gpqa, cli, tmp_path):
     ids = {x["item_id"] for x in rows}
     assert len(ids) == 794 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
     assert hash_id("gpqa_diamond/000/v1", SALT) in ids and "gpqa_diamond/000/v1" not in ids
-    assert "0123456789abcdef" not in b"".join(_files(out).values()).decode()  # the salt is never published
+    assert SALT[:16] not in b"".join(_files(out).values()).decode()  # the salt is never published
     no_salt = cli("verify-release", out, "--items", d / "items")
-    assert no_salt.code == 1 and "FAIL ids            the release uses salted ids: give --salt" in no_salt.out
+    assert no_salt.code == 1 and "FAIL ids            the release uses salted ids: give --salt-file" in no_salt.out
     wrong = cli("verify-release", out, "--items", d / "items", "--salt", SALT + "x")
-    assert wrong.code == 1 and "the salt does not match release.json's salt_check" in wrong.out
+    assert wrong.code == 1 and "none is yours under this salt: wrong salt?" in wrong.out
     (tmp_path / "salt.txt").write_text(SALT + "\n", encoding="utf-8")
     ok = cli("verify-release", out, "--items", d / "items", "--salt-file", tmp_path / "salt.txt")
     assert ok.code == 0, ok.out
     short = cli("release", d / "results.json", "-o", tmp_path / "s2", "--hash-ids", "--salt", "short")
-    assert short.code == 2 and "at least 16 characters" in short.err
+    assert short.code == 2 and "shorter than 32 characters" in short.err
 
 
 @pytest.mark.shared_data
 def test_release_is_deterministic(gpqa, cli, tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     for name in ("a", "b"):
-        assert cli("release", gpqa["dir"] / "results.json", "-o", tmp_path / name).code == 0
+        assert cli("release", gpqa["dir"] / "results.json", "-o", tmp_path / name, "--hash-ids", "--salt",
+                   SALT).code == 0
     assert _files(tmp_path / "a") == _files(tmp_path / "b")
 
 
@@ -219,7 +223,7 @@ def test_public_release_verify_detects_a_gold_change(tmp_path, cli):
     assert ("FAIL references     1 rows graded against another reference, first 'i2' (gold changed between "
             "versions?)\n") in r.out
     assert "ok   verdicts " in r.out
-    assert r.err == "NOT verified: 9 of 10 checks passed\n"
+    assert r.err == "NOT verified: 11 of 12 checks passed\n"
 
 
 def test_verify_detects_an_edited_readme(tmp_path, cli):
@@ -307,10 +311,10 @@ def test_leak_rules_on_each_file_type():
     got = [str(p) for p in find_leaks(files, idx)]
     assert got == [
         "README.md: row 1: leak: the reference answer of protected item 'secret/1' beside its id",
-        "README.md: row 3: leak: 34 characters of the question of protected item 'secret/1'",
+        "README.md: row 3: leak: 30 letters and digits of the question of protected item 'secret/1'",
         "info.json: field a.b.0.gold: leak: the reference answer of protected item 'secret/1' beside its id",
-        "info.json: field note: leak: 37 characters of the question of protected item 'secret/1'",
-        "rows.jsonl: row 1: field reason: leak: 35 characters of the question of protected item 'secret/1'",
+        "info.json: field note: leak: 32 letters and digits of the question of protected item 'secret/1'",
+        "rows.jsonl: row 1: field reason: leak: 30 letters and digits of the question of protected item 'secret/1'",
         "rows.jsonl: row 2: field answer: leak: the reference answer of protected item 'secret/1' beside its id",
     ]
 
@@ -323,16 +327,22 @@ def test_leak_check_finds_every_planted_substring_and_nothing_else():
     idx = LeakIndex(texts)
     clean = ["unrelated release text number %d with its own words" % i for i in range(200)]
     assert idx.find(clean) == []
-    for n in (20, 21, 35, 400):
+    for n in (20, 21, 35, 400):  # letters and digits: spaces and punctuation do not count
         t = rng.randrange(50)
-        start = rng.randrange(len(texts[t].text) - n)
-        piece = texts[t].text[start:start + n]
-        if sum(c.isalnum() for c in piece) < 8:
-            continue
-        found = idx.find(clean + ["prefix " + piece + " suffix"])
+        text = texts[t].text
+        start = rng.randrange(len(text) - 2 * n)
+        end = start
+        while sum(c.isalnum() for c in text[start:end]) < n:
+            end += 1
+        piece = text[start:end]
+        found = idx.find(clean + ["prefix! " + piece + " !suffix"])
         assert any(v == len(clean) and length >= n for v, _, length in found), n
         assert all(v == len(clean) for v, _, _ in found)
-    assert idx.find(["xx" + texts[0].text[:19] + "yy"]) == []  # 19 characters are not a leak
+    first19 = text = texts[0].text
+    end = 0
+    while sum(c.isalnum() for c in text[:end]) < 19:
+        end += 1
+    assert idx.find(["!" + first19[:end] + "!"]) == []  # 19 letters and digits are not a leak
 
 
 def test_hashed_release_never_publishes_a_raw_excluded_id(tmp_path, cli):

@@ -22,6 +22,8 @@ pytestmark = [pytest.mark.shared_data, pytest.mark.slow]  # ~20 s in all: each r
 
 GPQA = "gpqa_diamond_responses/gpqa_diamond_responses.jsonl.gz"
 ITEM_ID = "item_id=gpqa-{item_index:03d}-v{version}"
+SALT = "7add16efb133513abd8e72912a5716f31afc70fd9885bc81801827f22fe7b167"  # 32 random bytes, fixed for tests
+# GPQA's ids name the version, which puts the gold at letter v: a release publishes salted ids.
 
 
 def _audit(*args: object) -> None:
@@ -92,7 +94,7 @@ def test_release_of_the_real_grading_passes_the_leak_check_and_verifies(gpqa, cl
     assert statuses == {"correct": 2903, "incorrect": 2809, "no_answer": 624}
 
     out = d / "release"
-    r = cli("release", d / "results.json", "-o", out)
+    r = cli("release", d / "results.json", "-o", out, "--hash-ids", "--salt", SALT)
     assert r.code == 0, r.err
     package_id = r.out.split("release package ")[1].split(",")[0]
     # 7,128 protected strings: 792 references and 6,336 responses (the items hold no question text).
@@ -102,8 +104,10 @@ def test_release_of_the_real_grading_passes_the_leak_check_and_verifies(gpqa, cl
     rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 6336
     assert all(set(x) == {"item_id", "sample", "verdict", "status", "protected"} and x["protected"] for x in rows)
+    from audit.release import hash_id
+
     assert [(x["item_id"], x["sample"], x["verdict"], x["status"]) for x in rows] == \
-        [(v["item_id"], v["sample"], v["verdict"], v["status"]) for v in graded]
+        sorted((hash_id(v["item_id"], SALT), v["sample"], v["verdict"], v["status"]) for v in graded)
 
     # Independently of the leak check: no 24-character piece of any response is in any file.
     blob = b"\n".join(_files(out).values()).decode("utf-8")
@@ -118,11 +122,13 @@ def test_release_of_the_real_grading_passes_the_leak_check_and_verifies(gpqa, cl
     recorded = json.loads((d / "results.json").read_text(encoding="utf-8"))
     assert info["figures"] == recorded["summary"]["figures"]  # recomputed from the released rows
     assert info["extractor"]["name"] == "choice.freeform" and info["grader"]["name"] == "choice"
+    inferred = info["leak_check"].pop("inference")
     assert info["leak_check"] == {"min_chars": 20, "protected_items": 792, "protected_texts": 7128,
                                   "responses_checked": True}
+    assert inferred["passed"] and inferred["items"] == 792 and inferred["alpha"] == 1e-6
 
-    v = cli("verify-release", out, "--items", d / "items", "--responses", d / "responses")
-    assert v.code == 0 and v.out.endswith("\nverified: 10 of 10 checks passed\n"), v.out
+    v = cli("verify-release", out, "--items", d / "items", "--responses", d / "responses", "--salt", SALT)
+    assert v.code == 0 and v.out.endswith("\nverified: 12 of 12 checks passed\n"), v.out
     assert "ok   leaks          no protected text from your copy (7,128 strings, responses included) in any file" \
         in v.out
 
@@ -141,8 +147,8 @@ def test_release_of_the_real_grading_passes_the_leak_check_and_verifies(gpqa, cl
     manifest["files"] = [{**f, "sha256": digest, "bytes": size} if f["path"] == "README.md" else f
                          for f in manifest["files"]]
     (tampered / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-    t = cli("verify-release", tampered, "--items", d / "items", "--responses", d / "responses")
-    assert t.code == 1 and t.err == "NOT verified: 8 of 10 checks passed\n"
+    t = cli("verify-release", tampered, "--items", d / "items", "--responses", d / "responses", "--salt", SALT)
+    assert t.code == 1 and t.err == "NOT verified: 10 of 12 checks passed\n"
     failed = [line.split()[1] for line in t.out.splitlines() if line.startswith("FAIL")]
     assert failed == ["readme", "leaks"]
     leak_line = next(line for line in t.out.splitlines() if line.startswith("FAIL leaks"))
@@ -152,7 +158,7 @@ def test_release_of_the_real_grading_passes_the_leak_check_and_verifies(gpqa, cl
 
     # A responses package holding none of the release's items checks nothing: no false assurance.
     make_package(d / "other-responses", responses=[{"item_id": "other", "response": "The answer is (A)."}])
-    w = cli("verify-release", out, "--items", d / "items", "--responses", d / "other-responses")
+    w = cli("verify-release", out, "--items", d / "items", "--responses", d / "other-responses", "--salt", SALT)
     assert w.code == 1
     assert (f"FAIL leaks          {d / 'other-responses'} holds no response of the release's protected items "
             f"(another package?)") in w.out
@@ -213,13 +219,16 @@ def test_grading_reasons_cannot_trip_the_leak_check(gpqa, cli, tmp_path):
 
     # End to end: 1,584 public rows (version 1) beside 594 protected items' 4,752 responses.
     out = d / "release-mixed"
-    r = cli("release", d / "results-mixed.json", "-o", out)
+    r = cli("release", d / "results-mixed.json", "-o", out, "--hash-ids", "--salt", SALT)
     assert r.code == 0, r.err
     assert r.out.endswith(", 6,336 rows, 792 items (594 protected); leak check passed (5,346 protected strings)\n")
     rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()]
     public = [x for x in rows if not x.get("protected")]
-    assert len(public) == 1584 and all(x["item_id"].endswith("-v1") and x["reason"] for x in public)
-    v = cli("verify-release", out, "--items", d / "items-mixed", "--responses", d / "responses")
+    from audit.release import hash_id
+
+    v1 = {hash_id(f"gpqa-{i:03d}-v1", SALT) for i in range(198)}
+    assert len(public) == 1584 and all(x["item_id"] in v1 and x["reason"] for x in public)
+    v = cli("verify-release", out, "--items", d / "items-mixed", "--responses", d / "responses", "--salt", SALT)
     assert v.code == 0, v.out
 
 

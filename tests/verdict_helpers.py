@@ -25,8 +25,10 @@ from audit.verdicts import (
     VerdictFile,
     VerdictRow,
     dump_verdict_file,
+    items_section_sha256,
     write_rows_parquet,
 )
+from audit.jsonl import dumps
 
 DIGEST_A = "a" * 64
 DIGEST_B = "b" * 64
@@ -78,6 +80,7 @@ def write_verdict_file(path: str | Path, vf: VerdictFile, *, parquet: bool = Fal
     p = Path(path)
     if parquet:
         ref = write_rows_parquet(rows_frame(vf.items), p.with_suffix(".rows.parquet"))
-        vf = vf.model_copy(update={"rows_file": ref})
+        pin = items_section_sha256(dumps(r.model_dump(mode="json")) for r in vf.items)
+        vf = vf.model_copy(update={"rows_file": ref.model_copy(update={"json_rows_sha256": pin})})
     p.write_text(dump_verdict_file(vf), encoding="utf-8")
     return p

@@ -17,7 +17,6 @@ every field that differs.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 from audit.bench import figures, telemetry
 from audit.bench.throughput import RunResult, hardware_of
 from audit.errors import AuditError, Problem, ValidationFailed
-from audit.jsonl import dumps_pretty
+from audit.jsonl import JsonError, dumps_pretty, loads_strict, read_document
 from audit.models import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuSampleRow, Manifest, Provenance
 from audit.packages import Package, PackageWriter, content_digest, open_package
 
@@ -71,8 +70,13 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *, force: bool = F
     """Write the throughput package, then the telemetry package linked to it."""
     cfg = result.config
     anchor = None
+    anchor_bytes = None
     if result.anchor_result is not None:
-        anchor = (ANCHOR_TOOL, _read_anchor(result.anchor_result.read_bytes(), str(result.anchor_result)))
+        # Read once: the summary's anchor figures and the stored anchor.json are the same bytes.
+        anchor_bytes, err = read_document(result.anchor_result)
+        if err or anchor_bytes is None:
+            raise AuditError(err or "unreadable", path=str(result.anchor_result))
+        anchor = (ANCHOR_TOOL, _read_anchor(anchor_bytes, str(result.anchor_result)))
     summary = figures.summarize(cfg.arm, result.rows, result.windows, cfg.stall_s, anchor)
     tel = result.telemetry
     extra: dict[str, Any] = {
@@ -107,8 +111,8 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *, force: bool = F
             w.add_file("server.log", result.server_log)
         elif result.work is not None and (result.work / "server.log").is_file():
             w.add_file("server.log", result.work / "server.log")
-        if result.anchor_result is not None:
-            w.add_file(ANCHOR, result.anchor_result)
+        if anchor_bytes is not None:
+            w.add_bytes(ANCHOR, anchor_bytes)
         if result.anchor_log is not None and result.anchor_log.is_file():
             w.add_file("anchor.log", result.anchor_log)
         if w.package_id is None:
@@ -169,19 +173,20 @@ def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifes
 
 def _read_anchor(data: bytes, where: str) -> dict[str, Any]:
     try:
-        obj = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise AuditError(f"not JSON: {e}", path=where) from None
+        obj = loads_strict(data)  # a key given twice is refused, not read as its last value
+    except JsonError as e:
+        raise AuditError(f"not JSON: {e}", path=where, field=e.field) from None
     if not isinstance(obj, dict):
         raise AuditError("not a JSON object", path=where)
     return obj
 
 
 def _stored_summary(pkg: Package) -> dict[str, Any]:
-    try:
-        return json.loads((pkg.root / SUMMARY).read_bytes())
-    except (OSError, json.JSONDecodeError) as e:
-        raise AuditError(f"{SUMMARY}: {e}", path=str(pkg.source)) from None
+    """summary.json from the bytes the manifest pins (Package.read_json), decoded strictly."""
+    obj = pkg.read_json(SUMMARY)
+    if not isinstance(obj, dict):
+        raise AuditError("not a JSON object", path=f"{pkg.source}/{SUMMARY}")
+    return obj
 
 
 @dataclass
@@ -251,8 +256,8 @@ def load_throughput(path: str | Path) -> Throughput:
         if not isinstance(run, dict) or not isinstance(run.get("stall_s"), (int, float)):
             raise AuditError("manifest.json: provenance.extra.run.stall_s is missing", path=str(path))
         anchor = None
-        if (pkg.root / ANCHOR).is_file():
-            anchor = (ANCHOR_TOOL, _read_anchor((pkg.root / ANCHOR).read_bytes(), f"{path}/{ANCHOR}"))
+        if any(f.path == ANCHOR for f in pkg.manifest.files):  # listed, so pinned (unlisted files are refused)
+            anchor = (ANCHOR_TOOL, _read_anchor(pkg.read_bytes(ANCHOR), f"{path}/{ANCHOR}"))
         try:
             fresh = figures.summarize(str(extra.get("arm", "")), requests, windows, float(run["stall_s"]), anchor)
         except ValueError as e:

@@ -27,6 +27,7 @@ import yaml
 from pydantic import Field, model_validator
 
 from audit.errors import AuditError
+from audit.jsonl import open_regular, sha256_bytes
 from audit.models import Record, unsafe_path_reason
 from audit.schemas import register
 
@@ -281,15 +282,31 @@ def _line_map(node: Any, path: tuple[Any, ...] = (), out: dict[tuple[Any, ...], 
     return out
 
 
-def read_yaml(path: Path) -> tuple[Any, dict[tuple[Any, ...], int]]:
-    """The ledger's data and the line of every node; LedgerError on anything refused."""
+def read_ledger_bytes(path: Path) -> bytes:
+    """The ledger's bytes, read once from a regular file (a link to one is followed; a FIFO or device is
+    refused, not waited on): what is parsed is what its sha256 describes."""
     label = str(path)
     if not path.is_file():
         raise LedgerError("no such file", path=label)
-    with open(path, "rb") as f:
-        data = f.read(MAX_LEDGER_BYTES + 1)
+    try:
+        f, _ = open_regular(path, follow_links=True)
+        with f:
+            data = b""
+            while len(data) <= MAX_LEDGER_BYTES and (chunk := f.read(MAX_LEDGER_BYTES + 1 - len(data))):
+                data += chunk
+    except OSError as e:
+        raise LedgerError(f"unreadable: {e.strerror or e}", path=label) from None
     if len(data) > MAX_LEDGER_BYTES:
         raise LedgerError(f"larger than the {MAX_LEDGER_BYTES:,}-byte limit for a ledger", path=label)
+    return data
+
+
+def read_yaml(path: Path, data: bytes | None = None) -> tuple[Any, dict[tuple[Any, ...], int]]:
+    """The ledger's data and the line of every node; LedgerError on anything refused. `data`: the ledger's
+    bytes when already read (see read_ledger_bytes)."""
+    label = str(path)
+    if data is None:
+        data = read_ledger_bytes(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -330,6 +347,8 @@ class LoadedLedger:
     root: Path
     ledger: Ledger
     lines: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    sha256: str = ""
+    """sha256 of the bytes that were parsed (reports name it, never a second read of the file)."""
 
     @property
     def packages(self) -> dict[str, PackageInput]:
@@ -441,7 +460,8 @@ def load_ledger(path: str | os.PathLike[str]) -> LoadedLedger:
     from audit.claims import registry
 
     p = Path(path)
-    obj, lines = read_yaml(p)
+    data = read_ledger_bytes(p)
+    obj, lines = read_yaml(p, data)
     version = obj.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         raise _error(p, lines, "missing or non-integer schema_version", loc=("schema_version",),
@@ -454,7 +474,7 @@ def load_ledger(path: str | os.PathLike[str]) -> LoadedLedger:
         ledger = Ledger.model_validate(obj)
     except pydantic.ValidationError as e:
         raise _pydantic_error(p, obj, lines, e) from None
-    loaded = LoadedLedger(p, p.resolve().parent, ledger, lines)
+    loaded = LoadedLedger(p, p.resolve().parent, ledger, lines, sha256_bytes(data))
     _check_ids(loaded)
     _check_paths(loaded)
     for claim in ledger.claims:

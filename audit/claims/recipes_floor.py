@@ -17,8 +17,7 @@ KIND = "checkpoint-headers"
 
 def floor_report(ctx: Context, ident: str, recipe_name: str) -> Any:
     """The `FloorReport` of package `ident`, after `check_package` recomputed it identically."""
-    from audit.floor.package import REPORT_FILE, check_package
-    from audit.floor.report import FloorReport
+    from audit.floor.package import check_package
 
     pkg = ctx.package(ident)
     if pkg.kind != KIND:
@@ -27,12 +26,15 @@ def floor_report(ctx: Context, ident: str, recipe_name: str) -> Any:
     def checked() -> Any:
         with ctx.reading(ident):
             check = check_package(pkg.root)  # reads only what the manifest lists: the digest pins it all
+        if check.digest != pkg.digest:
+            raise RecipeFailed(f"package {ident} changed while it was read (content digest "
+                               f"{str(check.digest)[:12]}…, checked {pkg.digest[:12]}…)")
         if not check.identical:
             more = f" (and {len(check.differences) - 1} more)" if len(check.differences) > 1 else ""
             raise RecipeFailed(f"{ident}: the floor recomputed from its checkpoint headers differs from floor.json: "
                                f"{check.differences[0]}{more}")
-        # Identical to what compute_floor gives for these headers: safe to read as the figures.
-        return FloorReport.model_validate_json((pkg.root / REPORT_FILE).read_bytes())
+        # Identical to what compute_floor gives for these headers: the figures, parsed from the bytes compared.
+        return check.report
 
     # Reading a large MoE checkpoint's headers takes a second or two: once per content digest and process.
     return memo(("floor.check_package", pkg.digest), checked)

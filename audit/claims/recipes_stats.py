@@ -247,13 +247,23 @@ class PairedLogRatioArgs(RecipeArgs):
         return v
 
 
-def _read_table(path: Any, label: str) -> list[tuple[int, dict[str, Any]]]:
-    from audit.jsonl import iter_raw_lines, open_binary, parse_object
+MAX_TABLE_BYTES = 256 << 20
+"""Largest table read (decompressed): a .jsonl.gz listed as a text file has no row count to stop at."""
+
+
+def _read_table(data: bytes, label: str) -> list[tuple[int, dict[str, Any]]]:
+    """Rows of a table from its bytes (read once, pinned by the package's manifest); JSON rows strictly
+    (a duplicate key is refused, naming it), a gzip'd one decompressed to at most MAX_TABLE_BYTES."""
+    import gzip
+
+    from audit.jsonl import READ_ERRORS, iter_raw_lines, parse_object
 
     rows: list[tuple[int, dict[str, Any]]] = []
     if label.endswith(".csv"):
-        with open(path, encoding="utf-8", newline="") as f:
-            text = f.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RecipeFailed(f"{label}: not valid UTF-8 at byte {e.start}") from None
         reader = csv.DictReader(io.StringIO(text), strict=True)
         try:
             for i, r in enumerate(reader, start=2):
@@ -264,14 +274,23 @@ def _read_table(path: Any, label: str) -> list[tuple[int, dict[str, Any]]]:
         except csv.Error as e:
             raise RecipeFailed(f"{label}: not valid CSV: {e}") from None
         return rows
-    with open_binary(path) as fh:
-        for raw in iter_raw_lines(fh):
-            if raw.error or raw.data is None:
-                raise RecipeFailed(f"{label}: row {raw.lineno}: {raw.error}")
-            obj, err = parse_object(raw.data)
-            if err:
-                raise RecipeFailed(f"{label}: row {raw.lineno}: {err}")
-            rows.append((raw.lineno, obj))  # type: ignore[arg-type]
+    if label.endswith(".gz"):
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as gz:
+                plain = gz.read(MAX_TABLE_BYTES + 1)
+        except READ_ERRORS as e:
+            raise RecipeFailed(f"{label}: not a readable gzip file: {e}") from None
+        if len(plain) > MAX_TABLE_BYTES:
+            raise RecipeFailed(f"{label}: decompresses past the {MAX_TABLE_BYTES:,}-byte limit for a table")
+        data = plain
+    for raw in iter_raw_lines(io.BytesIO(data)):
+        if raw.error or raw.data is None:
+            raise RecipeFailed(f"{label}: row {raw.lineno}: {raw.error}")
+        obj, err = parse_object(raw.data)
+        if err:
+            where = f"field {err.field}: " if getattr(err, "field", None) else ""
+            raise RecipeFailed(f"{label}: row {raw.lineno}: {where}{err}")
+        rows.append((raw.lineno, obj))  # type: ignore[arg-type]
     return rows
 
 
@@ -303,7 +322,9 @@ def paired_log_ratio(args: PairedLogRatioArgs, ctx: Context) -> Result:
     seen: dict[str, int] = {}
     logs: list[float] = []
     tasks: list[str] = []
-    for row, obj in _read_table(pkg.root / entry.path, label):
+    with ctx.reading(args.package):
+        data = pkg.read_bytes(entry.path)  # checked against the manifest: the bytes the ledger's digest pins
+    for row, obj in _read_table(data, label):
         task = obj.get(args.key)
         if task is None or isinstance(task, (dict, list, bool)) or task == "":
             raise RecipeFailed(f"{label}: row {row}: field {args.key}: missing task id")

@@ -167,10 +167,13 @@ def _scaled(iv: Interval | None, f: float) -> Any:
 class Context:
     """What a recipe may read: the ledger's inputs, checked, and other claims' recomputed values."""
 
-    def __init__(self, loaded: LoadedLedger, packages: dict[str, Package], files: dict[str, Path]):
+    def __init__(self, loaded: LoadedLedger, packages: dict[str, Package], files: dict[str, Path],
+                 labels: dict[str, str] | None = None):
         self.loaded = loaded
         self._packages = packages
         self._files = files
+        self._labels = labels or {}
+        """Private copy -> the path the ledger gives (files are read from copies made as they were hashed)."""
         self.values: dict[str, float] = {}
         """Recomputed values of the claims done so far, in each claim's unit (for arithmetic)."""
         self.cache: dict[Any, Any] = {}
@@ -197,6 +200,13 @@ class Context:
             if pkg is not None:
                 text = text.replace(str(pkg.root), self.loaded.packages[ident].path)
             raise RecipeFailed(text) from None
+
+    def words(self, text: str) -> str:
+        """`text` with the private copies of the ledger's files named by their paths in the ledger: the same
+        inputs give the same words."""
+        for copy, label in self._labels.items():
+            text = text.replace(copy, label)
+        return text
 
     def package_path(self, ident: str) -> Path:
         return self.package(ident).source
@@ -508,10 +518,10 @@ def run_call(call: RecipeCall, ctx: Context) -> Result:
     args = rec.parse(call.args)
     try:
         result = rec.fn(args, ctx)
-    except RecipeFailed:
-        raise
+    except RecipeFailed as e:
+        raise RecipeFailed(ctx.words(str(e))) from None
     except AuditError as e:  # the library's one-line errors (a malformed row in an input, ...)
-        raise RecipeFailed(str(e)) from None
+        raise RecipeFailed(ctx.words(str(e))) from None
     except (ArithmeticError, ValueError) as e:
         raise RecipeFailed(f"{type(e).__name__}: {e}") from None
     expected = rec.unit_for(args)

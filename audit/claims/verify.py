@@ -16,6 +16,8 @@ its `recorded_verdicts`, they are diffed against the recomputed grading with
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +28,7 @@ from audit.claims import registry, units
 from audit.claims.ledger import Claim, LoadedLedger, Tolerance, load_ledger
 from audit.claims.registry import Context, RecipeFailed, Result
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import sha256_file
+from audit.jsonl import copy_regular
 from audit.models import Record, unsafe_path_reason
 from audit.schemas import register
 from audit.verdicts import Interval
@@ -128,7 +130,10 @@ def _check_package(led: LoadedLedger, entry: Any, opened: dict[str, Any]) -> Inp
     return check
 
 
-def _check_file(led: LoadedLedger, entry: Any, found: dict[str, Path]) -> InputCheck:
+def _check_file(led: LoadedLedger, entry: Any, found: dict[str, Path], snapshots: Path,
+                labels: dict[str, str]) -> InputCheck:
+    """Check one file against the ledger's sha256 from a private copy made in the same pass as the hash: the
+    recipes read the copy, so what they read is what was checked (the file on disk may change after)."""
     from audit.verdicts import read_verdict_header
 
     check = InputCheck(entry.id, "file", entry.path, entry.sha256)
@@ -140,16 +145,24 @@ def _check_file(led: LoadedLedger, entry: Any, found: dict[str, Path]) -> InputC
     if not path.is_file():
         check.problems.append("missing or not a regular file")
         return check
-    check.actual, _ = sha256_file(path)
+    folder = snapshots / str(len(labels))
+    folder.mkdir()
+    copy = folder / path.name
+    labels[str(copy)] = entry.path
+    try:
+        check.actual, _ = copy_regular(path, copy)
+    except OSError as e:
+        check.problems.append(f"unreadable: {e.strerror or e}")
+        return check
     if check.actual != entry.sha256:
         check.problems.append(f"sha256 is {check.actual}, the ledger says {entry.sha256} (the file was changed "
                               f"or replaced)")
         return check
     if entry.format == "verdicts":
         try:
-            header = read_verdict_header(path)
+            header = read_verdict_header(copy)
         except AuditError as e:
-            check.problems.append(str(e).replace(str(led.root) + "/", ""))
+            check.problems.append(str(e).replace(str(copy), entry.path))
             return check
         side = header.rows_file
         if side is not None:
@@ -157,7 +170,10 @@ def _check_file(led: LoadedLedger, entry: Any, found: dict[str, Path]) -> InputC
             if reason or not (path.parent / side.path).resolve().is_relative_to(led.root.resolve()):
                 check.problems.append(f"its rows_file {side.path!r} is outside the ledger's folder")
                 return check
-    found[entry.id] = path
+            # The sidecar beside the copy; the verdict readers check it against the pin in the header.
+            with contextlib.suppress(OSError):  # a missing sidecar is reported by the reader that needs it
+                copy_regular(path.parent / side.path, folder / side.path)
+    found[entry.id] = copy
     return check
 
 
@@ -252,7 +268,7 @@ def _check_claim(ctx: Context, inputs: dict[str, InputCheck], claim: Claim) -> C
         try:
             check.diff = explain_diff(ctx, claim, check.result)
         except AuditError as e:
-            check.diff = [f"audit diff could not compare them: {e}"]
+            check.diff = [f"audit diff could not compare them: {ctx.words(str(e))}"]
     return check
 
 
@@ -261,14 +277,16 @@ def verify(path: str | Path) -> Verification:
     loaded = load_ledger(path)
     opened: dict[str, Any] = {}
     found: dict[str, Path] = {}
-    inputs = [_check_package(loaded, p, opened) for p in loaded.ledger.packages]
-    inputs += [_check_file(loaded, f, found) for f in loaded.ledger.files]
-    by_id = {i.id: i for i in inputs}
-    ctx = Context(loaded, opened, found)
-    try:
-        done = {c.id: _check_claim(ctx, by_id, c) for c in registry.claim_order(loaded)}
-    finally:
-        ctx.close()
+    labels: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="audit-claims-inputs-") as snapshots:
+        inputs = [_check_package(loaded, p, opened) for p in loaded.ledger.packages]
+        inputs += [_check_file(loaded, f, found, Path(snapshots), labels) for f in loaded.ledger.files]
+        by_id = {i.id: i for i in inputs}
+        ctx = Context(loaded, opened, found, labels)
+        try:
+            done = {c.id: _check_claim(ctx, by_id, c) for c in registry.claim_order(loaded)}
+        finally:
+            ctx.close()
     return Verification(loaded, str(path), inputs, [done[c.id] for c in loaded.ledger.claims])
 
 
@@ -410,7 +428,7 @@ register("verify_report.v1", VerifyReport)
 
 
 def to_report(v: Verification) -> VerifyReport:
-    sha, _ = sha256_file(v.loaded.path)
+    sha = v.loaded.sha256
     claims = []
     for c in v.claims:
         r = c.result

@@ -11,7 +11,7 @@ import sys
 import click
 
 from audit import __version__
-from audit.errors import AuditError, ValidationFailed
+from audit.errors import AuditError, ValidationFailed, printable
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -44,7 +44,8 @@ _NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError
 
 
 def error_line(message: str) -> str:
-    return f"audit: error: {message}"
+    """One line, whatever the message holds (a newline in a file name is printed escaped)."""
+    return f"audit: error: {printable(message)}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,8 +27,11 @@ def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_respons
 
     Figures that fell are retractions; figures that rose are upward revisions. Per-subject figures
     come from the files' subjects (MMLU-Pro categories); rows are listed in natural order of their
-    ids (q2 before q10), and each extractor rule they name is explained. Rows are aligned by (item_id, sample). Each changed row gets a cause: response, policy,
-    reference, extractor or grader (first that applies, in that order; see audit/diff/compare.py).
+    ids (q2 before q10), and each extractor rule they name is explained. Rows are aligned by
+    (item_id, sample). Each changed row gets a cause: response, policy, reference, extractor or
+    grader (first that applies, in that order; see audit/diff/compare.py), or inconsistent when both
+    files name the same components, policies and inputs and the verdict still differs (tampered or
+    non-deterministic: never a retraction).
     Exit 0 when nothing changed, 1 when something did, 2 on error — like diff(1).
     """
     from audit.diff import diff_files, render_json, render_markdown

@@ -8,9 +8,10 @@ from pathlib import Path
 import click
 
 from audit.cli import cli
+from audit.errors import printable
 from audit.jsonl import jsonl_source
 from audit.pack import Table, build_package, load_provenance
-from audit.packages import bundle, open_package, validate_package
+from audit.packages import bundle, open_package
 
 
 @cli.command()
@@ -60,18 +61,25 @@ def validate(path: Path) -> int:
 
     Exit 0 when valid; exit 1 with one line per problem (file, row, field).
     """
-    problems = validate_package(path)
+    from audit.packages.layout import content_digest
+    from audit.packages.validate import unpacked, validate_tree
+
+    # One validation: "valid" and the digest it prints describe the bytes that were checked (a second
+    # pass could read files swapped in after the first).
+    with unpacked(path) as (root, problems):
+        m = None
+        if not problems:
+            m, problems = validate_tree(root)
     if problems:
         prefix = f"{path}/" if path.is_dir() else f"{path}:"
         for p in problems:
-            click.echo(f"{prefix}{p}" if p.path else f"{path}: {p.message}")
+            click.echo(f"{prefix}{p}" if p.path else f"{path}: {printable(p.message)}")
         click.echo(f"invalid: {len(problems)} problem{'s' if len(problems) != 1 else ''}", err=True)
         return 1
-    with open_package(path) as pkg:
-        m = pkg.manifest
-        rows = sum(f.rows or 0 for f in m.files)
-        click.echo(f"valid: {m.kind} package {m.package_id}, {len(m.files)} files, {rows} rows, "
-                   f"digest {pkg.digest}")
+    assert m is not None
+    rows = sum(f.rows or 0 for f in m.files)
+    click.echo(f"valid: {m.kind} package {m.package_id}, {len(m.files)} files, {rows} rows, "
+               f"digest {content_digest(m.files)}")
     return 0
 
 

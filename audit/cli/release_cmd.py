@@ -20,6 +20,28 @@ def _read_salt(salt: str | None, salt_file: Path | None) -> str | None:
     return salt
 
 
+def _new_salt_file(path: Path, force: bool) -> tuple[str, Path]:
+    """A generated salt, written to a hidden temporary file beside `path` (mode 0600) until the release
+    is written; `_keep_salt` then moves it into place."""
+    import os
+    import uuid
+
+    from audit.release import generate_salt
+
+    if path.exists() and not force:
+        raise AuditError("already exists (a salt file is never overwritten without --force)", path=str(path))
+    if not path.parent.is_dir():
+        raise AuditError("directory does not exist", path=str(path.parent))
+    salt = generate_salt()
+    tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(salt + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    return salt, tmp
+
+
 @cli.command("release")
 @click.argument("verdicts", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, metavar="DIR",
@@ -32,8 +54,11 @@ def _read_salt(salt: str | None, salt_file: Path | None) -> str | None:
 @click.option("--protected", "all_protected", is_flag=True, help="Treat every item as protected.")
 @click.option("--public", is_flag=True, help="Treat every item as public (only for datasets that may be published).")
 @click.option("--hash-ids", is_flag=True, help="Publish HMAC-SHA256(salt, id) instead of the dataset's ids.")
-@click.option("--salt", metavar="S", help="Secret salt for --hash-ids (16+ characters; share it privately).")
-@click.option("--salt-file", type=click.Path(path_type=Path), metavar="FILE", help="Read the salt from FILE.")
+@click.option("--salt", metavar="S", help="Your own secret salt for --hash-ids (32+ characters, 112+ bits estimated); "
+                                          "by default one is generated.")
+@click.option("--salt-file", type=click.Path(path_type=Path), metavar="FILE",
+              help="Read the salt from FILE; if FILE does not exist, write the generated salt there "
+                   "(default: DIR.salt beside the release).")
 @click.option("--no-response-check", is_flag=True,
               help="Release protected items without the responses package (recorded in release.json).")
 @click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from the content).")
@@ -44,21 +69,40 @@ def release(verdicts: Path, out: Path, items: Path | None, responses: Path | Non
     """Write a release package of the verdict file VERDICTS: per-item verdicts, release.json, README.md.
 
     Protected items (GPQA, HLE) keep only verdict and status. A leak check runs on every file
-    first: if any protected string of 20+ characters, or a protected reference beside its
-    item's id, would be published, nothing is written and each leak is reported (exit 2).
+    first: if any protected string of 20+ letters and digits (in any case, look-alike or spacing),
+    or a protected reference beside its item's id, would be published, nothing is written and
+    each leak is reported (exit 2); so is a release whose ids, verdicts or statuses predict the
+    protected references. --hash-ids salts the ids with a generated secret, written to DIR.salt.
     """
+    import os
+
     from audit.release import build_release
 
-    salt = _read_salt(salt, salt_file)
-    if salt is not None and not hash_ids:
-        raise click.UsageError("--salt is only used with --hash-ids")
-    res = build_release(verdicts, out, items=items, responses=responses, all_protected=all_protected, public=public,
-                        hash_ids=hash_ids, salt=salt, no_response_check=no_response_check, package_id=package_id,
-                        overwrite=force)
+    if (salt is not None or salt_file is not None) and not hash_ids:
+        raise click.UsageError("--salt and --salt-file are only used with --hash-ids")
+    new_salt: tuple[Path, Path] | None = None  # (temporary file, final file) of a generated salt
+    if hash_ids and salt is None and (salt_file is None or not salt_file.exists()):
+        target = salt_file if salt_file is not None else out.with_name(out.name + ".salt")
+        salt, tmp = _new_salt_file(target, force)
+        new_salt = (tmp, target)
+    else:
+        salt = _read_salt(salt, salt_file)
+    try:
+        res = build_release(verdicts, out, items=items, responses=responses, all_protected=all_protected,
+                            public=public, hash_ids=hash_ids, salt=salt, no_response_check=no_response_check,
+                            package_id=package_id, overwrite=force)
+        if new_salt is not None:
+            os.replace(*new_salt)
+    finally:
+        if new_salt is not None and new_salt[0].exists():
+            new_salt[0].unlink()
     info = res.info
     click.echo(f"wrote {out}: release package {res.package_id}, {info.rows:,} rows, {info.items:,} items "
                f"({info.protected_items:,} protected); leak check passed "
                f"({info.leak_check.protected_texts:,} protected strings)")
+    if new_salt is not None:
+        click.echo(f"salt written to {new_salt[1]} (mode 0600): share it privately with dataset holders; it is not "
+                   f"in the release")
     return 0
 
 
@@ -79,7 +123,8 @@ def verify_release_cmd(release_dir: Path, items: Path, salt: str | None, salt_fi
     package        the manifest, every file's sha256 and size, and every row's schema are valid
                    (a protected row can hold nothing but item_id, sample, verdict and status)
     counts         rows, items, samples and statuses equal release.json's
-    ids            every item id of the release is one of yours (salted ids: the salt matches)
+    order          rows are sorted by item id then sample (an order of their own can follow the answers)
+    ids            every item id of the release is one of yours (salted ids: under the salt you give)
     items package  whether your copy has the digest the release names (informational)
     protected      every item your copy marks protected is published as protected
     references     every published reference equals your copy's
@@ -87,6 +132,8 @@ def verify_release_cmd(release_dir: Path, items: Path, salt: str | None, salt_fi
     figures        figures recomputed from the rows equal release.json's
     readme         README.md is exactly what release.json generates
     leaks          the leak check with your copy's questions, options, references (and --responses)
+    inference      no published feature (id token, verdicts, statuses) predicts your references far
+                   above chance (audit.inference: a named test and threshold)
     """
     from audit.release import verify_release
 

@@ -21,6 +21,14 @@ Each row whose verdict changed gets one cause, the first that applies in this or
 5. `policy`    — same answer, and either status is `no_answer` or `random_guess`:
    how an unreadable response counts (wrong vs seeded guess).
 6. `grader`    — same text, answer, reference and attempt: the grader judged differently.
+7. `inconsistent` — none of the above can explain it: both files name the same extractor, grader
+   (same fingerprint and environment) and policies, the inputs the row depends on are the same,
+   and the verdict still differs. Registered versions are deterministic, so one of the files was
+   tampered with, or a component is not deterministic: never a retraction.
+
+A cause counts only where what it names differs between the files: `policy` needs other policies
+(or another responses package), `extractor` another extractor or another text, `grader` another
+grader or library environment.
 
 Loading uses the Arrow paths of `audit.verdicts.read_verdict_table`; the join and
 the comparisons run in pyarrow/numpy, so a million rows take seconds.
@@ -146,9 +154,15 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
     packages_differ = responses_differ(o.header, n.header)
     same_extractor = (o.header.extractor is not None and n.header.extractor is not None
                       and same_version("extractor", o.header.extractor, n.header.extractor))
-    primary, flags = _causes(changed, packages_differ, same_extractor)
+    same = _same_components(o.header, n.header)
+    primary, flags = _causes(changed, packages_differ, same_extractor, same)
 
     notes = _notes(o, n, both, packages_differ, same_extractor)
+    n_inconsistent = int(np.sum(primary == CAUSES.index("inconsistent")))
+    if n_inconsistent:
+        notes.append(f"{n_inconsistent} row{'s' if n_inconsistent != 1 else ''} changed verdict although both files "
+                     f"name the same extractor, grader, policies and inputs: tampered or non-deterministic, not a "
+                     f"retraction (cause `inconsistent`)")
     figs = _figures(o, n, both, only_o, only_n, changed, primary)
     for f in figs:
         for label, fig, rec in (("OLD", f.old, f.old_recorded), ("NEW", f.new, f.new_recorded)):
@@ -310,8 +324,40 @@ def _both_differ(a: Any, b: Any) -> Any:
     return pc.fill_null(pc.not_equal(a, b), False)
 
 
-def _causes(changed: Any, packages_differ: bool, same_extractor: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Primary cause index per changed row, and each cause's flag array."""
+@dataclass(frozen=True)
+class _Same:
+    """What both files name alike: then it cannot explain a changed verdict (registered versions are
+    immutable and deterministic, and the same policies decide alike)."""
+
+    extractor: bool
+    grader: bool
+    policies: bool
+
+
+def _same_components(a: VerdictFile, b: VerdictFile) -> _Same:
+    def same(kind: str, x: Any, y: Any) -> bool:  # unknown (imported) is never "the same"
+        # One version under two fingerprints its lock accepts (code moved, proven identical) is the same.
+        return x is not None and y is not None and same_version(kind, x, y)
+
+    extractor = same("extractor", a.extractor, b.extractor) and same_version("extractor", a.mc_extractor,
+                                                                             b.mc_extractor)
+    # Graders depend on libraries (sympy): a different environment may change a verdict.
+    grader = (same("grader", a.grader, b.grader) and same_version("grader", a.mc_grader, b.mc_grader)
+              and a.environment == b.environment)
+    # Imported verdicts record no policy of their own (their Policies are placeholders): never "the same".
+    graded = all(x.extractor is not None and x.grader is not None for x in (a, b))
+    return _Same(extractor, grader, graded and a.policies == b.policies and a.reference_field == b.reference_field)
+
+
+def _causes(changed: Any, packages_differ: bool, same_extractor: bool,
+            same: _Same = _Same(False, False, False)) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Primary cause index per changed row, and each cause's flag array.
+
+    A cause counts only where what it names differs: a policy cause needs other policies (or another
+    responses package, whose rows may be cut or missing), an extractor cause another extractor or
+    another text, a grader cause another grader or environment. A changed verdict that nothing
+    explains is `inconsistent`: the same component gave two verdicts on the same input.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -337,6 +383,14 @@ def _causes(changed: Any, packages_differ: bool, same_extractor: bool) -> tuple[
         response = np.where(text_known, text_diff & ~attempt_diff, inferred)
     else:
         response = np.zeros(len(answer_diff), dtype=bool)
+    if same.policies and not packages_differ:
+        selection = np.zeros(len(answer_diff), dtype=bool)
+    if same.policies:
+        no_answer = np.zeros(len(answer_diff), dtype=bool)
+    if same.extractor:
+        # The same extractor on the same text reads the same answer: only another text explains another.
+        same_text = ~attempt_diff & (np.where(text_known, ~text_diff, True) if packages_differ else True)
+        answer_diff = answer_diff & ~same_text
     flags = {
         "response": response,
         "policy": selection | no_answer,
@@ -346,13 +400,16 @@ def _causes(changed: Any, packages_differ: bool, same_extractor: bool) -> tuple[
     # Precedence: response, policy (selection), reference, extractor, policy (no answer), grader.
     order = [(response, "response"), (selection, "policy"), (ref_diff, "reference"), (answer_diff, "extractor"),
              (no_answer, "policy")]
-    primary = np.full(len(answer_diff), CAUSES.index("grader"), dtype=np.int8)
+    explained = response | selection | no_answer | ref_diff | answer_diff
+    flags["grader"] = ~explained if not same.grader else np.zeros(len(answer_diff), dtype=bool)
+    flags["inconsistent"] = ~(explained | flags["grader"])
+    primary = np.full(len(answer_diff), CAUSES.index("inconsistent"), dtype=np.int8)
+    primary[flags["grader"]] = CAUSES.index("grader")
     decided = np.zeros(len(answer_diff), dtype=bool)
     for mask, cause in order:
         take = mask & ~decided
         primary[take] = CAUSES.index(cause)
         decided |= mask
-    flags["grader"] = ~(response | selection | no_answer | ref_diff | answer_diff)
     return primary, flags
 
 

@@ -18,7 +18,7 @@ from audit.verdicts import ComponentRef, Figure, PackageRef, Policies
 
 DIFF_REPORT_SCHEMA_VERSION = 1
 
-CAUSES = ("response", "policy", "reference", "extractor", "grader")
+CAUSES = ("response", "policy", "reference", "extractor", "grader", "inconsistent")
 """Every cause, in the order used to list them (precedence is in the module docstring)."""
 
 SELECTION_STATUSES = ("truncated", "excluded", "missing")
@@ -27,7 +27,7 @@ SELECTION_STATUSES = ("truncated", "excluded", "missing")
 NO_ANSWER_STATUSES = ("no_answer", "random_guess")
 """Statuses of rows without a readable answer, whose verdict the no-answer policy decides."""
 
-Cause = Literal["response", "policy", "reference", "extractor", "grader"]
+Cause = Literal["response", "policy", "reference", "extractor", "grader", "inconsistent"]
 
 
 # --------------------------------------------------------------------------- report model
@@ -192,7 +192,7 @@ class RuleWords(Record):
 class DiffReport(Record):
     """`audit diff --format json`: every changed figure and every changed row between two verdict files."""
 
-    schema_version: int = DIFF_REPORT_SCHEMA_VERSION
+    schema_version: int = Field(default=DIFF_REPORT_SCHEMA_VERSION, ge=1, le=DIFF_REPORT_SCHEMA_VERSION)
     """Version of this format."""
     kind: Literal["diff_report"] = "diff_report"
     """Always `diff_report`."""

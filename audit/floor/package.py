@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 
 import pydantic
 
@@ -27,9 +26,9 @@ from audit.floor.render import render
 from audit.floor.report import FLOOR_REPORT_SCHEMA_VERSION, FloorReport
 from audit.floor.roles import TABLES, table_sha256
 from audit.floor.safetensors import CONFIG_FILE, INDEX_FILE, Checkpoint, parse_json, read_checkpoint
-from audit.jsonl import dumps_pretty, read_document
+from audit.jsonl import dumps_pretty, sha256_bytes
 from audit.models import Provenance
-from audit.packages import PackageWriter, open_package
+from audit.packages import Package, PackageWriter, open_package
 
 KIND = "checkpoint-headers"
 REPORT_FILE = "floor.json"
@@ -75,13 +74,13 @@ def write_package(ckpt: Checkpoint, report: FloorReport, out: str | os.PathLike[
 class CheckResult:
     identical: bool
     differences: list[str]
+    report: FloorReport | None = None
+    """The recorded floor.json, parsed from the bytes that were compared (what a reader may use)."""
+    digest: str | None = None
+    """The content digest of the package that was read."""
 
 
-def _load_report(root: Path, label: str) -> FloorReport:
-    data, err = read_document(root / REPORT_FILE)
-    if err:
-        raise AuditError(err, path=f"{label}/{REPORT_FILE}")
-    assert data is not None
+def _parse_report(data: bytes, label: str) -> FloorReport:
     try:
         obj = parse_json(data, "file")
     except ValueError as e:
@@ -98,23 +97,55 @@ def _load_report(root: Path, label: str) -> FloorReport:
         raise AuditError(f"{first['msg']}", path=f"{label}/{REPORT_FILE}", field=where) from None
 
 
+def _read_as_listed(pkg: Package, ckpt: Checkpoint, label: str) -> None:
+    """Refuse a checkpoint copy that is not, byte for byte, what the manifest pins: the floor recomputed from
+    files read after validation must come from the validated bytes (every byte read is compared: the config,
+    the index and each shard, whose header-only copy is its 8-byte length and header)."""
+    listed = {f.path: f for f in pkg.manifest.files if f.path.startswith(f"{CHECKPOINT_DIR}/")}
+    read = {f"{CHECKPOINT_DIR}/{CONFIG_FILE}": ckpt.config_bytes}
+    if ckpt.index_bytes is not None:
+        read[f"{CHECKPOINT_DIR}/{INDEX_FILE}"] = ckpt.index_bytes
+    sizes = {}
+    for shard in ckpt.shards:
+        read[f"{CHECKPOINT_DIR}/{shard.file}"] = struct.pack("<Q", len(shard.header)) + shard.header
+        sizes[f"{CHECKPOINT_DIR}/{shard.file}"] = shard.file_bytes
+    for rel in sorted(set(read) | set(listed)):
+        entry = listed.get(rel)
+        if entry is None:
+            raise AuditError("changed while being read: not listed in manifest.json", path=f"{label}/{rel}")
+        data = read.get(rel)
+        if data is None:
+            raise AuditError("changed while being read: listed in manifest.json but not read as part of the "
+                             "checkpoint", path=f"{label}/{rel}")
+        if (len(data) != entry.bytes or sizes.get(rel, entry.bytes) != entry.bytes
+                or sha256_bytes(data) != entry.sha256):
+            raise AuditError(f"changed while being read: sha256 is {sha256_bytes(data)}, manifest.json says "
+                             f"{entry.sha256}", path=f"{label}/{rel}")
+
+
 def check_package(path: str | os.PathLike[str]) -> CheckResult:
-    """Recompute the floor from the package's header-only checkpoint; compare with floor.json and floor.txt."""
+    """Recompute the floor from the package's header-only checkpoint; compare with floor.json and floor.txt.
+
+    Everything compared is what the manifest pins: floor.json and floor.txt are read once through
+    `Package.read_bytes`, and the checkpoint's bytes as read are checked against their listed sha256."""
     with open_package(path, kind=KIND) as pkg:
         label = str(path)
-        recorded = _load_report(pkg.root, label)
+        report_bytes = pkg.read_bytes(REPORT_FILE)
+        table_bytes = pkg.read_bytes(TABLE_FILE)
+        recorded = _parse_report(report_bytes, label)
         table = recorded.role_table
         if table.table not in TABLES:
             raise AuditError(f"role table {table.table!r} is unknown to this audit", path=f"{label}/{REPORT_FILE}")
         if table_sha256(TABLES[table.table]) != table.sha256:
             return CheckResult(False, [f"role table {table.table} has sha256 {table_sha256(TABLES[table.table])} "
-                                       f"here, {table.sha256} in the package"])
+                                       f"here, {table.sha256} in the package"], recorded, pkg.digest)
         opts = FloorOptions(gpus=recorded.options.gpus, context=recorded.options.context,
                             with_mtp=recorded.options.with_mtp,
                             engine_dtypes=tuple(recorded.options.engine_dtypes.items()),
                             role_table=table.table,
                             role_overrides=tuple((r.role, r.pattern) for r in table.overrides))
         ckpt = read_checkpoint(pkg.root / CHECKPOINT_DIR)
+        _read_as_listed(pkg, ckpt, label)
         again = compute_floor(ckpt, Bandwidth(recorded.bandwidth.tbps_per_gpu, recorded.bandwidth), opts)
         # The copy holds headers only: what the original files held after them is the one thing that differs.
         differences = []
@@ -124,9 +155,8 @@ def check_package(path: str | os.PathLike[str]) -> CheckResult:
         again = again.model_copy(update={"shards": recorded.shards})
         mine, theirs = again.model_dump(mode="json"), recorded.model_dump(mode="json")
         differences += [f"{k}: recomputed value differs" for k in mine if mine[k] != theirs[k]]
-        stored = (pkg.root / REPORT_FILE).read_text(encoding="utf-8")
-        if not differences and report_json(again) != stored:
+        if not differences and report_json(again).encode("utf-8") != report_bytes:
             differences.append(f"{REPORT_FILE}: same content, different bytes")
-        if (pkg.root / TABLE_FILE).read_text(encoding="utf-8") != table_text(again):
+        if table_bytes != table_text(again).encode("utf-8"):
             differences.append(f"{TABLE_FILE}: differs from the table floor.json renders")
-        return CheckResult(not differences, differences)
+        return CheckResult(not differences, differences, recorded, pkg.digest)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from audit.errors import AuditError
-from audit.jsonl import read_document, sha256_bytes
+from audit.jsonl import open_regular, read_document, sha256_bytes
 from audit.models import unsafe_path_reason
 
 MAX_HEADER_BYTES = 100_000_000
@@ -196,8 +196,10 @@ def read_header(path: Path, file: str, label: str | None = None) -> ShardHeader:
     """Read and check one file's header; `file` is its name in the checkpoint, `label` the name in errors."""
     label = label or str(path)
     try:
-        size = os.stat(path).st_size
-        with open(path, "rb") as fh:
+        # A regular file (a link to one is followed: a Hugging Face cache links every shard to its blob), its
+        # size as opened: a FIFO or device is refused rather than waited on.
+        fh, size = open_regular(path, follow_links=True)
+        with fh:
             head = fh.read(8)
             if len(head) < 8:
                 raise AuditError(f"file is {len(head)} bytes, too short for the 8-byte header length", path=label)
@@ -207,7 +209,9 @@ def read_header(path: Path, file: str, label: str | None = None) -> ShardHeader:
             if 8 + n > size:
                 raise AuditError(f"header length {n:,} bytes runs past the end of the file ({size:,} bytes)",
                                  path=label)
-            header = fh.read(n)
+            header = b""
+            while len(header) < n and (chunk := fh.read(n - len(header))):  # unbuffered: reads may be short
+                header += chunk
     except OSError as e:
         raise AuditError(f"unreadable: {e.strerror or e}", path=label) from None
     if len(header) != n:  # the file shrank while being read

@@ -111,6 +111,8 @@ def field_types(model: type[BaseModel], name: str) -> tuple[type, ...]:
 
     def flat(t: Any) -> list[Any]:
         origin = typing.get_origin(t)
+        if origin is typing.Annotated:  # a bounded int (models.Count) is an int
+            return flat(typing.get_args(t)[0])
         if origin in (typing.Union, types.UnionType):
             return [x for a in typing.get_args(t) for x in flat(a)]
         return [origin or t]
@@ -150,10 +152,10 @@ def coerce(value: Any, accepts: tuple[type, ...], *, int_to_text: bool = False) 
             return value
         return f if math.isfinite(f) else value
     if list in accepts and text.startswith("["):
-        import json
+        from audit.jsonl import loads_strict
 
         try:
-            return json.loads(text)
+            return loads_strict(text)  # strictly, as every JSON audit reads (a key twice is refused)
         except ValueError:
             return value
     return value

@@ -7,17 +7,29 @@ Shared by `validate` (checks), `read` (a validated package's rows) and `write`.
 from __future__ import annotations
 
 import functools
-import json
+import gzip
+import hashlib
+import io
 import math
 import types
 import typing
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic_core import from_json
 
-from audit.jsonl import READ_ERRORS, dumps, iter_raw_lines, open_binary, sha256_bytes
+from audit.jsonl import (
+    _CHUNK,
+    READ_ERRORS,
+    JsonError,
+    ParseError,
+    dumps,
+    iter_raw_lines,
+    loads_strict,
+    open_regular,
+    sha256_bytes,
+)
 from audit.models import FileEntry, Record
 
 MANIFEST = "manifest.json"
@@ -72,14 +84,15 @@ def row_to_json(row: Record) -> dict[str, Any]:
 
 
 def _from_parquet(obj: dict[str, Any]) -> dict[str, Any]:
-    # Object-valued fields travel as JSON text in Parquet (see write._ParquetSink).
+    """Object-valued fields travel as JSON text in Parquet (see write._ParquetSink): decoded strictly
+    (a duplicate key, NaN or deep nesting raises JsonError naming the column), as JSONL rows are."""
     out = {}
     for k, v in obj.items():
         if k in JSON_COLUMNS and isinstance(v, str):
             try:
-                v = json.loads(v)
-            except json.JSONDecodeError:
-                pass
+                v = loads_strict(v)
+            except JsonError as e:
+                raise JsonError(f"column {k}: {e}", k) from None
         out[k] = v
     return out
 
@@ -87,37 +100,194 @@ def _from_parquet(obj: dict[str, Any]) -> dict[str, Any]:
 JSON_COLUMNS = ("extra",)
 
 
-def iter_file_items(root: Path, entry: FileEntry) -> Iterator[tuple[int, bytes | None, dict[str, Any] | None,
-                                                                  str | None]]:
-    """(row number, raw JSONL line, object, error) for each row of a data file.
+class _HashingRaw(io.RawIOBase):
+    """A raw reader over an open file that hashes and counts every byte it hands out."""
 
-    JSONL rows come as raw lines (object None), so callers choose how to parse them;
-    Parquet rows come as objects (line None).
+    def __init__(self, f: IO[bytes], limit: int):
+        self._f = f
+        self._limit = limit  # the size when opened: a file growing while read is not followed
+        self.sha = hashlib.sha256()
+        self.bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        room = self._limit - self.bytes
+        if room <= 0:
+            return 0
+        if len(b) > room:
+            b = memoryview(b)[:room]
+        n = self._f.readinto(b)
+        if n:
+            self.sha.update(memoryview(b)[:n])
+            self.bytes += n
+        return n or 0
+
+    def drain(self) -> None:
+        """Hash the rest of the file (to report the digest of what is on disk), reading nothing else."""
+        buf = bytearray(_CHUNK)
+        while self.readinto(buf):
+            pass
+
+
+Item = tuple[int, "bytes | None", "dict[str, Any] | None", "str | None"]
+
+
+class PinnedRead:
+    """One pass over a data file of a package: its rows, and the sha256 and size of exactly the bytes read.
+
+    The file is opened once and every byte parsed is hashed on the way, so what is validated or
+    graded is what the digest describes: a file swapped or rewritten while it is read (or between
+    two reads) gives another digest, never other rows under the recorded one. Reading stops
+    at the manifest's bounds for a gzip'd file, which alone can expand past its size on disk: more
+    lines (blank ones included) than its `rows`, or more decompressed bytes than its `uncompressed_bytes`.
+    After the loop, `sha256` and `size` describe the whole file (the rest is hashed unparsed when
+    reading stopped early) and `problems` holds (message, field) for each bound passed.
+
+    Items are (row number, raw JSONL line, object, error): JSONL rows come as raw lines (object
+    None), so callers choose how to parse them; Parquet rows come as objects (line None).
     """
-    full = root / entry.path
-    if entry.path.endswith(".parquet"):
+
+    def __init__(self, root: Path, entry: FileEntry):
+        self.entry = entry
+        self.path = root / entry.path
+        self.sha256: str | None = None
+        self.size: int | None = None
+        self.problems: list[tuple[str, str | None]] = []
+        self.stopped = False
+        """True when reading stopped at a bound (more lines or bytes than the manifest says)."""
+
+    @property
+    def intact(self) -> bool:
+        """True when the bytes read are the ones the manifest pins, and no bound was passed."""
+        return (self.sha256 == self.entry.sha256 and self.size == self.entry.bytes and not self.problems)
+
+    def __iter__(self) -> Iterator[Item]:
+        try:
+            f, size = open_regular(self.path)
+        except OSError as e:  # swapped for a FIFO, a device or a link since it was listed
+            yield 0, None, None, f"unreadable: {e.strerror or e}"
+            self.sha256, self.size = None, None
+            return
+        with f:
+            raw = _HashingRaw(f, size)
+            try:
+                if self.entry.path.endswith(".parquet"):
+                    yield from self._parquet(raw)
+                else:
+                    yield from self._jsonl(raw)
+                raw.drain()
+            finally:
+                self.sha256, self.size = raw.sha.hexdigest(), raw.bytes
+
+    def _jsonl(self, raw: _HashingRaw) -> Iterator[Item]:
+        entry = self.entry
+        gz = entry.path.endswith(".gz")
+        fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, _CHUNK)
+        # A plain file is bounded by its size on disk; a gzip'd one only by what the manifest says:
+        # no more lines (blank ones included) than its rows, no more bytes than its uncompressed_bytes.
+        max_lines = entry.rows if gz else None
+        max_bytes = entry.uncompressed_bytes if gz else None
+        lines = total = 0
+        try:
+            for line in iter_raw_lines(fh, keep_blank=gz):
+                lines += 1
+                total += len(line.data) if line.data is not None else line.size or 0
+                if max_lines is not None and lines > max_lines:
+                    self.problems.append((f"has more lines than the {max_lines:,} rows manifest.json says", "rows"))
+                    self.stopped = True
+                    return
+                if max_bytes is not None and total > max_bytes:
+                    self.problems.append((f"decompresses to more than the {max_bytes:,} bytes manifest.json says",
+                                          "uncompressed_bytes"))
+                    self.stopped = True
+                    return
+                if line.error:
+                    yield line.lineno, None, None, line.error
+                elif not gz or not line.data.isspace():  # (iter_raw_lines skipped blank lines of plain files)
+                    yield line.lineno, line.data, None, None
+        except READ_ERRORS as e:  # damaged gzip stream
+            yield 0, None, None, f"unreadable: {e}"
+            return
+        if max_bytes is not None and total != max_bytes:
+            self.problems.append((f"decompresses to {total:,} bytes, manifest.json says {max_bytes:,}",
+                                  "uncompressed_bytes"))
+
+    def _parquet(self, raw: _HashingRaw) -> Iterator[Item]:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        try:
-            pf = pq.ParquetFile(full)
+        data = bytearray()
+        buf = bytearray(_CHUNK)
+        while n := raw.readinto(buf):
+            data += buf[:n]
+        try:  # parsed from the bytes hashed, never from the path again
+            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(bytes(data))))
         except Exception as e:  # pyarrow raises several types for damaged files
             yield 0, None, None, f"not a readable Parquet file: {e}"
+            return
+        if self.entry.rows is not None and pf.metadata.num_rows > self.entry.rows:
+            self.problems.append((f"has {pf.metadata.num_rows:,} rows, more than the {self.entry.rows:,} "
+                                  f"manifest.json says", "rows"))
+            self.stopped = True
             return
         n = 0
         try:
             for batch in pf.iter_batches(batch_size=8192):
                 for obj in batch.to_pylist():
                     n += 1
-                    yield n, None, _from_parquet(obj), None
+                    try:
+                        item: Item = (n, None, _from_parquet(obj), None)
+                    except JsonError as e:
+                        item = (n, None, None, ParseError(str(e), e.field))
+                    yield item
         except Exception as e:  # a damaged column chunk surfaces only while reading
             yield 0, None, None, f"not a readable Parquet file after row {n}: {e}"
-        return
-    with open_binary(full) as fh:
+
+
+class PinnedBytes:
+    """The whole of one file of a package, read once from a regular file (a FIFO, device or link swapped
+    in is refused, never waited on) with the sha256 and size of exactly the bytes read.
+
+    `data` holds the bytes when the file is at most `keep` bytes (a document read whole), else None
+    and `error` says so; larger files are still hashed in full, in bounded memory.
+    """
+
+    def __init__(self, path: Path, keep: int = 0):
+        self.data: bytes | None = None
+        self.sha256: str | None = None
+        self.size: int | None = None
+        self.error: str | None = None
         try:
-            for raw in iter_raw_lines(fh):
-                yield raw.lineno, raw.data, None, raw.error
-        except READ_ERRORS as e:  # damaged gzip stream
-            yield 0, None, None, f"unreadable: {e}"
+            f, size = open_regular(path)
+        except OSError as e:
+            self.error = f"unreadable: {e.strerror or e}"
+            return
+        with f:
+            raw = _HashingRaw(f, size)
+            if size <= keep:
+                buf = bytearray(size)
+                got = 0
+                view = memoryview(buf)
+                while got < size and (n := raw.readinto(view[got:])):
+                    got += n
+                self.data = bytes(buf[:got])
+            else:
+                if keep:
+                    self.error = f"larger than the {keep:,}-byte limit for a JSON document"
+                raw.drain()
+            self.sha256, self.size = raw.sha.hexdigest(), raw.bytes
+
+    def matches(self, entry: FileEntry) -> bool:
+        """True when the bytes read are the ones the manifest pins."""
+        return self.sha256 == entry.sha256 and self.size == entry.bytes
+
+
+def iter_file_items(root: Path, entry: FileEntry) -> Iterator[Item]:
+    """(row number, raw JSONL line, object, error) for each row of a data file (see PinnedRead);
+    for callers that do not check the digest of what they read."""
+    yield from PinnedRead(root, entry)
 
 
 # Fast paths. pydantic-core parses JSON in Rust, several times faster than `json` plus model
@@ -139,6 +309,8 @@ def _json_native(annotation: Any) -> bool:
     if annotation is Any or annotation in _JSON_TYPES:
         return True
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:  # constraints (models.Count) apply alike to JSON and to objects
+        return _json_native(args[0])
     if origin is typing.Literal:
         return all(isinstance(a, (str, int, bool)) for a in args)
     if origin in (typing.Union, types.UnionType, list, dict):
@@ -171,8 +343,39 @@ def _finite(value: Any) -> bool:
     return True
 
 
-def fast_row(model: type[Record], data: bytes) -> Record | None:
-    """The row model of one JSONL line through pydantic-core's parser, or None: use the strict path."""
+def _key_count(value: Any) -> int:
+    """Keys of every JSON object in a parsed value (nested ones too)."""
+    t = type(value)
+    if t is dict:
+        return len(value) + sum(_key_count(v) for v in value.values() if type(v) in (dict, list))
+    if t is list:
+        return sum(_key_count(v) for v in value if type(v) in (dict, list))
+    return 0
+
+
+_WS = b" \t\r\n"
+
+
+def _no_duplicate_keys(data: bytes, keys: int) -> bool:
+    """True when the line cannot hold a key twice: pydantic-core keeps the last of two equal keys.
+
+    Every key of a line is followed (after any whitespace) by one colon, so a line with as many
+    colons as its parsed objects have keys holds no key twice. Otherwise: with the whitespace
+    removed each key adds one `":` to the bytes (an escaped quote before a colon inside a string
+    adds more, never fewer), so as many `":` as keys means none was dropped; anything else (a
+    duplicate, a key written with escapes, `\":` in a text) takes the strict path, which names
+    the duplicate.
+    """
+    if data.count(b":") == keys:
+        return True  # each key has its colon, and there are no more colons than keys: no key twice
+    return data.translate(None, _WS).count(b'":') == keys
+
+
+def fast_row(model: type[Record], data: bytes, check_keys: bool = True) -> Record | None:
+    """The row model of one JSONL line through pydantic-core's parser, or None: use the strict path.
+
+    `check_keys=False` skips the duplicate-key check, for lines of a validated file read under its
+    pinned digest (they are the bytes that passed it)."""
     floats = _float_fields(model)
     if floats is None:
         return None
@@ -183,11 +386,28 @@ def fast_row(model: type[Record], data: bytes) -> Record | None:
     for name in floats:
         if not _finite(getattr(rec, name)):
             return None
+    if check_keys:
+        keys = len(rec.model_fields_set)
+        for name in _container_fields(model):
+            if name in rec.model_fields_set:
+                keys += _key_count(getattr(rec, name))
+        if not _no_duplicate_keys(data, keys):
+            return None
     return rec
 
 
+@functools.cache
+def _container_fields(model: type[Record]) -> tuple[str, ...]:
+    """Fields of a row model that can hold JSON objects (whose keys count too)."""
+    return tuple(name for name, f in model.model_fields.items()
+                 if any(w in str(f.annotation) for w in ("dict", "Any", "list")))
+
+
 def fast_object(data: bytes) -> dict[str, Any] | None:
-    """One JSONL line of a validated file as a dict through pydantic-core's parser, or None."""
+    """One JSONL line of a validated file as a dict through pydantic-core's parser, or None.
+
+    No duplicate-key check: the line was validated (strictly) and its bytes are pinned by sha256.
+    """
     try:
         obj = from_json(data, allow_inf_nan=False)
     except ValueError:

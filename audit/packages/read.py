@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import parse_object
+from audit.jsonl import MAX_DOCUMENT_BYTES, JsonError, loads_strict, open_regular, parse_object, sha256_bytes
 from audit.models import ROW_MODELS, FileEntry, Manifest
-from audit.packages.layout import content_digest, fast_object, fast_row, iter_file_items
-from audit.packages.validate import prefixed, unpacked, validate_document, validate_tree
+from audit.packages.layout import PinnedRead, content_digest, fast_object, fast_row
+from audit.packages.validate import check_document, prefixed, unpacked, validate_tree
 
 
 @dataclass
@@ -34,42 +34,89 @@ class Package:
         return [f for f in self.manifest.files if f.schema_ == schema]
 
     def document(self, schema: str) -> Any:
-        """The model of the package's one file following document `schema` (validated on open)."""
+        """The model of the package's one file following document `schema`, parsed from bytes read once
+        and checked against the manifest's sha256 (AuditError when the file changed since validation)."""
         entries = self.files(schema)
         if len(entries) != 1:
             raise AuditError(f"holds {len(entries)} files of schema {schema!r}, expected 1", path=str(self.source))
-        problems, doc = validate_document(self.root, entries[0])
-        if problems:  # cannot happen after validation unless the file changed since
+        data = self.read_bytes(entries[0].path)
+        problems, doc = check_document(entries[0], data)
+        if problems:  # cannot happen: the bytes are the validated ones
             raise ValidationFailed(str(self.source), [prefixed(self.source, p) for p in problems])
         return doc
 
+    def _pinned(self, entry: FileEntry) -> Iterator[tuple[int, bytes | None, dict[str, Any] | None, str | None]]:
+        """Rows of one file, read from the bytes whose sha256 is checked against the manifest at the end:
+        a file swapped or rewritten since validation is refused, never read under the validated digest."""
+        reader = PinnedRead(self.root, entry)
+        yield from reader
+        if not reader.intact:
+            raise AuditError(f"changed while being read: sha256 is {reader.sha256}, manifest.json says "
+                             f"{entry.sha256}", path=f"{self.source}/{entry.path}")
+
     def iter_objects(self, schema: str) -> Iterator[tuple[FileEntry, int, dict[str, Any]]]:
         """Raw JSON objects of every file following `schema`, with their row numbers (no model
-        construction: fast, for validated packages)."""
+        construction: fast, for validated packages). Iterate to the end: the digest of what was
+        read is checked after the last row (AuditError when the file changed since validation)."""
         for entry in self.files(schema):
-            for rowno, data, obj, err in iter_file_items(self.root, entry):
+            for rowno, data, obj, err in self._pinned(entry):
                 if data is not None:
                     obj = fast_object(data)
                     if obj is None:
                         obj, err = parse_object(data)
-                if err or obj is None:  # cannot happen after validation unless the file changed since
-                    raise AuditError(err or "unreadable row", path=f"{self.source}/{entry.path}", row=rowno)
+                if err or obj is None:  # the file changed since validation
+                    raise AuditError(f"changed while being read: {err or 'unreadable row'}",
+                                     path=f"{self.source}/{entry.path}", row=rowno or None)
                 yield entry, rowno, obj
 
     def iter_rows(self, schema: str) -> Iterator[Any]:
-        """Rows of every file following `schema`, as models (the package was validated on open)."""
+        """Rows of every file following `schema`, as models (the package was validated on open).
+        Iterate to the end: the digest of what was read is checked after the last row."""
         model = ROW_MODELS[schema]
         for entry in self.files(schema):
-            for rowno, data, obj, err in iter_file_items(self.root, entry):
-                rec = fast_row(model, data) if data is not None else None
+            for rowno, data, obj, err in self._pinned(entry):
+                rec = fast_row(model, data, check_keys=False) if data is not None else None
                 if rec is not None:
                     yield rec
                     continue
                 if data is not None:
                     obj, err = parse_object(data)
-                if err or obj is None:  # cannot happen after validation unless the file changed since
-                    raise AuditError(err or "unreadable row", path=f"{self.source}/{entry.path}", row=rowno)
+                if err or obj is None:  # the file changed since validation
+                    raise AuditError(f"changed while being read: {err or 'unreadable row'}",
+                                     path=f"{self.source}/{entry.path}", row=rowno or None)
                 yield model.model_validate(obj)
+
+    def read_bytes(self, path: str) -> bytes:
+        """The bytes of one listed file, checked against the manifest's sha256 (AuditError when the file
+        changed since validation): what a caller reads is what the digest describes."""
+        entry = next((f for f in self.manifest.files if f.path == path), None)
+        if entry is None:
+            raise AuditError("not listed in manifest.json", path=f"{self.source}/{path}")
+        try:
+            f, _ = open_regular(self.root / path)
+            with f:
+                data = f.read(entry.bytes + 1)
+        except OSError as e:  # swapped for a FIFO, a device or a link since validation
+            raise AuditError(f"changed while being read: unreadable: {e.strerror or e}",
+                             path=f"{self.source}/{path}") from None
+        if len(data) != entry.bytes or sha256_bytes(data) != entry.sha256:
+            raise AuditError(f"changed while being read: sha256 is {sha256_bytes(data)}, manifest.json says "
+                             f"{entry.sha256}", path=f"{self.source}/{path}")
+        return data
+
+    def read_json(self, path: str) -> Any:
+        """One listed JSON file (a text-schema summary or report), from the bytes of `read_bytes` (checked
+        against the manifest), decoded strictly: AuditError naming the file and the key of a duplicate,
+        or on NaN, Infinity or malformed JSON."""
+        entry = next((f for f in self.manifest.files if f.path == path), None)
+        if entry is not None and entry.bytes > MAX_DOCUMENT_BYTES:
+            raise AuditError(f"larger than the {MAX_DOCUMENT_BYTES:,}-byte limit for a JSON document",
+                             path=f"{self.source}/{path}")
+        data = self.read_bytes(path)
+        try:
+            return loads_strict(data)
+        except JsonError as e:
+            raise AuditError(str(e), path=f"{self.source}/{path}", field=e.field) from None
 
     def close(self) -> None:
         if self._cleanup is not None:

@@ -23,7 +23,7 @@ from audit.errors import AuditError, ValidationFailed
 from audit.jsonl import JsonlWriter, dumps, dumps_pretty, sha256_file, write_atomic
 from audit.models import ROW_MODELS, TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
 from audit.packages.layout import DOCUMENT_SCHEMAS, JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
-from audit.packages.validate import prefixed, pydantic_problems, validate_package
+from audit.packages.validate import prefixed, pydantic_problems
 from audit.producer import producer
 
 
@@ -61,7 +61,7 @@ class PackageWriter:
         self.overwrite = overwrite
         self.tmp = parent / f".{self.out.name}.partial-{uuid.uuid4().hex[:8]}"
         self.tmp.mkdir()
-        self._entries: dict[str, tuple[str, int | None]] = {}
+        self._entries: dict[str, tuple[str, int | None, int | None]] = {}
         self.manifest: Manifest | None = None
 
     def path(self, rel: str) -> Path:
@@ -85,12 +85,12 @@ class PackageWriter:
             yield sink
         finally:
             sink.close()
-        self._entries[rel] = (schema, sink.count)
+        self._entries[rel] = (schema, sink.count, sink.uncompressed if rel.endswith(".gz") else None)
 
     def content_digest(self) -> str:
         """The content digest the package will have if nothing more is added (see `content_digest`)."""
         files = []
-        for rel, (schema, count) in self._entries.items():
+        for rel, (schema, count, _) in self._entries.items():
             digest, size = sha256_file(self.tmp / rel)
             files.append(FileEntry(path=rel, sha256=digest, bytes=size, rows=count, schema=schema))
         return content_digest(files)
@@ -98,17 +98,17 @@ class PackageWriter:
     def add_text(self, rel: str, text: str) -> None:
         """Add a file without rows (README, log), pinned by hash and size."""
         self.path(rel).write_text(text, encoding="utf-8", newline="\n")
-        self._entries[rel] = (TEXT_SCHEMA, None)
+        self._entries[rel] = (TEXT_SCHEMA, None, None)
 
     def add_bytes(self, rel: str, data: bytes) -> None:
         """Add a file without rows from bytes (a binary or verbatim copy), pinned by hash and size."""
         self.path(rel).write_bytes(data)
-        self._entries[rel] = (TEXT_SCHEMA, None)
+        self._entries[rel] = (TEXT_SCHEMA, None, None)
 
     def add_file(self, rel: str, src: str | os.PathLike[str]) -> None:
         """Copy an existing file in as a text/binary file without rows."""
         shutil.copyfile(src, self.path(rel))
-        self._entries[rel] = (TEXT_SCHEMA, None)
+        self._entries[rel] = (TEXT_SCHEMA, None, None)
 
     def add_document(self, rel: str, schema: str, doc: Record) -> None:
         """Add one JSON document following a registered document schema (indented, stable bytes)."""
@@ -116,14 +116,15 @@ class PackageWriter:
             raise AuditError(f"not a {schema!r} document")
         self.path(rel).write_text(dumps_pretty(doc.model_dump(mode="json", by_alias=True)), encoding="utf-8",
                                   newline="\n")
-        self._entries[rel] = (schema, None)
+        self._entries[rel] = (schema, None, None)
 
     def commit(self) -> Manifest:
         files = []
         for rel in sorted(self._entries):
-            schema, count = self._entries[rel]
+            schema, count, uncompressed = self._entries[rel]
             digest, size = sha256_file(self.tmp / rel)
-            files.append(FileEntry(path=rel, sha256=digest, bytes=size, rows=count, schema=schema))
+            files.append(FileEntry(path=rel, sha256=digest, bytes=size, rows=count, schema=schema,
+                                   uncompressed_bytes=uncompressed))
         pid = self.package_id or f"{self.kind}-{self.benchmark or 'package'}-{content_digest(files)[:12]}"
         try:
             manifest = Manifest(
@@ -132,7 +133,7 @@ class PackageWriter:
             )
         except pydantic.ValidationError as e:
             raise AuditError(str(pydantic_problems(MANIFEST, None, e)[0])) from None
-        write_atomic(self.tmp / MANIFEST, dumps_pretty(manifest.model_dump(mode="json", by_alias=True)))
+        write_atomic(self.tmp / MANIFEST, dumps_pretty(manifest_json(manifest)))
         _fsync_dir(self.tmp)
         if self.out.exists():
             trash = self.out.parent / f".{self.out.name}.old-{uuid.uuid4().hex[:8]}"
@@ -164,6 +165,7 @@ class PackageWriter:
 
 class _RowSink:
     count: int
+    uncompressed: int | None = None
 
     def write(self, row: Record) -> None:
         raise NotImplementedError
@@ -180,6 +182,10 @@ class _JsonlSink(_RowSink):
     def count(self) -> int:
         return self._w.rows
 
+    @property
+    def uncompressed(self) -> int:
+        return self._w.bytes
+
     def write(self, row: Record) -> None:
         self._w.write(row_to_json(row))
 
@@ -192,6 +198,8 @@ def _arrow_type(annotation: Any, name: str) -> Any:
     import pyarrow as pa
 
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:  # a bounded int (models.Count, Int64) has its base type's column
+        return _arrow_type(args[0], name)
     if origin in (typing.Union, types.UnionType):
         rest = [a for a in args if a is not type(None)]
         return _arrow_type(rest[0], name) if len(rest) == 1 else None
@@ -266,6 +274,16 @@ class _ParquetSink(_RowSink):
             self._writer.close()
 
 
+def manifest_json(manifest: Manifest) -> dict[str, Any]:
+    """The manifest as written: `uncompressed_bytes` only where a file has one (manifests without it
+    keep their bytes)."""
+    data = manifest.model_dump(mode="json", by_alias=True)
+    for f in data["files"]:
+        if f.get("uncompressed_bytes") is None:
+            f.pop("uncompressed_bytes", None)
+    return data
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -280,30 +298,101 @@ def _fsync_dir(path: Path) -> None:
 
 
 def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
-    """Write a validated package directory as a reproducible `.tar.gz` (sorted, zeroed owners and times)."""
+    """Write a validated package directory as a reproducible `.tar.gz` (manifest.json first, then sorted;
+    zeroed owners and times).
+
+    The files tarred are the ones the manifest lists, each hashed as it is written and compared with its
+    pin, and manifest.json is the validated one: a file changed or added after validation is refused
+    (nothing is written), never bundled under the validated digest."""
     import gzip
+    import io
+
+    from audit.jsonl import read_regular
+    from audit.packages.validate import validate_tree
 
     src = Path(pkg_dir)
-    problems = validate_package(src)
+    if not src.is_dir():
+        raise AuditError("not a package directory", path=str(src))
+    manifest, problems = validate_tree(src)
     if problems:
         raise ValidationFailed(str(src), [prefixed(src, p) for p in problems])
+    assert manifest is not None
     out = Path(out)
     if not out.parent.is_dir():
         raise AuditError("directory does not exist", path=str(out.parent))
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
-    names = sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file())
+
+    def changed(rel: str, why: str) -> AuditError:
+        return AuditError(f"changed while being bundled: {why}", path=f"{src}/{rel}")
+
+    def member(name: str, size: int) -> tarfile.TarInfo:
+        info = tarfile.TarInfo(name)  # a regular file: mode 0644, zeroed owners and time
+        info.size = size
+        info.mode = 0o644
+        return info
+
+    try:
+        data = read_regular(src / MANIFEST)
+    except OSError as e:
+        raise changed(MANIFEST, f"unreadable: {e.strerror or e}") from None
+    if load_manifest_bytes(data) != manifest:
+        raise changed(MANIFEST, "not the manifest.json that was validated")
     try:
         with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
                 tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tf:
-            for name in names:
-                info = tf.gettarinfo(str(src / name), arcname=name)
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                info.mtime = 0
-                info.mode = 0o644
-                with open(src / name, "rb") as fh:
-                    tf.addfile(info, fh)
+            # manifest.json first: a reader then knows every member's size before it unpacks a byte of it.
+            tf.addfile(member(MANIFEST, len(data)), io.BytesIO(data))
+            for entry in sorted(manifest.files, key=lambda f: f.path):
+                try:
+                    source = _HashingFile(src / entry.path)
+                except OSError as e:
+                    raise changed(entry.path, f"unreadable: {e.strerror or e}") from None
+                with source:
+                    if source.size != entry.bytes:
+                        raise changed(entry.path, f"size is {source.size} bytes, manifest.json says {entry.bytes}")
+                    tf.addfile(member(entry.path, source.size), source)
+                if source.sha.hexdigest() != entry.sha256:
+                    raise changed(entry.path, f"sha256 is {source.sha.hexdigest()}, manifest.json says "
+                                              f"{entry.sha256}")
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def load_manifest_bytes(data: bytes) -> Manifest | None:
+    """The Manifest model of manifest.json's bytes (strict JSON), or None when they are not one."""
+    from audit.jsonl import JsonError, loads_strict
+
+    try:
+        return Manifest.model_validate(loads_strict(data))
+    except (JsonError, pydantic.ValidationError):
+        return None
+
+
+class _HashingFile:
+    """A regular file (see open_regular) read once for tarring, hashing every byte handed out; never
+    more than its size when opened."""
+
+    def __init__(self, path: Path):
+        import hashlib
+
+        from audit.jsonl import open_regular
+
+        self._f, self.size = open_regular(path)
+        self._left = self.size
+        self.sha = hashlib.sha256()
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0 or n > self._left:
+            n = self._left
+        data = self._f.read(n) if n else b""
+        self._left -= len(data)
+        self.sha.update(data)
+        return data
+
+    def __enter__(self) -> _HashingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._f.close()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
+from audit.jsonl import open_regular
 
 CHUNK_CHARS = 1 << 20
 """Characters read per refill of the buffer."""
@@ -115,7 +116,9 @@ class TraceReader:
     # The buffer: `_buf[_pos:]` is unread text; `_lines` counts newlines before `_buf`.
     def _open(self) -> None:
         try:
-            self._file = open(self.path, "rb")
+            # A regular file (a link to one is followed): a FIFO or device is refused, never waited on.
+            raw, _ = open_regular(self.path, follow_links=True)
+            self._file = io.BufferedReader(raw, CHUNK_CHARS)
         except OSError as e:
             raise TraceError(f"unreadable: {e.strerror or e}", path=self.label) from None
         self._hashing = _HashingReader(self._file)

@@ -1,0 +1,161 @@
+"""Answer inference: can what a release publishes predict the protected references?
+
+A release hides a protected item's answer, rule and reference, but publishes its id and, per
+sample, its verdict and status. GPQA imported with ids `...-v{k}` (the dataset's version k puts
+the gold at letter k) passes every text check and still gives the key away. So each published
+*feature* of a protected item is tested as a predictor of its reference:
+
+- `item_id token k` and `item_id token k from the end` (the id split at every character that is
+  not a letter or digit), `item_id piece k from the end` (split further into runs of letters and
+  of digits), `item_id's last character`;
+- `verdict` and `status`: the item's verdicts (statuses) over its samples, in sample order.
+
+The test (TEST): leave-one-out majority vote. Each item's reference is predicted as the most
+common reference among the *other* items sharing its value of the feature (ties go to the most
+common reference overall; a value no other item has predicts nothing, a miss). Under no
+association, no predictor beats `chance`, the share of the most common reference; the one-sided
+exact binomial test gives p = P(X >= hits | n items, chance). A feature fails when p < ALPHA / F
+(Bonferroni over the F features tested) and its accuracy is at least MIN_LIFT above chance ("far
+above chance": a model that favours one letter makes `verdict` predict a little, not by 10 points).
+Leave-one-out keeps a feature unique per item (the full id) from predicting anything.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+TEST = "leave-one-out majority vote, one-sided exact binomial test against chance"
+ALPHA = 1e-6
+"""Family-wise threshold over the features of one release (Bonferroni)."""
+MIN_LIFT = 0.10
+"""Accuracy must exceed chance by this much (10 points) to count as far above chance."""
+
+_TOKEN = re.compile(r"[^\W_]+")
+_PIECE = re.compile(r"[^\W\d_]+|\d+")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One feature's result."""
+
+    feature: str
+    field: str
+    items: int
+    hits: int
+    chance: float
+    log10_p: float
+
+    @property
+    def accuracy(self) -> float:
+        return self.hits / self.items if self.items else 0.0
+
+    def p_text(self) -> str:
+        return f"{10 ** self.log10_p:.1e}" if self.log10_p > -300 else f"1e{math.floor(self.log10_p)}"
+
+
+@dataclass(frozen=True)
+class Result:
+    """Every feature tested, and those that predict the references far above chance."""
+
+    features: int
+    items: int
+    failed: list[Finding]
+    worst: Finding | None
+
+
+def features(rows: Sequence[tuple[str, int, str, str]]) -> dict[tuple[str, str], dict[str, str]]:
+    """(feature, field) -> {item id: value} over released rows (item_id, sample, verdict, status) of
+    protected items; ids are as published (dataset or salted)."""
+    by_item: dict[str, list[tuple[int, str, str]]] = {}
+    for item_id, sample, verdict, status in rows:
+        by_item.setdefault(item_id, []).append((sample, verdict, status))
+    out: dict[tuple[str, str], dict[str, str]] = {}
+
+    def put(name: str, field: str, item: str, value: str) -> None:
+        out.setdefault((name, field), {})[item] = value
+
+    for item, samples in by_item.items():
+        tokens = _TOKEN.findall(item)
+        pieces = _PIECE.findall(item)
+        for k, t in enumerate(tokens, 1):
+            put(f"item_id token {k}", "item_id", item, t)
+            put(f"item_id token {len(tokens) - k + 1} from the end", "item_id", item, t)
+        for k, t in enumerate(reversed(pieces), 1):
+            put(f"item_id piece {k} from the end", "item_id", item, t)
+        if item:
+            put("item_id's last character", "item_id", item, item[-1])
+        samples.sort()
+        put("verdict", "verdict", item, "|".join(v for _, v, _ in samples))
+        put("status", "status", item, "|".join(s for _, _, s in samples))
+    return out
+
+
+def check(feats: Mapping[tuple[str, str], Mapping[str, str]], references: Mapping[str, str]) -> Result:
+    """Test every feature against the references of the items it covers (see the module docstring)."""
+    overall = Counter(references.values())
+    rank = {r: i for i, (r, _) in enumerate(sorted(overall.items(), key=lambda x: (-x[1], x[0])))}
+    findings = []
+    for (name, field), values in feats.items():
+        items = [i for i in values if i in references]
+        n = len(items)
+        if n < 2:
+            continue
+        refs = Counter(references[i] for i in items)
+        chance = max(refs.values()) / n
+        table: dict[str, Counter[str]] = {}
+        for i in items:
+            table.setdefault(values[i], Counter())[references[i]] += 1
+        hits = 0
+        for i in items:
+            counts = table[values[i]].copy()
+            counts[references[i]] -= 1
+            best = max(counts.values(), default=0)
+            if best <= 0:
+                continue  # no other item shares the value: no prediction
+            guess = min((r for r, c in counts.items() if c == best), key=lambda r: rank[r])
+            hits += guess == references[i]
+        log_p = _log_tail(hits, n, chance)
+        findings.append(Finding(name, field, n, hits, chance, log_p / math.log(10)))
+    if not findings:
+        return Result(0, len(references), [], None)
+    threshold = math.log10(ALPHA / len(findings))
+    failed = [f for f in findings if f.log10_p < threshold and f.accuracy - f.chance >= MIN_LIFT]
+    worst = min(findings, key=lambda f: (f.log10_p, -f.accuracy))
+    return Result(len(findings), len(references), sorted(failed, key=lambda f: f.log10_p), worst)
+
+
+def _log_tail(hits: int, n: int, chance: float) -> float:
+    """ln P(X >= hits) for X ~ Binomial(n, chance), exact in log space (no underflow at p = 1e-500).
+
+    At or below the expected count the p-value is at least about one half and never significant:
+    it is reported as 1 (ln 0) without summing.
+    """
+    if hits <= n * chance or chance >= 1.0:
+        return 0.0
+    if chance <= 0.0:
+        return -math.inf
+    lc, lq = math.log(chance), math.log1p(-chance)
+
+    def term(k: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lc + (n - k) * lq
+
+    # Terms fall from k = hits on (hits is above the mode): sum until they stop mattering.
+    first = term(hits)
+    total = 1.0
+    for k in range(hits + 1, n + 1):
+        r = math.exp(term(k) - first)
+        total += r
+        if r < 1e-17:
+            break
+    return first + math.log(total)
+
+
+def message(f: Finding) -> str:
+    """The one-line finding: feature, counts, chance and p; never a value of the feature."""
+    return (f"answer inference: {f.feature} predicts the reference of {f.items:,} protected items {f.hits:,} times "
+            f"(chance {100 * f.chance:.2f}%; exact binomial p = {f.p_text()}, threshold {ALPHA:g} over the features "
+            f"tested); use --hash-ids (salted ids), or publish less")

@@ -1,0 +1,159 @@
+"""The attack registry: every attack on packages, releases, verdict files and writes, each a named test.
+
+Issue 11 listed the attacks an attacker tried; each is registered here with where it came
+from (`issue` or `added`) and whether the defence held before the hardening
+(`before`: measured by running the attack tests on the commit before the fixes, where the
+attacks that succeeded were marked xfail(strict=True)). A test names its attack with
+`@attack(ID)`; an attack holds when every test naming it passes.
+
+`benchmarks/attacks_report.py` runs the attack tests and prints, per attack, before and now,
+and "N tried, M held"; the same line ends a pytest run that collected attack tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Attack:
+    id: str
+    title: str
+    source: Literal["issue", "added"]
+    before: Literal["held", "succeeded"]
+
+
+_TABLE: list[tuple[str, str, str, str]] = [
+    # id, title, source, before
+    # ---- packages (issue)
+    ("pkg.tar-bomb", "a 64 MiB (real: 10 GiB) member of zeros in a small .tar.gz", "issue", "succeeded"),
+    ("pkg.tar-many-members", "200,000 empty members in a tarball", "issue", "succeeded"),
+    ("pkg.gz-rows-bomb", "a .jsonl.gz repeating one valid row past the manifest's rows", "issue", "succeeded"),
+    ("pkg.toctou-grade", "the responses file swapped between validation and grading", "issue", "succeeded"),
+    ("fmt.dup-key-manifest", "a duplicate key in manifest.json", "issue", "succeeded"),
+    ("fmt.dup-key-row", "a duplicate key in a data row", "issue", "succeeded"),
+    ("fmt.schema-version", "schema_version 0 or -5", "issue", "succeeded"),
+    ("fmt.newline-in-name", "a newline in a data file's name forging output lines", "issue", "succeeded"),
+    ("fmt.huge-int", "sample = 10**30 crashing diff and release", "issue", "succeeded"),
+    # ---- releases (issue)
+    ("leak.upper-case", "protected text in upper case", "issue", "succeeded"),
+    ("leak.nfkc", "protected text in full-width (NFKC) look-alikes", "issue", "succeeded"),
+    ("leak.separators", "protected text with spaces replaced by _, - or .", "issue", "succeeded"),
+    ("leak.zero-width", "a zero-width character every 10 characters", "issue", "succeeded"),
+    ("leak.split-values", "protected text split across values shorter than the window", "issue", "succeeded"),
+    ("leak.import-status", "protected text inside an `import verdicts` status", "issue", "succeeded"),
+    ("leak.error-echo", "an error line printing the protected text it found", "issue", "succeeded"),
+    ("leak.answer-inference", "ids ...-v{k} that predict the reference letter", "issue", "succeeded"),
+    ("salt.weak", "weak salts (aaaaaaaaaaaaaaaa, patterns, words) accepted", "issue", "succeeded"),
+    ("salt.offline-guess", "salt_check lets a guessable salt be recovered offline", "issue", "succeeded"),
+    # ---- verdict files (issue)
+    ("verdicts.inconsistent", "flipped verdicts under the same components reported as retractions", "issue",
+     "succeeded"),
+    ("verdicts.forged-sidecar", "a forged Parquet sidecar that reproduce ignores", "issue", "succeeded"),
+    ("verdicts.pair-kill", "kill -9 or a full disk between writing the sidecar and the JSON", "issue", "succeeded"),
+    ("verdicts.pair-concurrent", "concurrent writers leaving a broken JSON + sidecar pair", "issue", "succeeded"),
+    # ---- added
+    ("pkg.toctou-every-reader", "a file swapped between hash and read in validate, reproduce, diff, release, "
+                                "verify-release", "added", "succeeded"),
+    ("pkg.tar-manifest-last", "a bomb member before manifest.json in a tarball", "added", "succeeded"),
+    ("pkg.tar-duplicate-member", "the same tar member twice (extractors disagree on which wins)", "added",
+     "succeeded"),
+    ("pkg.gz-blank-lines", "a .jsonl.gz decompressing to gigabytes of blank lines", "added", "succeeded"),
+    ("pkg.symlink", "a symbolic link inside a package directory", "added", "held"),
+    ("pkg.hardlink", "a hard link whose other name is rewritten after validation", "added", "succeeded"),
+    ("pkg.fifo-swap", "a data file swapped for a FIFO after validation (the reader would wait forever)", "added",
+     "succeeded"),
+    ("pkg.listed-twice", "a manifest listing one file twice", "added", "held"),
+    ("pkg.case-collision", "two paths equal under case folding", "added", "succeeded"),
+    ("pkg.unicode-collision", "two paths equal under Unicode normalization (NFC vs NFD)", "added", "succeeded"),
+    ("pkg.huge-line", "a single 80 MiB line", "added", "held"),
+    ("fmt.deep-nesting", "JSON nested 100,000 deep in a manifest, row, verdict file and release.json", "added",
+     "succeeded"),
+    ("fmt.nan", "NaN and Infinity in a verdict file and release.json", "added", "succeeded"),
+    ("fmt.bom", "a UTF-8 byte order mark before manifest.json", "added", "held"),
+    ("fmt.dup-key-verdict-file", "a duplicate key in a verdict file's header or rows", "added", "succeeded"),
+    ("fmt.dup-key-release-json", "a duplicate key in release.json", "added", "succeeded"),
+    ("fmt.control-chars-in-errors", "a tar member name with a newline forging error lines", "added", "succeeded"),
+    ("verdicts.sidecar-path", "a verdict file whose Parquet sidecar path leaves its directory", "added",
+     "succeeded"),
+    ("verdicts.other-package-digest", "a verdict file claiming a different package digest", "added", "held"),
+    ("release.replay-new-salt", "an old release presented under a new salt", "added", "held"),
+    ("release.rows-reordered", "a release whose rows are reordered to match the answer order", "added",
+     "succeeded"),
+    ("release.status-encodes-answer", "protected rows whose status spells the answer", "added", "succeeded"),
+    # ---- added with main's new package kinds (bench, telemetry, profile, checkpoint-headers) and `audit verify`;
+    # `before`: main at 11bb3c1, before harden was merged into it
+    ("kinds.dup-key-trace-summary", "a duplicate key in a profile package's summary.json (trace_summary.v1)",
+     "added", "succeeded"),
+    ("kinds.dup-key-bench", "a duplicate key in a throughput package's summary.json or anchor.json", "added",
+     "succeeded"),
+    ("kinds.fifo-swap", "a telemetry Parquet file or a floor shard swapped for a FIFO after validation", "added",
+     "succeeded"),
+    ("kinds.toctou-floor", "another floor package swapped in after validation (floor-check reads it)", "added",
+     "succeeded"),
+    ("kinds.toctou-documents", "a trace summary.json swapped after validation", "added", "succeeded"),
+    ("kinds.tar-bomb-floor", "a 64 MiB (real: 10 GiB) shard member in a floor bundle, manifest last or first",
+     "added", "succeeded"),
+    ("kinds.huge-int", "10**30 in a bench or profile row", "added", "succeeded"),
+    ("kinds.toctou-claims", "a verdict file or package table swapped after `audit verify` checked its digest",
+     "added", "succeeded"),
+    ("kinds.dup-key-claims-table", "a duplicate key in a JSONL table `audit verify` reads", "added", "succeeded"),
+    ("pkg.toctou-bundle", "a file rewritten between `audit bundle`'s validation and its tarring", "added",
+     "succeeded"),
+]
+
+ATTACKS: dict[str, Attack] = {}
+for _id, _title, _source, _before in _TABLE:
+    assert _id not in ATTACKS, _id
+    ATTACKS[_id] = Attack(_id, _title, _source, _before)  # type: ignore[arg-type]
+
+
+def attack(attack_id: str):
+    """Mark a test as (one of) the test(s) of a registered attack."""
+    if attack_id not in ATTACKS:
+        raise KeyError(f"unregistered attack {attack_id!r}: add it to tests/attacks.py")
+    return pytest.mark.attack(attack_id)
+
+
+# --------------------------------------------------------------------------- pytest plugin (see conftest.py)
+
+_outcomes: dict[str, list[bool]] = {}
+
+
+def pytest_runtest_logreport(report):
+    ids = [k[len("attack:"):] for k in report.keywords if isinstance(k, str) and k.startswith("attack:")]
+    for attack_id in ids:
+        if report.when == "call":  # an xfail counts as not held
+            _outcomes.setdefault(attack_id, []).append(report.passed)
+        elif report.failed:  # setup or teardown error
+            _outcomes.setdefault(attack_id, []).append(False)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for m in item.iter_markers("attack"):
+            item.keywords[f"attack:{m.args[0]}"] = True
+
+
+def summary_line(outcomes: dict[str, list[bool]]) -> str:
+    tried = [a for a in ATTACKS if a in outcomes]
+    held = [a for a in tried if all(outcomes[a])]
+    before = sum(ATTACKS[a].before == "held" for a in tried)
+    return (f"attacks: {len(tried)} tried, {before} held before the hardening, {len(held)} held now"
+            + ("" if len(held) == len(tried) else
+               f" (succeeding: {', '.join(a for a in tried if a not in held)})"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _outcomes:
+        terminalreporter.write_line(summary_line(_outcomes))
+
+
+broken = pytest.mark.xfail(strict=True, reason="issue 11: the attack succeeds before its fix")
+"""On an attack test while its defence is missing: the test must fail (strict), so a fix shows."""
+
+racy = pytest.mark.xfail(strict=False, reason="issue 11: the attack succeeds before its fix when the race is hit")
+"""On an attack test that races a thread: before the fix it fails only when the race is hit."""

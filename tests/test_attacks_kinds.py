@@ -1,0 +1,371 @@
+"""Attacks on the package kinds main added after issue 11's hardening began (bench, telemetry, profile,
+checkpoint-headers) and on `audit verify`, which reads packages, verdict files and tables.
+
+Each attack is one of issue 11's applied to a new reader: a duplicate key in a document, a file
+swapped for a FIFO or for another package's after validation, a tar bomb in a floor bundle (in the
+committed bundles' order, manifest last), an out-of-range integer. The packages are copies of the
+evidence packages the project ships. See tests/attacks.py for the registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+from tests.attack_tools import MIB, audit_jailed, sha256, tar_gz
+from tests.attacks import attack
+from tests.claims_helpers import PACKAGES
+
+import audit.packages.read as pkg_read
+
+BENCH = PACKAGES / "evidence-h200-bench"
+TRACE = PACKAGES / "evidence-h200-trace"
+FLOOR = PACKAGES / "evidence-h200-floor"
+
+
+def _copy(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest)
+    return dest
+
+
+def _repin(pkg: Path, name: str, data: bytes) -> None:
+    """Replace a listed file and its pin in manifest.json (what an attacker holding the package can do)."""
+    (pkg / name).write_bytes(data)
+    m = json.loads((pkg / "manifest.json").read_text())
+    for f in m["files"]:
+        if f["path"] == name:
+            f.update(sha256=sha256(data), bytes=len(data))
+    (pkg / "manifest.json").write_text(json.dumps(m, indent=2))
+
+
+def _unbundle(tgz: Path, dest: Path) -> Path:
+    """A committed floor bundle unpacked to a package directory (its members are plain files)."""
+    with tarfile.open(tgz) as tf:
+        tf.extractall(dest, filter="data")
+    return dest
+
+
+def _members(tgz: Path) -> list[tuple[str, bytes]]:
+    with tarfile.open(tgz) as tf:
+        return [(m.name, tf.extractfile(m).read()) for m in tf.getmembers() if m.isfile()]
+
+
+def _dup_key(text: str, key: str, forged: str) -> str:
+    """`text` with `"key": forged` inserted before the first `"key": ...`: two values for one key."""
+    marker = f'"{key}": '
+    i = text.index(marker)
+    return text[:i] + f"{marker}{forged}, " + text[i:]
+
+
+# --------------------------------------------------------------------------- duplicate keys in documents
+
+
+@attack("kinds.dup-key-trace-summary")
+def test_duplicate_key_in_a_trace_summary_is_refused(tmp_path, cli):
+    pkg = _copy(TRACE / "profile-default-marker", tmp_path / "profile")
+    text = (pkg / "summary.json").read_text()
+    _repin(pkg, "summary.json", _dup_key(text, "schema_version", "1").encode())
+    r = cli("validate", pkg)
+    assert r.code == 1
+    assert r.out == f"{pkg}/summary.json: field schema_version: duplicate key in a JSON object\n"
+    r = cli("trace", "diff", pkg, pkg)
+    assert r.code == 1 and "summary.json: field schema_version: duplicate key in a JSON object" in r.err
+    assert "Traceback" not in r.err
+
+
+@attack("kinds.dup-key-bench")
+@pytest.mark.parametrize("name", ["summary.json", "anchor.json"])
+def test_duplicate_key_in_a_throughput_document_is_refused(tmp_path, cli, name):
+    pkg = _copy(BENCH / "graphs", tmp_path / "graphs")
+    text = (pkg / name).read_text()
+    key = next(iter(json.loads(text)))  # the first key: a forged value first, the real one last (json.loads keeps it)
+    _repin(pkg, name, _dup_key(text, key, json.dumps("forged")).encode())
+    r = cli("bench", "report", pkg, "--no-png")
+    assert r.code == 2, r.out
+    assert f"{pkg}/{name}: field {key}: " in r.err and "duplicate key in a JSON object" in r.err
+    assert "Traceback" not in r.err
+
+
+# --------------------------------------------------------------------------- files swapped after validation
+
+
+_SWAP_FOR_FIFO = """
+import os, audit.packages.read as r
+orig = r.validate_tree
+def swap(root, *a, **k):
+    out = orig(root, *a, **k)
+    p = os.path.join(str(root), {name!r})
+    if os.path.basename(str(root)) == {folder!r} and os.path.isfile(p):
+        os.unlink(p)
+        os.mkfifo(p)
+    return out
+r.validate_tree = swap
+"""
+
+
+@attack("kinds.fifo-swap")
+def test_a_telemetry_parquet_swapped_for_a_fifo_is_refused_not_waited_on(tmp_path):
+    run = _copy(BENCH / "eager", tmp_path / "eager")
+    tel = _copy(BENCH / "eager.telemetry", tmp_path / "eager.telemetry")
+    setup = _SWAP_FOR_FIFO.format(name="gpu_samples.parquet", folder="eager.telemetry")
+    r = audit_jailed("bench", "report", run, "--telemetry", tel, "--no-png", setup=setup,
+                     timeout=60)  # a reader that opened the FIFO would wait for a writer forever
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"{tel}/gpu_samples.parquet: changed while being read: unreadable: not a regular file" in r.stderr
+
+
+@attack("kinds.fifo-swap")
+def test_a_floor_shard_swapped_for_a_fifo_is_refused_not_waited_on(tmp_path):
+    pkg = _unbundle(FLOOR / "floor-llama-3.1-8b.tar.gz", tmp_path / "floor")
+    shard = "checkpoint/model-00001-of-00004.safetensors"
+    r = audit_jailed("floor-check", pkg, setup=_SWAP_FOR_FIFO.format(name=shard, folder="floor"), timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr.startswith(f"audit: error: {pkg}/checkpoint/"), r.stderr  # refused, whichever reader saw it
+    assert "model-00001-of-00004.safetensors" in r.stderr and "Traceback" not in r.stderr
+
+
+@attack("kinds.toctou-floor")
+def test_floor_check_refuses_another_floor_package_swapped_in_after_validation(tmp_path, monkeypatch, cli):
+    pkg = _unbundle(FLOOR / "floor-llama-3.1-8b.tar.gz", tmp_path / "floor")
+    other = _unbundle(FLOOR / "floor-qwen3-30b-a3b.tar.gz", tmp_path / "other")
+    original = pkg_read.validate_tree
+
+    def validate_then_swap(root, *a, **k):
+        out = original(root, *a, **k)
+        if Path(root) == pkg:  # the whole package replaced by another valid, self-consistent one
+            os.rename(pkg, tmp_path / "floor.orig")
+            os.rename(other, pkg)
+        return out
+
+    monkeypatch.setattr(pkg_read, "validate_tree", validate_then_swap)
+    r = cli("floor-check", pkg)
+    # Recomputed identically from the other model's headers, it would report "identical" for the
+    # package validated (Llama's digest) while reading Qwen's files.
+    assert r.code == 2, r.out
+    assert r.err.startswith(f"audit: error: {pkg}/floor.json: changed while being read: sha256 is ")
+
+
+@attack("kinds.toctou-documents")
+def test_a_trace_summary_swapped_after_validation_is_never_read(tmp_path, monkeypatch):
+    from audit.errors import AuditError
+    from audit.trace.package import load_profile
+
+    pkg = _copy(TRACE / "profile-default-marker", tmp_path / "profile")
+    real = json.loads((pkg / "summary.json").read_text())
+    forged = dict(real, trace={**real["trace"], "kernels": real["trace"]["kernels"] * 2})
+    original = pkg_read.validate_tree
+
+    def validate_then_swap(root, *a, **k):
+        out = original(root, *a, **k)
+        if Path(root) == pkg:
+            (pkg / "new").write_text(json.dumps(forged, indent=2))
+            os.replace(pkg / "new", pkg / "summary.json")
+        return out
+
+    monkeypatch.setattr(pkg_read, "validate_tree", validate_then_swap)
+    try:
+        loaded = load_profile(pkg)
+    except AuditError as e:
+        assert "summary.json: changed while being read: sha256 is" in str(e)
+    else:  # read: then what was validated, never the swapped document
+        assert loaded.summary.trace.kernels == real["trace"]["kernels"]
+
+
+# --------------------------------------------------------------------------- bombs in floor bundles
+
+
+def _floor_bomb(tmp_path: Path, manifest_first: bool) -> tuple[Path, str, int]:
+    """The committed Llama floor bundle with one shard's header-only copy replaced by 64 MiB of zeros."""
+    members = _members(FLOOR / "floor-llama-3.1-8b.tar.gz")
+    assert members[-1][0] == "manifest.json"  # committed before harden: the manifest last
+    shard = "checkpoint/model-00001-of-00004.safetensors"
+    size = next(len(d) for n, d in members if n == shard)
+    bombed: list[tuple[str, bytes | int]] = [(n, 64 * MIB if n == shard else d) for n, d in members]
+    if manifest_first:
+        bombed = [bombed[-1]] + bombed[:-1]
+    tgz = tmp_path / "floor-bomb.tar.gz"
+    tgz.write_bytes(tar_gz(bombed))
+    assert tgz.stat().st_size < MIB
+    return tgz, shard, size
+
+
+@attack("kinds.tar-bomb-floor")
+@pytest.mark.parametrize("manifest_first", [False, True], ids=["manifest-last", "manifest-first"])
+def test_a_tar_bomb_in_a_floor_bundle_is_refused_before_extraction(tmp_path, manifest_first):
+    tgz, shard, size = _floor_bomb(tmp_path, manifest_first)
+    setup = "import audit.packages.validate as v; v.MAX_BYTES_BEFORE_MANIFEST = 2 << 20"
+    r = audit_jailed("floor-check", tgz, max_file_bytes=4 * MIB, setup=setup, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "File too large" not in r.stdout + r.stderr  # nothing was extracted past 4 MiB
+    assert "Traceback" not in r.stderr
+    if manifest_first:
+        assert f"{tgz}:{shard}: tar member is 67,108,864 bytes, manifest.json says {size:,}" in r.stderr
+    else:
+        assert (f"{tgz}:{shard}: members before manifest.json pass the 2,097,152-byte limit for members read "
+                f"before it (write manifest.json first: `audit bundle` does)") in r.stderr
+
+
+def test_the_committed_floor_bundles_still_validate_with_the_manifest_last(cli):
+    """Written before `audit bundle` put manifest.json first: each is far under the cap before the manifest."""
+    for tgz in sorted(FLOOR.glob("*.tar.gz")):
+        names = [n for n, _ in _members(tgz)]
+        assert names[-1] == "manifest.json"
+        r = cli("validate", tgz)
+        assert r.code == 0 and r.out.startswith("valid: checkpoint-headers package "), (tgz, r.out)
+
+
+# --------------------------------------------------------------------------- integers out of range
+
+
+@attack("kinds.huge-int")
+@pytest.mark.parametrize("src, name, field", [
+    (BENCH / "eager", "requests.jsonl", "request"),
+    (TRACE / "profile-default-marker", "kernels.jsonl", "count"),
+    (TRACE / "profile-decode-tp1", "steps.jsonl", "kernels"),
+], ids=["bench-request", "profile-kernel", "profile-step"])
+def test_integers_past_2_53_in_the_new_rows_are_refused_by_the_schema(tmp_path, cli, src, name, field):
+    pkg = _copy(src, tmp_path / "pkg")
+    lines = (pkg / name).read_bytes().split(b"\n")
+    row = json.loads(lines[0])
+    row[field] = 10**30
+    lines[0] = json.dumps(row).encode()
+    _repin(pkg, name, b"\n".join(lines))
+    r = cli("validate", pkg)
+    assert r.code == 1
+    assert r.out.startswith(f"{pkg}/{name}: row 1: field {field}: Input should be less than or equal to "
+                            f"9007199254740991 (got 1000000000000000000000000000000)\n"), r.out
+
+
+# --------------------------------------------------------------------------- audit verify
+
+
+def _mini_ledger(root: Path, files: list[dict], claims: list[dict], packages: list[dict] = ()) -> Path:
+    p = root / "claims.yaml"
+    p.write_text(json.dumps({"schema_version": 1, "title": "attack", "packages": list(packages), "files": files,
+                             "claims": claims}, indent=1), encoding="utf-8")
+    return p
+
+
+@attack("kinds.toctou-claims")
+def test_verify_recomputes_from_the_verdict_file_whose_sha256_it_checked(tmp_path, monkeypatch, cli):
+    import audit.claims.verify as verify_mod
+
+    src = PACKAGES / "evidence-h200-vllm" / "graded" / "math500-completion-resumed.json"
+    vf = tmp_path / "verdicts.json"
+    shutil.copyfile(src, vf)
+    text = vf.read_text()
+    forged = text.replace('"verdict":"incorrect","status":"no_answer"', '"verdict":"correct","status":"correct"') \
+        .replace('"verdict":"incorrect","status":"truncated"', '"verdict":"correct","status":"correct"')
+    assert forged != text
+    ledger = _mini_ledger(tmp_path, [{"id": "v", "path": "verdicts.json", "sha256": sha256(vf.read_bytes()),
+                                      "format": "verdicts"}],
+                          [{"id": "A", "text": "accuracy", "value": 0.0, "unit": "percent", "status": "measured",
+                            "sources": ["v"], "recipe": {"name": "verdicts.accuracy", "args": {"verdicts": "v"}},
+                            "tolerance": {"absolute": 0.005}}])
+    original = verify_mod._check_file
+
+    def check_then_swap(*a, **k):
+        out = original(*a, **k)
+        (tmp_path / "new.json").write_text(forged)  # every verdict flipped to correct, after the sha256 check
+        os.replace(tmp_path / "new.json", vf)
+        return out
+
+    monkeypatch.setattr(verify_mod, "_check_file", check_then_swap)
+    r = cli("verify", ledger)
+    assert vf.read_text() == forged
+    assert r.code == 0, r.out  # 0.00% recomputed from the checked bytes; the swapped file would give 100%
+    assert "All 1 claims survive." in r.out
+
+
+@attack("kinds.toctou-claims")
+def test_verify_reads_a_package_table_as_the_manifest_pins_it(tmp_path, monkeypatch, cli):
+    from audit.packages import PackageWriter, content_digest
+
+    rows = [("a", 10, 5), ("b", 12, 6), ("c", 9, 4.5)]
+    with PackageWriter(tmp_path / "bench", kind="throughput", package_id="bench-agentic") as w:
+        w.add_text("durations.csv", "task,baseline_s,mtp_s\n" + "".join(f"{t},{a},{b}\n" for t, a, b in rows))
+    digest = content_digest(w.manifest.files)
+    ledger = _mini_ledger(tmp_path, [], [
+        {"id": "S", "text": "speed-up", "value": 2.0, "unit": "ratio", "status": "measured",
+         "sources": ["bench-agentic"], "recipe": {"name": "stats.paired_log_ratio", "args": {
+             "package": "bench-agentic", "file": "durations.csv", "numerator": "baseline_s",
+             "denominator": "mtp_s"}}, "tolerance": {"absolute": 1e-9}}],
+        packages=[{"id": "bench-agentic", "path": "bench", "sha256": digest}])
+    original = pkg_read.validate_tree
+
+    def validate_then_swap(root, *a, **k):
+        out = original(root, *a, **k)
+        if Path(root) == tmp_path / "bench":  # a 4x speed-up swapped in after the digest was checked
+            (tmp_path / "bench" / "durations.csv").write_text("task,baseline_s,mtp_s\na,20,5\nb,24,6\nc,18,4.5\n")
+        return out
+
+    monkeypatch.setattr(pkg_read, "validate_tree", validate_then_swap)
+    r = cli("verify", ledger)
+    assert r.code == 1, r.out  # never 4.00, recomputed from bytes the ledger's digest does not pin
+    assert "bench/durations.csv: changed while being read: sha256 is" in r.out
+
+
+@attack("kinds.dup-key-claims-table")
+def test_a_duplicate_key_in_a_table_read_by_verify_is_refused(tmp_path, cli):
+    from audit.packages import PackageWriter, content_digest
+
+    text = ('{"task": "a", "baseline_s": 10, "mtp_s": 5}\n'
+            '{"task": "b", "baseline_s": 1, "baseline_s": 12, "mtp_s": 6}\n')  # one reader sees 1, another 12
+    with PackageWriter(tmp_path / "bench", kind="throughput", package_id="bench-agentic") as w:
+        w.add_text("durations.jsonl", text)
+    ledger = _mini_ledger(tmp_path, [], [
+        {"id": "S", "text": "speed-up", "value": 2.0, "unit": "ratio", "status": "measured",
+         "sources": ["bench-agentic"], "recipe": {"name": "stats.paired_log_ratio", "args": {
+             "package": "bench-agentic", "file": "durations.jsonl", "numerator": "baseline_s",
+             "denominator": "mtp_s"}}, "tolerance": {"absolute": 1e-9}}],
+        packages=[{"id": "bench-agentic", "path": "bench", "sha256": content_digest(w.manifest.files)}])
+    r = cli("verify", ledger)
+    assert r.code == 1, r.out
+    assert ("cannot recompute: bench-agentic/durations.jsonl: row 2: field baseline_s: duplicate key in a JSON "
+            "object") in r.out, r.out
+
+
+# --------------------------------------------------------------------------- audit bundle
+
+
+@pytest.mark.parametrize("src", [BENCH / "graphs", BENCH / "graphs.telemetry", TRACE / "profile-decode-tp1",
+                                 PACKAGES / "evidence-h200-vllm" / "math500-tiny-llama", "floor"],
+                         ids=["throughput", "telemetry", "profile", "responses", "checkpoint-headers"])
+def test_bundle_writes_the_manifest_first_for_every_kind(tmp_path, cli, src):
+    if src == "floor":  # a committed floor bundle (manifest last), unpacked and bundled again
+        src = _unbundle(FLOOR / "floor-llama-3.1-8b.tar.gz", tmp_path / "floor")
+    out = tmp_path / "bundle.tar.gz"
+    assert cli("bundle", src, "-o", out).code == 0
+    names = [n for n, _ in _members(out)]
+    assert names[0] == "manifest.json" and names[1:] == sorted(names[1:])
+    before, after = cli("validate", src), cli("validate", out)
+    assert after.code == 0 and after.out.split("digest ")[1] == before.out.split("digest ")[1]
+
+
+@attack("pkg.toctou-bundle")
+def test_bundle_refuses_a_file_rewritten_after_validation(tmp_path, monkeypatch, cli):
+    import audit.packages.validate as val
+
+    pkg = _copy(TRACE / "profile-default-marker", tmp_path / "profile")
+    kernels = (pkg / "kernels.jsonl").read_bytes()
+    forged = kernels.replace(b'"count":', b'"count": ', 1)[:len(kernels)]  # same size, other bytes
+    assert len(forged) == len(kernels) and forged != kernels
+    original = val.validate_tree
+
+    def validate_then_rewrite(root, *a, **k):
+        got = original(root, *a, **k)
+        if Path(root) == pkg:
+            with open(pkg / "kernels.jsonl", "r+b") as f:
+                f.write(forged)
+        return got
+
+    monkeypatch.setattr(val, "validate_tree", validate_then_rewrite)
+    out = tmp_path / "bundle.tar.gz"
+    r = cli("bundle", pkg, "-o", out)
+    assert r.code == 2 and not out.exists()
+    assert r.err.startswith(f"audit: error: {pkg}/kernels.jsonl: changed while being bundled: sha256 is ")
+    assert not list(tmp_path.glob(".bundle.tar.gz.tmp-*"))  # nothing half-written left

@@ -1,0 +1,376 @@
+"""Attacks on releases (issue 11): disguised protected text, answers inferred from ids or order, weak salts.
+
+The protected text here is synthetic (no GPQA text is printed or planted); the real GPQA Diamond
+responses are used only through their ids' shape and gold letters, never their text.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import stat
+import unicodedata
+from pathlib import Path
+
+import pytest
+from tests.attack_tools import sha256
+from tests.attacks import attack
+from tests.builders import make_package
+from tests.verdict_helpers import make_verdict_file, package, write_verdict_file
+
+from audit.packages import open_package
+
+QUESTION = "Which organelle converts glucose into usable chemical energy for the cell?"
+PIECE = "converts glucose into usable chemical"  # 37 characters of the protected question
+
+
+def _ref(path: Path) -> dict:
+    with open_package(path) as pkg:
+        return {"digest": pkg.digest, "package_id": pkg.manifest.package_id, "path": path.name}
+
+
+@pytest.fixture
+def setup(tmp_path):
+    """Items p1..p3 protected (p1 holds QUESTION), q1 public; responses; a verdict file maker."""
+    items = make_package(tmp_path / "items", items=[
+        {"item_id": "p1", "reference": "A", "num_choices": 4, "protected": True, "question": QUESTION},
+        {"item_id": "p2", "reference": "B", "num_choices": 4, "protected": True},
+        {"item_id": "p3", "reference": "C", "num_choices": 4, "protected": True},
+        {"item_id": "q1", "reference": "B", "num_choices": 4}])
+    resp = make_package(tmp_path / "resp", responses=[{"item_id": i, "response": "The answer is (A)."}
+                                                      for i in ("p1", "p2", "p3", "q1")])
+    refs = {"items_package": package(**_ref(items)), "responses_package": package(**_ref(resp))}
+
+    def verdicts(public: dict | None = None, name: str = "results.json") -> Path:
+        rows = [{"item_id": "p1", "sample": 0, "verdict": "correct", "answer": "A", "reference": "A"},
+                {"item_id": "p2", "sample": 0, "verdict": "incorrect", "answer": "A", "reference": "B"},
+                {"item_id": "p3", "sample": 0, "verdict": "incorrect", "answer": "A", "reference": "C"},
+                {"item_id": "q1", "sample": 0, "verdict": "incorrect", "answer": "A", "reference": "B",
+                 **(public or {})}]
+        return write_verdict_file(tmp_path / name, make_verdict_file(rows, **refs))
+
+    return {"dir": tmp_path, "items": items, "resp": resp, "verdicts": verdicts}
+
+
+def _no_text_in(output: str, text: str) -> None:
+    """Neither the text nor any 12-character piece of it, in any normal form, is printed."""
+    folded = unicodedata.normalize("NFKC", output).casefold()
+    plain = unicodedata.normalize("NFKC", text).casefold()
+    for i in range(0, max(1, len(plain) - 12)):
+        assert plain[i:i + 12] not in folded, "the error output repeats protected text"
+
+
+def _refused(cli, setup, public: dict, *extra: str) -> None:
+    out = setup["dir"] / "rel"
+    r = cli("release", setup["verdicts"](public), "-o", out, *extra)
+    assert r.code == 2, (r.out, r.err)
+    assert "leak:" in r.err and "protected item 'p1'" in r.err
+    _no_text_in(r.out + r.err, PIECE)
+    assert not out.exists() and not any(p.name.startswith(".rel.") for p in setup["dir"].iterdir())
+
+
+def _fullwidth(s: str) -> str:
+    return "".join("\u3000" if c == " " else chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in s)
+
+
+@attack("leak.upper-case")
+def test_upper_case_protected_text_is_found(cli, setup):
+    _refused(cli, setup, {"reason": f"note: {PIECE.upper()}"})
+
+
+@attack("leak.nfkc")
+def test_full_width_look_alikes_are_found(cli, setup):
+    _refused(cli, setup, {"reason": _fullwidth(PIECE)})
+
+
+@attack("leak.separators")
+@pytest.mark.parametrize("sep", ["_", "-", "."])
+def test_separators_instead_of_spaces_are_found(cli, setup, sep):
+    _refused(cli, setup, {"reason": PIECE.replace(" ", sep)})
+
+
+@attack("leak.zero-width")
+def test_zero_width_characters_are_found(cli, setup):
+    spaced = "".join(c + ("\u200b" if i % 10 == 9 else "") for i, c in enumerate(PIECE))
+    _refused(cli, setup, {"reason": spaced})
+
+
+@attack("leak.split-values")
+def test_text_split_across_values_is_found(cli, setup):
+    # Three values, each shorter than the 20-character window, in field order; and two around another.
+    _refused(cli, setup, {"answer": "converts glucose", "rule": " into usable", "reason": " chemical energy"})
+    _refused(cli, setup, {"answer": "glucose into usa", "rule": "R1", "reason": "ble chemical energy"})
+
+
+@attack("leak.import-status")
+def test_protected_text_in_an_imported_status_is_refused(cli, setup, tmp_path):
+    table = tmp_path / "recorded.jsonl"
+    table.write_text("\n".join(json.dumps(r) for r in [
+        {"item_id": "p1", "sample": 0, "correct": True, "answer": "A", "status": f"graded: {PIECE}"},
+        {"item_id": "p2", "sample": 0, "correct": False, "answer": "A"},
+        {"item_id": "p3", "sample": 0, "correct": False, "answer": "A"},
+        {"item_id": "q1", "sample": 0, "correct": False, "answer": "A"}]) + "\n")
+    vf = tmp_path / "imported.json"
+    r = cli("import", "verdicts", table, "--benchmark", "test", "-o", vf, "--package", setup["resp"])
+    assert r.code == 0, r.err
+    out = tmp_path / "rel"
+    r = cli("release", vf, "-o", out, "--items", setup["items"], "--responses", setup["resp"])
+    assert r.code == 2
+    _no_text_in(r.out + r.err, PIECE)
+    assert not out.exists()
+
+
+@attack("leak.error-echo")
+@pytest.mark.parametrize("field", ["answer", "rule", "reason", "reference"])
+def test_no_error_line_prints_the_text_it_found(cli, setup, field):
+    out = setup["dir"] / "rel"
+    r = cli("release", setup["verdicts"]({field: f"{QUESTION}"}), "-o", out)
+    assert r.code == 2
+    _no_text_in(r.out + r.err, QUESTION)
+    # and verify-release, given a release carrying the text, never prints it either
+    r = cli("release", setup["verdicts"]({field: "B"}, name="clean.json"), "-o", out)
+    assert r.code == 0, r.err
+    rows = (out / "verdicts.jsonl").read_text()
+    leaky = rows.replace('"item_id":"q1"', '"item_id":"' + QUESTION + '"').encode()
+    (out / "verdicts.jsonl").write_bytes(leaky)
+    m = json.loads((out / "manifest.json").read_text())
+    for f in m["files"]:
+        if f["path"] == "verdicts.jsonl":
+            f.update(sha256=sha256(leaky), bytes=len(leaky))
+    (out / "manifest.json").write_text(json.dumps(m))
+    r = cli("verify-release", out, "--items", setup["items"], "--responses", setup["resp"])
+    assert r.code == 1
+    _no_text_in(r.out + r.err, QUESTION)
+
+
+# --------------------------------------------------------------------------- answer inference
+
+
+def _versioned(tmp_path: Path, n_items: int = 60, *, status_of=None) -> tuple[Path, Path, Path]:
+    """GPQA-shaped: item k of question i is `synth/{i:03d}-v{k}` with its gold at letter k (synthetic)."""
+    rng = random.Random(11)
+    items, responses, rows = [], [], []
+    for i in range(n_items):
+        for k in range(1, 5):
+            item_id, gold = f"synth/{i:03d}-v{k}", "ABCD"[k - 1]
+            items.append({"item_id": item_id, "reference": gold, "num_choices": 4, "protected": True})
+            responses.append({"item_id": item_id, "response": "The answer is (A)."})
+            guess = rng.choice("ABCD")
+            verdict = "correct" if guess == gold else "incorrect"
+            row = {"item_id": item_id, "sample": 0, "verdict": verdict, "answer": guess, "reference": gold}
+            if status_of:
+                row.update(status_of(gold, verdict))
+            rows.append(row)
+    ip = make_package(tmp_path / "items", items=items)
+    rp = make_package(tmp_path / "resp", responses=responses)
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    return vf, ip, rp
+
+
+@attack("leak.answer-inference")
+def test_ids_that_predict_the_reference_are_refused(cli, tmp_path):
+    vf, ip, rp = _versioned(tmp_path)
+    r = cli("release", vf, "-o", tmp_path / "rel")
+    assert r.code == 2, r.err
+    assert ("audit: error: verdicts.jsonl: field item_id: answer inference: item_id token 3 predicts "
+            "the reference of 240 protected items 240 times (chance 25.00%; exact binomial p = ") in r.err
+    assert "use --hash-ids" in r.err
+    assert not (tmp_path / "rel").exists()
+    # Salted ids carry nothing: the same grading releases.
+    r = cli("release", vf, "-o", tmp_path / "rel", "--hash-ids")
+    assert r.code == 0, r.err
+    info = json.loads((tmp_path / "rel" / "release.json").read_text())
+    check = info["leak_check"]["inference"]
+    assert check["test"] == "leave-one-out majority vote, one-sided exact binomial test against chance"
+    assert check["alpha"] == 1e-6 and check["min_lift"] == 0.1 and check["passed"] is True
+
+
+@attack("release.status-encodes-answer")
+def test_statuses_that_spell_the_answer_are_refused(cli, tmp_path):
+    # In the statuses' vocabulary, one per gold letter: only the statistical check can see it.
+    code = {"A": "no_answer", "B": "timeout", "C": "error", "D": "excluded"}
+    vf, ip, rp = _versioned(tmp_path, status_of=lambda gold, v: {"verdict": "ungraded", "status": code[gold]})
+    r = cli("release", vf, "-o", tmp_path / "rel", "--hash-ids")
+    assert r.code == 2, r.err
+    assert "answer inference: status predicts the reference of 240 protected items 240 times" in r.err
+    # Outside the vocabulary: a protected row publishes one of audit's statuses or nothing.
+    (tmp_path / "b").mkdir()
+    vf, ip, rp = _versioned(tmp_path / "b", status_of=lambda gold, v: {"status": f"{v}-{gold.lower()}"})
+    r = cli("release", vf, "-o", tmp_path / "rel", "--hash-ids")
+    assert r.code == 2
+    assert "field status: a protected row's status must be one of audit's statuses" in r.err
+
+
+@attack("leak.answer-inference")
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_real_gpqa_ids_with_versions_are_refused(cli, tmp_path, shared):
+    src = shared("gpqa_diamond_responses/gpqa_diamond_responses.jsonl.gz")
+    with gzip.open(src, "rt", encoding="utf-8") as f:
+        raw = [json.loads(line) for line in f]
+    models = sorted({r["model"] for r in raw})
+    items, responses, rows = {}, [], []
+    for r in raw:  # never printed: only ids, gold letters and extracted letters are used
+        item_id = f"gpqa_diamond/{r['item_index']:03d}-v{r['version']}"
+        items[item_id] = {"item_id": item_id, "reference": r["gold_letter"], "num_choices": 4, "protected": True}
+        responses.append({"item_id": item_id, "sample": models.index(r["model"]), "response": r["response"]})
+        letter = r["source_extracted"] if r["source_extracted"] in tuple("ABCD") else None
+        rows.append({"item_id": item_id, "sample": models.index(r["model"]),
+                     "verdict": "correct" if letter == r["gold_letter"] else "incorrect",
+                     "status": "no_answer" if letter is None else None, "answer": letter,
+                     "reference": r["gold_letter"]})
+    for row in rows:
+        if row["status"] is None:
+            del row["status"]
+    ip = make_package(tmp_path / "items", items=sorted(items.values(), key=lambda x: x["item_id"]))
+    rp = make_package(tmp_path / "resp", responses=responses)
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    r = cli("release", vf, "-o", tmp_path / "rel")
+    assert r.code == 2
+    assert "answer inference: item_id token 4 predicts the reference of 792 protected items 792 times" in r.err
+    assert not (tmp_path / "rel").exists()  # salted ids release: tests/test_release.py
+
+
+@attack("release.rows-reordered")
+def test_verify_refuses_rows_reordered_to_follow_the_answers(cli, tmp_path):
+    vf, ip, rp = _versioned(tmp_path)
+    rel = tmp_path / "rel"
+    salt_file = tmp_path / "salt"
+    r = cli("release", vf, "-o", rel, "--hash-ids", "--salt-file", salt_file)
+    assert r.code == 0, r.err
+    assert cli("verify-release", rel, "--items", ip, "--salt-file", salt_file, "--responses", rp).code == 0
+    # Someone republishes the rows ordered by gold letter (A items first, ...), re-pinned.
+    from audit.release import hash_id
+
+    salt = salt_file.read_text().strip()
+    gold = {hash_id(f"synth/{i:03d}-v{k}", salt): "ABCD"[k - 1] for i in range(60) for k in range(1, 5)}
+    lines = (rel / "verdicts.jsonl").read_text().splitlines()
+    lines.sort(key=lambda x: gold[json.loads(x)["item_id"]])
+    data = ("\n".join(lines) + "\n").encode()
+    (rel / "verdicts.jsonl").write_bytes(data)
+    m = json.loads((rel / "manifest.json").read_text())
+    for f in m["files"]:
+        if f["path"] == "verdicts.jsonl":
+            f.update(sha256=sha256(data), bytes=len(data))
+    (rel / "manifest.json").write_text(json.dumps(m))
+    r = cli("verify-release", rel, "--items", ip, "--salt-file", salt_file, "--responses", rp)
+    assert r.code == 1
+    assert "FAIL order" in r.out
+
+
+# --------------------------------------------------------------------------- salts
+
+
+@attack("salt.weak")
+@pytest.mark.parametrize("salt,why", [
+    ("aaaaaaaaaaaaaaaa", "shorter than 32 characters"),
+    ("a" * 40, "estimated at"),
+    ("0123456789abcdef" * 3, "estimated at"),
+    ("abcdefghijklmnopqrstuvwxyzabcdefghijkl", "estimated at"),
+    ("passwordpasswordpasswordpassword", "estimated at"),
+    ("correcthorsebatterystaplecorrecthorse", "estimated at"),
+    ("Summer2024!Summer2024!Summer2024!", "estimated at"),
+])
+def test_weak_salts_are_refused(cli, setup, salt, why):
+    vf = setup["verdicts"]()
+    r = cli("release", vf, "-o", setup["dir"] / "rel", "--hash-ids", "--salt", salt)
+    assert r.code == 2, r.err
+    assert r.err.startswith("audit: error: the salt is too weak: ") and why in r.err
+    assert salt not in r.err and salt[:8] not in r.err  # the salt is a secret: never echoed
+
+
+def test_strong_salts_pass(cli, setup):
+    import secrets
+
+    for salt in (secrets.token_hex(16), secrets.token_hex(32), secrets.token_urlsafe(32)):
+        r = cli("release", setup["verdicts"](), "-o", setup["dir"] / "rel", "--hash-ids", "--salt", salt, "--force")
+        assert r.code == 0, r.err
+
+
+@attack("salt.offline-guess")
+def test_no_salt_derived_check_is_published_and_the_default_salt_is_random(cli, setup):
+    d = setup["dir"]
+    rel = d / "rel"
+    r = cli("release", setup["verdicts"](), "-o", rel, "--hash-ids")
+    assert r.code == 0, r.err
+    salt_file = d / "rel.salt"
+    assert f"salt written to {salt_file}" in r.out
+    salt = salt_file.read_text().strip()
+    assert len(bytes.fromhex(salt)) == 32
+    assert stat.S_IMODE(os.stat(salt_file).st_mode) == 0o600
+    info = json.loads((rel / "release.json").read_text())
+    assert "salt_check" not in info
+    blob = b"".join(p.read_bytes() for p in rel.rglob("*") if p.is_file())
+    assert salt.encode() not in blob
+    # The attacker's offline guess: every salt-derived value published is an HMAC of a dataset id.
+    import hashlib
+
+    guesses = ["password", "secret-salt-2024", "aaaaaaaaaaaaaaaa", salt[:-1] + "0"]
+    assert not any(hashlib.sha256(("audit-release-salt:" + g).encode()).hexdigest().encode() in blob
+                   for g in guesses + [salt])
+    assert cli("verify-release", rel, "--items", setup["items"], "--salt-file", salt_file).code == 0
+    # A second release does not reuse the salt, and refuses to overwrite a salt file.
+    r = cli("release", setup["verdicts"](), "-o", d / "rel2", "--hash-ids")
+    assert r.code == 0 and (d / "rel2.salt").read_text().strip() != salt
+
+
+@attack("release.replay-new-salt")
+def test_an_old_release_presented_under_a_new_salt_fails_the_ids_check(cli, setup):
+    import secrets
+
+    d = setup["dir"]
+    old, new = secrets.token_hex(32), secrets.token_hex(32)
+    assert cli("release", setup["verdicts"](), "-o", d / "rel", "--hash-ids", "--salt", old).code == 0
+    r = cli("verify-release", d / "rel", "--items", setup["items"], "--salt", new)
+    assert r.code == 1
+    assert "FAIL ids" in r.out
+    assert old not in r.out and new not in r.out
+
+
+@attack("fmt.dup-key-release-json")
+def test_duplicate_key_in_release_json_fails_verification(cli, setup):
+    rel = setup["dir"] / "rel"
+    assert cli("release", setup["verdicts"](), "-o", rel).code == 0
+    text = (rel / "release.json").read_text()
+    forged = text.replace('"protected_items": 3,', '"protected_items": 0,\n  "protected_items": 3,').encode()
+    assert forged != text.encode()
+    (rel / "release.json").write_bytes(forged)
+    m = json.loads((rel / "manifest.json").read_text())
+    for f in m["files"]:
+        if f["path"] == "release.json":
+            f.update(sha256=sha256(forged), bytes=len(forged))
+    (rel / "manifest.json").write_text(json.dumps(m))
+    r = cli("verify-release", rel, "--items", setup["items"], "--responses", setup["resp"])
+    assert r.code == 1
+    assert "FAIL release.json   field protected_items: duplicate key in a JSON object" in r.out
+
+
+def test_an_old_release_with_salt_check_still_verifies_with_a_warning(cli, setup):
+    """Releases written before the hardening published salt_check: they verify, and the holder is warned."""
+    import secrets
+
+    from audit.release import salt_check
+
+    d = setup["dir"]
+    salt = secrets.token_hex(32)
+    rel = d / "rel"
+    assert cli("release", setup["verdicts"](), "-o", rel, "--hash-ids", "--salt", salt).code == 0
+    info = json.loads((rel / "release.json").read_text())
+    info = {**{k: v for k, v in info.items() if k != "leak_check"}, "salt_check": salt_check(salt),
+            "leak_check": {k: v for k, v in info["leak_check"].items() if k != "inference"}}
+    data = (json.dumps(info, indent=2) + "\n").encode()
+    (rel / "release.json").write_bytes(data)
+    m = json.loads((rel / "manifest.json").read_text())
+    for f in m["files"]:
+        if f["path"] == "release.json":
+            f.update(sha256=sha256(data), bytes=len(data))
+    (rel / "manifest.json").write_text(json.dumps(m))
+    r = cli("verify-release", rel, "--items", setup["items"], "--salt", salt)
+    assert r.code == 0, r.out
+    assert "warning: release.json publishes salt_check" in r.out
+    r = cli("verify-release", rel, "--items", setup["items"], "--salt", secrets.token_hex(32))
+    assert r.code == 1 and "FAIL ids            the salt does not match release.json's salt_check" in r.out
