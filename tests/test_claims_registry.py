@@ -42,7 +42,9 @@ def test_subcommands_have_help(cli, args):
     assert r.code == 0 and r.out.startswith(f"Usage: audit {' '.join(args[:2])} ")
 
 
-def test_the_decorator_refuses_untyped_recipes_and_second_registrations():
+def test_the_decorator_refuses_untyped_recipes_and_second_registrations(monkeypatch):
+    registry.get("grade.accuracy")  # the recipe modules are loaded (a worker may run this test first)
+    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))  # nothing registered here outlives the test
     with pytest.raises(TypeError):
         @recipe("test.untyped", unit="count")
         def untyped(args, ctx):  # noqa: ANN001
