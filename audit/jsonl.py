@@ -348,6 +348,42 @@ class JsonlWriter:
         self.close()
 
 
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Flush a folder's entries (the renames just made in it) to disk; best effort where the platform
+    cannot open or sync a folder."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def json_differences(stored: Any, fresh: Any, where: str = "") -> list[str]:
+    """Every leaf where two JSON values differ, as `path: stored X, recomputed Y` (reprs cut at 60
+    characters), for a summary checked against the figures recomputed from its rows."""
+    if isinstance(stored, dict) and isinstance(fresh, dict):
+        out: list[str] = []
+        for k in sorted(set(stored) | set(fresh)):
+            out += json_differences(stored.get(k, "<missing>"), fresh.get(k, "<missing>"), f"{where}.{k}" if where else k)
+        return out
+    if isinstance(stored, list) and isinstance(fresh, list) and len(stored) == len(fresh):
+        out = []
+        for i, (a, b) in enumerate(zip(stored, fresh)):
+            out += json_differences(a, b, f"{where}[{i}]")
+        return out
+    return [] if stored == fresh else [f"{where}: stored {_short_repr(stored)}, recomputed {_short_repr(fresh)}"]
+
+
+def _short_repr(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
 @contextmanager
 def atomic_text(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
     """A text file that appears at `path` only when the block completes (temp file, fsync, rename);

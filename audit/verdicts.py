@@ -25,7 +25,7 @@ import pydantic
 from pydantic import Field
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import JsonError, dumps, loads_strict, parse_object, read_regular, sha256_bytes
+from audit.jsonl import JsonError, dumps, fsync_dir, loads_strict, parse_object, read_regular, sha256_bytes
 from audit.models import MAX_COUNT, Count, Int64, Producer, Record, Verdict, unsafe_path_reason
 from audit.schemas import register
 
@@ -404,7 +404,7 @@ def _publish(p: Path, tmp_json: Path, tmp_side: Path | None, side_name: str | No
             placed = None if existed else final
         os.replace(tmp_json, p)
         placed = None
-        _fsync_dir(p.parent)
+        fsync_dir(p.parent)
         stem = _stem(p)
         for old in p.parent.iterdir():
             name = old.name
@@ -418,19 +418,6 @@ def _publish(p: Path, tmp_json: Path, tmp_side: Path | None, side_name: str | No
         if placed is not None:  # the file was not switched: its new sidecar is named by nothing
             placed.unlink(missing_ok=True)
         os.close(fd)  # releases the lock
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # best effort: the renames are done
-    finally:
-        os.close(fd)
 
 
 _encode_str = getattr(json.encoder, "c_encode_basestring", None) or json.encoder.py_encode_basestring

@@ -25,7 +25,7 @@ from typing import Any
 from audit.bench import figures, telemetry
 from audit.bench.throughput import RunResult, hardware_of
 from audit.errors import AuditError, Problem, ValidationFailed
-from audit.jsonl import JsonError, dumps_pretty, loads_strict, read_document
+from audit.jsonl import JsonError, dumps_pretty, json_differences, loads_strict, read_document
 from audit.models import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuSampleRow, Manifest, Provenance
 from audit.packages import Package, PackageWriter, content_digest, open_package
 
@@ -223,22 +223,8 @@ class Telemetry:
         self.pkg.close()
 
 
-def _differences(stored: Any, fresh: Any, where: str = "") -> list[str]:
-    if isinstance(stored, dict) and isinstance(fresh, dict):
-        out = []
-        for k in sorted(set(stored) | set(fresh)):
-            out += _differences(stored.get(k, "<missing>"), fresh.get(k, "<missing>"), f"{where}.{k}" if where else k)
-        return out
-    if isinstance(stored, list) and isinstance(fresh, list) and len(stored) == len(fresh):
-        out = []
-        for i, (a, b) in enumerate(zip(stored, fresh)):
-            out += _differences(a, b, f"{where}[{i}]")
-        return out
-    return [] if stored == fresh else [f"{where}: stored {stored!r}, recomputed {fresh!r}"]
-
-
 def _check(src: str, stored: dict[str, Any], fresh: Any) -> None:
-    diffs = _differences(stored, fresh.model_dump(mode="json"))
+    diffs = json_differences(stored, fresh.model_dump(mode="json"))
     if diffs:
         raise ValidationFailed(src, [Problem(f"{src}/{SUMMARY}", f"differs from the figures recomputed from the rows: "
                                                                  f"{d}") for d in diffs[:20]])

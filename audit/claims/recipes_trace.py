@@ -17,27 +17,9 @@ from typing import Any, Literal
 
 from audit.claims.recipes_bench import same_package
 from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, Result, Series, memo, recipe
+from audit.jsonl import json_differences
 
 PROFILE = "profile"
-
-
-def _differences(stored: Any, fresh: Any, where: str = "") -> list[str]:
-    if isinstance(stored, dict) and isinstance(fresh, dict):
-        out: list[str] = []
-        for k in sorted(set(stored) | set(fresh)):
-            out += _differences(stored.get(k, "<missing>"), fresh.get(k, "<missing>"), f"{where}.{k}" if where else k)
-        return out
-    if isinstance(stored, list) and isinstance(fresh, list) and len(stored) == len(fresh):
-        out = []
-        for i, (a, b) in enumerate(zip(stored, fresh)):
-            out += _differences(a, b, f"{where}[{i}]")
-        return out
-    return [] if stored == fresh else [f"{where}: stored {_short(stored)}, recomputed {_short(fresh)}"]
-
-
-def _short(v: Any) -> str:
-    s = repr(v)
-    return s if len(s) <= 60 else s[:57] + "..."
 
 
 def profile(ctx: Context, ident: str, recipe_name: str) -> tuple[Any, str]:
@@ -65,7 +47,7 @@ def _recomputed(pkg: Any, ident: str) -> tuple[Any, str]:
         fresh = analyze(pkg.root / s.source.included, options)
         again = fresh.summary.model_copy(update={"source": fresh.summary.source.model_copy(
             update={"included": s.source.included, "file": s.source.file})})
-        diffs = _differences(s.model_dump(mode="json"), again.model_dump(mode="json"))
+        diffs = json_differences(s.model_dump(mode="json"), again.model_dump(mode="json"))
         if fresh.steps != loaded.steps:
             diffs.append("steps.jsonl: differs from the steps recomputed from the trace")
         if fresh.kernels != loaded.kernels:

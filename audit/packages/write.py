@@ -20,7 +20,7 @@ from typing import Any
 import pydantic
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import JsonlWriter, dumps, dumps_pretty, sha256_file, write_atomic
+from audit.jsonl import JsonlWriter, dumps, dumps_pretty, fsync_dir, sha256_file, write_atomic
 from audit.models import ROW_MODELS, TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
 from audit.packages.layout import DOCUMENT_SCHEMAS, JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
 from audit.packages.validate import prefixed, pydantic_problems
@@ -134,7 +134,7 @@ class PackageWriter:
         except pydantic.ValidationError as e:
             raise AuditError(str(pydantic_problems(MANIFEST, None, e)[0])) from None
         write_atomic(self.tmp / MANIFEST, dumps_pretty(manifest_json(manifest)))
-        _fsync_dir(self.tmp)
+        fsync_dir(self.tmp)
         if self.out.exists():
             trash = self.out.parent / f".{self.out.name}.old-{uuid.uuid4().hex[:8]}"
             os.rename(self.out, trash)
@@ -142,7 +142,7 @@ class PackageWriter:
             shutil.rmtree(trash, ignore_errors=True)
         else:
             os.rename(self.tmp, self.out)
-        _fsync_dir(self.out.parent)
+        fsync_dir(self.out.parent)
         self.manifest = manifest
         return manifest
 
@@ -282,19 +282,6 @@ def manifest_json(manifest: Manifest) -> dict[str, Any]:
         if f.get("uncompressed_bytes") is None:
             f.pop("uncompressed_bytes", None)
     return data
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
