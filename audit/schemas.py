@@ -12,36 +12,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from audit.models import (
-    BenchRequestRow,
-    BenchWindowRow,
-    GpmSampleRow,
-    GpuSampleRow,
-    ItemRow,
-    Manifest,
-    ProfileCollectiveRow,
-    ProfileKernelRow,
-    ProfileStepRow,
-    ReleaseRow,
-    ResponseRow,
-)
+from audit.models import ROW_MODELS, Manifest
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 SCHEMA_BASE_URI = "https://audit.invalid/schemas/"
 
-DOCUMENTS: dict[str, type[BaseModel]] = {
-    "manifest.v1": Manifest,
-    "response_row.v1": ResponseRow,
-    "item_row.v1": ItemRow,
-    "release_row.v1": ReleaseRow,
-    "bench_request_row.v1": BenchRequestRow,
-    "bench_window_row.v1": BenchWindowRow,
-    "gpu_sample_row.v1": GpuSampleRow,
-    "gpm_sample_row.v1": GpmSampleRow,
-    "profile_step.v1": ProfileStepRow,
-    "profile_kernel.v1": ProfileKernelRow,
-    "profile_collective.v1": ProfileCollectiveRow,
-}
+DOCUMENTS: dict[str, type[BaseModel]] = {"manifest.v1": Manifest, **ROW_MODELS}
 """Every schema file, by id: `schemas/<id>.json`."""
 
 
