@@ -19,6 +19,12 @@ from audit.verdicts import ComponentRef, Figure, Interval, SubjectSummary, Verdi
 _LEVEL = re.compile(r"\(1−([0-9.]+)\)")
 
 
+def text_table(rows: list[list[str]], indent: str = "") -> list[str]:
+    """Rows (the first one the header) as left-aligned columns two spaces apart, trailing spaces cut."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [(indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths))).rstrip() for r in rows]
+
+
 def interval_words(iv: Interval) -> str:
     """An interval as printed: `binomial_2se [a, b]`, and the one-sided bounds said in words.
 

@@ -41,11 +41,13 @@ from audit import schemas
 from audit.models import BenchRequestRow, BenchWindowRow
 
 
-class _Doc(BaseModel):
+class FiguresDoc(BaseModel):
+    """Base of the derived figure documents (bench summaries, comparisons, telemetry summaries)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
-class WindowFigures(_Doc):
+class WindowFigures(FiguresDoc):
     """The figures of one timed window."""
 
     window: int
@@ -87,7 +89,7 @@ class WindowFigures(_Doc):
     """1 + accepted / drafts."""
 
 
-class Spread(_Doc):
+class Spread(FiguresDoc):
     """A figure over the valid windows."""
 
     n: int
@@ -102,7 +104,7 @@ class Spread(_Doc):
     """Highest window."""
 
 
-class DecodeFigures(_Doc):
+class DecodeFigures(FiguresDoc):
     """Decode rate after the first token."""
 
     requests: int
@@ -121,7 +123,7 @@ class DecodeFigures(_Doc):
     """tokens / seconds."""
 
 
-class TtftFigures(_Doc):
+class TtftFigures(FiguresDoc):
     """Time to first token (by token: the first chunk that carried one)."""
 
     requests: int
@@ -132,7 +134,7 @@ class TtftFigures(_Doc):
     """Mean, ms."""
 
 
-class ChunkFigures(_Doc):
+class ChunkFigures(FiguresDoc):
     """How tokens were streamed (timed requests)."""
 
     with_tokens: int
@@ -143,7 +145,7 @@ class ChunkFigures(_Doc):
     """Tokens that came in bundled events."""
 
 
-class SpecFigures(_Doc):
+class SpecFigures(FiguresDoc):
     """Speculative decoding over the valid windows (sums of the per-window differences)."""
 
     drafts: float
@@ -158,7 +160,7 @@ class SpecFigures(_Doc):
     """1 + accepted / drafts."""
 
 
-class AnchorFigures(_Doc):
+class AnchorFigures(FiguresDoc):
     """The same server measured by `vllm bench serve`, from its saved result (`anchor.json`)."""
 
     tool: str
@@ -183,7 +185,7 @@ class AnchorFigures(_Doc):
     """Our median TTFT / its median TTFT."""
 
 
-class RequestCounts(_Doc):
+class RequestCounts(FiguresDoc):
     """Requests of the run."""
 
     warmup: int
@@ -198,7 +200,7 @@ class RequestCounts(_Doc):
     """Timed requests that ended in error."""
 
 
-class ThroughputSummary(_Doc):
+class ThroughputSummary(FiguresDoc):
     """`summary.json` of a throughput package: every figure recomputable from its rows (`recompute`)."""
 
     schema_version: int = 1
@@ -257,7 +259,8 @@ def window_figures(w: BenchWindowRow, timed: Sequence[BenchRequestRow], arrivals
     hi = bisect.bisect_left(arrivals, w.end)
     inside = arrivals[lo:hi]
     points = [w.start, *inside, w.end]
-    silence = max(b - a for a, b in zip(points, points[1:]))
+    gaps = [b - a for a, b in zip(points, points[1:])]
+    silence = max(gaps)
     started = [r for r in timed if w.start <= r.started_at < w.end]
     errors = sorted((r for r in timed if r.ended == "error" and w.start <= r.finished_at < w.end),
                     key=lambda r: r.finished_at)
@@ -268,7 +271,7 @@ def window_figures(w: BenchWindowRow, timed: Sequence[BenchRequestRow], arrivals
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         reason = f"request {r.request} failed at +{r.finished_at - w.start:.1f} s: {r.error}{more}"
     elif silence > stall_s:
-        at = points[[b - a for a, b in zip(points, points[1:])].index(silence)]
+        at = points[gaps.index(silence)]
         reason = f"no token arrived for {silence:.1f} s from +{at - w.start:.1f} s (stall threshold {stall_s:g} s)"
     drafts = _delta(w, promtext.SPEC_DRAFTS)
     draft_tokens = _delta(w, promtext.SPEC_DRAFT_TOKENS)
@@ -373,7 +376,7 @@ def _bundled_tokens(r: BenchRequestRow) -> int:
 # --------------------------------------------------------------------------- comparing two arms
 
 
-class WindowPair(_Doc):
+class WindowPair(FiguresDoc):
     """Window k of arm A against window k of arm B."""
 
     window: int
@@ -386,7 +389,7 @@ class WindowPair(_Doc):
     """a_tok_s / b_tok_s."""
 
 
-class Comparison(_Doc):
+class Comparison(FiguresDoc):
     """`audit bench compare A B`: A's tok/s over B's, paired by window."""
 
     schema_version: int = 1
@@ -435,8 +438,7 @@ def compare(a_id: str, a: ThroughputSummary, a_cfg: dict[str, Any], b_id: str, b
             skipped.append(f"window {k}: B generated no token")
         else:
             pairs.append(WindowPair(window=k, a_tok_s=wa.tok_s, b_tok_s=wb.tok_s, ratio=wa.tok_s / wb.tok_s))
-    ratios = [p.ratio for p in pairs]
-    sd = _sd(ratios)
+    ratios = spread([p.ratio for p in pairs])
     notes = []
     for key, label in (("prompt_tokens", "prompt tokens"), ("max_tokens", "output cap"),
                        ("ignore_eos", "ignore_eos"), ("concurrency", "requests in flight"),
@@ -445,9 +447,7 @@ def compare(a_id: str, a: ThroughputSummary, a_cfg: dict[str, Any], b_id: str, b
             notes.append(f"{label} differ: A {a_cfg.get(key)}, B {b_cfg.get(key)}")
     return Comparison(
         a=a_id, b=b_id, a_arm=a.arm, b_arm=b.arm, pairs=pairs, skipped=skipped,
-        ratio_mean=math.fsum(ratios) / len(ratios) if ratios else None,
-        ratio_se=sd / math.sqrt(len(ratios)) if sd is not None else None,
-        ratio_min=min(ratios, default=None), ratio_max=max(ratios, default=None),
+        ratio_mean=ratios.mean, ratio_se=ratios.se, ratio_min=ratios.min, ratio_max=ratios.max,
         decode_ratio=_ratio(a.decode.per_request_mean, b.decode.per_request_mean),
         ttft_ratio=_ratio(a.ttft.median_ms, b.ttft.median_ms), notes=notes)
 

@@ -61,12 +61,13 @@ class PromptBuilder:
         k = self._fillers
         seen: dict[int, int] = {}
         for _ in range(MAX_TRIES):
-            n = self.count(spec.text(index, k))
+            text = spec.text(index, k)
+            n = self.count(text)
             self.calls += 1
             seen[k] = n
             if n == spec.tokens:
                 self._fillers = k
-                return Prompt(index, spec.text(index, k), k, n)
+                return Prompt(index, text, k, n)
             # Tokens per filler word, from two measurements when there are two.
             per = 1.0
             others = [(kk, nn) for kk, nn in seen.items() if kk != k and nn != n]

@@ -12,6 +12,7 @@ from typing import Any
 from audit.bench.figures import Comparison, ThroughputSummary
 from audit.bench.store import Telemetry, Throughput
 from audit.errors import AuditError
+from audit.views import text_table
 
 
 def _f(x: float | None, nd: int = 1, unit: str = "") -> str:
@@ -20,12 +21,6 @@ def _f(x: float | None, nd: int = 1, unit: str = "") -> str:
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}%"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*header).rstrip()] + [fmt.format(*r).rstrip() for r in rows]
 
 
 def ratio_text(mean: float | None, se: float | None, lo: float | None, hi: float | None, n: int) -> str:
@@ -59,7 +54,7 @@ def throughput_lines(t: Throughput) -> list[str]:
         rows.append([str(w.window), _f(w.tok_s) if w.valid else f"({_f(w.tok_s)})", f"{w.tokens:,}",
                      str(w.requests_started), _f(w.ttft_median_ms, 1, " ms"), _f(w.longest_silence_s, 2, " s"),
                      "yes" if w.valid else f"no: {w.invalid_reason}"])
-    lines += _table(["window", "tok/s", "tokens", "requests", "TTFT median", "longest silence", "valid"], rows)
+    lines += text_table([["window", "tok/s", "tokens", "requests", "TTFT median", "longest silence", "valid"], *rows])
     ts = s.tok_s
     if ts.n:
         spread = f" ± {2 * ts.se:.1f} (2·se)," if ts.se is not None else ","
@@ -115,8 +110,8 @@ def telemetry_lines(tel: Telemetry | None, why_none: str | None = None) -> list[
                      _pct(w.mean_dram_bw_util_pct), _pct(w.mean_any_tensor_util_pct), _pct(w.mean_sm_occupancy_pct),
                      _f(w.power_w_sum_over_gpus), _f(w.energy_j_sum_over_gpus, 0),
                      _f(sum(clocks) / len(clocks) if clocks else None, 0)])
-    lines += _table(["window", "kernel running (utilization.gpu)", "SM_UTIL", "DRAM_BW_UTIL", "ANY_TENSOR",
-                     "SM_OCCUPANCY", f"power W (sum of {ng} GPU)", "energy J", "SM MHz"], rows)
+    lines += text_table([["window", "kernel running (utilization.gpu)", "SM_UTIL", "DRAM_BW_UTIL", "ANY_TENSOR",
+                          "SM_OCCUPANCY", f"power W (sum of {ng} GPU)", "energy J", "SM MHz"], *rows])
     lines.append("  (percentages are means over the GPUs; kernel running = share of time any kernel ran, "
                  "SM_UTIL = share of SMs busy)")
     unsupported = defaultdict(list)
@@ -134,8 +129,8 @@ def telemetry_lines(tel: Telemetry | None, why_none: str | None = None) -> list[
 
 def compare_lines(c: Comparison) -> list[str]:
     lines = [f"A: {c.a} (arm {c.a_arm})", f"B: {c.b} (arm {c.b_arm})"]
-    lines += _table(["window", "A tok/s", "B tok/s", "A/B"],
-                    [[str(p.window), _f(p.a_tok_s), _f(p.b_tok_s), f"{p.ratio:.3f}×"] for p in c.pairs])
+    lines += text_table([["window", "A tok/s", "B tok/s", "A/B"],
+                         *([str(p.window), _f(p.a_tok_s), _f(p.b_tok_s), f"{p.ratio:.3f}×"] for p in c.pairs)])
     lines.append(f"tok/s A/B: {ratio_text(c.ratio_mean, c.ratio_se, c.ratio_min, c.ratio_max, len(c.pairs))}")
     lines.append(f"decode after the first token (mean per request) A/B: "
                  f"{'-' if c.decode_ratio is None else f'{c.decode_ratio:.2f}×'}")

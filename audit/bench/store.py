@@ -99,7 +99,8 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *, force: bool = F
                       notes="Decode throughput: streamed requests timed per token; figures in summary.json are "
                             "recomputed from requests.jsonl and windows.jsonl by `audit bench report`.",
                       extra=extra)
-    with PackageWriter(out, kind="throughput", provenance=prov, package_id=cfg.package_id, overwrite=force) as w:
+    with PackageWriter(out, kind="throughput", provenance=prov, package_id=cfg.package_id,
+                       id_prefix=f"throughput-{_slug(cfg.arm)}", overwrite=force) as w:
         with w.rows(REQUESTS, "bench_request_row.v1") as sink:
             for r in result.rows:
                 sink.write(r)
@@ -107,16 +108,12 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *, force: bool = F
             for wr in result.windows:
                 sink.write(wr)
         w.add_text(SUMMARY, _summary_text(summary))
-        if result.server_log is not None and result.server_log.is_file():
-            w.add_file("server.log", result.server_log)
-        elif result.work is not None and (result.work / "server.log").is_file():
+        if result.work is not None and (result.work / "server.log").is_file():
             w.add_file("server.log", result.work / "server.log")
         if anchor_bytes is not None:
             w.add_bytes(ANCHOR, anchor_bytes)
         if result.anchor_log is not None and result.anchor_log.is_file():
             w.add_file("anchor.log", result.anchor_log)
-        if w.package_id is None:
-            w.package_id = f"throughput-{_slug(cfg.arm)}-{w.content_digest()[:12]}"
     assert w.manifest is not None
     tp = w.manifest
     tm = None
@@ -155,7 +152,8 @@ def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifes
     }
     prov = Provenance(hardware=hardware_of(result), notes="GPU counters sampled during the linked throughput run "
                       "(NVML; GPM on Hopper and newer). Null values are counters not read, never zeros.", extra=extra)
-    with PackageWriter(out, kind="telemetry", provenance=prov, overwrite=force) as w:
+    with PackageWriter(out, kind="telemetry", provenance=prov, id_prefix=f"telemetry-{_slug(result.config.arm)}",
+                       overwrite=force) as w:
         with w.rows(GPU_SAMPLES, "gpu_sample_row.v1") as sink:
             for r in sorted(gpu_rows, key=lambda r: (r.t, r.gpu)):
                 sink.write(r)
@@ -163,7 +161,6 @@ def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifes
             for r in sorted(gpm_rows, key=lambda r: (r.t_start, r.gpu)):
                 sink.write(r)
         w.add_text(SUMMARY, _summary_text(summary))
-        w.package_id = f"telemetry-{_slug(result.config.arm)}-{w.content_digest()[:12]}"
     assert w.manifest is not None
     return w.manifest
 

@@ -35,9 +35,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 
 from audit.bench.clock import RunClock
+from audit.bench.figures import FiguresDoc
 from audit import schemas
 from audit.models import GpmSampleRow, GpuSampleRow
 
@@ -529,11 +529,7 @@ class Sampler:
 # --------------------------------------------------------------------------- the summary
 
 
-class _Doc(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class GpuWindowFigures(_Doc):
+class GpuWindowFigures(FiguresDoc):
     """Means of one GPU's counters over one window (null: no reading of that counter in the window)."""
 
     gpu: int
@@ -569,7 +565,7 @@ class GpuWindowFigures(_Doc):
     """Readings of this GPU in the window that carried an NVML error."""
 
 
-class WindowTelemetry(_Doc):
+class WindowTelemetry(FiguresDoc):
     """One window's counters: per GPU, and across GPUs."""
 
     window: int
@@ -598,7 +594,7 @@ class WindowTelemetry(_Doc):
     """Sum over GPUs of each GPU's window energy, J (null when any GPU has none)."""
 
 
-class TelemetrySummary(_Doc):
+class TelemetrySummary(FiguresDoc):
     """`summary.json` of a telemetry package: every figure recomputable from its rows (`recompute`)."""
 
     schema_version: int = 1
@@ -642,6 +638,7 @@ def summarize(link: tuple[str, str], status: str, gpus: int, windows: Sequence[t
     for r in sorted(gpm_rows, key=lambda r: (r.t_start, r.gpu)):
         gpm_by_gpu.setdefault(r.gpu, []).append(r)
     indices = sorted(set(by_gpu) | set(gpm_by_gpu) | set(range(gpus)))
+    energy_by_gpu = {g: [(r.t, r.energy_j) for r in by_gpu.get(g, []) if r.energy_j is not None] for g in indices}
     out = []
     for w, start, end in windows:
         per = []
@@ -650,7 +647,7 @@ def summarize(link: tuple[str, str], status: str, gpus: int, windows: Sequence[t
             fig: dict[str, Any] = {"gpu": g, "samples": len(rows), "errors": sum(r.error is not None for r in rows)}
             for name in _MEAN_FIELDS:
                 fig[name] = _mean(getattr(r, name) for r in rows if getattr(r, name) is not None)
-            energy = [(r.t, r.energy_j) for r in by_gpu.get(g, []) if r.energy_j is not None]
+            energy = energy_by_gpu[g]
             e0, e1 = _interp(energy, start), _interp(energy, end)
             fig["energy_j"] = e1 - e0 if e0 is not None and e1 is not None else None
             overlaps = [(r, min(end, r.t_end) - max(start, r.t_start)) for r in gpm_by_gpu.get(g, [])]

@@ -33,7 +33,7 @@ from audit.bench.client import NoChunkUsage, StreamOutcome, request_body, stream
 from audit.bench.clock import RunClock
 from audit.bench.prompt import Prompt, PromptBuilder, PromptSpec
 from audit.bench.serving import DEFAULT_PROGRAM, LaunchedServer, OpenAIServer, ServerError, parse_launch_args
-from audit.bench.telemetry import DeviceLayer, NvmlLayer, Sampler, SamplerResult
+from audit.bench.telemetry import MIN_GPM_INTERVAL_S, DeviceLayer, NvmlLayer, Sampler, SamplerResult
 from audit.errors import AuditError
 from audit.models import BenchRequestRow, BenchWindowRow
 
@@ -85,8 +85,9 @@ class BenchConfig:
                 out.append(f"{name} must be > 0")
         if not 0 < self.sample_hz <= 100:
             out.append("--sample-hz must be in (0, 100]")
-        if self.gpm_interval_s < 0.1:
-            out.append("--gpm-interval-s must be >= 0.1 (GPM returns zeros or NaN over shorter intervals)")
+        if self.gpm_interval_s < MIN_GPM_INTERVAL_S:
+            out.append(f"--gpm-interval-s must be >= {MIN_GPM_INTERVAL_S} (GPM returns zeros or NaN over shorter "
+                       "intervals)")
         if bool(self.servers) == bool(self.launch):
             out.append("give --server URL (repeatable) or --launch ARGS")
         if self.launch and not self.model:
@@ -118,7 +119,6 @@ class RunResult:
     model: str
     prompt: dict[str, Any]
     telemetry: SamplerResult | None
-    server_log: Path | None = None
     anchor: dict[str, Any] | None = None
     anchor_result: Path | None = None
     anchor_log: Path | None = None
@@ -182,13 +182,13 @@ class _Run:
             self.note(f"server ready after {time.monotonic() - t0:.0f} s at {self.launched.url}")
             self.urls = [self.launched.url]
         else:
-            self.urls = [u.rstrip("/") if "://" in u else "http://" + u.rstrip("/") for u in cfg.servers]
+            self.urls = [OpenAIServer(u).url for u in cfg.servers]
         described = []
         for i, url in enumerate(self.urls):
             client = OpenAIServer(url, timeout=cfg.stall_s)
             try:
-                cards = OpenAIServer(url, timeout=60).models()
-                version = OpenAIServer(url, timeout=60).version()
+                cards = client.models()
+                version = client.version()
             except ServerError as e:
                 raise AuditError(f"server {url}: {e}") from None
             if cfg.model:
@@ -273,8 +273,6 @@ class _Run:
                     time.sleep(min(1.0, self.cfg.stall_s))  # a failing server must not be hammered
         except NoChunkUsage as e:
             self.fatal = AuditError(str(e))
-        except AuditError as e:
-            self.fatal = e
         except Exception as e:  # noqa: BLE001 - reported by the main thread
             self.fatal = e
 
@@ -309,7 +307,7 @@ class _Run:
         cfg = self.cfg
         servers = self.connect()
         model = self.slots[0].model
-        tokenizer = OpenAIServer(self.urls[0], timeout=60)
+        tokenizer = self.slots[0].client
         spec = PromptSpec(tokens=cfg.prompt_tokens, filler=cfg.filler, marker=cfg.marker)
 
         def count(text: str) -> int:

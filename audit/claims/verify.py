@@ -32,6 +32,7 @@ from audit.jsonl import copy_regular
 from audit.models import Record, unsafe_path_reason
 from audit.schemas import register
 from audit.verdicts import Interval
+from audit.views import text_table
 
 VERIFY_REPORT_SCHEMA_VERSION = 1
 MAX_DIFF_ITEMS = 20
@@ -305,11 +306,6 @@ def recomputed_text(c: ClaimCheck) -> str:
     return "—" if c.result is None else units.fmt(c.result.value, c.claim.unit)
 
 
-def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [(indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths))).rstrip() for r in rows]
-
-
 def render_text(v: Verification) -> str:
     """The human report: inputs, the claims table, and an explanation per claim that does not survive."""
     led = v.loaded.ledger
@@ -321,7 +317,7 @@ def render_text(v: Verification) -> str:
         else:
             what = "FAILED"
         rows.append([i.kind, i.id, i.path, what])
-    lines += _table(rows)
+    lines += text_table(rows, indent="  ")
     for i in v.inputs:
         for p in i.problems:
             lines.append(f"  {i.id}: {p}")
@@ -329,7 +325,7 @@ def render_text(v: Verification) -> str:
     rows = [["id", "status", "recorded", "recomputed", "survives"]]
     for c in v.claims:
         rows.append([c.claim.id, c.claim.status, recorded_text(c), recomputed_text(c), "yes" if c.survives else "NO"])
-    lines += _table(rows)
+    lines += text_table(rows, indent="  ")
     failing = [c for c in v.claims if not c.survives]
     for c in failing:
         lines += ["", f"{c.claim.id} does not survive: {c.claim.text}", f"  recipe: {c.claim.recipe.call()}"]

@@ -44,7 +44,7 @@ class PackageWriter:
 
     def __init__(self, out: str | os.PathLike[str], *, kind: str, benchmark: str | None = None,
                  provenance: Provenance | None = None, package_id: str | None = None,
-                 overwrite: bool = False):
+                 id_prefix: str | None = None, overwrite: bool = False):
         self.out = Path(out)
         if self.out.name.endswith((".tar.gz", ".tgz")):
             raise AuditError("write the package as a directory; tar it with `audit bundle`",
@@ -58,6 +58,7 @@ class PackageWriter:
         self.benchmark = benchmark
         self.provenance = provenance or Provenance()
         self.package_id = package_id
+        self.id_prefix = id_prefix  # without a package_id: `{id_prefix}-{content digest[:12]}`
         self.overwrite = overwrite
         self.tmp = parent / f".{self.out.name}.partial-{uuid.uuid4().hex[:8]}"
         self.tmp.mkdir()
@@ -86,14 +87,6 @@ class PackageWriter:
         finally:
             sink.close()
         self._entries[rel] = (schema, sink.count, sink.uncompressed if rel.endswith(".gz") else None)
-
-    def content_digest(self) -> str:
-        """The content digest the package will have if nothing more is added (see `content_digest`)."""
-        files = []
-        for rel, (schema, count, _) in self._entries.items():
-            digest, size = sha256_file(self.tmp / rel)
-            files.append(FileEntry(path=rel, sha256=digest, bytes=size, rows=count, schema=schema))
-        return content_digest(files)
 
     def add_text(self, rel: str, text: str) -> None:
         """Add a file without rows (README, log), pinned by hash and size."""
@@ -125,7 +118,8 @@ class PackageWriter:
             digest, size = sha256_file(self.tmp / rel)
             files.append(FileEntry(path=rel, sha256=digest, bytes=size, rows=count, schema=schema,
                                    uncompressed_bytes=uncompressed))
-        pid = self.package_id or f"{self.kind}-{self.benchmark or 'package'}-{content_digest(files)[:12]}"
+        prefix = self.id_prefix or f"{self.kind}-{self.benchmark or 'package'}"
+        pid = self.package_id or f"{prefix}-{content_digest(files)[:12]}"
         try:
             manifest = Manifest(
                 package_id=pid, kind=self.kind, benchmark=self.benchmark, created=created_now(),
