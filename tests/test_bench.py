@@ -17,7 +17,7 @@ from audit.bench import figures, promtext, store
 from audit.bench.client import NoChunkUsage, request_body, stream_completion
 from audit.bench.clock import RunClock
 from audit.bench.prompt import PromptBuilder, PromptSpec
-from audit.bench.serving import OpenAIServer
+from audit.generate.openai_http import OpenAIServer
 from audit.bench.telemetry import NvmlLayer, Sampler
 from audit.bench.throughput import BenchConfig, run
 from audit.errors import AuditError, ValidationFailed

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.bench.clock import RunClock
-from audit.bench.serving import Malformed, OpenAIServer, Rejected, ServerError, Transient
+from audit.generate.openai_http import Malformed, OpenAIServer, Rejected, ServerError, Transient
 
 PATH = "/v1/completions"
 

@@ -83,7 +83,7 @@ def generate(ctx: click.Context, **o) -> int:
     `audit generate --resume PACKAGE` continues where it stopped.
     """
     from audit.errors import AuditError
-    from audit.generate import RunConfig, Runtime, Sampling, resume, start
+    from audit.generate.runner import RunConfig, Runtime, Sampling, resume, start
 
     rt = Runtime(concurrency=o["concurrency"], retries=o["retries"], request_timeout=o["request_timeout"],
                  launch_timeout=o["launch_timeout"], progress=not o["quiet"], backoff_s=o["retry_backoff"])
@@ -127,7 +127,7 @@ def generate(ctx: click.Context, **o) -> int:
             log_check=not o["no_log_check"], hardware=o["hardware"], package_id=o["package_id"],
             use_model_defaults=o["use_model_defaults"])
         if o["use_model_defaults"] and o["temperature"] is None:
-            from audit.generate import read_generation_config
+            from audit.generate.runner import read_generation_config
 
             gen = read_generation_config(o["model"]) or {}
             if gen.get("temperature") is None:
