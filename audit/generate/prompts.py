@@ -117,11 +117,7 @@ REGISTRY: Registry[PromptTemplate] = table("prompt template", home=__name__)
 """Every registered template (`audit.registry`: the registry shared by every component kind)."""
 
 
-def _add(t: PromptTemplate) -> None:
-    REGISTRY.add(t)
-
-
-_add(PromptTemplate(
+REGISTRY.add(PromptTemplate(
     name="mmlu_pro.cot", version="1",
     description="MMLU-Pro chain-of-thought instruction asking for \"The answer is (X)\", zero-shot",
     source="TIGER-AI-Lab/MMLU-Pro evaluate_from_api.py@f418b116db00b065c2aea046518d8fcf74d39872 "
@@ -135,7 +131,7 @@ _add(PromptTemplate(
     render_fn=_render_mmlu_pro,
 ))
 
-_add(PromptTemplate(
+REGISTRY.add(PromptTemplate(
     name="gpqa.simple_evals", version="1",
     description="GPQA multiple choice (A-D) asking for a last line 'Answer: $LETTER'",
     source="openai/simple-evals common.py@ee3b0318d8d1d9d72755a4120879be65f7c07e9e (QUERY_TEMPLATE_MULTICHOICE)",
@@ -147,7 +143,7 @@ _add(PromptTemplate(
     render_fn=_render_multichoice4,
 ))
 
-_add(PromptTemplate(
+REGISTRY.add(PromptTemplate(
     name="math.boxed", version="1",
     description="Math problem followed by the step-by-step \\boxed{} directive",
     source="deepseek-ai/DeepSeek-R1 README.md@00f3296a14392e787d4138b5a0d8ce0e55a25b23 (Usage Recommendations, 3)",
