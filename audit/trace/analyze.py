@@ -141,7 +141,6 @@ class _Collected:
     # launches: correlation id -> start (ns); graph launches by correlation id
     launches: dict[int, int] = field(default_factory=dict)
     graph_launches: set[int] = field(default_factory=set)
-    launch_names: Counter[str] = field(default_factory=Counter)
     # step markers: (start ns, event index, name, thread id, end ns or None)
     markers: list[tuple[int, int, str, int, int | None]] = field(default_factory=list)
     # ac2g flow ends: (thread id, ts ns) -> flow id
@@ -168,12 +167,11 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
     names, name_ids, threads = c.names, c.name_ids, c.threads
     g_name, g_cat, g_ts, g_dur = c.g_name.append, c.g_cat.append, c.g_ts.append, c.g_dur.append
     g_dev, g_stream, g_corr, g_thread = c.g_dev.append, c.g_stream.append, c.g_corr.append, c.g_thread.append
-    launches, graph_launches, launch_names = c.launches, c.graph_launches, c.launch_names
+    launches, graph_launches = c.launches, c.graph_launches
     categories = c.categories
     kind_of: dict[Any, list[Any]] = {}  # cat -> [label, gpu code, launch?, marker?, events seen]
     kinds: list[list[Any]] = []
     marker_search = marker.search
-    n = 0
 
     def thread_id(pid: Any, tid: Any) -> int:
         key = (pid, tid)
@@ -187,7 +185,6 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
         return t
 
     for index, e in reader.events():
-        n += 1
         cat = e.get("cat")
         kind = kind_of.get(cat) if type(cat) is str or cat is None else None
         if kind is None:
@@ -242,10 +239,8 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
                 raise _bad(reader, index, e, "missing or non-numeric 'ts'")
             launches[corr] = ts
             name = e.get("name")
-            if type(name) is str:
-                launch_names[name] += 1
-                if "GraphLaunch" in name:
-                    graph_launches.add(corr)
+            if type(name) is str and "GraphLaunch" in name:
+                graph_launches.add(corr)
         elif kind[3]:
             name = e.get("name")
             if type(name) is not str:
@@ -265,7 +260,7 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
                 c.flow_ends[(thread_id(e.get("pid"), e.get("tid")), ts)] = fid
     for kind in kinds:
         categories[kind[0]] += kind[4]
-    c.events = n
+    c.events = reader.events_read
     c.metadata = reader.metadata
     return c
 
@@ -310,12 +305,11 @@ def _stream_labels(dev: np.ndarray, stream: np.ndarray) -> tuple[np.ndarray, lis
     return inverse.reshape(-1).astype(np.int64), labels
 
 
-def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: TraceReader | None = None
-            ) -> TraceResult:
+def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResult:
     """Summarise one trace file. Raises TraceError (one line) on bad input."""
     options = options or TraceOptions()
     marker_re, filter_re, collective_res = options.compiled()
-    reader = reader or TraceReader(path)
+    reader = TraceReader(path)
     c = collect(reader, marker_re)
     notes: list[str] = []
 
