@@ -429,6 +429,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
     step_rows: list[ProfileStepRow] = []
     windows: list[tuple[int, int, int]] = []  # (step, start, end) GPU windows of selected steps
     n_streams = len(stream_labels)
+    g_coll = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[g_name]
     if n_steps:
         sk = step_of >= 0
         k_idx = step_of[sk]
@@ -445,12 +446,12 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
         next_after = int(g_ts[after].min()) if after.any() else None
         graph_corr = np.isin(g_corr, np.fromiter(c.graph_launches, dtype=np.int64, count=len(c.graph_launches)))
         per_graph = Counter()
-        for k, corr in set(zip(step_of[sk & graph_corr].tolist(), g_corr[sk & graph_corr].tolist())):
+        in_graph = sk & graph_corr
+        for k, corr in set(zip(step_of[in_graph].tolist(), g_corr[in_graph].tolist())):
             per_graph[k] += 1
         per_coll: dict[int, Counter[str]] = {}
-        g_coll = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[g_name]
-        for k, ck in zip(step_of[sk & (g_coll >= 0) & is_kernel].tolist(),
-                         g_coll[sk & (g_coll >= 0) & is_kernel].tolist()):
+        is_coll = sk & (g_coll >= 0) & is_kernel
+        for k, ck in zip(step_of[is_coll].tolist(), g_coll[is_coll].tolist()):
             per_coll.setdefault(k, Counter())[collective_res[ck][0]] += 1
         # A step's GPU window ends where the next step's GPU activity starts.
         next_start: list[int | None] = [None] * n_steps
@@ -480,13 +481,11 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
                 gpu_start_ns=int(first_gpu[k]) if has_gpu else None,
                 gpu_window_us=_us(win) if win is not None else None,
                 main_stream_busy_us=_us(busy) if busy is not None else None))
-    else:
-        g_coll = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[g_name]
 
     # ---- step figures
+    sel_steps = np.flatnonzero(selected) if not refused else np.zeros(0, dtype=np.int64)
     step_figures = None
     if not refused:
-        sel_steps = np.flatnonzero(selected)
         rows = [step_rows[k] for k in sel_steps]
         per_stream_spread = {}
         for s in range(n_streams):
@@ -521,7 +520,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
     cuda_graphs = CudaGraphs(
         graph_launches=len(graph_counts), kernels=sum(graph_counts.values()),
         kernels_per_launch=_spread(np.array(list(graph_counts.values()))) if graph_counts else None,
-        launches_per_step=_spread(np.array([step_rows[k].graph_launches for k in np.flatnonzero(selected)]))
+        launches_per_step=_spread(np.array([step_rows[k].graph_launches for k in sel_steps]))
         if not refused and graph_counts else None,
         multi_kernel_launches=multi)
     if graph_counts:
@@ -548,7 +547,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
             by_pos.setdefault((ck, p), []).append((int(g_dur[i]), int(g_name[i])))
         coll_rows.sort(key=lambda r: (r.step, r.kind, r.position))
         for ck, (kind, _) in enumerate(collective_res):
-            calls = np.array([position.get((int(k), ck), 0) for k in np.flatnonzero(selected)])
+            calls = np.array([position.get((int(k), ck), 0) for k in sel_steps])
             if not calls.any():
                 continue
             positions = []
@@ -566,8 +565,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
 
     # ---- kernel rows
     kernel_rows = _kernel_rows(c.names, g_name, g_cat, g_dur, g_sidx, stream_labels, in_sel, step_of,
-                               np.flatnonzero(selected) if not refused else np.zeros(0, dtype=np.int64),
-                               g_coll, collective_res)
+                               sel_steps, g_coll, collective_res)
 
     meta = c.metadata
     dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
@@ -623,14 +621,16 @@ def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return starts[first], run_end[last]
 
 
-def _overlap(ms: np.ndarray, me: np.ndarray, a: int, b: int) -> int:
-    """Length of the union intervals' overlap with [a, b)."""
+def _clipped(ms: np.ndarray, me: np.ndarray, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and ends of the union intervals that meet [a, b), clipped to it."""
     i0 = int(np.searchsorted(me, a, side="right"))
     i1 = int(np.searchsorted(ms, b, side="left"))
-    if i1 <= i0:
-        return 0
-    s = np.maximum(ms[i0:i1], a)
-    e = np.minimum(me[i0:i1], b)
+    return np.maximum(ms[i0:i1], a), np.minimum(me[i0:i1], b)
+
+
+def _overlap(ms: np.ndarray, me: np.ndarray, a: int, b: int) -> int:
+    """Length of the union intervals' overlap with [a, b)."""
+    s, e = _clipped(ms, me, a, b)
     return int(np.clip(e - s, 0, None).sum())
 
 
@@ -641,10 +641,7 @@ def _main_stream(label: str, chosen: str, window: str, windows: list[tuple[int, 
     gaps: list[tuple[int, int, int]] = []  # (start, length, step)
     for step, a, b in windows:
         total += b - a
-        i0 = int(np.searchsorted(me, a, side="right"))
-        i1 = int(np.searchsorted(ms, b, side="left"))
-        s = np.maximum(ms[i0:i1], a)
-        e = np.minimum(me[i0:i1], b)
+        s, e = _clipped(ms, me, a, b)
         busy += int(np.clip(e - s, 0, None).sum())
         # idle: before the first interval, between intervals, after the last
         bounds_s = np.concatenate(([a], e))
