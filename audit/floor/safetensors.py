@@ -103,6 +103,11 @@ class ShardHeader:
         return sha256_bytes(self.header)
 
     @property
+    def header_only(self) -> bytes:
+        """The file's first 8 + N bytes (header length, header): its header-only copy."""
+        return struct.pack("<Q", len(self.header)) + self.header
+
+    @property
     def data_bytes(self) -> int:
         """Bytes of data the header declares."""
         return self.tensors[-1].end if self.tensors else 0
