@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.errors import AuditError
+from audit.errors import AuditError, one_line
 from audit.floor.report import BandwidthRef, NvmlDevice
 
 DDR_FACTOR = 2
@@ -55,7 +55,7 @@ def from_nvml(gpus: int) -> Bandwidth:
     try:
         pynvml.nvmlInit()
     except Exception as e:  # pynvml.NVMLError and friends: no driver, no library
-        raise AuditError(f"--from-nvml: NVML is not available ({_one_line(e)}); give --hbm-tbps instead") from None
+        raise AuditError(f"--from-nvml: NVML is not available ({one_line(e)}); give --hbm-tbps instead") from None
     try:
         count = pynvml.nvmlDeviceGetCount()
         if count < gpus:
@@ -75,7 +75,7 @@ def from_nvml(gpus: int) -> Bandwidth:
     except AuditError:
         raise
     except Exception as e:
-        raise AuditError(f"--from-nvml: {_one_line(e)}") from None
+        raise AuditError(f"--from-nvml: {one_line(e)}") from None
     finally:
         try:
             pynvml.nvmlShutdown()
@@ -83,8 +83,3 @@ def from_nvml(gpus: int) -> Bandwidth:
             pass
     slowest = min(d.tbps for d in devices)
     return Bandwidth(slowest, BandwidthRef(tbps_per_gpu=slowest, source="nvml", devices=devices))
-
-
-def _one_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return lines[0] if lines else type(e).__name__
