@@ -26,14 +26,6 @@ class Bandwidth:
     tbps: float
     ref: BandwidthRef
 
-    @property
-    def label(self) -> str:
-        if self.ref.source == "flag":
-            return f"{self.tbps:.3f} TB/s (--hbm-tbps)"
-        d = self.ref.devices[0]
-        return (f"{self.tbps:.3f} TB/s (NVML: {d.name}, {d.bus_width_bits}-bit bus x "
-                f"{d.max_memory_clock_mhz} MHz x {DDR_FACTOR})")
-
 
 def from_flag(tbps: float) -> Bandwidth:
     if not tbps > 0 or tbps != tbps or tbps == float("inf"):
