@@ -20,6 +20,12 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
+def one_line(e: BaseException) -> str:
+    """The first line of an exception's message (its type's name when the message is empty)."""
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One thing wrong with an input: where (file, row, field) and what."""

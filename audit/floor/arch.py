@@ -115,8 +115,7 @@ def _first(cfg: dict[str, Any], keys: tuple[str, ...], where: str, fields: dict[
     return None
 
 
-def _layer_types(cfg: dict[str, Any], n: int, where: str, fields: dict[str, str],
-                 notes: list[str]) -> list[str]:
+def _layer_types(cfg: dict[str, Any], n: int, where: str, fields: dict[str, str]) -> list[str]:
     lt = cfg.get("layer_types")
     if lt is not None:
         if not isinstance(lt, list) or not all(isinstance(x, str) for x in lt):
@@ -204,7 +203,7 @@ def read_shape(config: dict[str, Any], where: str = "config.json") -> Shape:
     if attention == "mla":
         fields["kv_cache"] = "kv_lora_rank+qk_rope_head_dim"
 
-    types = _layer_types(cfg, n, where, fields, notes)
+    types = _layer_types(cfg, n, where, fields)
     counts = dict(sorted(Counter(types).items()))
     linear = None
     if LINEAR in counts:

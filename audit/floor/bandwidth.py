@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from audit.errors import AuditError
+from audit.errors import AuditError, one_line
 from audit.floor.report import BandwidthRef, NvmlDevice
 
 DDR_FACTOR = 2
@@ -25,14 +25,6 @@ DDR_FACTOR = 2
 class Bandwidth:
     tbps: float
     ref: BandwidthRef
-
-    @property
-    def label(self) -> str:
-        if self.ref.source == "flag":
-            return f"{self.tbps:.3f} TB/s (--hbm-tbps)"
-        d = self.ref.devices[0]
-        return (f"{self.tbps:.3f} TB/s (NVML: {d.name}, {d.bus_width_bits}-bit bus x "
-                f"{d.max_memory_clock_mhz} MHz x {DDR_FACTOR})")
 
 
 def from_flag(tbps: float) -> Bandwidth:
@@ -55,7 +47,7 @@ def from_nvml(gpus: int) -> Bandwidth:
     try:
         pynvml.nvmlInit()
     except Exception as e:  # pynvml.NVMLError and friends: no driver, no library
-        raise AuditError(f"--from-nvml: NVML is not available ({_one_line(e)}); give --hbm-tbps instead") from None
+        raise AuditError(f"--from-nvml: NVML is not available ({one_line(e)}); give --hbm-tbps instead") from None
     try:
         count = pynvml.nvmlDeviceGetCount()
         if count < gpus:
@@ -75,7 +67,7 @@ def from_nvml(gpus: int) -> Bandwidth:
     except AuditError:
         raise
     except Exception as e:
-        raise AuditError(f"--from-nvml: {_one_line(e)}") from None
+        raise AuditError(f"--from-nvml: {one_line(e)}") from None
     finally:
         try:
             pynvml.nvmlShutdown()
@@ -83,8 +75,3 @@ def from_nvml(gpus: int) -> Bandwidth:
             pass
     slowest = min(d.tbps for d in devices)
     return Bandwidth(slowest, BandwidthRef(tbps_per_gpu=slowest, source="nvml", devices=devices))
-
-
-def _one_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return lines[0] if lines else type(e).__name__

@@ -86,10 +86,6 @@ class _Acc:
         return self.engine * self.fraction
 
 
-def _fmt_fraction(f: Fraction) -> str:
-    return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
-
-
 def _check_experts(tensors: list[tuple[Tensor, str, str, frozenset[str]]], shape: Shape, notes: list[str]) -> None:
     """Cross-check the config's expert count with the experts the names and fused shapes show."""
     per_layer: dict[str, set[int]] = defaultdict(set)

@@ -14,7 +14,6 @@ from it with the recorded options and bandwidth and compares byte for byte.
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass
 
 import pydantic
@@ -54,20 +53,16 @@ def write_package(ckpt: Checkpoint, report: FloorReport, out: str | os.PathLike[
         hardware = f"{len(bw.devices)}x {' + '.join(names)}"
     prov = Provenance(model=ckpt.label, hardware=hardware, source=f"checkpoint digest {report.checkpoint_digest}",
                       notes="Decode bandwidth floor from safetensors headers; see floor.txt and floor.json.")
-    writer = PackageWriter(out, kind=KIND, provenance=prov, package_id=package_id, overwrite=overwrite)
-    try:
+    with PackageWriter(out, kind=KIND, provenance=prov, package_id=package_id, overwrite=overwrite) as writer:
         writer.add_text(REPORT_FILE, report_json(report))
         writer.add_text(TABLE_FILE, table_text(report))
         writer.add_bytes(f"{CHECKPOINT_DIR}/{CONFIG_FILE}", ckpt.config_bytes)
         if ckpt.index_bytes is not None:
             writer.add_bytes(f"{CHECKPOINT_DIR}/{INDEX_FILE}", ckpt.index_bytes)
         for s in ckpt.shards:
-            writer.add_bytes(f"{CHECKPOINT_DIR}/{s.file}", struct.pack("<Q", len(s.header)) + s.header)
-        manifest = writer.commit()
-    except BaseException:
-        writer.abort()
-        raise
-    return manifest.package_id
+            writer.add_bytes(f"{CHECKPOINT_DIR}/{s.file}", s.header_only)
+    assert writer.manifest is not None
+    return writer.manifest.package_id
 
 
 @dataclass(frozen=True)
@@ -107,7 +102,7 @@ def _read_as_listed(pkg: Package, ckpt: Checkpoint, label: str) -> None:
         read[f"{CHECKPOINT_DIR}/{INDEX_FILE}"] = ckpt.index_bytes
     sizes = {}
     for shard in ckpt.shards:
-        read[f"{CHECKPOINT_DIR}/{shard.file}"] = struct.pack("<Q", len(shard.header)) + shard.header
+        read[f"{CHECKPOINT_DIR}/{shard.file}"] = shard.header_only
         sizes[f"{CHECKPOINT_DIR}/{shard.file}"] = shard.file_bytes
     for rel in sorted(set(read) | set(listed)):
         entry = listed.get(rel)

@@ -86,7 +86,6 @@ DEFAULT_TABLE = "default@1"
 class Rule:
     role: str
     pattern: str
-    source: str  # "override" or the table's name@version
     regex: re.Pattern[str] | None = field(default=None, compare=False)
 
 
@@ -123,15 +122,19 @@ class Classifier:
         if self.table not in TABLES:
             raise AuditError(f"unknown role table {self.table!r} (known: {', '.join(TABLES)})")
         self._cacheable = not any(re.search(r"[0-9]", p) for _, p in self.overrides)
-        self.rules = [Rule(r, p, "override", re.compile(p)) for r, p in self.overrides]
-        self.rules += [Rule(r, p, self.table, None if p == MTP_LAYER_RULE else re.compile(p))
+        self.rules = [Rule(r, p, re.compile(p)) for r, p in self.overrides]
+        self.rules += [Rule(r, p, None if p == MTP_LAYER_RULE else re.compile(p))
                        for r, p in TABLES[self.table]]
+
+    def _past_layers(self, name: str) -> bool:
+        """Whether `name` is in `layers.{i}.` with i at or past `num_hidden_layers` (MTP_LAYER_RULE)."""
+        m = _LAYER_INDEX.search(name)
+        return bool(m and self.num_hidden_layers is not None and int(m.group(1)) >= self.num_hidden_layers)
 
     def _matches(self, rule: Rule, name: str) -> bool:
         if rule.regex is not None:
             return rule.regex.search(name) is not None
-        m = _LAYER_INDEX.search(name)
-        return bool(m and self.num_hidden_layers is not None and int(m.group(1)) >= self.num_hidden_layers)
+        return self._past_layers(name)
 
     def classify(self, name: str) -> tuple[str, str, frozenset[str]]:
         """(role, kind, every overlay role that matches): a scale inside an MTP layer has role `mtp`
@@ -139,9 +142,7 @@ class Classifier:
         # Layer and expert numbers (`.17.`) matter only to the MTP rule, unless an override names one: a
         # checkpoint's 90,000 names then reduce to a few hundred distinct ones.
         if self._cacheable:
-            m = _LAYER_INDEX.search(name)
-            past = bool(m and self.num_hidden_layers is not None and int(m.group(1)) >= self.num_hidden_layers)
-            key = (_INDEX_COMPONENT.sub("0", name), past)
+            key = (_INDEX_COMPONENT.sub("0", name), self._past_layers(name))
             hit = self._cache.get(key)
             if hit is None:
                 hit = self._cache[key] = self._classify(name)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from audit.errors import AuditError
-from audit.jsonl import open_regular, read_document, sha256_bytes
+from audit.jsonl import DuplicateKey, _reject_constant, _unique_pairs, open_regular, read_document, sha256_bytes
 from audit.models import unsafe_path_reason
 
 MAX_HEADER_BYTES = 100_000_000
@@ -103,6 +103,11 @@ class ShardHeader:
         return sha256_bytes(self.header)
 
     @property
+    def header_only(self) -> bytes:
+        """The file's first 8 + N bytes (header length, header): its header-only copy."""
+        return struct.pack("<Q", len(self.header)) + self.header
+
+    @property
     def data_bytes(self) -> int:
         """Bytes of data the header declares."""
         return self.tensors[-1].end if self.tensors else 0
@@ -125,20 +130,6 @@ def dtype_bytes(dtype: str, elements: int) -> int | None:
     return bits // 8 if bits % 8 == 0 else None
 
 
-def _strict_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # A name given twice would let one tensor hide another: refuse it.
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"key {k!r} appears twice")
-        out[k] = v
-    return out
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def parse_json(data: bytes, what: str) -> Any:
     """Strict JSON: UTF-8, no NaN/Infinity, no duplicate keys. Raises ValueError with a one-line reason."""
     try:
@@ -146,7 +137,10 @@ def parse_json(data: bytes, what: str) -> Any:
     except UnicodeDecodeError as e:
         raise ValueError(f"{what} is not valid UTF-8 (byte {e.start})") from None
     try:
-        return json.loads(text, object_pairs_hook=_strict_object, parse_constant=_reject_constant)
+        # A name given twice would let one tensor hide another: refuse it.
+        return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_reject_constant)
+    except DuplicateKey as e:
+        raise ValueError(f"{what} is not valid JSON: key {e.key!r} appears twice") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{what} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
     except RecursionError:

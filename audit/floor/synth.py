@@ -260,13 +260,10 @@ def assign_dtypes(config: dict[str, Any], specs: list[Spec], dtype_mix: dict[str
     return out
 
 
-_ALIGN = {d: DTYPE_BITS[d] for d in DTYPE_BITS}
-
-
 def header_bytes(tensors: list[tuple[str, str, tuple[int, ...]]]) -> tuple[bytes, int]:
     """A safetensors header for tensors laid out as the reference writer does (alignment descending, then
     name), padded with spaces to 8 bytes; returns (header, data bytes)."""
-    order = sorted(tensors, key=lambda t: (-_ALIGN[t[1]], t[0]))
+    order = sorted(tensors, key=lambda t: (-DTYPE_BITS[t[1]], t[0]))
     entries: dict[str, Any] = {"__metadata__": {"format": "pt"}}
     at = 0
     for name, dtype, shape in order:

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import pydantic
 
-from audit.errors import AuditError, Problem
+from audit.errors import AuditError, Problem, one_line
 from audit.jsonl import MAX_DOCUMENT_BYTES, READ_ERRORS, JsonError, loads_strict, parse_object
 from audit.models import (
     MANIFEST_SCHEMA_VERSION,
@@ -434,7 +434,7 @@ def _unpack(p: Path, dest: Path) -> tuple[Path, list[Problem]]:
             problems.append(Problem(name, f"the archive decompresses past {counted.limit:,} bytes: more than its "
                                           f"manifest.json declares (or than the limit before it)"))
         except (tarfile.TarError, *READ_ERRORS) as e:  # damaged or truncated
-            problems.append(Problem("", f"not a readable tar archive: {_one_line(e)}"))
+            problems.append(Problem("", f"not a readable tar archive: {one_line(e)}"))
     if prefix and not problems:
         return dest / prefix.rstrip("/"), problems
     return dest, problems
@@ -478,11 +478,6 @@ def _extract(tf: tarfile.TarFile, m: tarfile.TarInfo, target: Path) -> bytes:
     return bytes(kept)
 
 
-def _one_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return lines[0] if lines else type(e).__name__
-
-
 @contextmanager
 def unpacked(path: str | os.PathLike[str]) -> Iterator[tuple[Path, list[Problem]]]:
     """The package's root directory (a tarball is unpacked to a temporary one, see _unpack) and tar problems."""
@@ -498,7 +493,7 @@ def unpacked(path: str | os.PathLike[str]) -> Iterator[tuple[Path, list[Problem]
         try:
             root, problems = _unpack(p, Path(tmp))
         except OSError as e:  # a member that cannot be written (a file where a folder is needed, a full disk)
-            root, problems = Path(tmp), [Problem("", f"cannot unpack: {_one_line(e)}")]
+            root, problems = Path(tmp), [Problem("", f"cannot unpack: {one_line(e)}")]
         yield root, problems
 
 

@@ -141,7 +141,6 @@ class _Collected:
     # launches: correlation id -> start (ns); graph launches by correlation id
     launches: dict[int, int] = field(default_factory=dict)
     graph_launches: set[int] = field(default_factory=set)
-    launch_names: Counter[str] = field(default_factory=Counter)
     # step markers: (start ns, event index, name, thread id, end ns or None)
     markers: list[tuple[int, int, str, int, int | None]] = field(default_factory=list)
     # ac2g flow ends: (thread id, ts ns) -> flow id
@@ -168,12 +167,11 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
     names, name_ids, threads = c.names, c.name_ids, c.threads
     g_name, g_cat, g_ts, g_dur = c.g_name.append, c.g_cat.append, c.g_ts.append, c.g_dur.append
     g_dev, g_stream, g_corr, g_thread = c.g_dev.append, c.g_stream.append, c.g_corr.append, c.g_thread.append
-    launches, graph_launches, launch_names = c.launches, c.graph_launches, c.launch_names
+    launches, graph_launches = c.launches, c.graph_launches
     categories = c.categories
     kind_of: dict[Any, list[Any]] = {}  # cat -> [label, gpu code, launch?, marker?, events seen]
     kinds: list[list[Any]] = []
     marker_search = marker.search
-    n = 0
 
     def thread_id(pid: Any, tid: Any) -> int:
         key = (pid, tid)
@@ -187,7 +185,6 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
         return t
 
     for index, e in reader.events():
-        n += 1
         cat = e.get("cat")
         kind = kind_of.get(cat) if type(cat) is str or cat is None else None
         if kind is None:
@@ -242,10 +239,8 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
                 raise _bad(reader, index, e, "missing or non-numeric 'ts'")
             launches[corr] = ts
             name = e.get("name")
-            if type(name) is str:
-                launch_names[name] += 1
-                if "GraphLaunch" in name:
-                    graph_launches.add(corr)
+            if type(name) is str and "GraphLaunch" in name:
+                graph_launches.add(corr)
         elif kind[3]:
             name = e.get("name")
             if type(name) is not str:
@@ -265,7 +260,7 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
                 c.flow_ends[(thread_id(e.get("pid"), e.get("tid")), ts)] = fid
     for kind in kinds:
         categories[kind[0]] += kind[4]
-    c.events = n
+    c.events = reader.events_read
     c.metadata = reader.metadata
     return c
 
@@ -310,12 +305,11 @@ def _stream_labels(dev: np.ndarray, stream: np.ndarray) -> tuple[np.ndarray, lis
     return inverse.reshape(-1).astype(np.int64), labels
 
 
-def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: TraceReader | None = None
-            ) -> TraceResult:
+def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResult:
     """Summarise one trace file. Raises TraceError (one line) on bad input."""
     options = options or TraceOptions()
     marker_re, filter_re, collective_res = options.compiled()
-    reader = reader or TraceReader(path)
+    reader = TraceReader(path)
     c = collect(reader, marker_re)
     notes: list[str] = []
 
@@ -435,6 +429,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: Tr
     step_rows: list[ProfileStepRow] = []
     windows: list[tuple[int, int, int]] = []  # (step, start, end) GPU windows of selected steps
     n_streams = len(stream_labels)
+    g_coll = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[g_name]
     if n_steps:
         sk = step_of >= 0
         k_idx = step_of[sk]
@@ -451,12 +446,12 @@ def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: Tr
         next_after = int(g_ts[after].min()) if after.any() else None
         graph_corr = np.isin(g_corr, np.fromiter(c.graph_launches, dtype=np.int64, count=len(c.graph_launches)))
         per_graph = Counter()
-        for k, corr in set(zip(step_of[sk & graph_corr].tolist(), g_corr[sk & graph_corr].tolist())):
+        in_graph = sk & graph_corr
+        for k, corr in set(zip(step_of[in_graph].tolist(), g_corr[in_graph].tolist())):
             per_graph[k] += 1
         per_coll: dict[int, Counter[str]] = {}
-        g_coll = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[g_name]
-        for k, ck in zip(step_of[sk & (g_coll >= 0) & is_kernel].tolist(),
-                         g_coll[sk & (g_coll >= 0) & is_kernel].tolist()):
+        is_coll = sk & (g_coll >= 0) & is_kernel
+        for k, ck in zip(step_of[is_coll].tolist(), g_coll[is_coll].tolist()):
             per_coll.setdefault(k, Counter())[collective_res[ck][0]] += 1
         # A step's GPU window ends where the next step's GPU activity starts.
         next_start: list[int | None] = [None] * n_steps
@@ -486,13 +481,11 @@ def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: Tr
                 gpu_start_ns=int(first_gpu[k]) if has_gpu else None,
                 gpu_window_us=_us(win) if win is not None else None,
                 main_stream_busy_us=_us(busy) if busy is not None else None))
-    else:
-        g_coll = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[g_name]
 
     # ---- step figures
+    sel_steps = np.flatnonzero(selected) if not refused else np.zeros(0, dtype=np.int64)
     step_figures = None
     if not refused:
-        sel_steps = np.flatnonzero(selected)
         rows = [step_rows[k] for k in sel_steps]
         per_stream_spread = {}
         for s in range(n_streams):
@@ -527,7 +520,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: Tr
     cuda_graphs = CudaGraphs(
         graph_launches=len(graph_counts), kernels=sum(graph_counts.values()),
         kernels_per_launch=_spread(np.array(list(graph_counts.values()))) if graph_counts else None,
-        launches_per_step=_spread(np.array([step_rows[k].graph_launches for k in np.flatnonzero(selected)]))
+        launches_per_step=_spread(np.array([step_rows[k].graph_launches for k in sel_steps]))
         if not refused and graph_counts else None,
         multi_kernel_launches=multi)
     if graph_counts:
@@ -554,7 +547,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: Tr
             by_pos.setdefault((ck, p), []).append((int(g_dur[i]), int(g_name[i])))
         coll_rows.sort(key=lambda r: (r.step, r.kind, r.position))
         for ck, (kind, _) in enumerate(collective_res):
-            calls = np.array([position.get((int(k), ck), 0) for k in np.flatnonzero(selected)])
+            calls = np.array([position.get((int(k), ck), 0) for k in sel_steps])
             if not calls.any():
                 continue
             positions = []
@@ -572,8 +565,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None, *, reader: Tr
 
     # ---- kernel rows
     kernel_rows = _kernel_rows(c.names, g_name, g_cat, g_dur, g_sidx, stream_labels, in_sel, step_of,
-                               np.flatnonzero(selected) if not refused else np.zeros(0, dtype=np.int64),
-                               g_coll, collective_res)
+                               sel_steps, g_coll, collective_res)
 
     meta = c.metadata
     dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
@@ -629,14 +621,16 @@ def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return starts[first], run_end[last]
 
 
-def _overlap(ms: np.ndarray, me: np.ndarray, a: int, b: int) -> int:
-    """Length of the union intervals' overlap with [a, b)."""
+def _clipped(ms: np.ndarray, me: np.ndarray, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and ends of the union intervals that meet [a, b), clipped to it."""
     i0 = int(np.searchsorted(me, a, side="right"))
     i1 = int(np.searchsorted(ms, b, side="left"))
-    if i1 <= i0:
-        return 0
-    s = np.maximum(ms[i0:i1], a)
-    e = np.minimum(me[i0:i1], b)
+    return np.maximum(ms[i0:i1], a), np.minimum(me[i0:i1], b)
+
+
+def _overlap(ms: np.ndarray, me: np.ndarray, a: int, b: int) -> int:
+    """Length of the union intervals' overlap with [a, b)."""
+    s, e = _clipped(ms, me, a, b)
     return int(np.clip(e - s, 0, None).sum())
 
 
@@ -647,10 +641,7 @@ def _main_stream(label: str, chosen: str, window: str, windows: list[tuple[int, 
     gaps: list[tuple[int, int, int]] = []  # (start, length, step)
     for step, a, b in windows:
         total += b - a
-        i0 = int(np.searchsorted(me, a, side="right"))
-        i1 = int(np.searchsorted(ms, b, side="left"))
-        s = np.maximum(ms[i0:i1], a)
-        e = np.minimum(me[i0:i1], b)
+        s, e = _clipped(ms, me, a, b)
         busy += int(np.clip(e - s, 0, None).sum())
         # idle: before the first interval, between intervals, after the last
         bounds_s = np.concatenate(([a], e))

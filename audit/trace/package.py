@@ -15,17 +15,15 @@ content digest.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from audit.errors import AuditError
 from audit.jsonl import sha256_file
 from audit.models import Manifest, ProfileKernelRow, ProfileStepRow, Provenance
-from audit.packages import Package, PackageWriter, open_package
+from audit.packages import PackageWriter, open_package
 from audit.trace.analyze import TraceOptions, TraceResult, analyze
-from audit.trace.models import TraceSummary
+from audit.trace.models import TRACE_SUMMARY_SCHEMA_VERSION, TraceSummary
 
 SUMMARY = "summary.json"
 STEPS = "steps.jsonl"
@@ -104,17 +102,11 @@ class LoadedProfile:
     digest: str
 
 
-@contextmanager
-def opened_profile(path: str | Path) -> Iterator[Package]:
-    with open_package(path, kind="profile") as pkg:
-        yield pkg
-
-
 def load_profile(path: str | Path) -> LoadedProfile:
     """Read a validated `profile` package."""
-    with opened_profile(path) as pkg:
+    with open_package(path, kind="profile") as pkg:
         summary = pkg.document("trace_summary.v1")
-        if summary.schema_version > TraceSummary.model_fields["schema_version"].default:
+        if summary.schema_version > TRACE_SUMMARY_SCHEMA_VERSION:
             raise AuditError(f"summary schema_version {summary.schema_version} is newer than this audit reads",
                              path=str(path))
         kernels = list(pkg.iter_rows("profile_kernel.v1"))

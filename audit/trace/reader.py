@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.jsonl import open_regular
+from audit.jsonl import _reject_constant, open_regular
 
 CHUNK_CHARS = 1 << 20
 """Characters read per refill of the buffer."""
@@ -36,10 +36,6 @@ MAX_VALUE_CHARS = 64 << 20
 
 _WS = re.compile(r"[ \t\n\r]*")
 _SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 _DECODER = json.JSONDecoder(parse_float=str, parse_constant=_reject_constant)
