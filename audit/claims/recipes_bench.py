@@ -19,13 +19,6 @@ from audit.verdicts import Interval
 THROUGHPUT, TELEMETRY = "throughput", "telemetry"
 
 
-def _kind(ctx: Context, ident: str, kind: str, recipe_name: str) -> Any:
-    pkg = ctx.package(ident)
-    if pkg.kind != kind:
-        raise RecipeFailed(f"package {ident} is a {pkg.kind} package; {recipe_name} reads a {kind} package")
-    return pkg
-
-
 def same_package(read: Any, checked: Any, ident: str) -> None:
     """The measurement module read what verify checked (not a file changed since)."""
     if read.digest != checked.digest:
@@ -37,7 +30,7 @@ def throughput(ctx: Context, ident: str, recipe_name: str) -> Any:
     """The throughput package `ident`, read back by `audit.bench.store` (summary recomputed from the rows)."""
     from audit.bench import store
 
-    pkg = _kind(ctx, ident, THROUGHPUT, recipe_name)
+    pkg = ctx.package_of_kind(ident, THROUGHPUT, recipe_name)
     key = ("bench.throughput", pkg.digest)
     if key not in ctx.cache:
         with ctx.reading(ident):  # validates again and raises when summary.json is not what the rows give
@@ -52,7 +45,7 @@ def telemetry(ctx: Context, ident: str, run: str | None, recipe_name: str) -> An
     """The telemetry package `ident`, its figures recomputed from the samples; linked to `run` when given."""
     from audit.bench import store
 
-    pkg = _kind(ctx, ident, TELEMETRY, recipe_name)
+    pkg = ctx.package_of_kind(ident, TELEMETRY, recipe_name)
     t = throughput(ctx, run, recipe_name) if run is not None else None
     key = ("bench.telemetry", pkg.digest, t.pkg.digest if t is not None else None)
     if key not in ctx.cache:

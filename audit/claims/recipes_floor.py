@@ -19,9 +19,7 @@ def floor_report(ctx: Context, ident: str, recipe_name: str) -> Any:
     """The `FloorReport` of package `ident`, after `check_package` recomputed it identically."""
     from audit.floor.package import check_package
 
-    pkg = ctx.package(ident)
-    if pkg.kind != KIND:
-        raise RecipeFailed(f"package {ident} is a {pkg.kind} package; {recipe_name} reads a {KIND} package")
+    pkg = ctx.package_of_kind(ident, KIND, recipe_name)
 
     def checked() -> Any:
         with ctx.reading(ident):

@@ -25,9 +25,7 @@ PROFILE = "profile"
 def profile(ctx: Context, ident: str, recipe_name: str) -> tuple[Any, str]:
     """The profile package `ident` read by `audit.trace.package.load_profile`, recomputed from its trace when it
     holds it; returns (loaded, how the figures were checked)."""
-    pkg = ctx.package(ident)
-    if pkg.kind != PROFILE:
-        raise RecipeFailed(f"package {ident} is a {pkg.kind} package; {recipe_name} reads a profile package")
+    pkg = ctx.package_of_kind(ident, PROFILE, recipe_name)
     with ctx.reading(ident):
         return memo(("trace.profile", pkg.digest), lambda: _recomputed(pkg, ident))
 

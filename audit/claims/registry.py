@@ -187,6 +187,13 @@ class Context:
         except KeyError:
             raise RecipeFailed(f"package {ident!r} is not available (it failed its checks)") from None
 
+    def package_of_kind(self, ident: str, kind: str, recipe_name: str) -> Package:
+        """`package(ident)`, refused unless it is a `kind` package (what `recipe_name` reads)."""
+        pkg = self.package(ident)
+        if pkg.kind != kind:
+            raise RecipeFailed(f"package {ident} is a {pkg.kind} package; {recipe_name} reads a {kind} package")
+        return pkg
+
     @contextlib.contextmanager
     def reading(self, ident: str) -> Iterator[None]:
         """Turn the library's errors while reading package `ident` into RecipeFailed, naming the package by its
