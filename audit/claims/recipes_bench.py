@@ -104,7 +104,6 @@ def bench_tok_s(args: ArmArgs, ctx: Context) -> Result:
     if left_out:
         basis += f"; {left_out} invalid window(s) left out"
     return Result(value=s.mean, unit="tok/s", interval=iv, n=s.n, n_label="windows", basis=basis,
-                  detail={"min": s.min, "max": s.max, "se": s.se},
                   series=_window_series(f"{t.summary.arm}: tok/s per window", [(t.summary.arm, t)],
                                         band=(iv.low, iv.high) if iv else None, center=s.mean))
 
@@ -149,7 +148,7 @@ def bench_ratio(args: RatioArgs, ctx: Context) -> Result:
     basis = (f"{arms} tok/s paired by window: {pairs}; worst to best pair {c.ratio_min:.3f}–{c.ratio_max:.3f}×"
              + "".join(f"; skipped {s}" for s in c.skipped) + notes)
     return Result(value=c.ratio_mean, unit="ratio", interval=iv, n=len(c.pairs), n_label="window pairs", basis=basis,
-                  detail={"min": c.ratio_min, "max": c.ratio_max, "se": c.ratio_se}, series=series)
+                  series=series)
 
 
 class DecodeArgs(ArmArgs):
@@ -311,7 +310,7 @@ def telemetry_mean(args: TelemetryArgs, ctx: Context) -> Result:
     shown = ", ".join(f"{v:.2f}" for v in values)
     basis = f"{name} over {scope} of {tel.summary.throughput_package_id}: {shown} ({tel.summary.gpus} GPU)"
     return Result(value=s.mean, unit=unit, interval=iv, n=s.n, n_label="windows", basis=basis,
-                  detail={"min": s.min, "max": s.max, "se": s.se}, series=_counter_timeline(tel, args.counter, name))
+                  series=_counter_timeline(tel, args.counter, name))
 
 
 def _mean(values: list[float]) -> float | None:

@@ -268,7 +268,6 @@ def accuracy(rows: Rows, figure: str, sample: int | None, interval: str) -> Resu
     items = rows.frame["item_id"].nunique()
     basis = f"{name} = {fig.correct}/{fig.total} ({items} items × {runs} run{'s' if runs != 1 else ''}); {rows.basis}"
     return Result(value=fig.value, unit="fraction", interval=iv, n=fig.total, n_label="rows", basis=basis,
-                  detail={"correct": fig.correct, "total": fig.total, "runs": int(runs), "items": int(items)},
                   grading=rows.grading)
 
 
@@ -290,7 +289,7 @@ def count(rows: Rows, args: _Count) -> Result:
     of = int(f["item_id"].nunique()) if args.count == "items" else int(len(f))
     where = f" with {', '.join(what)}" if what else ""
     return Result(value=float(n), unit="count", basis=f"{n} of {of} {args.count}{where}; {rows.basis}",
-                  detail={"count": n, "of": of}, grading=rows.grading)
+                  grading=rows.grading)
 
 
 # --------------------------------------------------------------------------- recipes

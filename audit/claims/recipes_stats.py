@@ -123,9 +123,7 @@ def _bar(center: float, iv: Interval | None, mult: float, part: str, what: str, 
     basis = (f"{what}: {100 * center:.2f}% ± {100 * half:.2f} points (se {iv.se:.4f}, n={n} {n_label}); "
              f"{rows.basis}")
     return Result(value=values[part], unit="fraction", interval=iv if part == "value" else None, n=n,
-                  n_label=n_label, basis=basis, detail={"center": center, "se": iv.se, "multiplier": mult,
-                                                        "low": iv.low, "high": iv.high},
-                  grading=rows.grading, figure=(center, iv))
+                  n_label=n_label, basis=basis, grading=rows.grading, figure=(center, iv))
 
 
 @recipe("stats.binomial_2se", unit="fraction")
@@ -213,8 +211,7 @@ def denominator_sensitivity(args: SensitivityArgs, ctx: Context) -> Result:
     values = {"difference": left_out - counted_wrong, "left_out": left_out, "counted_wrong": counted_wrong}
     basis = (f"left out {correct}/{graded} = {100 * left_out:.2f}%, counted wrong {correct}/{total} = "
              f"{100 * counted_wrong:.2f}%; ungraded rows: {why}; {rows.basis}")
-    return Result(value=values[args.part], unit="fraction", n=total, n_label="rows", basis=basis,
-                  detail={"correct": correct, "graded": graded, "total": total}, grading=rows.grading)
+    return Result(value=values[args.part], unit="fraction", n=total, n_label="rows", basis=basis, grading=rows.grading)
 
 
 # --------------------------------------------------------------------------- paired ratio
@@ -353,8 +350,7 @@ def paired_log_ratio(args: PairedLogRatioArgs, ctx: Context) -> Result:
                     style="dots", log_y=True, reference=1.0, band=(iv.low, iv.high), center=gm, unit="ratio")
     basis = (f"geometric mean of {args.numerator}/{args.denominator} over {n} paired tasks of {label}; "
              f"log-scale sd {float(arr.std(ddof=1)):.4f}")
-    return Result(value=gm, unit="ratio", interval=iv, n=n, n_label="tasks", basis=basis,
-                  detail={"mean_log": mean, "se_log": se, "t": t}, series=series)
+    return Result(value=gm, unit="ratio", interval=iv, n=n, n_label="tasks", basis=basis, series=series)
 
 
 # --------------------------------------------------------------------------- arithmetic
@@ -383,5 +379,5 @@ def arithmetic(args: ArithmeticArgs, ctx: Context) -> Result:
     if not math.isfinite(value):
         raise RecipeFailed(f"{args.expr} is not finite")
     shown = ", ".join(f"{k} = {v:.6g}" for k, v in values.items())
-    return Result(value=value, unit=ANY, basis=f"{args.expr} with {shown}", detail={"claims": values})
+    return Result(value=value, unit=ANY, basis=f"{args.expr} with {shown}")
 

@@ -126,8 +126,7 @@ def kernels_per_step(args: KernelsArgs, ctx: Context) -> Result:
     series = Series(title=f"kernels per step ({label})", xlabel="step", ylabel="kernels",
                     lines=(("selected steps", tuple((float(r.step), c) for r, c in zip(selected, counts))),),
                     style="dots", center=value, integer_x=True, unit="count")
-    return Result(value=value, unit="count", n=steps.steps, n_label="steps", basis=basis, series=series,
-                  detail={"median": spread.median, "min": spread.min, "max": spread.max})
+    return Result(value=value, unit="count", n=steps.steps, n_label="steps", basis=basis, series=series)
 
 
 class StepArgs(RecipeArgs):

@@ -134,7 +134,6 @@ class Result:
     n_label: str = ""
     basis: str = ""
     """One line: counts, components and policies it was computed with."""
-    detail: dict[str, Any] = field(default_factory=dict)
     series: Series | None = None
     figure: tuple[float, Interval] | None = None
     """(centre, interval) of the figure the value describes, when that is not the value itself (an error
