@@ -376,10 +376,11 @@ def json_differences(stored: Any, fresh: Any, where: str = "") -> list[str]:
         for i, (a, b) in enumerate(zip(stored, fresh)):
             out += json_differences(a, b, f"{where}[{i}]")
         return out
-    return [] if stored == fresh else [f"{where}: stored {_short_repr(stored)}, recomputed {_short_repr(fresh)}"]
+    return [] if stored == fresh else [f"{where}: stored {short_repr(stored)}, recomputed {short_repr(fresh)}"]
 
 
-def _short_repr(v: Any) -> str:
+def short_repr(v: Any) -> str:
+    """`repr(v)`, cut to 60 characters (57 and `...`): how an error message shows a value."""
     s = repr(v)
     return s if len(s) <= 60 else s[:57] + "..."
 

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import pydantic
 
 from audit.claims import units
+from audit.claims.ledger import error_message
 from audit.errors import AuditError
 from audit.models import Record
 from audit.verdicts import Interval
@@ -393,17 +394,7 @@ def _args_error(led: LoadedLedger, claim: Claim, where: str, loc: tuple[Any, ...
     e = err.errors(include_url=False)[0]
     sub = tuple(e["loc"])
     fieldname = ".".join([where, "args", *map(str, sub)])
-    kind = e["type"]
-    if kind == "missing":
-        msg = "missing required argument"
-    elif kind == "extra_forbidden":
-        msg = "unknown argument"
-    else:
-        msg = e["msg"].removeprefix("Value error, ")
-        got = e.get("input")
-        if kind not in ("value_error",) and not isinstance(got, dict):
-            shown = repr(got)
-            msg += f" (got {shown[:57] + '...' if len(shown) > 60 else shown})"
+    msg = error_message(e, "argument", quiet=("value_error",))
     return led.error(msg, claim=claim, field=fieldname, loc=loc + ("args", *sub))
 
 
