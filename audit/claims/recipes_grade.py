@@ -139,6 +139,9 @@ class Rows:
     frame: pd.DataFrame
     basis: str
     grading: Any = None
+    """The fresh grading (`audit.grade.Grading`), for a package graded here."""
+    header: Any = None
+    """The verdict file's header (its summary states figures), for rows read from one."""
 
 
 def _config(args: GradeSource) -> Any:
@@ -217,8 +220,7 @@ def recorded_rows(ctx: Context, ident: str) -> Rows:
     entry = ctx.loaded.files[ident]
     what = "verdict file" if entry.format == "verdicts" else f"verdicts recorded by {entry.tool or 'another tool'}"
     basis = f"{ident} ({what}, {header.benchmark}): {_component_text(header)}; {_policy_text(header.policies)}"
-    rows = Rows(frame, basis, None)
-    rows.header = header  # type: ignore[attr-defined]
+    rows = Rows(frame, basis, header=header)
     ctx.cache[key] = rows
     return rows
 
@@ -251,12 +253,16 @@ def pick_interval(fig: Figure, method: str, frame: pd.DataFrame) -> Interval | N
     return by[method]
 
 
-def accuracy(rows: Rows, figure: str, sample: int | None, interval: str) -> Result:
+def _figure_name(figure: str, sample: int | None) -> str:
     from audit.summary import figure_name
 
+    return figure_name("graded" if figure == "accuracy" else "all", sample)
+
+
+def accuracy(rows: Rows, figure: str, sample: int | None, interval: str) -> Result:
     if rows.frame.empty:
         raise RecipeFailed("the grading has no rows")
-    name = figure_name("graded" if figure == "accuracy" else "all", sample)
+    name = _figure_name(figure, sample)
     figs = _figures(rows.frame)
     if name not in figs:
         raise RecipeFailed(f"no figure {name} (runs: {sorted(set(rows.frame['sample']))})")
@@ -312,9 +318,8 @@ def verdicts_accuracy(args: VerdictsAccuracyArgs, ctx: Context) -> Result:
     """Accuracy recomputed from a verdict file's rows (not from its summary), with its interval."""
     rows = recorded_rows(ctx, args.verdicts)
     result = accuracy(rows, args.figure, args.sample, args.interval)
-    header = rows.header  # type: ignore[attr-defined]
-    stated = {f.name: f.value for f in header.summary.figures}
-    name = result.basis.split(" = ", 1)[0]
+    stated = {f.name: f.value for f in rows.header.summary.figures}
+    name = _figure_name(args.figure, args.sample)
     if name in stated and abs(stated[name] - result.value) > 1e-12:
         result.basis += f"; its summary says {stated[name]:.6f}, which its rows do not give"
     return result
