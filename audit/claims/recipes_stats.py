@@ -100,7 +100,7 @@ class BinomialArgs(ErrorBarArgs):
     """One run; unset pools every row of every run (as a single-run report would)."""
 
 
-def _scope(rows: Rows, figure: str, sample: int | None = None) -> tuple[Any, str]:
+def _scope(rows: Rows, figure: str, sample: int | None = None) -> Any:
     f = rows.frame
     if sample is not None:
         f = f[f["sample"] == sample]
@@ -111,7 +111,7 @@ def _scope(rows: Rows, figure: str, sample: int | None = None) -> tuple[Any, str
     import pandas as pd
 
     return pd.DataFrame({"item_id": f["item_id"].to_numpy(), "sample": f["sample"].to_numpy(), "c": c.to_numpy(),
-                         "d": np.asarray(d)}), figure
+                         "d": np.asarray(d)})
 
 
 def _bar(center: float, iv: Interval | None, mult: float, part: str, what: str, rows: Rows, n: int,
@@ -130,7 +130,7 @@ def _bar(center: float, iv: Interval | None, mult: float, part: str, what: str, 
 def binomial_2se(args: BinomialArgs, ctx: Context) -> Result:
     """The single-run error bar labs quote: p ± 2·√(p(1−p)/n)."""
     rows = args.rows(ctx)
-    df, _ = _scope(rows, args.figure, args.sample)
+    df = _scope(rows, args.figure, args.sample)
     c, n = int(df["c"].sum()), int(df["d"].sum())
     if n == 0:
         raise RecipeFailed("the denominator is empty")
@@ -142,36 +142,35 @@ def _run_values(df: Any) -> list[float]:
     return [float(r.c / r.d) for r in per.itertuples() if r.d]
 
 
+def _runs(args: ErrorBarArgs, ctx: Context, method: str, formula: Any, multiplier: Any) -> Result:
+    """The K-run error bar `method` (`formula`: `stats.runs_2se` or `stats.runs_t`) over the runs' accuracies,
+    its half-width `multiplier(K)`·se."""
+    rows = args.rows(ctx)
+    values = _run_values(_scope(rows, args.figure))
+    k = len(values)
+    if k < 2:
+        raise RecipeFailed(f"{method} needs at least 2 runs; the grading has {k}")
+    return _bar(float(np.mean(values)), formula(values), multiplier(k), args.part, f"{method} over {k} runs", rows,
+                k, "runs")
+
+
 @recipe("stats.runs_2se", unit="fraction")
 def runs_2se(args: ErrorBarArgs, ctx: Context) -> Result:
     """The K-run error bar labs quote: mean ± 2·sd/√K over the runs' accuracies."""
-    rows = args.rows(ctx)
-    df, _ = _scope(rows, args.figure)
-    values = _run_values(df)
-    if len(values) < 2:
-        raise RecipeFailed(f"runs_2se needs at least 2 runs; the grading has {len(values)}")
-    return _bar(float(np.mean(values)), stats.runs_2se(values), 2.0, args.part, f"runs_2se over {len(values)} runs",
-                rows, len(values), "runs")
+    return _runs(args, ctx, "runs_2se", stats.runs_2se, lambda k: 2.0)
 
 
 @recipe("stats.runs_t", unit="fraction")
 def runs_t(args: ErrorBarArgs, ctx: Context) -> Result:
     """The K-run error bar with the t quantile (right for small K): mean ± t(K−1)·sd/√K."""
-    rows = args.rows(ctx)
-    df, _ = _scope(rows, args.figure)
-    values = _run_values(df)
-    if len(values) < 2:
-        raise RecipeFailed(f"runs_t needs at least 2 runs; the grading has {len(values)}")
-    k = len(values)
-    return _bar(float(np.mean(values)), stats.runs_t(values), stats._t_quantile(0.975, k - 1), args.part,
-                f"runs_t over {k} runs", rows, k, "runs")
+    return _runs(args, ctx, "runs_t", stats.runs_t, lambda k: stats._t_quantile(0.975, k - 1))
 
 
 @recipe("stats.clustered_t", unit="fraction")
 def clustered_t(args: ErrorBarArgs, ctx: Context) -> Result:
     """Question-clustered error bar (Miller 2024): mean of per-question means ± t(n−1)·sd/√n."""
     rows = args.rows(ctx)
-    df, _ = _scope(rows, args.figure)
+    df = _scope(rows, args.figure)
     q = df.groupby("item_id", sort=True)[["c", "d"]].sum()
     q = q[q["d"] > 0]
     means = (q["c"] / q["d"]).tolist()
