@@ -248,9 +248,11 @@ def read_regular(path: str | os.PathLike[str]) -> bytes:
     return bytes(data)
 
 
-def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES) -> tuple[bytes | None, str | None]:
-    """A whole small file's bytes, or (None, error) when it is larger than `max_bytes` or unreadable.
-    Only a regular file is read (a link to one is followed): a FIFO or device is refused, not waited on."""
+def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES, *,
+                  what: str = "a JSON document") -> tuple[bytes | None, str | None]:
+    """A whole small file's bytes, or (None, error) when it is larger than `max_bytes` (the limit "for `what`")
+    or unreadable. Only a regular file is read (a link to one is followed): a FIFO or device is refused, not
+    waited on."""
     try:
         f, size = open_regular(path, follow_links=True)
         with f:
@@ -264,7 +266,7 @@ def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BY
     except OSError as e:
         return None, f"unreadable: {e.strerror or e}"
     if len(data) > max_bytes:
-        return None, f"larger than the {max_bytes:,}-byte limit for a JSON document"
+        return None, f"larger than the {max_bytes:,}-byte limit for {what}"
     return data, None
 
 

@@ -27,7 +27,7 @@ import yaml
 from pydantic import Field, model_validator
 
 from audit.errors import AuditError
-from audit.jsonl import open_regular, sha256_bytes, short_repr
+from audit.jsonl import read_document, sha256_bytes, short_repr
 from audit.models import Record, unsafe_path_reason
 from audit.schemas import register
 
@@ -285,19 +285,11 @@ def _line_map(node: Any, path: tuple[Any, ...] = (), out: dict[tuple[Any, ...], 
 def read_ledger_bytes(path: Path) -> bytes:
     """The ledger's bytes, read once from a regular file (a link to one is followed; a FIFO or device is
     refused, not waited on): what is parsed is what its sha256 describes."""
-    label = str(path)
     if not path.is_file():
-        raise LedgerError("no such file", path=label)
-    try:
-        f, _ = open_regular(path, follow_links=True)
-        with f:
-            data = b""
-            while len(data) <= MAX_LEDGER_BYTES and (chunk := f.read(MAX_LEDGER_BYTES + 1 - len(data))):
-                data += chunk
-    except OSError as e:
-        raise LedgerError(f"unreadable: {e.strerror or e}", path=label) from None
-    if len(data) > MAX_LEDGER_BYTES:
-        raise LedgerError(f"larger than the {MAX_LEDGER_BYTES:,}-byte limit for a ledger", path=label)
+        raise LedgerError("no such file", path=str(path))
+    data, err = read_document(path, MAX_LEDGER_BYTES, what="a ledger")
+    if data is None:
+        raise LedgerError(str(err), path=str(path))
     return data
 
 
