@@ -35,7 +35,6 @@ LEDGER_SCHEMA_VERSION = 1
 MAX_LEDGER_BYTES = 1024 * 1024
 """Largest ledger read: a ledger is a page of numbers, not data."""
 
-STATUSES = ("measured", "single-run", "single-trace", "arithmetic", "retracted")
 Status = Literal["measured", "single-run", "single-trace", "arithmetic", "retracted"]
 
 _ID = r"^[A-Za-z][A-Za-z0-9_]{0,39}$"

@@ -9,7 +9,6 @@ and checks the link to its throughput run by content digest. Nothing here re-der
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Any, Literal
 
@@ -313,14 +312,12 @@ def telemetry_mean(args: TelemetryArgs, ctx: Context) -> Result:
                   series=_counter_timeline(tel, args.counter, name))
 
 
-def _mean(values: list[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
-
-
 def _counter_timeline(tel: Any, counter: str, name: str) -> Series | None:
     """The samples behind the figure, over the windows: utilization.gpu against SM_UTIL and DRAM_BW_UTIL side by
     side for a percent counter (the three tell "a kernel was running" from "the SMs and DRAM were busy"); the
     power for power_w."""
+    from audit.bench.telemetry import mean
+
     windows = tel.summary.windows
     if not windows:
         return None
@@ -337,7 +334,7 @@ def _counter_timeline(tel: Any, counter: str, name: str) -> Series | None:
     def legacy(attr: str) -> tuple[tuple[float, float], ...]:
         pts = []
         for t in sorted(by_t):
-            m = _mean([getattr(r, attr) for r in by_t[t] if getattr(r, attr) is not None])
+            m = mean([getattr(r, attr) for r in by_t[t] if getattr(r, attr) is not None])
             if m is not None:
                 pts.append((t - t0, m))
         return tuple(pts)
@@ -345,7 +342,7 @@ def _counter_timeline(tel: Any, counter: str, name: str) -> Series | None:
     def gpm_line(attr: str) -> tuple[tuple[float, float], ...]:
         pts = []
         for a, b in sorted(gpm):
-            m = _mean([getattr(r, attr) for r in gpm[(a, b)] if getattr(r, attr) is not None])
+            m = mean([getattr(r, attr) for r in gpm[(a, b)] if getattr(r, attr) is not None])
             if m is not None:
                 pts.append(((a + b) / 2 - t0, m))
         return tuple(pts)
