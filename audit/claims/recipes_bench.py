@@ -1,10 +1,11 @@
 """Throughput and counter recipes: `bench.*` on `throughput` packages, `telemetry.*` on `telemetry` packages.
 
-Every figure comes from `audit.bench`'s own code: `store.load_throughput` validates the package and
-recomputes its summary from `requests.jsonl` and `windows.jsonl` (a stored summary that differs from
-its rows is an error, never a value), `figures.compare` pairs two arms by window as `audit bench
-compare` does, and `store.load_telemetry` recomputes the per-window counter means from the samples
-and checks the link to its throughput run by content digest. Nothing here re-derives a figure.
+Every figure comes from `audit.bench`'s own code: `store.read_throughput` (what `store.load_throughput`
+runs on the package verify validated) recomputes its summary from `requests.jsonl` and `windows.jsonl`
+(a stored summary that differs from its rows is an error, never a value), `figures.compare` pairs two
+arms by window as `audit bench compare` does, and `store.read_telemetry` recomputes the per-window
+counter means from the samples and checks the link to its throughput run by content digest. Nothing
+here re-derives a figure.
 """
 
 from __future__ import annotations
@@ -18,13 +19,6 @@ from audit.verdicts import Interval
 THROUGHPUT, TELEMETRY = "throughput", "telemetry"
 
 
-def same_package(read: Any, checked: Any, ident: str) -> None:
-    """The measurement module read what verify checked (not a file changed since)."""
-    if read.digest != checked.digest:
-        raise RecipeFailed(f"package {ident} changed while it was read (content digest {read.digest[:12]}…, "
-                           f"checked {checked.digest[:12]}…)")
-
-
 def throughput(ctx: Context, ident: str, recipe_name: str) -> Any:
     """The throughput package `ident`, read back by `audit.bench.store` (summary recomputed from the rows)."""
     from audit.bench import store
@@ -32,11 +26,8 @@ def throughput(ctx: Context, ident: str, recipe_name: str) -> Any:
     pkg = ctx.package_of_kind(ident, THROUGHPUT, recipe_name)
     key = ("bench.throughput", pkg.digest)
     if key not in ctx.cache:
-        with ctx.reading(ident):  # validates again and raises when summary.json is not what the rows give
-            t = store.load_throughput(pkg.root)
-        t.close()
-        same_package(t.pkg, pkg, ident)
-        ctx.cache[key] = t
+        with ctx.reading(ident):  # raises when summary.json is not what the rows (read as pinned) give
+            ctx.cache[key] = store.read_throughput(pkg, str(pkg.root))
     return ctx.cache[key]
 
 
@@ -49,10 +40,7 @@ def telemetry(ctx: Context, ident: str, run: str | None, recipe_name: str) -> An
     key = ("bench.telemetry", pkg.digest, t.pkg.digest if t is not None else None)
     if key not in ctx.cache:
         with ctx.reading(ident):  # raises when it belongs to another run
-            tel = store.load_telemetry(pkg.root, t)
-        tel.close()
-        same_package(tel.pkg, pkg, ident)
-        ctx.cache[key] = tel
+            ctx.cache[key] = store.read_telemetry(pkg, str(pkg.root), t)
     return ctx.cache[key]
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import statistics
 from typing import Any, Literal
 
-from audit.claims.recipes_bench import same_package
 from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, Result, Series, memo, recipe
 from audit.jsonl import json_differences
 
@@ -23,7 +22,7 @@ PROFILE = "profile"
 
 
 def profile(ctx: Context, ident: str, recipe_name: str) -> tuple[Any, str]:
-    """The profile package `ident` read by `audit.trace.package.load_profile`, recomputed from its trace when it
+    """The profile package `ident` read by `audit.trace.package.read_profile`, recomputed from its trace when it
     holds it; returns (loaded, how the figures were checked)."""
     pkg = ctx.package_of_kind(ident, PROFILE, recipe_name)
     with ctx.reading(ident):
@@ -32,10 +31,9 @@ def profile(ctx: Context, ident: str, recipe_name: str) -> tuple[Any, str]:
 
 def _recomputed(pkg: Any, ident: str) -> tuple[Any, str]:
     from audit.trace.analyze import TraceOptions, analyze
-    from audit.trace.package import load_profile
+    from audit.trace.package import read_profile
 
-    loaded = load_profile(pkg.root)
-    same_package(loaded, pkg, ident)
+    loaded = read_profile(pkg, str(pkg.root))
     s = loaded.summary
     if s.source.included is not None:
         cfg = s.config

@@ -205,7 +205,8 @@ class Context:
             pkg = self._packages.get(ident)
             text = str(e)
             if pkg is not None:
-                text = text.replace(str(pkg.root), self.loaded.packages[ident].path)
+                for where in dict.fromkeys((str(pkg.root), str(pkg.source))):
+                    text = text.replace(where, self.loaded.packages[ident].path)
             raise RecipeFailed(text) from None
 
     def words(self, text: str) -> str:

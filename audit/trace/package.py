@@ -113,10 +113,15 @@ def opened_profile(path: str | Path) -> Iterator[Package]:
 def load_profile(path: str | Path) -> LoadedProfile:
     """Read a validated `profile` package."""
     with opened_profile(path) as pkg:
-        summary = pkg.document("trace_summary.v1")
-        if summary.schema_version > TraceSummary.model_fields["schema_version"].default:
-            raise AuditError(f"summary schema_version {summary.schema_version} is newer than this audit reads",
-                             path=str(path))
-        kernels = list(pkg.iter_rows("profile_kernel.v1"))
-        steps = list(pkg.iter_rows("profile_step.v1"))
-        return LoadedProfile(summary, kernels, steps, pkg.digest)
+        return read_profile(pkg, str(path))
+
+
+def read_profile(pkg: Package, label: str) -> LoadedProfile:
+    """`load_profile` of a profile package already open (and validated), named `label` in errors."""
+    summary = pkg.document("trace_summary.v1")
+    if summary.schema_version > TraceSummary.model_fields["schema_version"].default:
+        raise AuditError(f"summary schema_version {summary.schema_version} is newer than this audit reads",
+                         path=label)
+    kernels = list(pkg.iter_rows("profile_kernel.v1"))
+    steps = list(pkg.iter_rows("profile_step.v1"))
+    return LoadedProfile(summary, kernels, steps, pkg.digest)
