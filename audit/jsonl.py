@@ -248,9 +248,11 @@ def read_regular(path: str | os.PathLike[str]) -> bytes:
     return bytes(data)
 
 
-def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES) -> tuple[bytes | None, str | None]:
-    """A whole small file's bytes, or (None, error) when it is larger than `max_bytes` or unreadable.
-    Only a regular file is read (a link to one is followed): a FIFO or device is refused, not waited on."""
+def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES, *,
+                  what: str = "a JSON document") -> tuple[bytes | None, str | None]:
+    """A whole small file's bytes, or (None, error) when it is larger than `max_bytes` (the limit "for `what`")
+    or unreadable. Only a regular file is read (a link to one is followed): a FIFO or device is refused, not
+    waited on."""
     try:
         f, size = open_regular(path, follow_links=True)
         with f:
@@ -264,7 +266,7 @@ def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BY
     except OSError as e:
         return None, f"unreadable: {e.strerror or e}"
     if len(data) > max_bytes:
-        return None, f"larger than the {max_bytes:,}-byte limit for a JSON document"
+        return None, f"larger than the {max_bytes:,}-byte limit for {what}"
     return data, None
 
 
@@ -376,10 +378,11 @@ def json_differences(stored: Any, fresh: Any, where: str = "") -> list[str]:
         for i, (a, b) in enumerate(zip(stored, fresh)):
             out += json_differences(a, b, f"{where}[{i}]")
         return out
-    return [] if stored == fresh else [f"{where}: stored {_short_repr(stored)}, recomputed {_short_repr(fresh)}"]
+    return [] if stored == fresh else [f"{where}: stored {short_repr(stored)}, recomputed {short_repr(fresh)}"]
 
 
-def _short_repr(v: Any) -> str:
+def short_repr(v: Any) -> str:
+    """`repr(v)`, cut to 60 characters (57 and `...`): how an error message shows a value."""
     s = repr(v)
     return s if len(s) <= 60 else s[:57] + "..."
 

@@ -357,6 +357,34 @@ def test_an_edited_throughput_summary_fails_validation_and_names_its_claims(cli,
     assert r.out.endswith("\n27 of 38 claims survive.\n")
 
 
+def test_a_throughput_file_swapped_after_verify_validated_it_is_never_read(cli, tmp_path, monkeypatch):
+    # The recipes read the package verify validated (no second opening): a row file replaced after that one
+    # validation is refused by the pinned read, named by its path in the ledger.
+    import audit.packages.read as pkg_read
+
+    ledger = copy_shipped(tmp_path)
+    pkg = tmp_path / "evidence-h200-bench" / "graphs"
+    original = pkg_read.validate_tree
+
+    def validate_then_swap(root, *a, **k):
+        out = original(root, *a, **k)
+        if Path(root) == pkg:
+            text = (pkg / "windows.jsonl").read_text(encoding="utf-8")
+            assert '"window":1,' in text
+            (pkg / "windows.jsonl").write_text(text.replace('"window":1,', '"window":7,', 1), encoding="utf-8")
+        return out
+
+    monkeypatch.setattr(pkg_read, "validate_tree", validate_then_swap)
+    monkeypatch.chdir(tmp_path)
+    r = cli("verify", ledger.name)
+    assert r.code == 1
+    assert f"  package  {GRAPHS}     evidence-h200-bench/graphs" in r.out and "FAILED" not in r.out
+    assert failing(r.out) == GRAPHS_CLAIMS
+    lines = r.out.split("\nM1 does not survive: ", 1)[1].split("\n\n")[0].splitlines()
+    assert lines[2].startswith("  cannot recompute: evidence-h200-bench/graphs/windows.jsonl: changed while being "
+                               "read: sha256 is "), lines
+
+
 def test_an_edited_summary_that_was_rehashed_and_repinned_is_caught_by_the_recomputation(cli, tmp_path, monkeypatch):
     # The forger fixes the manifest and the ledger's digest: the package validates and its digest matches, but the
     # bench store recomputes the summary from the rows and refuses the edited one.

@@ -232,25 +232,31 @@ def load_throughput(path: str | Path) -> Throughput:
     what its rows give."""
     pkg = open_package(path, kind="throughput")
     try:
-        requests = list(pkg.iter_rows("bench_request_row.v1"))
-        windows = list(pkg.iter_rows("bench_window_row.v1"))
-        extra = pkg.manifest.provenance.extra
-        run = extra.get("run")
-        if not isinstance(run, dict) or not isinstance(run.get("stall_s"), (int, float)):
-            raise AuditError("manifest.json: provenance.extra.run.stall_s is missing", path=str(path))
-        anchor = None
-        if any(f.path == ANCHOR for f in pkg.manifest.files):  # listed, so pinned (unlisted files are refused)
-            anchor = (ANCHOR_TOOL, _read_anchor(pkg.read_bytes(ANCHOR), f"{path}/{ANCHOR}"))
-        try:
-            fresh = figures.summarize(str(extra.get("arm", "")), requests, windows, float(run["stall_s"]), anchor)
-        except ValueError as e:
-            raise AuditError(str(e), path=f"{path}/{ANCHOR}") from None
-        stored = _stored_summary(pkg)
-        _check(str(path), stored, fresh)
-        return Throughput(pkg, requests, windows, stored, fresh)
+        return read_throughput(pkg, str(path))
     except BaseException:
         pkg.close()
         raise
+
+
+def read_throughput(pkg: Package, label: str) -> Throughput:
+    """`load_throughput` of a throughput package already open (and validated), named `label` in errors; the
+    caller closes it."""
+    requests = list(pkg.iter_rows("bench_request_row.v1"))
+    windows = list(pkg.iter_rows("bench_window_row.v1"))
+    extra = pkg.manifest.provenance.extra
+    run = extra.get("run")
+    if not isinstance(run, dict) or not isinstance(run.get("stall_s"), (int, float)):
+        raise AuditError("manifest.json: provenance.extra.run.stall_s is missing", path=label)
+    anchor = None
+    if any(f.path == ANCHOR for f in pkg.manifest.files):  # listed, so pinned (unlisted files are refused)
+        anchor = (ANCHOR_TOOL, _read_anchor(pkg.read_bytes(ANCHOR), f"{label}/{ANCHOR}"))
+    try:
+        fresh = figures.summarize(str(extra.get("arm", "")), requests, windows, float(run["stall_s"]), anchor)
+    except ValueError as e:
+        raise AuditError(str(e), path=f"{label}/{ANCHOR}") from None
+    stored = _stored_summary(pkg)
+    _check(label, stored, fresh)
+    return Throughput(pkg, requests, windows, stored, fresh)
 
 
 def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Telemetry:
@@ -258,24 +264,30 @@ def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Te
     telemetry names it (by content digest)."""
     pkg = open_package(path, kind="telemetry")
     try:
-        extra = pkg.manifest.provenance.extra
-        link = extra.get("throughput") or {}
-        if throughput is not None and link.get("digest") != throughput.pkg.digest:
-            raise AuditError(f"belongs to throughput package {link.get('package_id')} (digest "
-                             f"{str(link.get('digest'))[:12]}...), not {throughput.pkg.manifest.package_id} (digest "
-                             f"{throughput.pkg.digest[:12]}...)", path=str(path))
-        gpu_rows = list(pkg.iter_rows("gpu_sample_row.v1"))
-        gpm_rows = list(pkg.iter_rows("gpm_sample_row.v1"))
-        windows = [(int(w[0]), float(w[1]), float(w[2])) for w in extra.get("windows", [])]
-        fresh = telemetry.summarize((str(link.get("package_id")), str(link.get("digest"))),
-                                    str(extra.get("status", "")), len(extra.get("devices", [])), windows,
-                                    gpu_rows, gpm_rows)
-        stored = _stored_summary(pkg)
-        _check(str(path), stored, fresh)
-        return Telemetry(pkg, gpu_rows, gpm_rows, stored, fresh)
+        return read_telemetry(pkg, str(path), throughput)
     except BaseException:
         pkg.close()
         raise
+
+
+def read_telemetry(pkg: Package, label: str, throughput: Throughput | None = None) -> Telemetry:
+    """`load_telemetry` of a telemetry package already open (and validated), named `label` in errors; the
+    caller closes it."""
+    extra = pkg.manifest.provenance.extra
+    link = extra.get("throughput") or {}
+    if throughput is not None and link.get("digest") != throughput.pkg.digest:
+        raise AuditError(f"belongs to throughput package {link.get('package_id')} (digest "
+                         f"{str(link.get('digest'))[:12]}...), not {throughput.pkg.manifest.package_id} (digest "
+                         f"{throughput.pkg.digest[:12]}...)", path=label)
+    gpu_rows = list(pkg.iter_rows("gpu_sample_row.v1"))
+    gpm_rows = list(pkg.iter_rows("gpm_sample_row.v1"))
+    windows = [(int(w[0]), float(w[1]), float(w[2])) for w in extra.get("windows", [])]
+    fresh = telemetry.summarize((str(link.get("package_id")), str(link.get("digest"))),
+                                str(extra.get("status", "")), len(extra.get("devices", [])), windows,
+                                gpu_rows, gpm_rows)
+    stored = _stored_summary(pkg)
+    _check(label, stored, fresh)
+    return Telemetry(pkg, gpu_rows, gpm_rows, stored, fresh)
 
 
 def find_telemetry(throughput_path: str | Path, given: str | Path | None) -> Path | None:

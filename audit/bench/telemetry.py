@@ -614,7 +614,8 @@ class TelemetrySummary(FiguresDoc):
 _MEAN_FIELDS = ("kernel_running_pct", "memory_busy_pct", "power_w", "sm_clock_mhz", "mem_clock_mhz", "temperature_c")
 
 
-def _mean(values: Iterable[float]) -> float | None:
+def mean(values: Iterable[float]) -> float | None:
+    """The mean (math.fsum), None for no values."""
     vs = list(values)
     return math.fsum(vs) / len(vs) if vs else None
 
@@ -646,7 +647,7 @@ def summarize(link: tuple[str, str], status: str, gpus: int, windows: Sequence[t
             rows = [r for r in by_gpu.get(g, []) if start <= r.t < end]
             fig: dict[str, Any] = {"gpu": g, "samples": len(rows), "errors": sum(r.error is not None for r in rows)}
             for name in _MEAN_FIELDS:
-                fig[name] = _mean(getattr(r, name) for r in rows if getattr(r, name) is not None)
+                fig[name] = mean(getattr(r, name) for r in rows if getattr(r, name) is not None)
             energy = energy_by_gpu[g]
             e0, e1 = _interp(energy, start), _interp(energy, end)
             fig["energy_j"] = e1 - e0 if e0 is not None and e1 is not None else None
@@ -660,7 +661,7 @@ def summarize(link: tuple[str, str], status: str, gpus: int, windows: Sequence[t
             per.append(GpuWindowFigures(**fig))
 
         def across(name: str, per: list[GpuWindowFigures] = per) -> float | None:
-            return _mean(getattr(f, name) for f in per if getattr(f, name) is not None)
+            return mean(getattr(f, name) for f in per if getattr(f, name) is not None)
 
         def total(name: str, per: list[GpuWindowFigures] = per) -> float | None:
             vals = [getattr(f, name) for f in per]

@@ -27,7 +27,7 @@ import yaml
 from pydantic import Field, model_validator
 
 from audit.errors import AuditError
-from audit.jsonl import open_regular, sha256_bytes
+from audit.jsonl import read_document, sha256_bytes, short_repr
 from audit.models import Record, unsafe_path_reason
 from audit.schemas import register
 
@@ -35,7 +35,6 @@ LEDGER_SCHEMA_VERSION = 1
 MAX_LEDGER_BYTES = 1024 * 1024
 """Largest ledger read: a ledger is a page of numbers, not data."""
 
-STATUSES = ("measured", "single-run", "single-trace", "arithmetic", "retracted")
 Status = Literal["measured", "single-run", "single-trace", "arithmetic", "retracted"]
 
 _ID = r"^[A-Za-z][A-Za-z0-9_]{0,39}$"
@@ -285,19 +284,11 @@ def _line_map(node: Any, path: tuple[Any, ...] = (), out: dict[tuple[Any, ...], 
 def read_ledger_bytes(path: Path) -> bytes:
     """The ledger's bytes, read once from a regular file (a link to one is followed; a FIFO or device is
     refused, not waited on): what is parsed is what its sha256 describes."""
-    label = str(path)
     if not path.is_file():
-        raise LedgerError("no such file", path=label)
-    try:
-        f, _ = open_regular(path, follow_links=True)
-        with f:
-            data = b""
-            while len(data) <= MAX_LEDGER_BYTES and (chunk := f.read(MAX_LEDGER_BYTES + 1 - len(data))):
-                data += chunk
-    except OSError as e:
-        raise LedgerError(f"unreadable: {e.strerror or e}", path=label) from None
-    if len(data) > MAX_LEDGER_BYTES:
-        raise LedgerError(f"larger than the {MAX_LEDGER_BYTES:,}-byte limit for a ledger", path=label)
+        raise LedgerError("no such file", path=str(path))
+    data, err = read_document(path, MAX_LEDGER_BYTES, what="a ledger")
+    if data is None:
+        raise LedgerError(str(err), path=str(path))
     return data
 
 
@@ -411,11 +402,26 @@ def _error(path: Path, lines: dict[tuple[Any, ...], int], message: str, *, loc: 
 _SECTION_LABEL = {"packages": "package", "files": "file"}
 
 
+def error_message(e: Any, noun: str, *, quiet: tuple[str, ...]) -> str:
+    """One pydantic error (`ValidationError.errors()` entry) in words: `missing required {noun}`, `unknown
+    {noun}`, or its message followed by the value it got, cut to 60 characters (not for a mapping, nor for the
+    error types in `quiet`, whose message says what was wrong)."""
+    kind = e["type"]
+    if kind == "missing":
+        return f"missing required {noun}"
+    if kind == "extra_forbidden":
+        return f"unknown {noun}"
+    msg = e["msg"].removeprefix("Value error, ")
+    got = e.get("input")
+    if kind not in quiet and not isinstance(got, dict):
+        msg += f" (got {short_repr(got)})"
+    return msg
+
+
 def _pydantic_error(path: Path, obj: dict[str, Any], lines: dict[tuple[Any, ...], int],
                     err: pydantic.ValidationError) -> LedgerError:
     e = err.errors(include_url=False)[0]
     loc = tuple(e["loc"])
-    kind = e["type"]
     claim = None
     prefix: list[str] = []
     rest = loc
@@ -431,18 +437,7 @@ def _pydantic_error(path: Path, obj: dict[str, Any], lines: dict[tuple[Any, ...]
         rest = loc[2:]
     # A model validator's error has no field of its own: name the entry.
     fieldname = ".".join(str(p) for p in rest) or None
-    if kind == "missing":
-        msg = "missing required field"
-    elif kind == "extra_forbidden":
-        msg = "unknown field"
-    else:
-        got = e.get("input")
-        shown = repr(got)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        msg = e["msg"].removeprefix("Value error, ")
-        if kind not in ("value_error", "assertion_error") and not isinstance(got, dict):
-            msg += f" (got {shown})"
+    msg = error_message(e, "field", quiet=("value_error", "assertion_error"))
     line = _line(lines, loc)
     parts = ([f"line {line}"] if line else []) + prefix + ([f"claim {claim}"] if claim else [])
     if fieldname:

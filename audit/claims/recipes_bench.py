@@ -1,15 +1,15 @@
 """Throughput and counter recipes: `bench.*` on `throughput` packages, `telemetry.*` on `telemetry` packages.
 
-Every figure comes from `audit.bench`'s own code: `store.load_throughput` validates the package and
-recomputes its summary from `requests.jsonl` and `windows.jsonl` (a stored summary that differs from
-its rows is an error, never a value), `figures.compare` pairs two arms by window as `audit bench
-compare` does, and `store.load_telemetry` recomputes the per-window counter means from the samples
-and checks the link to its throughput run by content digest. Nothing here re-derives a figure.
+Every figure comes from `audit.bench`'s own code: `store.read_throughput` (what `store.load_throughput`
+runs on the package verify validated) recomputes its summary from `requests.jsonl` and `windows.jsonl`
+(a stored summary that differs from its rows is an error, never a value), `figures.compare` pairs two
+arms by window as `audit bench compare` does, and `store.read_telemetry` recomputes the per-window
+counter means from the samples and checks the link to its throughput run by content digest. Nothing
+here re-derives a figure.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Any, Literal
 
@@ -19,32 +19,15 @@ from audit.verdicts import Interval
 THROUGHPUT, TELEMETRY = "throughput", "telemetry"
 
 
-def _kind(ctx: Context, ident: str, kind: str, recipe_name: str) -> Any:
-    pkg = ctx.package(ident)
-    if pkg.kind != kind:
-        raise RecipeFailed(f"package {ident} is a {pkg.kind} package; {recipe_name} reads a {kind} package")
-    return pkg
-
-
-def same_package(read: Any, checked: Any, ident: str) -> None:
-    """The measurement module read what verify checked (not a file changed since)."""
-    if read.digest != checked.digest:
-        raise RecipeFailed(f"package {ident} changed while it was read (content digest {read.digest[:12]}…, "
-                           f"checked {checked.digest[:12]}…)")
-
-
 def throughput(ctx: Context, ident: str, recipe_name: str) -> Any:
     """The throughput package `ident`, read back by `audit.bench.store` (summary recomputed from the rows)."""
     from audit.bench import store
 
-    pkg = _kind(ctx, ident, THROUGHPUT, recipe_name)
+    pkg = ctx.package_of_kind(ident, THROUGHPUT, recipe_name)
     key = ("bench.throughput", pkg.digest)
     if key not in ctx.cache:
-        with ctx.reading(ident):  # validates again and raises when summary.json is not what the rows give
-            t = store.load_throughput(pkg.root)
-        t.close()
-        same_package(t.pkg, pkg, ident)
-        ctx.cache[key] = t
+        with ctx.reading(ident):  # raises when summary.json is not what the rows (read as pinned) give
+            ctx.cache[key] = store.read_throughput(pkg, str(pkg.root))
     return ctx.cache[key]
 
 
@@ -52,15 +35,12 @@ def telemetry(ctx: Context, ident: str, run: str | None, recipe_name: str) -> An
     """The telemetry package `ident`, its figures recomputed from the samples; linked to `run` when given."""
     from audit.bench import store
 
-    pkg = _kind(ctx, ident, TELEMETRY, recipe_name)
+    pkg = ctx.package_of_kind(ident, TELEMETRY, recipe_name)
     t = throughput(ctx, run, recipe_name) if run is not None else None
     key = ("bench.telemetry", pkg.digest, t.pkg.digest if t is not None else None)
     if key not in ctx.cache:
         with ctx.reading(ident):  # raises when it belongs to another run
-            tel = store.load_telemetry(pkg.root, t)
-        tel.close()
-        same_package(tel.pkg, pkg, ident)
-        ctx.cache[key] = tel
+            ctx.cache[key] = store.read_telemetry(pkg, str(pkg.root), t)
     return ctx.cache[key]
 
 
@@ -111,7 +91,6 @@ def bench_tok_s(args: ArmArgs, ctx: Context) -> Result:
     if left_out:
         basis += f"; {left_out} invalid window(s) left out"
     return Result(value=s.mean, unit="tok/s", interval=iv, n=s.n, n_label="windows", basis=basis,
-                  detail={"min": s.min, "max": s.max, "se": s.se},
                   series=_window_series(f"{t.summary.arm}: tok/s per window", [(t.summary.arm, t)],
                                         band=(iv.low, iv.high) if iv else None, center=s.mean))
 
@@ -156,7 +135,7 @@ def bench_ratio(args: RatioArgs, ctx: Context) -> Result:
     basis = (f"{arms} tok/s paired by window: {pairs}; worst to best pair {c.ratio_min:.3f}–{c.ratio_max:.3f}×"
              + "".join(f"; skipped {s}" for s in c.skipped) + notes)
     return Result(value=c.ratio_mean, unit="ratio", interval=iv, n=len(c.pairs), n_label="window pairs", basis=basis,
-                  detail={"min": c.ratio_min, "max": c.ratio_max, "se": c.ratio_se}, series=series)
+                  series=series)
 
 
 class DecodeArgs(ArmArgs):
@@ -318,17 +297,15 @@ def telemetry_mean(args: TelemetryArgs, ctx: Context) -> Result:
     shown = ", ".join(f"{v:.2f}" for v in values)
     basis = f"{name} over {scope} of {tel.summary.throughput_package_id}: {shown} ({tel.summary.gpus} GPU)"
     return Result(value=s.mean, unit=unit, interval=iv, n=s.n, n_label="windows", basis=basis,
-                  detail={"min": s.min, "max": s.max, "se": s.se}, series=_counter_timeline(tel, args.counter, name))
-
-
-def _mean(values: list[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
+                  series=_counter_timeline(tel, args.counter, name))
 
 
 def _counter_timeline(tel: Any, counter: str, name: str) -> Series | None:
     """The samples behind the figure, over the windows: utilization.gpu against SM_UTIL and DRAM_BW_UTIL side by
     side for a percent counter (the three tell "a kernel was running" from "the SMs and DRAM were busy"); the
     power for power_w."""
+    from audit.bench.telemetry import mean
+
     windows = tel.summary.windows
     if not windows:
         return None
@@ -345,7 +322,7 @@ def _counter_timeline(tel: Any, counter: str, name: str) -> Series | None:
     def legacy(attr: str) -> tuple[tuple[float, float], ...]:
         pts = []
         for t in sorted(by_t):
-            m = _mean([getattr(r, attr) for r in by_t[t] if getattr(r, attr) is not None])
+            m = mean([getattr(r, attr) for r in by_t[t] if getattr(r, attr) is not None])
             if m is not None:
                 pts.append((t - t0, m))
         return tuple(pts)
@@ -353,7 +330,7 @@ def _counter_timeline(tel: Any, counter: str, name: str) -> Series | None:
     def gpm_line(attr: str) -> tuple[tuple[float, float], ...]:
         pts = []
         for a, b in sorted(gpm):
-            m = _mean([getattr(r, attr) for r in gpm[(a, b)] if getattr(r, attr) is not None])
+            m = mean([getattr(r, attr) for r in gpm[(a, b)] if getattr(r, attr) is not None])
             if m is not None:
                 pts.append(((a + b) / 2 - t0, m))
         return tuple(pts)

@@ -1,6 +1,6 @@
 """Bandwidth-floor recipes: `floor.*` on `checkpoint-headers` packages (`audit floor`, `audit bundle`).
 
-The package holds a header-only copy of the checkpoint; `audit.floor.check_package` (what
+The package holds a header-only copy of the checkpoint; `audit.floor.package.check_opened` (what
 `audit floor-check` runs) recomputes the floor from those headers with the recorded options and
 bandwidth and compares it with `floor.json` and `floor.txt` byte for byte. Only a package that
 recomputes identically gives a value; any difference is the claim's reason for not surviving.
@@ -16,19 +16,14 @@ KIND = "checkpoint-headers"
 
 
 def floor_report(ctx: Context, ident: str, recipe_name: str) -> Any:
-    """The `FloorReport` of package `ident`, after `check_package` recomputed it identically."""
-    from audit.floor.package import check_package
+    """The `FloorReport` of package `ident`, after `check_opened` recomputed it identically."""
+    from audit.floor.package import check_opened
 
-    pkg = ctx.package(ident)
-    if pkg.kind != KIND:
-        raise RecipeFailed(f"package {ident} is a {pkg.kind} package; {recipe_name} reads a {KIND} package")
+    pkg = ctx.package_of_kind(ident, KIND, recipe_name)
 
     def checked() -> Any:
         with ctx.reading(ident):
-            check = check_package(pkg.root)  # reads only what the manifest lists: the digest pins it all
-        if check.digest != pkg.digest:
-            raise RecipeFailed(f"package {ident} changed while it was read (content digest "
-                               f"{str(check.digest)[:12]}…, checked {pkg.digest[:12]}…)")
+            check = check_opened(pkg, str(pkg.root))  # reads only what the manifest lists: the digest pins it all
         if not check.identical:
             more = f" (and {len(check.differences) - 1} more)" if len(check.differences) > 1 else ""
             raise RecipeFailed(f"{ident}: the floor recomputed from its checkpoint headers differs from floor.json: "

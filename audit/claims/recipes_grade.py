@@ -139,6 +139,9 @@ class Rows:
     frame: pd.DataFrame
     basis: str
     grading: Any = None
+    """The fresh grading (`audit.grade.Grading`), for a package graded here."""
+    header: Any = None
+    """The verdict file's header (its summary states figures), for rows read from one."""
 
 
 def _config(args: GradeSource) -> Any:
@@ -217,8 +220,7 @@ def recorded_rows(ctx: Context, ident: str) -> Rows:
     entry = ctx.loaded.files[ident]
     what = "verdict file" if entry.format == "verdicts" else f"verdicts recorded by {entry.tool or 'another tool'}"
     basis = f"{ident} ({what}, {header.benchmark}): {_component_text(header)}; {_policy_text(header.policies)}"
-    rows = Rows(frame, basis, None)
-    rows.header = header  # type: ignore[attr-defined]
+    rows = Rows(frame, basis, header=header)
     ctx.cache[key] = rows
     return rows
 
@@ -251,12 +253,16 @@ def pick_interval(fig: Figure, method: str, frame: pd.DataFrame) -> Interval | N
     return by[method]
 
 
-def accuracy(rows: Rows, figure: str, sample: int | None, interval: str) -> Result:
+def _figure_name(figure: str, sample: int | None) -> str:
     from audit.summary import figure_name
 
+    return figure_name("graded" if figure == "accuracy" else "all", sample)
+
+
+def accuracy(rows: Rows, figure: str, sample: int | None, interval: str) -> Result:
     if rows.frame.empty:
         raise RecipeFailed("the grading has no rows")
-    name = figure_name("graded" if figure == "accuracy" else "all", sample)
+    name = _figure_name(figure, sample)
     figs = _figures(rows.frame)
     if name not in figs:
         raise RecipeFailed(f"no figure {name} (runs: {sorted(set(rows.frame['sample']))})")
@@ -268,7 +274,6 @@ def accuracy(rows: Rows, figure: str, sample: int | None, interval: str) -> Resu
     items = rows.frame["item_id"].nunique()
     basis = f"{name} = {fig.correct}/{fig.total} ({items} items × {runs} run{'s' if runs != 1 else ''}); {rows.basis}"
     return Result(value=fig.value, unit="fraction", interval=iv, n=fig.total, n_label="rows", basis=basis,
-                  detail={"correct": fig.correct, "total": fig.total, "runs": int(runs), "items": int(items)},
                   grading=rows.grading)
 
 
@@ -290,7 +295,7 @@ def count(rows: Rows, args: _Count) -> Result:
     of = int(f["item_id"].nunique()) if args.count == "items" else int(len(f))
     where = f" with {', '.join(what)}" if what else ""
     return Result(value=float(n), unit="count", basis=f"{n} of {of} {args.count}{where}; {rows.basis}",
-                  detail={"count": n, "of": of}, grading=rows.grading)
+                  grading=rows.grading)
 
 
 # --------------------------------------------------------------------------- recipes
@@ -313,9 +318,8 @@ def verdicts_accuracy(args: VerdictsAccuracyArgs, ctx: Context) -> Result:
     """Accuracy recomputed from a verdict file's rows (not from its summary), with its interval."""
     rows = recorded_rows(ctx, args.verdicts)
     result = accuracy(rows, args.figure, args.sample, args.interval)
-    header = rows.header  # type: ignore[attr-defined]
-    stated = {f.name: f.value for f in header.summary.figures}
-    name = result.basis.split(" = ", 1)[0]
+    stated = {f.name: f.value for f in rows.header.summary.figures}
+    name = _figure_name(args.figure, args.sample)
     if name in stated and abs(stated[name] - result.value) > 1e-12:
         result.basis += f"; its summary says {stated[name]:.6f}, which its rows do not give"
     return result

@@ -100,7 +100,7 @@ class BinomialArgs(ErrorBarArgs):
     """One run; unset pools every row of every run (as a single-run report would)."""
 
 
-def _scope(rows: Rows, figure: str, sample: int | None = None) -> tuple[Any, str]:
+def _scope(rows: Rows, figure: str, sample: int | None = None) -> Any:
     f = rows.frame
     if sample is not None:
         f = f[f["sample"] == sample]
@@ -111,7 +111,7 @@ def _scope(rows: Rows, figure: str, sample: int | None = None) -> tuple[Any, str
     import pandas as pd
 
     return pd.DataFrame({"item_id": f["item_id"].to_numpy(), "sample": f["sample"].to_numpy(), "c": c.to_numpy(),
-                         "d": np.asarray(d)}), figure
+                         "d": np.asarray(d)})
 
 
 def _bar(center: float, iv: Interval | None, mult: float, part: str, what: str, rows: Rows, n: int,
@@ -123,16 +123,14 @@ def _bar(center: float, iv: Interval | None, mult: float, part: str, what: str, 
     basis = (f"{what}: {100 * center:.2f}% ± {100 * half:.2f} points (se {iv.se:.4f}, n={n} {n_label}); "
              f"{rows.basis}")
     return Result(value=values[part], unit="fraction", interval=iv if part == "value" else None, n=n,
-                  n_label=n_label, basis=basis, detail={"center": center, "se": iv.se, "multiplier": mult,
-                                                        "low": iv.low, "high": iv.high},
-                  grading=rows.grading, figure=(center, iv))
+                  n_label=n_label, basis=basis, grading=rows.grading, figure=(center, iv))
 
 
 @recipe("stats.binomial_2se", unit="fraction")
 def binomial_2se(args: BinomialArgs, ctx: Context) -> Result:
     """The single-run error bar labs quote: p ± 2·√(p(1−p)/n)."""
     rows = args.rows(ctx)
-    df, _ = _scope(rows, args.figure, args.sample)
+    df = _scope(rows, args.figure, args.sample)
     c, n = int(df["c"].sum()), int(df["d"].sum())
     if n == 0:
         raise RecipeFailed("the denominator is empty")
@@ -144,36 +142,35 @@ def _run_values(df: Any) -> list[float]:
     return [float(r.c / r.d) for r in per.itertuples() if r.d]
 
 
+def _runs(args: ErrorBarArgs, ctx: Context, method: str, formula: Any, multiplier: Any) -> Result:
+    """The K-run error bar `method` (`formula`: `stats.runs_2se` or `stats.runs_t`) over the runs' accuracies,
+    its half-width `multiplier(K)`·se."""
+    rows = args.rows(ctx)
+    values = _run_values(_scope(rows, args.figure))
+    k = len(values)
+    if k < 2:
+        raise RecipeFailed(f"{method} needs at least 2 runs; the grading has {k}")
+    return _bar(float(np.mean(values)), formula(values), multiplier(k), args.part, f"{method} over {k} runs", rows,
+                k, "runs")
+
+
 @recipe("stats.runs_2se", unit="fraction")
 def runs_2se(args: ErrorBarArgs, ctx: Context) -> Result:
     """The K-run error bar labs quote: mean ± 2·sd/√K over the runs' accuracies."""
-    rows = args.rows(ctx)
-    df, _ = _scope(rows, args.figure)
-    values = _run_values(df)
-    if len(values) < 2:
-        raise RecipeFailed(f"runs_2se needs at least 2 runs; the grading has {len(values)}")
-    return _bar(float(np.mean(values)), stats.runs_2se(values), 2.0, args.part, f"runs_2se over {len(values)} runs",
-                rows, len(values), "runs")
+    return _runs(args, ctx, "runs_2se", stats.runs_2se, lambda k: 2.0)
 
 
 @recipe("stats.runs_t", unit="fraction")
 def runs_t(args: ErrorBarArgs, ctx: Context) -> Result:
     """The K-run error bar with the t quantile (right for small K): mean ± t(K−1)·sd/√K."""
-    rows = args.rows(ctx)
-    df, _ = _scope(rows, args.figure)
-    values = _run_values(df)
-    if len(values) < 2:
-        raise RecipeFailed(f"runs_t needs at least 2 runs; the grading has {len(values)}")
-    k = len(values)
-    return _bar(float(np.mean(values)), stats.runs_t(values), stats._t_quantile(0.975, k - 1), args.part,
-                f"runs_t over {k} runs", rows, k, "runs")
+    return _runs(args, ctx, "runs_t", stats.runs_t, lambda k: stats._t_quantile(0.975, k - 1))
 
 
 @recipe("stats.clustered_t", unit="fraction")
 def clustered_t(args: ErrorBarArgs, ctx: Context) -> Result:
     """Question-clustered error bar (Miller 2024): mean of per-question means ± t(n−1)·sd/√n."""
     rows = args.rows(ctx)
-    df, _ = _scope(rows, args.figure)
+    df = _scope(rows, args.figure)
     q = df.groupby("item_id", sort=True)[["c", "d"]].sum()
     q = q[q["d"] > 0]
     means = (q["c"] / q["d"]).tolist()
@@ -213,8 +210,7 @@ def denominator_sensitivity(args: SensitivityArgs, ctx: Context) -> Result:
     values = {"difference": left_out - counted_wrong, "left_out": left_out, "counted_wrong": counted_wrong}
     basis = (f"left out {correct}/{graded} = {100 * left_out:.2f}%, counted wrong {correct}/{total} = "
              f"{100 * counted_wrong:.2f}%; ungraded rows: {why}; {rows.basis}")
-    return Result(value=values[args.part], unit="fraction", n=total, n_label="rows", basis=basis,
-                  detail={"correct": correct, "graded": graded, "total": total}, grading=rows.grading)
+    return Result(value=values[args.part], unit="fraction", n=total, n_label="rows", basis=basis, grading=rows.grading)
 
 
 # --------------------------------------------------------------------------- paired ratio
@@ -353,8 +349,7 @@ def paired_log_ratio(args: PairedLogRatioArgs, ctx: Context) -> Result:
                     style="dots", log_y=True, reference=1.0, band=(iv.low, iv.high), center=gm, unit="ratio")
     basis = (f"geometric mean of {args.numerator}/{args.denominator} over {n} paired tasks of {label}; "
              f"log-scale sd {float(arr.std(ddof=1)):.4f}")
-    return Result(value=gm, unit="ratio", interval=iv, n=n, n_label="tasks", basis=basis,
-                  detail={"mean_log": mean, "se_log": se, "t": t}, series=series)
+    return Result(value=gm, unit="ratio", interval=iv, n=n, n_label="tasks", basis=basis, series=series)
 
 
 # --------------------------------------------------------------------------- arithmetic
@@ -383,5 +378,5 @@ def arithmetic(args: ArithmeticArgs, ctx: Context) -> Result:
     if not math.isfinite(value):
         raise RecipeFailed(f"{args.expr} is not finite")
     shown = ", ".join(f"{k} = {v:.6g}" for k, v in values.items())
-    return Result(value=value, unit=ANY, basis=f"{args.expr} with {shown}", detail={"claims": values})
+    return Result(value=value, unit=ANY, basis=f"{args.expr} with {shown}")
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import statistics
 from typing import Any, Literal
 
-from audit.claims.recipes_bench import same_package
 from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, Result, Series, memo, recipe
 from audit.jsonl import json_differences
 
@@ -23,21 +22,18 @@ PROFILE = "profile"
 
 
 def profile(ctx: Context, ident: str, recipe_name: str) -> tuple[Any, str]:
-    """The profile package `ident` read by `audit.trace.package.load_profile`, recomputed from its trace when it
+    """The profile package `ident` read by `audit.trace.package.read_profile`, recomputed from its trace when it
     holds it; returns (loaded, how the figures were checked)."""
-    pkg = ctx.package(ident)
-    if pkg.kind != PROFILE:
-        raise RecipeFailed(f"package {ident} is a {pkg.kind} package; {recipe_name} reads a profile package")
+    pkg = ctx.package_of_kind(ident, PROFILE, recipe_name)
     with ctx.reading(ident):
         return memo(("trace.profile", pkg.digest), lambda: _recomputed(pkg, ident))
 
 
 def _recomputed(pkg: Any, ident: str) -> tuple[Any, str]:
     from audit.trace.analyze import TraceOptions, analyze
-    from audit.trace.package import load_profile
+    from audit.trace.package import read_profile
 
-    loaded = load_profile(pkg.root)
-    same_package(loaded, pkg, ident)
+    loaded = read_profile(pkg, str(pkg.root))
     s = loaded.summary
     if s.source.included is not None:
         cfg = s.config
@@ -128,8 +124,7 @@ def kernels_per_step(args: KernelsArgs, ctx: Context) -> Result:
     series = Series(title=f"kernels per step ({label})", xlabel="step", ylabel="kernels",
                     lines=(("selected steps", tuple((float(r.step), c) for r, c in zip(selected, counts))),),
                     style="dots", center=value, integer_x=True, unit="count")
-    return Result(value=value, unit="count", n=steps.steps, n_label="steps", basis=basis, series=series,
-                  detail={"median": spread.median, "min": spread.min, "max": spread.max})
+    return Result(value=value, unit="count", n=steps.steps, n_label="steps", basis=basis, series=series)
 
 
 class StepArgs(RecipeArgs):

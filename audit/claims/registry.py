@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import pydantic
 
 from audit.claims import units
+from audit.claims.ledger import error_message
 from audit.errors import AuditError
 from audit.models import Record
 from audit.verdicts import Interval
@@ -134,7 +135,6 @@ class Result:
     n_label: str = ""
     basis: str = ""
     """One line: counts, components and policies it was computed with."""
-    detail: dict[str, Any] = field(default_factory=dict)
     series: Series | None = None
     figure: tuple[float, Interval] | None = None
     """(centre, interval) of the figure the value describes, when that is not the value itself (an error
@@ -187,6 +187,13 @@ class Context:
         except KeyError:
             raise RecipeFailed(f"package {ident!r} is not available (it failed its checks)") from None
 
+    def package_of_kind(self, ident: str, kind: str, recipe_name: str) -> Package:
+        """`package(ident)`, refused unless it is a `kind` package (what `recipe_name` reads)."""
+        pkg = self.package(ident)
+        if pkg.kind != kind:
+            raise RecipeFailed(f"package {ident} is a {pkg.kind} package; {recipe_name} reads a {kind} package")
+        return pkg
+
     @contextlib.contextmanager
     def reading(self, ident: str) -> Iterator[None]:
         """Turn the library's errors while reading package `ident` into RecipeFailed, naming the package by its
@@ -198,7 +205,8 @@ class Context:
             pkg = self._packages.get(ident)
             text = str(e)
             if pkg is not None:
-                text = text.replace(str(pkg.root), self.loaded.packages[ident].path)
+                for where in dict.fromkeys((str(pkg.root), str(pkg.source))):
+                    text = text.replace(where, self.loaded.packages[ident].path)
             raise RecipeFailed(text) from None
 
     def words(self, text: str) -> str:
@@ -387,17 +395,7 @@ def _args_error(led: LoadedLedger, claim: Claim, where: str, loc: tuple[Any, ...
     e = err.errors(include_url=False)[0]
     sub = tuple(e["loc"])
     fieldname = ".".join([where, "args", *map(str, sub)])
-    kind = e["type"]
-    if kind == "missing":
-        msg = "missing required argument"
-    elif kind == "extra_forbidden":
-        msg = "unknown argument"
-    else:
-        msg = e["msg"].removeprefix("Value error, ")
-        got = e.get("input")
-        if kind not in ("value_error",) and not isinstance(got, dict):
-            shown = repr(got)
-            msg += f" (got {shown[:57] + '...' if len(shown) > 60 else shown})"
+    msg = error_message(e, "argument", quiet=("value_error",))
     return led.error(msg, claim=claim, field=fieldname, loc=loc + ("args", *sub))
 
 

@@ -34,42 +34,39 @@ def factor(recipe_unit: str, claim_unit: str) -> float | None:
     return CONVERSIONS.get((recipe_unit, claim_unit))
 
 
+_COUNTS = ("count", "rows", "items", "tasks")
+
+
+def _number(value: float, unit: str) -> str:
+    """The number as `unit` shows it, without the unit."""
+    if unit in ("percent", "points"):
+        return f"{value:.2f}"
+    if unit == "fraction":
+        return f"{value:.4f}"
+    if unit in _COUNTS:
+        return f"{int(value):,}" if float(value).is_integer() else f"{value:,.2f}"
+    if unit == "ratio":
+        return f"{value:.3f}"
+    if unit in MEASURE_DIGITS:
+        return f"{value:,.{MEASURE_DIGITS[unit]}f}"
+    return f"{value:.4g}"
+
+
+def _suffix(unit: str) -> str:
+    """What follows a number (or an interval) in `unit`: `%`, ` pts`, `×`, ` tok/s`; nothing for a fraction or
+    a count."""
+    return {"percent": "%", "points": " pts", "ratio": "×", "fraction": "", "count": ""}.get(unit, f" {unit}")
+
+
 def fmt(value: float | None, unit: str) -> str:
     """A value as the page and `audit verify` show it: the same text on every machine."""
     if value is None:
         return "—"
-    if unit == "percent":
-        return f"{value:.2f}%"
-    if unit == "points":
-        return f"{value:.2f} pts"
-    if unit == "fraction":
-        return f"{value:.4f}"
-    if unit in ("count", "rows", "items", "tasks"):
-        if float(value).is_integer():
-            return f"{int(value):,}" + ("" if unit == "count" else f" {unit}")
-        return f"{value:,.2f}" + ("" if unit == "count" else f" {unit}")
-    if unit == "ratio":
-        return f"{value:.3f}×"
-    if unit in MEASURE_DIGITS:
-        return f"{value:,.{MEASURE_DIGITS[unit]}f} {unit}"
-    return f"{value:.4g} {unit}"
+    return _number(value, unit) + _suffix(unit)
 
 
 def fmt_interval(low: float | None, high: float | None, unit: str) -> str:
     """An interval in the unit's own style: `[58.73, 100.00]%`, `[1.812, 2.044]×`, `[0.52, 0.91] s`."""
     if low is None or high is None:
         return "—"
-    if unit == "percent":
-        return f"[{low:.2f}, {high:.2f}]%"
-    if unit == "points":
-        return f"[{low:.2f}, {high:.2f}] pts"
-    if unit == "ratio":
-        return f"[{low:.3f}, {high:.3f}]×"
-    if unit == "fraction":
-        return f"[{low:.4f}, {high:.4f}]"
-    if unit in ("count", "rows", "items", "tasks"):
-        return f"[{fmt(low, 'count')}, {fmt(high, 'count')}]" + ("" if unit == "count" else f" {unit}")
-    if unit in MEASURE_DIGITS:
-        d = MEASURE_DIGITS[unit]
-        return f"[{low:,.{d}f}, {high:,.{d}f}] {unit}"
-    return f"[{low:.4g}, {high:.4g}] {unit}"
+    return f"[{_number(low, unit)}, {_number(high, unit)}]{_suffix(unit)}"

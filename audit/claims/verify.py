@@ -181,10 +181,6 @@ def _check_file(led: LoadedLedger, entry: Any, found: dict[str, Path], snapshots
 # --------------------------------------------------------------------------- claims
 
 
-def _within(tol: Tolerance, recorded: float, recomputed: float) -> bool:
-    return tol.allows(recorded, recomputed)
-
-
 def _verdict_word(n: int) -> str:
     return f"{n:,} verdict{'s' if n != 1 else ''}"
 
@@ -244,15 +240,15 @@ def _check_claim(ctx: Context, inputs: dict[str, InputCheck], claim: Claim) -> C
     ctx.values[claim.id] = value
     tol, unit = claim.tolerance, claim.unit
     if claim.retraction is None:
-        if not _within(tol, claim.value, value):
+        if not tol.allows(claim.value, value):
             check.reasons.append(f"recomputed {units.fmt(value, unit)}, recorded {units.fmt(claim.value, unit)} "
                                  f"(tolerance {tol.text(unit)})")
     else:
         r = claim.retraction
-        if not _within(tol, r.corrected, value):
+        if not tol.allows(r.corrected, value):
             check.reasons.append(f"recomputed {units.fmt(value, unit)}, the correction says "
                                  f"{units.fmt(r.corrected, unit)} (tolerance {tol.text(unit)})")
-        if _within(tol, claim.value, value):
+        if tol.allows(claim.value, value):
             check.reasons.append(f"the published value {units.fmt(claim.value, unit)} recomputes: the retraction "
                                  f"is unfounded")
         if r.published_recipe is not None:
@@ -261,7 +257,7 @@ def _check_claim(ctx: Context, inputs: dict[str, InputCheck], claim: Claim) -> C
             except RecipeFailed as e:
                 check.reasons.append(f"published_recipe cannot recompute: {e}")
             else:
-                if not _within(tol, claim.value, check.published.value):
+                if not tol.allows(claim.value, check.published.value):
                     check.reasons.append(f"published_recipe gives {units.fmt(check.published.value, unit)}, not "
                                          f"the published {units.fmt(claim.value, unit)}")
     wants_diff = claim.retraction is not None or not check.survives

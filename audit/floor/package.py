@@ -124,34 +124,38 @@ def check_package(path: str | os.PathLike[str]) -> CheckResult:
     Everything compared is what the manifest pins: floor.json and floor.txt are read once through
     `Package.read_bytes`, and the checkpoint's bytes as read are checked against their listed sha256."""
     with open_package(path, kind=KIND) as pkg:
-        label = str(path)
-        report_bytes = pkg.read_bytes(REPORT_FILE)
-        table_bytes = pkg.read_bytes(TABLE_FILE)
-        recorded = _parse_report(report_bytes, label)
-        table = recorded.role_table
-        if table.table not in TABLES:
-            raise AuditError(f"role table {table.table!r} is unknown to this audit", path=f"{label}/{REPORT_FILE}")
-        if table_sha256(TABLES[table.table]) != table.sha256:
-            return CheckResult(False, [f"role table {table.table} has sha256 {table_sha256(TABLES[table.table])} "
-                                       f"here, {table.sha256} in the package"], recorded, pkg.digest)
-        opts = FloorOptions(gpus=recorded.options.gpus, context=recorded.options.context,
-                            with_mtp=recorded.options.with_mtp,
-                            engine_dtypes=tuple(recorded.options.engine_dtypes.items()),
-                            role_table=table.table,
-                            role_overrides=tuple((r.role, r.pattern) for r in table.overrides))
-        ckpt = read_checkpoint(pkg.root / CHECKPOINT_DIR)
-        _read_as_listed(pkg, ckpt, label)
-        again = compute_floor(ckpt, Bandwidth(recorded.bandwidth.tbps_per_gpu, recorded.bandwidth), opts)
-        # The copy holds headers only: what the original files held after them is the one thing that differs.
-        differences = []
-        if [(s.file, s.tensors, s.header_bytes, s.data_bytes) for s in again.shards] != \
-                [(s.file, s.tensors, s.header_bytes, s.data_bytes) for s in recorded.shards]:
-            differences.append("shards: the header-only copy does not match the recorded shards")
-        again = again.model_copy(update={"shards": recorded.shards})
-        mine, theirs = again.model_dump(mode="json"), recorded.model_dump(mode="json")
-        differences += [f"{k}: recomputed value differs" for k in mine if mine[k] != theirs[k]]
-        if not differences and report_json(again).encode("utf-8") != report_bytes:
-            differences.append(f"{REPORT_FILE}: same content, different bytes")
-        if table_bytes != table_text(again).encode("utf-8"):
-            differences.append(f"{TABLE_FILE}: differs from the table floor.json renders")
-        return CheckResult(not differences, differences, recorded, pkg.digest)
+        return check_opened(pkg, str(path))
+
+
+def check_opened(pkg: Package, label: str) -> CheckResult:
+    """`check_package` of a checkpoint-headers package already open (and validated), named `label` in errors."""
+    report_bytes = pkg.read_bytes(REPORT_FILE)
+    table_bytes = pkg.read_bytes(TABLE_FILE)
+    recorded = _parse_report(report_bytes, label)
+    table = recorded.role_table
+    if table.table not in TABLES:
+        raise AuditError(f"role table {table.table!r} is unknown to this audit", path=f"{label}/{REPORT_FILE}")
+    if table_sha256(TABLES[table.table]) != table.sha256:
+        return CheckResult(False, [f"role table {table.table} has sha256 {table_sha256(TABLES[table.table])} "
+                                   f"here, {table.sha256} in the package"], recorded, pkg.digest)
+    opts = FloorOptions(gpus=recorded.options.gpus, context=recorded.options.context,
+                        with_mtp=recorded.options.with_mtp,
+                        engine_dtypes=tuple(recorded.options.engine_dtypes.items()),
+                        role_table=table.table,
+                        role_overrides=tuple((r.role, r.pattern) for r in table.overrides))
+    ckpt = read_checkpoint(pkg.root / CHECKPOINT_DIR)
+    _read_as_listed(pkg, ckpt, label)
+    again = compute_floor(ckpt, Bandwidth(recorded.bandwidth.tbps_per_gpu, recorded.bandwidth), opts)
+    # The copy holds headers only: what the original files held after them is the one thing that differs.
+    differences = []
+    if [(s.file, s.tensors, s.header_bytes, s.data_bytes) for s in again.shards] != \
+            [(s.file, s.tensors, s.header_bytes, s.data_bytes) for s in recorded.shards]:
+        differences.append("shards: the header-only copy does not match the recorded shards")
+    again = again.model_copy(update={"shards": recorded.shards})
+    mine, theirs = again.model_dump(mode="json"), recorded.model_dump(mode="json")
+    differences += [f"{k}: recomputed value differs" for k in mine if mine[k] != theirs[k]]
+    if not differences and report_json(again).encode("utf-8") != report_bytes:
+        differences.append(f"{REPORT_FILE}: same content, different bytes")
+    if table_bytes != table_text(again).encode("utf-8"):
+        differences.append(f"{TABLE_FILE}: differs from the table floor.json renders")
+    return CheckResult(not differences, differences, recorded, pkg.digest)

@@ -16,7 +16,7 @@ from typing import IO, Any
 import pydantic
 
 from audit.errors import AuditError, Problem, one_line
-from audit.jsonl import MAX_DOCUMENT_BYTES, READ_ERRORS, JsonError, loads_strict, parse_object
+from audit.jsonl import MAX_DOCUMENT_BYTES, READ_ERRORS, JsonError, loads_strict, parse_object, short_repr
 from audit.models import (
     MANIFEST_SCHEMA_VERSION,
     ROW_MODELS,
@@ -52,11 +52,7 @@ def pydantic_problems(path: str, row: int | None, err: pydantic.ValidationError)
         elif kind == "extra_forbidden":
             msg = "unknown field"
         else:
-            got = e.get("input")
-            shown = repr(got)
-            if len(shown) > 60:
-                shown = shown[:57] + "..."
-            msg = f"{e['msg']} (got {shown})"
+            msg = f"{e['msg']} (got {short_repr(e.get('input'))})"
         problems.append(Problem(path, msg, row, loc))
     return problems
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from audit.errors import AuditError
 from audit.jsonl import sha256_file
 from audit.models import Manifest, ProfileKernelRow, ProfileStepRow, Provenance
-from audit.packages import PackageWriter, open_package
+from audit.packages import Package, PackageWriter, open_package
 from audit.trace.analyze import TraceOptions, TraceResult, analyze
 from audit.trace.models import TRACE_SUMMARY_SCHEMA_VERSION, TraceSummary
 
@@ -105,10 +105,15 @@ class LoadedProfile:
 def load_profile(path: str | Path) -> LoadedProfile:
     """Read a validated `profile` package."""
     with open_package(path, kind="profile") as pkg:
-        summary = pkg.document("trace_summary.v1")
-        if summary.schema_version > TRACE_SUMMARY_SCHEMA_VERSION:
-            raise AuditError(f"summary schema_version {summary.schema_version} is newer than this audit reads",
-                             path=str(path))
-        kernels = list(pkg.iter_rows("profile_kernel.v1"))
-        steps = list(pkg.iter_rows("profile_step.v1"))
-        return LoadedProfile(summary, kernels, steps, pkg.digest)
+        return read_profile(pkg, str(path))
+
+
+def read_profile(pkg: Package, label: str) -> LoadedProfile:
+    """`load_profile` of a profile package already open (and validated), named `label` in errors."""
+    summary = pkg.document("trace_summary.v1")
+    if summary.schema_version > TRACE_SUMMARY_SCHEMA_VERSION:
+        raise AuditError(f"summary schema_version {summary.schema_version} is newer than this audit reads",
+                         path=label)
+    kernels = list(pkg.iter_rows("profile_kernel.v1"))
+    steps = list(pkg.iter_rows("profile_step.v1"))
+    return LoadedProfile(summary, kernels, steps, pkg.digest)
