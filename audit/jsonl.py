@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import gzip
 import hashlib
+import io
 import json
 import math
 import os
@@ -319,9 +320,11 @@ class JsonlWriter:
         if self.path.name.endswith(".gz"):
             # mtime=0 and no file name: the same rows give the same bytes.
             self._raw: IO[bytes] | None = raw
-            self._fh: IO[bytes] = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+            self._gz: gzip.GzipFile | None = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+            # Rows reach zlib in 1 MiB blocks, not one compress call per row (the same bytes, sooner).
+            self._fh: IO[bytes] = io.BufferedWriter(self._gz, _CHUNK)
         else:
-            self._raw = None
+            self._raw = self._gz = None
             self._fh = raw
 
     def write(self, obj: Any) -> None:
@@ -333,11 +336,13 @@ class JsonlWriter:
     def flush(self) -> None:
         """Flush to the OS, so a crash loses at most the row being written."""
         self._fh.flush()
+        if self._gz is not None:
+            self._gz.flush()  # (BufferedWriter.flush does not flush the object under it)
         if self._raw is not None:
             self._raw.flush()
 
     def close(self) -> None:
-        self._fh.close()
+        self._fh.close()  # (closing the buffer closes the GzipFile under it, which leaves `raw` open)
         if self._raw is not None:
             self._raw.close()
 
