@@ -279,16 +279,6 @@ class PinnedBytes:
                 raw.drain()
             self.sha256, self.size = raw.sha.hexdigest(), raw.bytes
 
-    def matches(self, entry: FileEntry) -> bool:
-        """True when the bytes read are the ones the manifest pins."""
-        return self.sha256 == entry.sha256 and self.size == entry.bytes
-
-
-def iter_file_items(root: Path, entry: FileEntry) -> Iterator[Item]:
-    """(row number, raw JSONL line, object, error) for each row of a data file (see PinnedRead);
-    for callers that do not check the digest of what they read."""
-    yield from PinnedRead(root, entry)
-
 
 # Fast paths. pydantic-core parses JSON in Rust, several times faster than `json` plus model
 # validation in Python. Its parser is more lenient in one way: it reads NaN, Infinity and
