@@ -236,6 +236,39 @@ def open_regular(path: str | os.PathLike[str], *, follow_links: bool = False) ->
         raise
 
 
+class HashingReader(io.RawIOBase):
+    """A raw reader over an open binary file that hashes (sha256) and counts every byte it hands out,
+    so a digest is of exactly the bytes parsed or copied. It stops at `limit` bytes: the size
+    open_regular returned, so a file growing while it is read is not followed."""
+
+    def __init__(self, f: IO[bytes], limit: int):
+        self._f = f
+        self._limit = limit
+        self.sha = hashlib.sha256()
+        self.bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        room = self._limit - self.bytes
+        if room <= 0:
+            return 0
+        if len(b) > room:
+            b = memoryview(b)[:room]
+        n = self._f.readinto(b)
+        if n:
+            self.sha.update(memoryview(b)[:n])
+            self.bytes += n
+        return n or 0
+
+    def drain(self) -> None:
+        """Hash the rest of the file (to report the digest of what is on disk), reading nothing else."""
+        buf = bytearray(_CHUNK)
+        while self.readinto(buf):
+            pass
+
+
 def read_regular(path: str | os.PathLike[str]) -> bytes:
     """All bytes of a regular file as it was when opened (see open_regular)."""
     f, size = open_regular(path)

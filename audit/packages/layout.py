@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import hashlib
 import io
 import math
 import types
@@ -22,6 +21,7 @@ from pydantic_core import from_json
 from audit.jsonl import (
     _CHUNK,
     READ_ERRORS,
+    HashingReader,
     JsonError,
     ParseError,
     dumps,
@@ -100,37 +100,6 @@ def _from_parquet(obj: dict[str, Any]) -> dict[str, Any]:
 JSON_COLUMNS = ("extra",)
 
 
-class _HashingRaw(io.RawIOBase):
-    """A raw reader over an open file that hashes and counts every byte it hands out."""
-
-    def __init__(self, f: IO[bytes], limit: int):
-        self._f = f
-        self._limit = limit  # the size when opened: a file growing while read is not followed
-        self.sha = hashlib.sha256()
-        self.bytes = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        room = self._limit - self.bytes
-        if room <= 0:
-            return 0
-        if len(b) > room:
-            b = memoryview(b)[:room]
-        n = self._f.readinto(b)
-        if n:
-            self.sha.update(memoryview(b)[:n])
-            self.bytes += n
-        return n or 0
-
-    def drain(self) -> None:
-        """Hash the rest of the file (to report the digest of what is on disk), reading nothing else."""
-        buf = bytearray(_CHUNK)
-        while self.readinto(buf):
-            pass
-
-
 Item = tuple[int, "bytes | None", "dict[str, Any] | None", "str | None"]
 
 
@@ -171,7 +140,7 @@ class PinnedRead:
             self.sha256, self.size = None, None
             return
         with f:
-            raw = _HashingRaw(f, size)
+            raw = HashingReader(f, size)
             try:
                 if self.entry.path.endswith(".parquet"):
                     yield from self._parquet(raw)
@@ -181,7 +150,7 @@ class PinnedRead:
             finally:
                 self.sha256, self.size = raw.sha.hexdigest(), raw.bytes
 
-    def _jsonl(self, raw: _HashingRaw) -> Iterator[Item]:
+    def _jsonl(self, raw: HashingReader) -> Iterator[Item]:
         entry = self.entry
         gz = entry.path.endswith(".gz")
         fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, _CHUNK)
@@ -214,7 +183,7 @@ class PinnedRead:
             self.problems.append((f"decompresses to {total:,} bytes, manifest.json says {max_bytes:,}",
                                   "uncompressed_bytes"))
 
-    def _parquet(self, raw: _HashingRaw) -> Iterator[Item]:
+    def _parquet(self, raw: HashingReader) -> Iterator[Item]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -265,7 +234,7 @@ class PinnedBytes:
             self.error = f"unreadable: {e.strerror or e}"
             return
         with f:
-            raw = _HashingRaw(f, size)
+            raw = HashingReader(f, size)
             if size <= keep:
                 buf = bytearray(size)
                 got = 0
