@@ -269,9 +269,11 @@ class HashingReader(io.RawIOBase):
             pass
 
 
-def read_regular(path: str | os.PathLike[str]) -> bytes:
-    """All bytes of a regular file as it was when opened (see open_regular)."""
-    f, size = open_regular(path)
+def read_regular(path: str | os.PathLike[str], *, follow_links: bool = False, limit: int | None = None) -> bytes:
+    """All bytes of a regular file as it was when opened (see open_regular), or its first `limit`."""
+    f, size = open_regular(path, follow_links=follow_links)
+    if limit is not None:
+        size = min(size, limit)
     with f:
         data = bytearray()
         while len(data) < size:
@@ -286,15 +288,7 @@ def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BY
     """A whole small file's bytes, or (None, error) when it is larger than `max_bytes` or unreadable.
     Only a regular file is read (a link to one is followed): a FIFO or device is refused, not waited on."""
     try:
-        f, size = open_regular(path, follow_links=True)
-        with f:
-            data = bytearray()
-            while len(data) <= max_bytes and len(data) < size:
-                chunk = f.read(min(_CHUNK, size - len(data), max_bytes + 1 - len(data)))
-                if not chunk:
-                    break
-                data += chunk
-            data = bytes(data)
+        data = read_regular(path, follow_links=True, limit=max_bytes + 1)  # one byte more tells it is larger
     except OSError as e:
         return None, f"unreadable: {e.strerror or e}"
     if len(data) > max_bytes:

@@ -143,7 +143,7 @@ class PinnedRead:
             raw = HashingReader(f, size)
             try:
                 if self.entry.path.endswith(".parquet"):
-                    yield from self._parquet(raw)
+                    yield from self._parquet(_read_all(raw, size))
                 else:
                     yield from self._jsonl(raw)
                 raw.drain()
@@ -183,16 +183,12 @@ class PinnedRead:
             self.problems.append((f"decompresses to {total:,} bytes, manifest.json says {max_bytes:,}",
                                   "uncompressed_bytes"))
 
-    def _parquet(self, raw: HashingReader) -> Iterator[Item]:
+    def _parquet(self, data: memoryview) -> Iterator[Item]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        data = bytearray()
-        buf = bytearray(_CHUNK)
-        while n := raw.readinto(buf):
-            data += buf[:n]
         try:  # parsed from the bytes hashed, never from the path again
-            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(bytes(data))))
+            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)))
         except Exception as e:  # pyarrow raises several types for damaged files
             yield 0, None, None, f"not a readable Parquet file: {e}"
             return
@@ -213,6 +209,15 @@ class PinnedRead:
                     yield item
         except Exception as e:  # a damaged column chunk surfaces only while reading
             yield 0, None, None, f"not a readable Parquet file after row {n}: {e}"
+
+
+def _read_all(raw: HashingReader, size: int) -> memoryview:
+    """The `size` bytes of a file (fewer if it shrank), read into one buffer allocated up front."""
+    view = memoryview(bytearray(size))
+    got = 0
+    while got < size and (n := raw.readinto(view[got:])):
+        got += n
+    return view[:got]
 
 
 class PinnedBytes:
@@ -236,12 +241,7 @@ class PinnedBytes:
         with f:
             raw = HashingReader(f, size)
             if size <= keep:
-                buf = bytearray(size)
-                got = 0
-                view = memoryview(buf)
-                while got < size and (n := raw.readinto(view[got:])):
-                    got += n
-                self.data = bytes(buf[:got])
+                self.data = bytes(_read_all(raw, size))
             else:
                 if keep:
                     self.error = f"larger than the {keep:,}-byte limit for a JSON document"
