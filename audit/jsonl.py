@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import gzip
 import hashlib
+import io
 import json
 import math
 import os
@@ -235,9 +236,44 @@ def open_regular(path: str | os.PathLike[str], *, follow_links: bool = False) ->
         raise
 
 
-def read_regular(path: str | os.PathLike[str]) -> bytes:
-    """All bytes of a regular file as it was when opened (see open_regular)."""
-    f, size = open_regular(path)
+class HashingReader(io.RawIOBase):
+    """A raw reader over an open binary file that hashes (sha256) and counts every byte it hands out,
+    so a digest is of exactly the bytes parsed or copied. It stops at `limit` bytes: the size
+    open_regular returned, so a file growing while it is read is not followed."""
+
+    def __init__(self, f: IO[bytes], limit: int):
+        self._f = f
+        self._limit = limit
+        self.sha = hashlib.sha256()
+        self.bytes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        room = self._limit - self.bytes
+        if room <= 0:
+            return 0
+        if len(b) > room:
+            b = memoryview(b)[:room]
+        n = self._f.readinto(b)
+        if n:
+            self.sha.update(memoryview(b)[:n])
+            self.bytes += n
+        return n or 0
+
+    def drain(self) -> None:
+        """Hash the rest of the file (to report the digest of what is on disk), reading nothing else."""
+        buf = bytearray(_CHUNK)
+        while self.readinto(buf):
+            pass
+
+
+def read_regular(path: str | os.PathLike[str], *, follow_links: bool = False, limit: int | None = None) -> bytes:
+    """All bytes of a regular file as it was when opened (see open_regular), or its first `limit`."""
+    f, size = open_regular(path, follow_links=follow_links)
+    if limit is not None:
+        size = min(size, limit)
     with f:
         data = bytearray()
         while len(data) < size:
@@ -254,15 +290,7 @@ def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BY
     or unreadable. Only a regular file is read (a link to one is followed): a FIFO or device is refused, not
     waited on."""
     try:
-        f, size = open_regular(path, follow_links=True)
-        with f:
-            data = bytearray()
-            while len(data) <= max_bytes and len(data) < size:
-                chunk = f.read(min(_CHUNK, size - len(data), max_bytes + 1 - len(data)))
-                if not chunk:
-                    break
-                data += chunk
-            data = bytes(data)
+        data = read_regular(path, follow_links=True, limit=max_bytes + 1)  # one byte more tells it is larger
     except OSError as e:
         return None, f"unreadable: {e.strerror or e}"
     if len(data) > max_bytes:
@@ -321,9 +349,11 @@ class JsonlWriter:
         if self.path.name.endswith(".gz"):
             # mtime=0 and no file name: the same rows give the same bytes.
             self._raw: IO[bytes] | None = raw
-            self._fh: IO[bytes] = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+            self._gz: gzip.GzipFile | None = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+            # Rows reach zlib in 1 MiB blocks, not one compress call per row (the same bytes, sooner).
+            self._fh: IO[bytes] = io.BufferedWriter(self._gz, _CHUNK)
         else:
-            self._raw = None
+            self._raw = self._gz = None
             self._fh = raw
 
     def write(self, obj: Any) -> None:
@@ -335,11 +365,13 @@ class JsonlWriter:
     def flush(self) -> None:
         """Flush to the OS, so a crash loses at most the row being written."""
         self._fh.flush()
+        if self._gz is not None:
+            self._gz.flush()  # (BufferedWriter.flush does not flush the object under it)
         if self._raw is not None:
             self._raw.flush()
 
     def close(self) -> None:
-        self._fh.close()
+        self._fh.close()  # (closing the buffer closes the GzipFile under it, which leaves `raw` open)
         if self._raw is not None:
             self._raw.close()
 

@@ -37,11 +37,12 @@ import re
 import unicodedata
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
 from audit.errors import Problem
+from audit.models import Verdict
 
 MIN_LEAK_CHARS = 20
 """Shortest protected substring that counts as a leak, in letters and digits (after `normalize`)."""
@@ -251,7 +252,7 @@ class LeakIndex:
 
 _TOKEN = re.compile(r"[^\s|,;:\"'`()\[\]{}<>=]+")
 
-SKIP_VALUES = {"verdict": frozenset(("correct", "incorrect", "ungraded"))}
+SKIP_VALUES = {"verdict": frozenset(get_args(Verdict))}
 """Field values from a fixed vocabulary, never read as a reference answer (rule 2)."""
 
 
@@ -358,8 +359,7 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex) -> list[Problem]:
                 values += [_Value(i, f or None, v) for f, v in rec]
                 records.append((i, rec))
                 joined += [_Value(i, None, j) for j in _junctions(own)]
-        elif name.endswith(".json") and _parsed(text) is not None:
-            obj = _parsed(text)
+        elif name.endswith(".json") and (obj := _parsed(text)) is not None:
             try:
                 values += [_Value(None, f or "$", v) for f, v in _strings(obj, "")]
                 recs = list(_records(obj, ""))

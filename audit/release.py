@@ -81,7 +81,7 @@ from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import JsonError, dumps_pretty, loads_strict
 from audit.leaks import MIN_LEAK_CHARS, LeakIndex, ProtectedText, find_leaks
 from audit.models import Count, ItemRow, Provenance, Record, ReleaseRow
-from audit.packages import PackageWriter, open_package, validate_package
+from audit.packages import PackageWriter, load_package, open_package
 from audit.schemas import register
 from audit.summary import figures as compute_figures
 from audit.summary import pct
@@ -580,11 +580,11 @@ def verify_release(release: str | Path, items: str | Path, *, salt: str | None =
     """Check a release against the holder's own copy of the items (see VERIFY_STEPS)."""
     rel = Path(release)
     checks: list[Check] = []
-    problems = validate_package(rel)
-    if problems:
+    pkg, problems = load_package(rel)  # validated once, then read under the digests it checked
+    if pkg is None:
         return [Check("package", False, f"{len(problems)} problems, first: {_redacted(problems[0])}")]
     try:
-        with open_package(rel) as pkg:
+        with pkg:
             if pkg.kind != "release":
                 return [Check("package", False, f"is a {pkg.kind!r} package, not a release")]
             names = {f.path for f in pkg.manifest.files}

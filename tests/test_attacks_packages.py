@@ -439,19 +439,22 @@ def test_verify_release_checks_the_bytes_the_manifest_pins(tmp_path, monkeypatch
         if f["path"] == "verdicts.jsonl":
             f.update(sha256=sha256(leaky), bytes=len(leaky))
     (rel / "manifest.json").write_text(json.dumps(m, indent=2))
-    original = release.open_package
+    original = release.load_package  # verify-release opens the release with it (validated once)
+    swapped: list[Path] = []
 
     def open_then_swap(path, *a, **k):
         pkg = original(path, *a, **k)
         if Path(path) == rel:
             (rel / "tmp").write_bytes(clean)
             os.replace(rel / "tmp", rel / "verdicts.jsonl")
+            swapped.append(path)
         return pkg
 
-    monkeypatch.setattr(release, "open_package", open_then_swap)
+    monkeypatch.setattr(release, "load_package", open_then_swap)
     r = cli("verify-release", rel, "--items", items, "--responses", resp)
     assert r.code == 1, r.out
     assert "verified:" not in r.out
+    assert swapped  # the clean file was put back while verify-release read
 
 
 # --------------------------------------------------------------------------- links and names

@@ -7,7 +7,7 @@ row against its schema, duplicate keys, and path safety before any row is used.
 
     layout    what a package is on disk: manifest name, row keys, content digest, row reading
     validate  every check (`validate_package`), tarballs unpacked safely (`unpacked`)
-    read      `open_package` -> `Package`, whose rows were validated on open
+    read      `open_package` -> `Package`, whose rows were validated on open (`load_package`: or the problems)
     write     `PackageWriter` (atomic), `bundle` (a reproducible .tar.gz)
 """
 
@@ -21,7 +21,7 @@ from audit.packages.layout import (
     document_model,
     row_to_json,
 )
-from audit.packages.read import Package, open_package
+from audit.packages.read import Package, load_package, open_package
 from audit.packages.validate import (
     MAX_PROBLEMS_PER_FILE,
     load_manifest,
@@ -35,6 +35,6 @@ from audit.packages.write import PackageWriter, bundle, created_now
 
 __all__ = [
     "DATA_SUFFIXES", "DOCUMENT_SCHEMAS", "MANIFEST", "MAX_PROBLEMS_PER_FILE", "ROW_KEYS", "Package", "PackageWriter", "bundle",
-    "content_digest", "created_now", "document_model", "load_manifest", "open_package", "pydantic_problems", "row_to_json",
-    "unpacked", "validate_package", "validate_rows", "validate_tree", "write_atomic",
+    "content_digest", "created_now", "document_model", "load_manifest", "load_package", "open_package", "pydantic_problems",
+    "row_to_json", "unpacked", "validate_package", "validate_rows", "validate_tree", "write_atomic",
 ]

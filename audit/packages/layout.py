@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import hashlib
 import io
 import math
 import types
@@ -22,6 +21,7 @@ from pydantic_core import from_json
 from audit.jsonl import (
     _CHUNK,
     READ_ERRORS,
+    HashingReader,
     JsonError,
     ParseError,
     dumps,
@@ -100,37 +100,6 @@ def _from_parquet(obj: dict[str, Any]) -> dict[str, Any]:
 JSON_COLUMNS = ("extra",)
 
 
-class _HashingRaw(io.RawIOBase):
-    """A raw reader over an open file that hashes and counts every byte it hands out."""
-
-    def __init__(self, f: IO[bytes], limit: int):
-        self._f = f
-        self._limit = limit  # the size when opened: a file growing while read is not followed
-        self.sha = hashlib.sha256()
-        self.bytes = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        room = self._limit - self.bytes
-        if room <= 0:
-            return 0
-        if len(b) > room:
-            b = memoryview(b)[:room]
-        n = self._f.readinto(b)
-        if n:
-            self.sha.update(memoryview(b)[:n])
-            self.bytes += n
-        return n or 0
-
-    def drain(self) -> None:
-        """Hash the rest of the file (to report the digest of what is on disk), reading nothing else."""
-        buf = bytearray(_CHUNK)
-        while self.readinto(buf):
-            pass
-
-
 Item = tuple[int, "bytes | None", "dict[str, Any] | None", "str | None"]
 
 
@@ -171,17 +140,17 @@ class PinnedRead:
             self.sha256, self.size = None, None
             return
         with f:
-            raw = _HashingRaw(f, size)
+            raw = HashingReader(f, size)
             try:
                 if self.entry.path.endswith(".parquet"):
-                    yield from self._parquet(raw)
+                    yield from self._parquet(_read_all(raw, size))
                 else:
                     yield from self._jsonl(raw)
                 raw.drain()
             finally:
                 self.sha256, self.size = raw.sha.hexdigest(), raw.bytes
 
-    def _jsonl(self, raw: _HashingRaw) -> Iterator[Item]:
+    def _jsonl(self, raw: HashingReader) -> Iterator[Item]:
         entry = self.entry
         gz = entry.path.endswith(".gz")
         fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, _CHUNK)
@@ -214,16 +183,12 @@ class PinnedRead:
             self.problems.append((f"decompresses to {total:,} bytes, manifest.json says {max_bytes:,}",
                                   "uncompressed_bytes"))
 
-    def _parquet(self, raw: _HashingRaw) -> Iterator[Item]:
+    def _parquet(self, data: memoryview) -> Iterator[Item]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        data = bytearray()
-        buf = bytearray(_CHUNK)
-        while n := raw.readinto(buf):
-            data += buf[:n]
         try:  # parsed from the bytes hashed, never from the path again
-            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(bytes(data))))
+            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)))
         except Exception as e:  # pyarrow raises several types for damaged files
             yield 0, None, None, f"not a readable Parquet file: {e}"
             return
@@ -246,6 +211,15 @@ class PinnedRead:
             yield 0, None, None, f"not a readable Parquet file after row {n}: {e}"
 
 
+def _read_all(raw: HashingReader, size: int) -> memoryview:
+    """The `size` bytes of a file (fewer if it shrank), read into one buffer allocated up front."""
+    view = memoryview(bytearray(size))
+    got = 0
+    while got < size and (n := raw.readinto(view[got:])):
+        got += n
+    return view[:got]
+
+
 class PinnedBytes:
     """The whole of one file of a package, read once from a regular file (a FIFO, device or link swapped
     in is refused, never waited on) with the sha256 and size of exactly the bytes read.
@@ -265,29 +239,14 @@ class PinnedBytes:
             self.error = f"unreadable: {e.strerror or e}"
             return
         with f:
-            raw = _HashingRaw(f, size)
+            raw = HashingReader(f, size)
             if size <= keep:
-                buf = bytearray(size)
-                got = 0
-                view = memoryview(buf)
-                while got < size and (n := raw.readinto(view[got:])):
-                    got += n
-                self.data = bytes(buf[:got])
+                self.data = bytes(_read_all(raw, size))
             else:
                 if keep:
                     self.error = f"larger than the {keep:,}-byte limit for a JSON document"
                 raw.drain()
             self.sha256, self.size = raw.sha.hexdigest(), raw.bytes
-
-    def matches(self, entry: FileEntry) -> bool:
-        """True when the bytes read are the ones the manifest pins."""
-        return self.sha256 == entry.sha256 and self.size == entry.bytes
-
-
-def iter_file_items(root: Path, entry: FileEntry) -> Iterator[Item]:
-    """(row number, raw JSONL line, object, error) for each row of a data file (see PinnedRead);
-    for callers that do not check the digest of what they read."""
-    yield from PinnedRead(root, entry)
 
 
 # Fast paths. pydantic-core parses JSON in Rust, several times faster than `json` plus model

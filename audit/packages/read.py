@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audit.errors import AuditError, ValidationFailed
+from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import MAX_DOCUMENT_BYTES, JsonError, loads_strict, open_regular, parse_object, sha256_bytes
 from audit.models import ROW_MODELS, FileEntry, Manifest
 from audit.packages.layout import PinnedRead, content_digest, fast_object, fast_row
@@ -130,20 +130,32 @@ class Package:
         self.close()
 
 
-def open_package(path: str | os.PathLike[str], *, kind: str | None = None) -> Package:
-    """Open and fully validate a package; raise ValidationFailed listing every problem."""
+def load_package(path: str | os.PathLike[str]) -> tuple[Package | None, list[Problem]]:
+    """Open and fully validate a package: (the Package, []) or (None, every problem, named as inside
+    the package: see validate_package)."""
     src = Path(path)
     cm = unpacked(src)
     root, problems = cm.__enter__()
     try:
         if not problems:
             manifest, problems = validate_tree(root)
-        if problems:
-            raise ValidationFailed(str(src), [prefixed(src, p) for p in problems])
-        assert manifest is not None
-        if kind is not None and manifest.kind != kind:
-            raise AuditError(f"is a {manifest.kind!r} package, expected {kind!r}", path=str(src))
     except BaseException:
         cm.__exit__(None, None, None)
         raise
-    return Package(src, root, manifest, content_digest(manifest.files), cm)
+    if problems:
+        cm.__exit__(None, None, None)
+        return None, problems
+    assert manifest is not None
+    return Package(src, root, manifest, content_digest(manifest.files), cm), []
+
+
+def open_package(path: str | os.PathLike[str], *, kind: str | None = None) -> Package:
+    """Open and fully validate a package; raise ValidationFailed listing every problem."""
+    src = Path(path)
+    pkg, problems = load_package(src)
+    if pkg is None:
+        raise ValidationFailed(str(src), [prefixed(src, p) for p in problems])
+    if kind is not None and pkg.kind != kind:
+        pkg.close()
+        raise AuditError(f"is a {pkg.kind!r} package, expected {kind!r}", path=str(src))
+    return pkg

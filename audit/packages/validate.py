@@ -57,11 +57,10 @@ def pydantic_problems(path: str, row: int | None, err: pydantic.ValidationError)
     return problems
 
 
-def validate_rows(root: Path, entry: FileEntry,
-                  reader: PinnedRead | None = None) -> tuple[list[Problem], int]:
+def validate_rows(entry: FileEntry, reader: PinnedRead) -> tuple[list[Problem], int]:
     """Check every row of one data file against its schema; return (problems, row count).
 
-    With `reader`, the rows come from it (one pass that also hashes the file: see PinnedRead).
+    The rows come from `reader` (one pass that also hashes the file: see PinnedRead).
     """
     model = ROW_MODELS[entry.schema_]
     keys = ROW_KEYS.get(entry.schema_, ())
@@ -77,7 +76,7 @@ def validate_rows(root: Path, entry: FileEntry,
         else:
             extra += 1
 
-    for rowno, data, obj, err in reader if reader is not None else PinnedRead(root, entry):
+    for rowno, data, obj, err in reader:
         if rowno:
             rows += 1
         rec = fast_row(model, data) if data is not None else None
@@ -184,21 +183,6 @@ def _document_shape(entry: FileEntry) -> list[Problem]:
     return []
 
 
-def validate_document(root: Path, entry: FileEntry) -> tuple[list[Problem], Any]:
-    """Check a document file against its model, from bytes read once and checked against the manifest's
-    sha256 (see PinnedBytes); return (problems, the model or None)."""
-    problems = _document_shape(entry)
-    if problems:
-        return problems, None
-    pinned = PinnedBytes(root / entry.path, keep=MAX_DOCUMENT_BYTES)
-    if pinned.error or pinned.data is None:
-        return [Problem(entry.path, pinned.error or "unreadable")], None
-    if not pinned.matches(entry):
-        return [Problem(entry.path, f"sha256 is {pinned.sha256}, manifest says {entry.sha256} (the file was "
-                                    f"altered)", field="sha256")], None
-    return check_document(entry, pinned.data)
-
-
 def validate_tree(root: Path, label: str = "", rows: bool = True) -> tuple[Manifest | None, list[Problem]]:
     """Validate an unpacked package directory; return its manifest (if readable) and all problems.
 
@@ -250,7 +234,7 @@ def validate_tree(root: Path, label: str = "", rows: bool = True) -> tuple[Manif
             is_document = not later
         if is_rows and rows:
             reader = PinnedRead(root, entry)
-            row_problems, count = validate_rows(root, entry, reader)
+            row_problems, count = validate_rows(entry, reader)
             digest, size = reader.sha256, reader.size
             later += row_problems
             later += [Problem(entry.path, message, field=field) for message, field in reader.problems]

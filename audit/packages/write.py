@@ -5,6 +5,8 @@ only after the manifest is complete, so a killed writer leaves nothing that vali
 from __future__ import annotations
 
 import functools
+import gzip
+import io
 import os
 import shutil
 import tarfile
@@ -20,7 +22,19 @@ from typing import Any
 import pydantic
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import JsonlWriter, dumps, dumps_pretty, fsync_dir, sha256_file, write_atomic
+from audit.jsonl import (
+    HashingReader,
+    JsonError,
+    JsonlWriter,
+    dumps,
+    dumps_pretty,
+    fsync_dir,
+    loads_strict,
+    open_regular,
+    read_regular,
+    sha256_file,
+    write_atomic,
+)
 from audit.models import ROW_MODELS, TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
 from audit.packages.layout import DOCUMENT_SCHEMAS, JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
 from audit.packages.validate import prefixed, pydantic_problems
@@ -285,11 +299,7 @@ def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None
     The files tarred are the ones the manifest lists, each hashed as it is written and compared with its
     pin, and manifest.json is the validated one: a file changed or added after validation is refused
     (nothing is written), never bundled under the validated digest."""
-    import gzip
-    import io
-
-    from audit.jsonl import read_regular
-    from audit.packages.validate import validate_tree
+    from audit.packages.validate import validate_tree  # looked up per call: tests/test_attacks_kinds.py replaces it
 
     src = Path(pkg_dir)
     if not src.is_dir():
@@ -325,13 +335,14 @@ def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None
             tf.addfile(member(MANIFEST, len(data)), io.BytesIO(data))
             for entry in sorted(manifest.files, key=lambda f: f.path):
                 try:
-                    source = _HashingFile(src / entry.path)
+                    f, size = open_regular(src / entry.path)
                 except OSError as e:
                     raise changed(entry.path, f"unreadable: {e.strerror or e}") from None
-                with source:
-                    if source.size != entry.bytes:
-                        raise changed(entry.path, f"size is {source.size} bytes, manifest.json says {entry.bytes}")
-                    tf.addfile(member(entry.path, source.size), source)
+                with f:
+                    if size != entry.bytes:
+                        raise changed(entry.path, f"size is {size} bytes, manifest.json says {entry.bytes}")
+                    source = HashingReader(f, size)  # never more than its size when opened
+                    tf.addfile(member(entry.path, size), source)
                 if source.sha.hexdigest() != entry.sha256:
                     raise changed(entry.path, f"sha256 is {source.sha.hexdigest()}, manifest.json says "
                                               f"{entry.sha256}")
@@ -343,37 +354,7 @@ def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None
 
 def load_manifest_bytes(data: bytes) -> Manifest | None:
     """The Manifest model of manifest.json's bytes (strict JSON), or None when they are not one."""
-    from audit.jsonl import JsonError, loads_strict
-
     try:
         return Manifest.model_validate(loads_strict(data))
     except (JsonError, pydantic.ValidationError):
         return None
-
-
-class _HashingFile:
-    """A regular file (see open_regular) read once for tarring, hashing every byte handed out; never
-    more than its size when opened."""
-
-    def __init__(self, path: Path):
-        import hashlib
-
-        from audit.jsonl import open_regular
-
-        self._f, self.size = open_regular(path)
-        self._left = self.size
-        self.sha = hashlib.sha256()
-
-    def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0 or n > self._left:
-            n = self._left
-        data = self._f.read(n) if n else b""
-        self._left -= len(data)
-        self.sha.update(data)
-        return data
-
-    def __enter__(self) -> _HashingFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._f.close()

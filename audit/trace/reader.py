@@ -15,10 +15,10 @@ such as `1695835542514261.123` µs, which a float64 cannot hold to the nanosecon
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import re
+import sys
 import zlib
 from collections.abc import Iterator
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.jsonl import _reject_constant, open_regular
+from audit.jsonl import HashingReader, _reject_constant, open_regular
 
 CHUNK_CHARS = 1 << 20
 """Characters read per refill of the buffer."""
@@ -62,28 +62,6 @@ def to_ns(value: Any) -> int | None:
         return None
 
 
-class _HashingReader(io.RawIOBase):
-    """A raw binary file that hashes every byte read through it (so the digest is of what was parsed)."""
-
-    def __init__(self, f: io.BufferedReader):
-        self._f = f
-        self._h = hashlib.sha256()
-        self.size = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        n = self._f.readinto(b)
-        if n:
-            self._h.update(memoryview(b)[:n])
-            self.size += n
-        return n or 0
-
-    def hexdigest(self) -> str:
-        return self._h.hexdigest()
-
-
 class TraceReader:
     """Iterate the events of one trace file; `metadata` collects the other top-level keys.
 
@@ -117,7 +95,7 @@ class TraceReader:
             self._file = io.BufferedReader(raw, CHUNK_CHARS)
         except OSError as e:
             raise TraceError(f"unreadable: {e.strerror or e}", path=self.label) from None
-        self._hashing = _HashingReader(self._file)
+        self._hashing = HashingReader(self._file, sys.maxsize)  # the whole file, however long
         buffered = io.BufferedReader(self._hashing, CHUNK_CHARS)
         self.gzip = buffered.peek(2)[:2] == b"\x1f\x8b"
         raw = gzip.GzipFile(fileobj=buffered, mode="rb") if self.gzip else buffered
@@ -216,7 +194,7 @@ class TraceReader:
             # Hash what the decompressor left unread too: the digest pins the whole file.
             while self._hashing.read(CHUNK_CHARS):
                 pass
-            self.sha256, self.bytes = self._hashing.hexdigest(), self._hashing.size
+            self.sha256, self.bytes = self._hashing.sha.hexdigest(), self._hashing.bytes
         finally:
             self._text.close()
             self._file.close()
