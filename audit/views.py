@@ -67,8 +67,8 @@ def subject_lines(subjects: list[SubjectSummary] | None) -> list[str]:
     return lines
 
 
-def explain_rule(rule: str, extractors: Iterable[ComponentRef | None]) -> str | None:
-    """The rule in words, from the first of `extractors` (registered versions) that declares it."""
+def rule_explained(rule: str, extractors: Iterable[ComponentRef | None]) -> tuple[str, str] | None:
+    """(key, the rule in words) of the first of `extractors` (registered versions) that declares it."""
     from audit import extractors as registry
 
     for ref in extractors:
@@ -76,7 +76,7 @@ def explain_rule(rule: str, extractors: Iterable[ComponentRef | None]) -> str | 
             continue
         words = registry.get(ref.key).explain(rule)
         if words:
-            return words
+            return ref.key, words
     return None
 
 
@@ -90,8 +90,8 @@ def rule_lines(counts: Mapping[str | None, int], extractors: list[ComponentRef |
     shown = [(r, n) for r, n in counts.items() if r is not None]
     width = max((len(r) for r, _ in shown), default=4)
     for rule, n in sorted(shown, key=lambda x: (-x[1], x[0])):
-        words = explain_rule(rule, named)
-        lines.append(f"  {rule:<{width}} {n:>8,}" + (f"  {words}" if words else ""))
+        found = rule_explained(rule, named)
+        lines.append(f"  {rule:<{width}} {n:>8,}" + (f"  {found[1]}" if found else ""))
     if counts.get(None):
         lines.append(f"  {'—':<{width}} {counts[None]:>8,}  no response was read (missing or excluded rows)")
     return lines
