@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.jsonl import dumps
+from audit.jsonl import dumps, sha256_file
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 KINDS = ("extractor", "grader")
@@ -76,12 +76,9 @@ def _records(name: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise AuditError("real data missing (behaviour digests need ../shared/data or $AUDIT_SHARED_DATA)",
                          path=str(path))
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    if h.hexdigest() != pinned:
-        raise AuditError(f"sha256 is {h.hexdigest()}, expected {pinned}: not the data the locks were recorded on",
+    digest, _ = sha256_file(path)
+    if digest != pinned:
+        raise AuditError(f"sha256 is {digest}, expected {pinned}: not the data the locks were recorded on",
                          path=str(path))
     opener = gzip.open if rel.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:

@@ -168,12 +168,13 @@ def release_view(root: Path, release: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def json_document(path: Path, limit: int = 64 << 20) -> dict[str, Any] | None:
-    """A small JSON object file, or None (not JSON, not an object, too large to read whole)."""
+def json_document(path: Path) -> dict[str, Any] | None:
+    """A small JSON object file, or None (not JSON, not an object, too large to read whole; see read_document)."""
+    from audit.jsonl import read_document
+
+    data, _ = read_document(path)
     try:
-        if path.stat().st_size > limit:
-            return None
-        obj = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        obj = json.loads(data) if data is not None else None
+    except ValueError:
         return None
     return obj if isinstance(obj, dict) else None
