@@ -144,7 +144,7 @@ def verdict_file_view(path: str | Path) -> list[str]:
     return lines
 
 
-def release_view(root: Path, release: Mapping[str, Any]) -> list[str]:
+def release_view(release: Mapping[str, Any]) -> list[str]:
     """The lines `audit show` adds for a release package: what it publishes, from its release.json."""
     lines = []
     if isinstance(release.get("rows"), int):

@@ -338,7 +338,7 @@ def _same_components(a: VerdictFile, b: VerdictFile) -> _Same:
 
 
 def _causes(changed: Any, packages_differ: bool, same_extractor: bool,
-            same: _Same = _Same(False, False, False)) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+            same: _Same) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Primary cause index per changed row, and each cause's flag array.
 
     A cause counts only where what it names differs: a policy cause needs other policies (or another
