@@ -34,10 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.jsonl import dumps
+from audit.jsonl import dumps, sha256_file
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
-KINDS = ("extractor", "grader")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +75,9 @@ def _records(name: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise AuditError("real data missing (behaviour digests need ../shared/data or $AUDIT_SHARED_DATA)",
                          path=str(path))
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    if h.hexdigest() != pinned:
-        raise AuditError(f"sha256 is {h.hexdigest()}, expected {pinned}: not the data the locks were recorded on",
+    digest, _ = sha256_file(path)
+    if digest != pinned:
+        raise AuditError(f"sha256 is {digest}, expected {pinned}: not the data the locks were recorded on",
                          path=str(path))
     opener = gzip.open if rel.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
@@ -154,10 +150,10 @@ def golden_cases(kind: str, root: Path | None = None) -> list[Case]:
 
 def run(kind: str, component: Any, cases: Sequence[Case]) -> list[list[Any]]:
     """The component's output on every case, as JSON values (see the module docstring)."""
-    return _RUN[kind](component, [c.inputs for c in cases], None)
+    return _RUN[kind](component, [c.inputs for c in cases])
 
 
-def _run_extractor(ex: Any, inputs: Sequence[tuple[Any, ...]], _: Any) -> list[list[Any]]:
+def _run_extractor(ex: Any, inputs: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
     out = []
     for text, finish in inputs:
         e = ex.extract(text, finish_reason=finish)
@@ -165,16 +161,16 @@ def _run_extractor(ex: Any, inputs: Sequence[tuple[Any, ...]], _: Any) -> list[l
     return out
 
 
-def _run_grader(g: Any, inputs: Sequence[tuple[Any, ...]], grade_many: Any) -> list[list[Any]]:
-    if grade_many is None:
-        from audit.graders import grade_many
+def _run_grader(g: Any, inputs: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
+    from audit.graders import grade_many
+
     tasks = [tuple(t) for t in inputs]
     unique = list(dict.fromkeys(tasks))  # a registered version is a pure function: each task once
     by_task = dict(zip(unique, grade_many(g, unique)))
     return [[by_task[t].correct, by_task[t].status, by_task[t].reason] for t in tasks]
 
 
-_RUN: dict[str, Callable[[Any, Sequence[tuple[Any, ...]], Any], list[list[Any]]]] = {
+_RUN: dict[str, Callable[[Any, Sequence[tuple[Any, ...]]], list[list[Any]]]] = {
     "extractor": _run_extractor, "grader": _run_grader}
 
 

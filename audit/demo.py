@@ -90,7 +90,7 @@ def run_demo(packages: Path = DEFAULT_PACKAGES, out: Path = Path("out/demo")) ->
         if only_old:
             one_sided = (one_sided + "; " if one_sided else "") + f"{only_old} rows only the lab has"
         summary.append(DemoLine(bench, _rate(old.correct, old.total), _rate(new.correct, new.total),
-                                len(result.changed_rows()), counts or "-", one_sided))
+                                result.changed.num_rows, counts or "-", one_sided))
         for row in result.changed_rows():
             o, n = row["old"], row["new"]
             details.append(f"  {bench:<13}{row['item_id']:<14}{_answer(o):<13}→ {_answer(n):<13}"

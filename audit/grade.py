@@ -528,6 +528,11 @@ def _resolve(recorded: PackageRef | None, override: str | os.PathLike[str] | Non
     return base / recorded.path
 
 
+def _content_differs(digest: str, recorded: str, path: Any) -> AuditError:
+    return AuditError(f"package content differs from the one graded (digest {digest[:16]}…, recorded "
+                      f"{recorded[:16]}…); refusing to compare", path=str(path))
+
+
 def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLike[str] | None = None,
               items: str | os.PathLike[str] | None = None) -> Reproduction:
     """Re-grade from the referenced packages with the recorded versions and policies; compare.
@@ -556,8 +561,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
             raise AuditError(str((problems or more)[0]), path=str(path))
         digest = content_digest(manifest.files)
         if digest != ref.digest:
-            raise AuditError(f"package content differs from the one graded (digest {digest[:16]}…, recorded "
-                             f"{ref.digest[:16]}…); refusing to compare", path=str(path))
+            raise _content_differs(digest, ref.digest, path)
     notes = []
     # Who graded, in which environment, and where the packages were found do not decide the result;
     # nor does where a version's code lives: a fingerprint its lock accepts is the same version.
@@ -571,7 +575,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
         comp = lookup(label, ref.key)
         if comp.fingerprint == ref.fingerprint:
             continue
-        if lock.accepted(label, ref.key, ref.fingerprint) and lock.accepted(label, ref.key, comp.fingerprint):
+        if lock.same_version(label, ref, _ref(comp)):
             same_refs[field] = ref
         else:
             notes.append(f"{label} {ref.key}: code fingerprint differs from the recorded one")
@@ -585,8 +589,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
     for ref, got, path in ((vf.responses_package, new.header.responses_package, resp_path),
                            (vf.items_package, new.header.items_package, items_path)):
         if ref is not None and got is not None and got.digest != ref.digest:
-            raise AuditError(f"package content differs from the one graded (digest {got.digest[:16]}…, recorded "
-                             f"{ref.digest[:16]}…); refusing to compare", path=str(path))
+            raise _content_differs(got.digest, ref.digest, path)
     env_now = environment()
     if env_now != vf.environment:
         notes.append("environment differs: " + ", ".join(

@@ -100,10 +100,6 @@ def read_lock(path: Path) -> Lock:
     return lock
 
 
-def kind_of(registry: Any) -> str:
-    return registry.kind
-
-
 def registry_and_lock(kind: str) -> tuple[Any, Path]:
     """The registry and lock file of `kind` (`extractor` or `grader`)."""
     mod = importlib.import_module(PACKAGES[kind])
@@ -151,16 +147,16 @@ def check(registry: Any, path: Path) -> list[str]:
     return problems
 
 
-def check_behaviour(registry: Any, path: Path, keys: list[str] | None = None) -> list[str]:
+def check_behaviour(registry: Any, path: Path) -> list[str]:
     """Recompute each locked version's real-data digest with the registered code; list mismatches.
 
     Catches a fingerprint added by hand for code that behaves differently, and an edited digest.
     """
     lock = read_lock(path)
-    kind = kind_of(registry)
+    kind = registry.kind
     cases = behaviour.real_cases(kind)
     problems = []
-    for key in keys if keys is not None else sorted(lock.entries):
+    for key in sorted(lock.entries):
         entry = lock.entries[key]
         if entry.behaviour is None or key not in registry:
             continue
@@ -177,7 +173,7 @@ def update(registry: Any, path: Path) -> list[str]:
     whose registered code is an accepted fingerprint. Never rewrites a fingerprint or a digest.
     Returns a line per change."""
     lock = read_lock(path)
-    kind = kind_of(registry)
+    kind = registry.kind
     todo = []
     for comp in registry:
         entry = lock.entries.get(comp.key)
@@ -206,7 +202,7 @@ def migrate(registry: Any, path: Path, key: str, baseline: behaviour.Baseline, *
     the real-data digest must equal the recorded one, when there is one.
     """
     lock = read_lock(path)
-    kind = kind_of(registry)
+    kind = registry.kind
     entry = lock.entries.get(key)
     if entry is None:
         raise AuditError(f"{key} is not locked: a new version is locked with `audit lock --update`", path=str(path))

@@ -86,10 +86,7 @@ class Registry(Generic[T]):
             if self._loaded:
                 return
             assert self.home is not None
-            home = importlib.import_module(self.home)
-            for info in sorted(pkgutil.iter_modules(getattr(home, "__path__", [])), key=lambda m: m.name):
-                if not info.name.startswith("_"):
-                    importlib.import_module(f"{self.home}.{info.name}")
+            import_public_modules(self.home)
             self._loaded = True
 
     def get(self, spec: str) -> T:
@@ -116,6 +113,15 @@ class Registry(Generic[T]):
     def keys(self) -> list[str]:
         self.load()
         return list(self._entries)
+
+
+def import_public_modules(package: str) -> None:
+    """Import `package` and, when it is a package, each public module in it (sorted by name, so the
+    versions of a name register in a fixed order)."""
+    home = importlib.import_module(package)
+    for info in sorted(pkgutil.iter_modules(getattr(home, "__path__", [])), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{package}.{info.name}")
 
 
 _TABLES: dict[str, Registry[Any]] = {}

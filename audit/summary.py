@@ -7,7 +7,7 @@ figures of both sides the same way. Works on a pandas DataFrame with columns
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
@@ -82,16 +82,25 @@ def figures(df: pd.DataFrame) -> list[Figure]:
     return out
 
 
+def by_subject(df: pd.DataFrame, subject_of: Mapping[str, str | None]) -> dict[str, pd.DataFrame]:
+    """The rows of each subject, in one pass ("" stands for none; a real subject is never empty text)."""
+    key = df["item_id"].map(lambda i: subject_of.get(i) or "")
+    return dict(tuple(df.groupby(key, sort=False)))
+
+
+def subject_order(names: Iterable[str]) -> list[str]:
+    """Subjects in natural order, none ("") last."""
+    return sorted(names, key=lambda s: (s == "", natural_key(s)))
+
+
 def subject_summaries(df: pd.DataFrame, subject_of: Mapping[str, str | None]) -> list[SubjectSummary]:
     """Per subject: its items (natural order) and its overall figures. Empty when no item has a subject;
     items without one form a last group (subject null) when others have one."""
     if df.empty or not any(subject_of.get(i) is not None for i in df["item_id"].unique()):
         return []
-    # One pass: each row's subject ("" stands for none; a real subject is never empty text).
-    key = df["item_id"].map(lambda i: subject_of.get(i) or "")
     out = []
-    parts = dict(tuple(df.groupby(key, sort=False)))
-    for name in sorted(parts, key=lambda s: (s == "", natural_key(s))):
+    parts = by_subject(df, subject_of)
+    for name in subject_order(parts):
         part = parts[name]
         out.append(SubjectSummary(subject=name or None, items=natural_sorted(part["item_id"].unique().tolist()),
                                   figures=[f for f in figures(part) if f.sample is None]))

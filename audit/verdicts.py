@@ -728,12 +728,21 @@ class VerdictTable:
 
 
 def read_verdict_table(path: str | Path) -> tuple[VerdictFile, Any, str]:
-    """(header with empty `items`, rows as an Arrow table, where the rows came from); see `load_verdict_table`."""
-    vt = load_verdict_table(path)
-    return vt.header, vt.table, vt.source
+    """(header with empty `items`, rows as an Arrow table, where the rows came from); see `_verdict_table`.
+    Nothing is hashed but what the pins need: `load_verdict_table` adds the digest of the bytes read."""
+    p = Path(path)
+    return _verdict_table(p, _read_bytes(p))
 
 
 def load_verdict_table(path: str | Path) -> VerdictTable:
+    """`read_verdict_table` with the sha256 of the bytes it read (so a release names the file whose rows it
+    published)."""
+    p = Path(path)
+    data = _read_bytes(p)
+    return VerdictTable(*_verdict_table(p, data), sha256_bytes(data))
+
+
+def _verdict_table(p: Path, data: bytes) -> tuple[VerdictFile, Any, str]:
     """The verdict file's header and rows, from one read of its bytes.
 
     The source is `parquet` (the sidecar), `json-stream` (the one-row-per-line layout) or
@@ -744,9 +753,6 @@ def load_verdict_table(path: str | Path) -> VerdictTable:
     JSON rows. What the pins cannot tell (a forger who rewrites a copy and its pin) `audit
     reproduce` does: it regrades and compares both copies.
     """
-    p = Path(path)
-    data = _read_bytes(p)
-    digest = sha256_bytes(data)
     i = data.find(_ITEMS_MARKER)
     head = data[:i] if i >= 0 else None
     header = None
@@ -759,17 +765,17 @@ def load_verdict_table(path: str | Path) -> VerdictTable:
         ref = header.rows_file
         if ref is not None and ref.json_rows_sha256 is not None:
             _check_json_pin(p, data, ref)
-            return VerdictTable(header, _read_sidecar(p, ref), "parquet", digest)
+            return header, _read_sidecar(p, ref), "parquet"
         table = _read_json_stream(data, len(head))
         if table is not None:
             _check_table(table, str(p))
             if ref is not None:
                 _read_sidecar(p, ref)  # its pin holds, though its rows are not the ones read
-            return VerdictTable(header, table, "json-stream", digest)
+            return header, table, "json-stream"
     vf = _load(p, data)  # raises with row and field on any problem; checks the pair
     table = _rows_to_table(vf.items)
     _check_table(table, str(p))
-    return VerdictTable(vf.model_copy(update={"items": []}), table, "json", digest)
+    return vf.model_copy(update={"items": []}), table, "json"
 
 
 def _read_head(p: Path) -> bytes | None:

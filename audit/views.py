@@ -67,8 +67,8 @@ def subject_lines(subjects: list[SubjectSummary] | None) -> list[str]:
     return lines
 
 
-def explain_rule(rule: str, extractors: Iterable[ComponentRef | None]) -> str | None:
-    """The rule in words, from the first of `extractors` (registered versions) that declares it."""
+def rule_explained(rule: str, extractors: Iterable[ComponentRef | None]) -> tuple[str, str] | None:
+    """(key, the rule in words) of the first of `extractors` (registered versions) that declares it."""
     from audit import extractors as registry
 
     for ref in extractors:
@@ -76,7 +76,7 @@ def explain_rule(rule: str, extractors: Iterable[ComponentRef | None]) -> str | 
             continue
         words = registry.get(ref.key).explain(rule)
         if words:
-            return words
+            return ref.key, words
     return None
 
 
@@ -90,8 +90,8 @@ def rule_lines(counts: Mapping[str | None, int], extractors: list[ComponentRef |
     shown = [(r, n) for r, n in counts.items() if r is not None]
     width = max((len(r) for r, _ in shown), default=4)
     for rule, n in sorted(shown, key=lambda x: (-x[1], x[0])):
-        words = explain_rule(rule, named)
-        lines.append(f"  {rule:<{width}} {n:>8,}" + (f"  {words}" if words else ""))
+        found = rule_explained(rule, named)
+        lines.append(f"  {rule:<{width}} {n:>8,}" + (f"  {found[1]}" if found else ""))
     if counts.get(None):
         lines.append(f"  {'—':<{width}} {counts[None]:>8,}  no response was read (missing or excluded rows)")
     return lines
@@ -144,7 +144,7 @@ def verdict_file_view(path: str | Path) -> list[str]:
     return lines
 
 
-def release_view(root: Path, release: Mapping[str, Any]) -> list[str]:
+def release_view(release: Mapping[str, Any]) -> list[str]:
     """The lines `audit show` adds for a release package: what it publishes, from its release.json."""
     lines = []
     if isinstance(release.get("rows"), int):
@@ -168,12 +168,13 @@ def release_view(root: Path, release: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def json_document(path: Path, limit: int = 64 << 20) -> dict[str, Any] | None:
-    """A small JSON object file, or None (not JSON, not an object, too large to read whole)."""
+def json_document(path: Path) -> dict[str, Any] | None:
+    """A small JSON object file, or None (not JSON, not an object, too large to read whole; see read_document)."""
+    from audit.jsonl import read_document
+
+    data, _ = read_document(path)
     try:
-        if path.stat().st_size > limit:
-            return None
-        obj = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        obj = json.loads(data) if data is not None else None
+    except ValueError:
         return None
     return obj if isinstance(obj, dict) else None

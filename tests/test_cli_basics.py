@@ -59,6 +59,19 @@ def test_loading_every_command_imports_no_heavy_library():
     assert (out.returncode, out.stdout, out.stderr) == (0, "[]\n", "")
 
 
+def test_loading_every_command_imports_no_grading_module():
+    # The resolver, the verdict files, the registries and the prompts are for the commands that use them
+    # (`audit extract`, `audit judge`, ...), not for `audit --help` or `audit pack`.
+    import subprocess
+    import sys
+
+    grading = ("audit.specs", "audit.verdicts", "audit.graders", "audit.extractors", "audit.generate.prompts")
+    code = ("import json, sys; from audit.cli import _load_commands; _load_commands(); "
+            f"print(json.dumps(sorted(m for m in {grading!r} if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "[]\n", "")
+
+
 def test_audit_alone_prints_the_help_exit_0(cli):
     # It printed the whole help folded onto one line, labelled as an error, with exit 2.
     r = cli()

@@ -8,11 +8,9 @@ from typing import Any
 
 import click
 
-from audit import extractors
 from audit.cli import cli
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import dumps, jsonl_source
-from audit.specs import lookup
 
 MAX_PROBLEMS_SHOWN = 20
 
@@ -88,6 +86,8 @@ def extract_cmd(spec: str, file: Path) -> int:
     Every row is checked before anything is written. The extractor's name@version
     and fingerprint are printed to stderr.
     """
+    from audit.specs import lookup
+
     ex = lookup("extractor", spec)
     if not file.is_file():
         raise AuditError("no such file", path=str(file))
@@ -109,6 +109,8 @@ def extract_cmd(spec: str, file: Path) -> int:
 @cli.command("extractors")
 def extractors_cmd() -> int:
     """List registered extractors: name, version, fingerprint (first 12 hex digits), description."""
+    from audit import extractors
+
     entries = sorted(extractors.all_extractors(), key=lambda e: (e.name, e.version))
     wn = max([len("NAME")] + [len(e.name) for e in entries])
     wv = max([len("VERSION")] + [len(e.version) for e in entries])

@@ -101,9 +101,10 @@ def _check_recorded(recorded: Path | None, force: bool) -> None:
         raise AuditError("parent directory does not exist", path=str(recorded.parent))
 
 
-def _write_all(outputs: list, force: bool, recorded: Path | None, write_recorded: Any) -> list[Manifest]:
+def _write_all(outputs: list, force: bool, recorded: Path | None, write_recorded: Any) -> tuple[list[Manifest], Any]:
     """Write the packages, then the recorded verdict file pinned to the responses package; a failure of the
-    latter removes the packages this call wrote, so nothing half-written is left."""
+    latter removes the packages this call wrote, so nothing half-written is left. Returns the manifests and
+    what `write_recorded` returned (None without `recorded`)."""
     import os
     import shutil
 
@@ -111,14 +112,16 @@ def _write_all(outputs: list, force: bool, recorded: Path | None, write_recorded
 
     new = [o.out for o in outputs if not o.out.exists()]
     manifests = write_outputs(outputs, overwrite=force)
+    header = None
     if recorded is not None:
         try:
-            write_recorded(outputs[0].out, os.path.relpath(outputs[0].out.resolve(), recorded.resolve().parent))
+            header = write_recorded(outputs[0].out,
+                                    os.path.relpath(outputs[0].out.resolve(), recorded.resolve().parent))
         except BaseException:
             for path in new:
                 shutil.rmtree(path, ignore_errors=True)
             raise
-    return manifests
+    return manifests, header
 
 
 def _report_recorded(recorded: Path, header: Any, benchmark: str, note: str = "") -> None:
@@ -165,33 +168,28 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: s
     `model_outputs`, `response` or `generated_text`, and the upstream `pred` and
     that field's name go to `extra`. With --recorded, the run's own verdicts too.
     """
-    from audit.importers.mmlu_pro import mmlu_pro_outputs, recorded_rows
-    from audit.importers.sources import JSON_SUFFIXES, source_file
+    from audit.importers.mmlu_pro import mmlu_pro_files, mmlu_pro_outputs, recorded_rows
     from audit.importers.verdicts import write_recorded
 
     _check_format(srcs, "mmlu-pro")
     _check_recorded(recorded, force)
-    outputs = mmlu_pro_outputs(list(srcs), out, items_out=items_out, gzip=use_gzip, benchmark=benchmark,
-                               model=model, provenance=load_provenance(provenance) if provenance else None,
-                               package_id=package_id)
-    done: dict[str, Any] = {}
+    base = load_provenance(provenance) if provenance else None
+    files = mmlu_pro_files(list(srcs))
+    outputs = mmlu_pro_outputs(files, out, items_out=items_out, gzip=use_gzip, benchmark=benchmark, model=model,
+                               provenance=base, package_id=package_id)
+    write = None
     if recorded is not None:
-        files = [source_file(s, JSON_SUFFIXES) for s in srcs]
         rows, subjects, no_pred = recorded_rows(files)
         source = "; ".join(f"{f.name} sha256:{f.sha256}" for f in files)
 
-        def write(package: Path, rel: str) -> None:
-            done["header"] = write_recorded(recorded, rows, benchmark=benchmark, tool="TIGER-AI-Lab/MMLU-Pro (pred)",
-                                            source=source, package=package, package_path=rel, subject_of=subjects)
-            done["no_pred"] = no_pred
-    else:
-        write = None
+        def write(package: Path, rel: str) -> Any:
+            return write_recorded(recorded, rows, benchmark=benchmark, tool="TIGER-AI-Lab/MMLU-Pro (pred)",
+                                  source=source, package=package, package_path=rel, subject_of=subjects)
     with _collapsed_problems():
-        _report(_write_all(outputs, force, recorded, write), [o.out for o in outputs])
+        manifests, header = _write_all(outputs, force, recorded, write)
+        _report(manifests, [o.out for o in outputs])
     if recorded is not None:
-        n = done["no_pred"]
-        _report_recorded(recorded, done["header"], benchmark,
-                         f"; {n} without a pred counted wrong" if n else "")
+        _report_recorded(recorded, header, benchmark, f"; {no_pred} without a pred counted wrong" if no_pred else "")
     return 0
 
 
@@ -236,31 +234,30 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
     if metric is not None and recorded is None:
         raise click.UsageError("--metric needs --recorded")
     _check_recorded(recorded, force)
-    outputs = lm_eval_outputs(src, out, benchmark=benchmark, items_out=items_out, item_id=item_id,
-                              filter_name=filter_name, verify_hashes=not no_hash_check, gzip=use_gzip,
-                              model=model, provenance=load_provenance(provenance) if provenance else None,
-                              package_id=package_id, choice_by=choice_by, target_delimiter=target_delimiter)
-    done: dict[str, Any] = {}
+    base = load_provenance(provenance) if provenance else None
+    imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=not no_hash_check,
+                         choice_by=choice_by, target_delimiter=target_delimiter)
+    recorded_imp = imp.reader()
+    outputs = lm_eval_outputs(imp, out, benchmark=benchmark, items_out=items_out, gzip=use_gzip, model=model,
+                              provenance=base, package_id=package_id)
     write = None
     if recorded is not None:
-        imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=not no_hash_check,
-                             choice_by=choice_by, target_delimiter=target_delimiter)
         with _collapsed_problems():
-            rows, used = imp.recorded_rows(metric)
+            rows, used = recorded_imp.recorded_rows(metric)
         from audit.importers.verdicts import recorded_row
 
         verdict_rows = [recorded_row(r["item_id"], 0, answer=r["answer"], verdict=r["verdict"], status=r["status"],
                                      reason=r["reason"], reference=r["reference"]) for r in rows]
 
-        def write(package: Path, rel: str) -> None:
-            done["header"] = write_recorded(recorded, verdict_rows, benchmark=benchmark,
-                                            tool=f"lm-evaluation-harness ({used})",
-                                            source=f"{imp.src.name} sha256:{imp.src.sha256}", package=package,
-                                            package_path=rel)
+        def write(package: Path, rel: str) -> Any:
+            return write_recorded(recorded, verdict_rows, benchmark=benchmark, tool=f"lm-evaluation-harness ({used})",
+                                  source=f"{imp.src.name} sha256:{imp.src.sha256}", package=package,
+                                  package_path=rel)
     with _collapsed_problems():
-        _report(_write_all(outputs, force, recorded, write), [o.out for o in outputs])
+        manifests, header = _write_all(outputs, force, recorded, write)
+        _report(manifests, [o.out for o in outputs])
     if recorded is not None:
-        _report_recorded(recorded, done["header"], benchmark, f" ({used})")
+        _report_recorded(recorded, header, benchmark, f" ({used})")
     return 0
 
 

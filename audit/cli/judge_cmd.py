@@ -4,15 +4,16 @@ and `audit graders` (list the registered versions)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from audit import graders
 from audit.cli import cli
 from audit.errors import AuditError
 from audit.jsonl import dumps, iter_raw_lines, open_binary, parse_object
-from audit.specs import lookup
+
+if TYPE_CHECKING:
+    from audit import graders
 
 
 def _load_rows(path: Path) -> list[dict[str, Any]]:
@@ -58,6 +59,7 @@ def _load_rows(path: Path) -> list[dict[str, Any]]:
 
 def _judgments(g: graders.Grader, rows: list[dict[str, Any]], workers: int | None,
               budget: float | None) -> list[graders.Judgment]:
+    from audit import graders
     from audit.graders.budget import WorkerStartError
 
     try:
@@ -91,6 +93,8 @@ def judge(file: Path, grader_spec: str | None, cross_specs: str | None, workers:
     exit 1 when any row differs, 0 when none. Every row is checked before grading: a bad row
     is one error line naming the file, line and field, with exit 2 and nothing printed.
     """
+    from audit.specs import lookup
+
     if (grader_spec is None) == (cross_specs is None):
         raise click.UsageError("give exactly one of --grader NAME or --cross A,B")
     if grader_spec is not None:
@@ -122,6 +126,8 @@ def judge(file: Path, grader_spec: str | None, cross_specs: str | None, workers:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per grader instead of a table.")
 def graders_cmd(as_json: bool) -> int:
     """List the registered graders: name@version, fingerprint, description."""
+    from audit import graders
+
     entries = sorted(graders.all_graders(), key=lambda g: (g.name, g.version))
     if as_json:
         for g in entries:

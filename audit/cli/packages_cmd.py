@@ -153,7 +153,7 @@ def _contents(pkg) -> list[str]:
     root = pkg.root
     kind = pkg.manifest.kind
     if kind == "release" and (root / "release.json").is_file():
-        return release_view(root, json_document(root / "release.json") or {})
+        return release_view(json_document(root / "release.json") or {})
     if kind == "profile" and (root / "summary.json").is_file():
         from audit.trace.models import TraceSummary
         from audit.trace.report import render_summary

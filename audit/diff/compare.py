@@ -61,8 +61,8 @@ from audit.errors import AuditError
 from audit.ids import natural_key, natural_order
 from audit.jsonl import dumps
 from audit.lock import same_version
+from audit.summary import by_subject, pct, subject_order
 from audit.summary import figures as compute_figures
-from audit.summary import pct
 from audit.verdicts import VerdictFile, read_verdict_table
 
 
@@ -212,11 +212,7 @@ def _subjects(o: _Side, n: _Side, changed: Any, notes: list[str]) -> list[Subjec
         moved = sum(1 for item, s in old_map.items() if item in new_map and new_map[item] != s)
         if moved:
             notes.append(f"{moved} items have another subject in OLD than in NEW; subjects are NEW's")
-    frames = []
-    for side in (o, n):
-        df = _frame(side.table)
-        df["subject"] = df["item_id"].map(lambda i: subject_of.get(i) or "")
-        frames.append(dict(tuple(df.groupby("subject", sort=False))))
+    frames = [by_subject(_frame(side.table), subject_of) for side in (o, n)]
     ch = {"subject": [subject_of.get(i) or "" for i in changed.column("item_id").to_pylist()],
           "old": changed.column("verdict_o").to_pylist(), "new": changed.column("verdict_n").to_pylist()}
     counts: dict[str, list[int]] = {}
@@ -225,9 +221,8 @@ def _subjects(o: _Side, n: _Side, changed: Any, notes: list[str]) -> list[Subjec
         c[0] += 1
         c[1] += vo != "correct" and vn == "correct"
         c[2] += vo == "correct" and vn != "correct"
-    names = set(frames[0]) | set(frames[1])
     out = []
-    for name in sorted(names, key=lambda s: (s == "", natural_key(s))):
+    for name in subject_order(set(frames[0]) | set(frames[1])):
         parts = [f.get(name) for f in frames]
         ids = set().union(*(set(p["item_id"]) for p in parts if p is not None))
         figs = [[f for f in compute_figures(p) if f.sample is None] if p is not None else [] for p in parts]
@@ -239,24 +234,17 @@ def _subjects(o: _Side, n: _Side, changed: Any, notes: list[str]) -> list[Subjec
 
 def _rule_words(o: _Side, n: _Side, changed: Any) -> list[RuleWords]:
     """Every rule the changed rows name, with the words its extractor declares for it."""
-    from audit import extractors
+    from audit.views import rule_explained
 
     out: list[RuleWords] = []
     seen: set[tuple[str, str]] = set()
     for side, col in ((o, "rule_o"), (n, "rule_n")):
-        refs = [r for r in (side.header.extractor, side.header.mc_extractor) if r is not None]
+        refs = (side.header.extractor, side.header.mc_extractor)
         for rule in dict.fromkeys(changed.column(col).to_pylist()):
-            if rule is None:
-                continue
-            for ref in refs:
-                if ref.key not in extractors.REGISTRY:
-                    continue
-                words = extractors.get(ref.key).explain(rule)
-                if words and (ref.key, rule) not in seen:
-                    seen.add((ref.key, rule))
-                    out.append(RuleWords(extractor=ref.key, rule=rule, words=words))
-                if words:
-                    break
+            found = rule_explained(rule, refs) if rule is not None else None
+            if found is not None and (found[0], rule) not in seen:
+                seen.add((found[0], rule))
+                out.append(RuleWords(extractor=found[0], rule=rule, words=found[1]))
     return sorted(out, key=lambda w: (w.extractor, natural_key(w.rule)))
 
 
@@ -350,7 +338,7 @@ def _same_components(a: VerdictFile, b: VerdictFile) -> _Same:
 
 
 def _causes(changed: Any, packages_differ: bool, same_extractor: bool,
-            same: _Same = _Same(False, False, False)) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+            same: _Same) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Primary cause index per changed row, and each cause's flag array.
 
     A cause counts only where what it names differs: a policy cause needs other policies (or another

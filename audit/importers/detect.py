@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audit.importers.mmlu_pro import TEXT_FIELDS
 from audit.jsonl import READ_ERRORS, open_binary
 
 _HEAD_BYTES = 1 << 16
@@ -93,7 +94,6 @@ PACKAGE = Format("package", "an audit package: nothing to import", "audit show F
 TABLE = Format("table", "a table of unknown columns",
                "audit import table FILE --kind responses --map item_id=COLUMN --map response=COLUMN -o OUT", "table")
 
-_MMLU_TEXT = ("model_outputs", "response", "generated_text")
 
 
 def classify_record(obj: dict[str, Any]) -> Format:
@@ -102,7 +102,7 @@ def classify_record(obj: dict[str, Any]) -> Format:
     if "doc_id" in keys and keys & {"resps", "filtered_resps"}:
         return LM_EVAL_SAMPLES
     if "question_id" in keys and "options" in keys:
-        if keys & {"pred", *_MMLU_TEXT}:
+        if keys & {"pred", *TEXT_FIELDS}:
             return MMLU_PRO
         if "answer" in keys:
             return MMLU_PRO_QUESTIONS
@@ -162,14 +162,8 @@ def sniff(path: str | os.PathLike[str]) -> Format | None:
         if doc is not None:
             found = classify_document(doc)
             return found if found is not None else classify_record(doc)
-    from audit.importers.sources import iter_table_records
-
-    try:
-        for rec in iter_table_records(p):
-            return classify_record(rec.obj) if rec.obj is not None else None
-    except READ_ERRORS:
-        return None
-    return None
+    rec = first_record(p)
+    return classify_record(rec) if rec is not None else None
 
 
 def _whole_document(p: Path, head: bytes, limit: int = 64 << 20) -> dict[str, Any] | None:
@@ -188,7 +182,7 @@ def _whole_document(p: Path, head: bytes, limit: int = 64 << 20) -> dict[str, An
 
 
 _SIGNATURES = {
-    "mmlu-pro": {"question_id", "options", "pred", "answer", *_MMLU_TEXT},
+    "mmlu-pro": {"question_id", "options", "pred", "answer", *TEXT_FIELDS},
     "lm-eval": {"doc_id", "doc", "resps", "filtered_resps", "arguments", "target"},
     "verdicts": {"item_id", "correct", "verdict"},
 }

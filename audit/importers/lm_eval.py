@@ -195,6 +195,11 @@ class LmEvalImport:
     docs: int = 0
     responses: int = 0
 
+    def reader(self) -> LmEvalImport:
+        """Another reader of the same file (hashed once), with counts of its own; taken before this one reads."""
+        return LmEvalImport(self.src, self.item_id, self.filter, self.verify_hashes, self.choice_by,
+                            self.target_delimiter)
+
     def _records(self) -> Iterator[tuple[Any, dict[str, Any] | None, SourceRow | None]]:
         """(record, None) for each record of the chosen filter, or (None, error row)."""
         for rec in iter_json_records(self.src.path):
@@ -418,20 +423,15 @@ def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str
     return LmEvalImport(f, expr, filter_name, verify_hashes, choice_by, target_delimiter)
 
 
-def lm_eval_outputs(src: str | Path, out: Path, *, benchmark: str, items_out: Path | None = None,
-                    item_id: str = "doc_id", filter_name: str | None = None, verify_hashes: bool = True,
+def lm_eval_outputs(imp: LmEvalImport, out: Path, *, benchmark: str, items_out: Path | None = None,
                     gzip: bool = False, model: str | None = None, provenance: Provenance | None = None,
-                    package_id: str | None = None, choice_by: str = "acc",
-                    target_delimiter: str = " ") -> list[Output]:
-    """The packages an lm-eval samples import writes."""
-    imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=verify_hashes,
-                         choice_by=choice_by, target_delimiter=target_delimiter)
-    f, expr = imp.src, imp.item_id
+                    package_id: str | None = None) -> list[Output]:
+    """The packages an lm-eval samples import (from `lm_eval_import`, not yet read) writes."""
     rel, schema = data_file("responses", gzip)
     outputs = [Output(out, "responses", [Table(rel, schema, imp.response_rows())],
                       lambda: imp.provenance(provenance, model), benchmark=benchmark, package_id=package_id)]
     if items_out is not None:
-        items = LmEvalImport(f, expr, filter_name, verify_hashes, choice_by, target_delimiter)
+        items = imp.reader()
         rel, schema = data_file("items", gzip)
         outputs.append(Output(items_out, "items", [Table(rel, schema, items.item_rows())],
                               lambda: items.provenance(provenance, model), benchmark=benchmark))

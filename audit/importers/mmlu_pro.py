@@ -163,10 +163,8 @@ def recorded_rows(files: list[SourceFile]) -> tuple[list[dict[str, Any]], dict[s
     return rows, subjects, no_pred
 
 
-def mmlu_pro_outputs(srcs: list[str | Path], out: Path, *, items_out: Path | None = None, gzip: bool = False,
-                     benchmark: str = "mmlu_pro", model: str | None = None,
-                     provenance: Provenance | None = None, package_id: str | None = None) -> list[Output]:
-    """The packages an MMLU-Pro import writes: responses at `out`, items at `items_out` when given."""
+def mmlu_pro_files(srcs: list[str | Path]) -> list[SourceFile]:
+    """The result files checked and hashed, once: the packages and the recorded verdicts read the same ones."""
     if not srcs:
         raise AuditError("give at least one MMLU-Pro result file")
     files = [source_file(s, JSON_SUFFIXES) for s in srcs]
@@ -175,6 +173,14 @@ def mmlu_pro_outputs(srcs: list[str | Path], out: Path, *, items_out: Path | Non
         if f.sha256 in seen:
             raise AuditError(f"same content as {seen[f.sha256]}: given twice", path=str(f.path))
         seen[f.sha256] = str(f.path)
+    return files
+
+
+def mmlu_pro_outputs(files: list[SourceFile], out: Path, *, items_out: Path | None = None, gzip: bool = False,
+                     benchmark: str = "mmlu_pro", model: str | None = None,
+                     provenance: Provenance | None = None, package_id: str | None = None) -> list[Output]:
+    """The packages an MMLU-Pro import of `files` (from `mmlu_pro_files`) writes: responses at `out`, items at
+    `items_out` when given."""
     def prov(counts: dict[str, int]) -> Provenance:
         if not counts:
             raise AuditError("no records to import", path=str(files[0].path))

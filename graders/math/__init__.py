@@ -20,9 +20,6 @@ byte-identical to the locked code's; otherwise the change belongs in a new versi
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from audit.registry import import_public_modules
 
-for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if not _module.name.startswith("_"):
-        importlib.import_module(f"{__name__}.{_module.name}")
+import_public_modules(__name__)
