@@ -80,8 +80,16 @@ class ResolvedConfig:
     mc_grader: Any = None
 
     @property
+    def benchmark(self) -> str:
+        return self.config.benchmark
+
+    @property
     def policies(self) -> Policies:
         return self.config.policies
+
+    @property
+    def reference_field(self) -> str:
+        return self.config.reference_field
 
 
 @dataclass(frozen=True)
