@@ -78,7 +78,7 @@ from dataclasses import dataclass
 
 from audit.extractors import RULE_NONE, Extraction, register
 from audit.extractors._scan import last_of
-from audit.extractors.boxed import RULE_EMPTY, _last_box
+from audit.extractors.boxed import RULE_EMPTY, _last_box, _strip_span
 
 
 @dataclass(frozen=True)
@@ -270,14 +270,6 @@ def _boxes(text: str, config: MathFinalConfig) -> Extraction | None:
             parts.append((part, ps, pe))
     answer, span = _join(parts, connectors)
     return Extraction(answer, RULE_BOXES, span)
-
-
-def _strip_span(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 # --------------------------------------------------------------------------- math environments
@@ -507,6 +499,11 @@ def _sentence_end(text: str, at: int) -> int:
     return hope if hope >= 0 else end
 
 
+def _lead_in(text: str, at: int) -> set[str]:
+    """The words of the sentence before `at`."""
+    return set(_words(text[_sentence_start(text, at):at]))
+
+
 def _sentence_start(text: str, at: int, floor: int = 0) -> int:
     """Where the sentence holding `at` starts (looking back at most 200 characters, never before `floor`)."""
     floor = max(floor, at - 200, 0)
@@ -528,7 +525,7 @@ def _statement(text: str, m: re.Match, envs, config: MathFinalConfig) -> _Stated
 def _stated_here(text: str, m: re.Match, envs, config: MathFinalConfig) -> _Stated | None:
     """What a statement states after its anchor `m` ("final answer", "answer"); None when `m` starts no
     statement ("answer, not 5", "the answer in \\boxed{}", "if the answer is 5")."""
-    if set(_words(text[_sentence_start(text, m.start()):m.start()])) & _CONDITION_WORDS:
+    if _lead_in(text, m.start()) & _CONDITION_WORDS:
         return None
     at = m.end()
     window = text[at: at + config.statement_window]
@@ -590,7 +587,7 @@ def _stated_here(text: str, m: re.Match, envs, config: MathFinalConfig) -> _Stat
 def _reverse_statement(text: str, m: re.Match, envs, config: MathFinalConfig) -> _Stated | None:
     """"X is the (final) answer": X a number or the math right before; None when the text is not so."""
     lead_in = _REVERSE_LEAD.search(text, max(0, m.start() - 40), m.start())
-    if lead_in is None or set(_words(text[_sentence_start(text, m.start()):m.start()])) & _CONDITION_WORDS:
+    if lead_in is None or _lead_in(text, m.start()) & _CONDITION_WORDS:
         return None
     value: tuple[str, tuple[int, int]] | None = None
     for env in envs:
@@ -659,7 +656,7 @@ def math_final(text: str, *, finish_reason: str | None = None, config: MathFinal
     answer = last_of(_ANSWER_ANCHOR.finditer(text, boxed.span[1]))
     if answer is not None:  # "…the answer is 6." after the box corrects it, when it plainly states one value
         got = _statement(text, answer, envs, config)
-        lead_in = set(_words(text[_sentence_start(text, answer.start()):answer.start()]))
+        lead_in = _lead_in(text, answer.start())
         # not "if the answer is 6, …", nor "for part (b), the answer is 7"
         plain = got is not None and got.answer is not None and got.value
         if plain and not lead_in & (_HEDGE_WORDS | _REFERENCE_WORDS):
