@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import typing
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -522,6 +523,7 @@ def _load(p: Path, data: bytes) -> VerdictFile:
         raise AuditError(message, path=str(p), row=row, field=field) from None
     if not isinstance(obj, dict):
         raise AuditError("not a JSON verdict file: expected an object", path=str(p))
+    _check_unicode(obj, p, data)
     _check_kind_and_version(obj, p)
     try:
         vf = VerdictFile.model_validate(obj)
@@ -535,9 +537,9 @@ def _load(p: Path, data: bytes) -> VerdictFile:
             if pr.field and pr.field.startswith("items."):
                 idx, _, rest = pr.field[6:].partition(".")
                 if idx.isdigit():
-                    fixed.append(type(pr)(pr.path, pr.message, int(idx) + 1, rest or None))
+                    fixed.append(type(pr)(pr.path, _unquoted(pr.message), int(idx) + 1, rest or None))
                     continue
-            fixed.append(pr)
+            fixed.append(type(pr)(pr.path, _unquoted(pr.message), pr.row, pr.field))
         raise BadVerdictFile(str(p), fixed) from None
     if vf.rows_file is not None:
         if vf.rows_file.json_rows_sha256 is not None:
@@ -547,6 +549,54 @@ def _load(p: Path, data: bytes) -> VerdictFile:
             raise AuditError(f"its Parquet copy {vf.rows_file.path} holds other rows than its JSON rows (one of "
                              f"them was edited after grading)", path=str(p), field="rows_file")
     return vf
+
+
+_QUOTED = re.compile(r" \(got [\'\"\[{].*\)$")
+
+
+def _unquoted(message: str) -> str:
+    """A row problem without the text it quotes: a row's value may be protected text (numbers stay)."""
+    return _QUOTED.sub("", message)
+
+
+def _check_unicode(obj: dict, p: Path, data: bytes) -> None:
+    """Refuse a lone surrogate (a `\\uD800`-`\\uDFFF` escape without its pair) in any key or value, naming
+    the row and field: it is not Unicode text, and every writer of it (UTF-8, Parquet) would crash."""
+    if not _SURROGATE.search(data):
+        return
+    lone = re.compile("[\ud800-\udfff]")
+
+    def first(value: Any, path: str) -> tuple[str, str] | None:
+        if isinstance(value, str):
+            m = lone.search(value)
+            return (path, m.group()) if m else None
+        if isinstance(value, dict):
+            for k, v in value.items():
+                q = f"{path}.{k}" if path else str(k)
+                found = first(k, q) if lone.search(k) else first(v, q)
+                if found:
+                    return found
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                found = first(v, f"{path}.{i}" if path else str(i))
+                if found:
+                    return found
+        return None
+
+    found = first(obj, "")
+    if found is None:
+        return
+    field, char = found
+    row = None
+    if field.startswith("items."):
+        idx, _, rest = field[6:].partition(".")
+        if idx.isdigit():
+            row, field = int(idx) + 1, rest or "items"
+    raise AuditError(f"invalid Unicode: a lone surrogate (U+{ord(char):04X}); text must be UTF-8",
+                     path=str(p), row=row, field=field)
+
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _locate(data: bytes, e: JsonError) -> tuple[int | None, str | None, str]:
@@ -801,6 +851,7 @@ def _validate_header(p: Path, head: bytes) -> VerdictFile:
         raise AuditError(str(e), path=str(p), field=e.field) from None
     if not isinstance(obj, dict) or "items" in obj:
         raise AuditError("not the dump_verdict_file layout", path=str(p))
+    _check_unicode(obj, p, head)
     _check_kind_and_version(obj, p)
     obj["items"] = []
     try:
@@ -937,9 +988,8 @@ def _check_table(table: Any, where: str) -> None:
     bad = pc.invert(pc.is_in(table.column("verdict"), value_set=_pa_strings(VERDICTS)))
     if pc.any(bad).as_py():
         row = int(pc.index(bad, True).as_py())
-        raise AuditError(f"verdict must be one of {', '.join(VERDICTS)} "
-                         f"(got {table.column('verdict')[row].as_py()!r})", path=where, row=row + 1,
-                         field="verdict")
+        raise AuditError(f"verdict must be one of {', '.join(VERDICTS)}", path=where, row=row + 1,
+                         field="verdict")  # the value is not quoted: it may be protected text
     if table.num_rows > 1 and not _sorted_unique(table):
         keys = table.select(["item_id", "sample"]).group_by(["item_id", "sample"]).aggregate([])
         if keys.num_rows != table.num_rows:

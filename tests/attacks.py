@@ -103,6 +103,27 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("kinds.dup-key-claims-table", "a duplicate key in a JSONL table `audit verify` reads", "added", "succeeded"),
     ("pkg.toctou-bundle", "a file rewritten between `audit bundle`'s validation and its tarring", "added",
      "succeeded"),
+    # ---- round 3 (r3-release)
+    ("release.random-guess-key", "protected random_guess rows and the published guess_seed recompute the key "
+                                 "(real GPQA: 782 of 792)", "issue", "succeeded"),
+    ("leak.encoded", "protected text in a public reason as base64, base32, hex, rot13, reversed or interleaved",
+     "issue", "succeeded"),
+    ("leak.spread-over-rows", "protected text in 19-character pieces, one per row (plain, base64, reversed)",
+     "issue", "succeeded"),
+    ("leak.document-strings", "protected text (plain, base64, hex) in the verdict file's benchmark name", "issue",
+     "succeeded"),
+    ("release.sample-encodes-answer", "a protected item's only sample index set to its gold letter's index",
+     "issue", "succeeded"),
+    ("release.public-text-spells-key", "a public row's text spelling the protected references in id order "
+                                       "(letters, digits, dataset order under salted ids)", "issue", "succeeded"),
+    ("release.order-encodes-answer", "ids whose sorted order groups the protected items by gold letter", "added",
+     "succeeded"),
+    ("verdicts.error-echo", "a verdict, status or sample holding protected text echoed by release, show, diff, "
+                            "reproduce", "issue", "succeeded"),
+    ("verdicts.bad-unicode", "lone high/low surrogates, reversed pairs, in a row field, an id or the header",
+     "issue", "succeeded"),
+    ("salt.file-mode", "a --salt-file readable by group or others (0644, 0640, 0604)", "issue", "succeeded"),
+    ("salt.reuse-links", "one salt reused: two releases with identical hashed ids", "issue", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -374,3 +374,370 @@ def test_an_old_release_with_salt_check_still_verifies_with_a_warning(cli, setup
     assert "warning: release.json publishes salt_check" in r.out
     r = cli("verify-release", rel, "--items", setup["items"], "--salt", secrets.token_hex(32))
     assert r.code == 1 and "FAIL ids            the salt does not match release.json's salt_check" in r.out
+
+
+# --------------------------------------------------------------------------- round 3 (issue 19)
+
+import base64  # noqa: E402
+import codecs  # noqa: E402
+
+
+def _repin(rel: Path, name: str, data: bytes) -> None:
+    """Replace one file of a release and re-pin it in the manifest (what a forger does)."""
+    (rel / name).write_bytes(data)
+    m = json.loads((rel / "manifest.json").read_text())
+    for f in m["files"]:
+        if f["path"] == name:
+            f.update(sha256=sha256(data), bytes=len(data))
+    (rel / "manifest.json").write_text(json.dumps(m))
+
+
+def _interleaved(s: str) -> str:
+    return "".join(c + "q" for c in s)
+
+
+ENCODINGS = {
+    "base64": lambda s: base64.b64encode(s.encode()).decode(),
+    "base64url": lambda s: base64.urlsafe_b64encode(s.encode()).decode().rstrip("="),
+    "base32": lambda s: base64.b32encode(s.encode()).decode(),
+    "hex": lambda s: s.encode().hex(),
+    "HEX": lambda s: s.encode().hex().upper(),
+    "rot13": lambda s: codecs.encode(s, "rot13"),
+    "reversed": lambda s: s[::-1],
+    "interleaved": _interleaved,
+    "every third": lambda s: "".join(c + "xy" for c in s),
+}
+
+
+@attack("leak.encoded")
+@pytest.mark.parametrize("how", sorted(ENCODINGS))
+def test_encoded_protected_text_is_found(cli, setup, how):
+    _refused(cli, setup, {"reason": f"note {ENCODINGS[how](QUESTION)}"})
+
+
+@attack("leak.encoded")
+@pytest.mark.parametrize("how", ["base64", "rot13", "reversed"])
+def test_verify_release_finds_encoded_text_planted_after_release(cli, setup, how):
+    rel = setup["dir"] / "rel"
+    assert cli("release", setup["verdicts"](), "-o", rel).code == 0
+    rows = (rel / "verdicts.jsonl").read_text()
+    forged = rows.replace('"reason":"test row: incorrect"', '"reason":"' + ENCODINGS[how](QUESTION) + '"')
+    assert forged != rows
+    _repin(rel, "verdicts.jsonl", forged.encode())
+    r = cli("verify-release", rel, "--items", setup["items"], "--responses", setup["resp"])
+    assert r.code == 1, r.out
+    assert "FAIL leaks" in r.out and "protected item 'p1'" in r.out
+    _no_text_in(r.out + r.err, PIECE)
+
+
+@pytest.fixture
+def wide(tmp_path):
+    """p1 protected (QUESTION); 12 public items q01..q12 whose reasons a test sets; a verdict file maker."""
+    items = make_package(tmp_path / "items", items=[
+        {"item_id": "p1", "reference": "A", "num_choices": 4, "protected": True, "question": QUESTION}]
+        + [{"item_id": f"q{n:02d}", "reference": "B", "num_choices": 4} for n in range(1, 13)])
+    resp = make_package(tmp_path / "resp", responses=[{"item_id": i, "response": "The answer is (A)."}
+                                                      for i in ["p1"] + [f"q{n:02d}" for n in range(1, 13)]])
+    refs = {"items_package": package(**_ref(items)), "responses_package": package(**_ref(resp))}
+
+    def verdicts(reasons: list[str], **header) -> Path:
+        rows = [{"item_id": "p1", "sample": 0, "verdict": "correct", "answer": "A", "reference": "A"}]
+        for n in range(1, 13):
+            rows.append({"item_id": f"q{n:02d}", "sample": 0, "verdict": "incorrect", "answer": "A",
+                         "reference": "B", "reason": reasons[n - 1] if n <= len(reasons) else "letter A"})
+        return write_verdict_file(tmp_path / "results.json", make_verdict_file(rows, **{**refs, **header}))
+
+    return {"dir": tmp_path, "items": items, "resp": resp, "verdicts": verdicts}
+
+
+@attack("leak.spread-over-rows")
+@pytest.mark.parametrize("encode", ["plain", "base64", "reversed"])
+def test_pieces_spread_one_per_row_are_found(cli, wide, encode):
+    text = {"plain": QUESTION, "base64": ENCODINGS["base64"](QUESTION), "reversed": QUESTION[::-1]}[encode]
+    pieces = [text[i:i + 19] for i in range(0, len(text), 19)]
+    assert len(pieces) <= 12 and all(len(p) <= 19 for p in pieces)
+    out = wide["dir"] / "rel"
+    r = cli("release", wide["verdicts"](pieces), "-o", out)
+    assert r.code == 2, r.err
+    assert "leak:" in r.err and "protected item 'p1'" in r.err and "concatenated" in r.err
+    _no_text_in(r.out + r.err, PIECE)
+    assert not out.exists()
+
+
+@attack("leak.document-strings")
+@pytest.mark.parametrize("benchmark", [base64.b64encode(QUESTION.encode()).decode(), QUESTION,
+                                       QUESTION.encode().hex()])
+def test_protected_text_in_the_benchmark_name_is_refused(cli, wide, benchmark):
+    out = wide["dir"] / "rel"
+    r = cli("release", wide["verdicts"]([], benchmark=benchmark), "-o", out)
+    assert r.code == 2, r.err
+    assert r.err.count("\n") == 1 and "benchmark" in r.err
+    _no_text_in(r.out + r.err, PIECE)
+    assert benchmark[:12] not in r.err
+    assert not out.exists()
+
+
+def test_release_json_records_the_leak_check_transformations(cli, setup):
+    rel = setup["dir"] / "rel"
+    assert cli("release", setup["verdicts"](), "-o", rel).code == 0
+    info = json.loads((rel / "release.json").read_text())
+    assert info["leak_check"]["transforms"] == "leakcheck@2"
+    from audit.leaks import TRANSFORMS
+
+    assert TRANSFORMS["leakcheck@1"] == ("identity",)
+    assert {"base64", "hex", "rot13", "reversed", "rows concatenated in published order"} <= set(
+        TRANSFORMS["leakcheck@2"])
+    # A release written before leakcheck@2 records none: verified with the version it was written under.
+    old = {**info, "leak_check": {k: v for k, v in info["leak_check"].items() if k != "transforms"}}
+    _repin(rel, "release.json", (json.dumps(old, indent=2) + "\n").encode())
+    r = cli("verify-release", rel, "--items", setup["items"], "--responses", setup["resp"])
+    assert "ok   leaks" in r.out and "leakcheck@1" in r.out
+
+
+# ---- the key in structure
+
+
+def _protected_set(tmp_path: Path, n: int, rows_of, *, ids=None, policies=None) -> tuple[Path, Path, Path, dict]:
+    """n protected items with random golds; rows_of(item_id, gold) gives each item's verdict rows."""
+    rng = random.Random(19)
+    gold = {(ids[k] if ids else f"p{k:03d}"): rng.choice("ABCD") for k in range(n)}
+    items = [{"item_id": i, "reference": g, "num_choices": 4, "protected": True} for i, g in gold.items()]
+    ip = make_package(tmp_path / "items", items=items)
+    rows = [row for i, g in gold.items() for row in rows_of(i, g)]
+    rp = make_package(tmp_path / "resp", responses=[{"item_id": r["item_id"], "sample": r["sample"],
+                                                     "response": "The answer is (A)."} for r in rows
+                                                    if r["item_id"] in gold])
+    header = {"items_package": package(**_ref(ip)), "responses_package": package(**_ref(rp))}
+    if policies is not None:
+        header["policies"] = policies
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(rows, **header))
+    return vf, ip, rp, gold
+
+
+@attack("release.sample-encodes-answer")
+def test_sample_indices_that_spell_the_answer_are_refused(cli, tmp_path):
+    vf, ip, rp, gold = _protected_set(tmp_path, 100, lambda i, g: [
+        {"item_id": i, "sample": "ABCD".index(g), "verdict": "incorrect", "answer": "A", "reference": g}])
+    r = cli("release", vf, "-o", tmp_path / "rel", "--hash-ids")
+    assert r.code == 2, r.err
+    assert "answer inference: sample indices predicts the reference of 100 protected items" in r.err
+    assert not (tmp_path / "rel").exists()
+
+
+@attack("release.order-encodes-answer")
+def test_ids_whose_order_spells_the_answer_are_refused(cli, tmp_path):
+    # Ids unique and opaque one by one, but sorted they put every A first, then B, C, D.
+    rng = random.Random(5)
+    golds = sorted(rng.choice("ABCD") for _ in range(100))
+    ids = [f"{k:03d}" for k in range(100)]
+    vf, ip, rp, gold = _protected_set(tmp_path, 100, lambda i, g: [
+        {"item_id": i, "sample": 0, "verdict": "incorrect", "answer": "A", "reference": g}], ids=ids)
+    # _protected_set draws its own golds: rebuild the items with the sorted ones
+    items = [{"item_id": i, "reference": g, "num_choices": 4, "protected": True} for i, g in zip(ids, golds)]
+    ip = make_package(tmp_path / "items2", items=items)
+    rows = [{"item_id": i, "sample": 0, "verdict": "incorrect", "answer": "A", "reference": g}
+            for i, g in zip(ids, golds)]
+    vf = write_verdict_file(tmp_path / "results2.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    r = cli("release", vf, "-o", tmp_path / "rel")
+    assert r.code == 2, r.err
+    assert "answer inference: row order" in r.err
+    assert not (tmp_path / "rel").exists()
+
+
+@attack("release.public-text-spells-key")
+@pytest.mark.parametrize("order", ["published", "dataset-under-salted-ids", "digits"])
+def test_a_public_row_spelling_the_protected_key_is_refused(cli, tmp_path, order):
+    rng = random.Random(23)
+    gold = {f"p{k:03d}": rng.choice("ABCD") for k in range(100)}
+    items = [{"item_id": i, "reference": g, "num_choices": 4, "protected": True} for i, g in gold.items()]
+    items.append({"item_id": "zz-public", "reference": "B", "num_choices": 4})
+    ip = make_package(tmp_path / "items", items=items)
+    rp = make_package(tmp_path / "resp", responses=[{"item_id": i, "response": "The answer is (A)."}
+                                                    for i in list(gold) + ["zz-public"]])
+    if order == "digits":
+        key = "".join(str("ABCD".index(gold[i])) for i in sorted(gold))
+    else:
+        key = "".join(gold[i] for i in sorted(gold))
+    extra = ("--hash-ids",) if order == "dataset-under-salted-ids" else ()
+    rows = [{"item_id": i, "sample": 0, "verdict": "incorrect", "answer": "A", "reference": g}
+            for i, g in gold.items()]
+    rows.append({"item_id": "zz-public", "sample": 0, "verdict": "incorrect", "answer": "A", "reference": "B",
+                 "reason": "KEY" + key})
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    r = cli("release", vf, "-o", tmp_path / "rel", *extra)
+    assert r.code == 2, r.err
+    assert "leak:" in r.err and "references of the protected items" in r.err
+    assert key[:12] not in r.err
+    assert not (tmp_path / "rel").exists()
+
+
+# ---- policy-derived fields: the random guess
+
+
+def _guess_rows(seed: int = 12345):
+    """Every row a seeded random guess (no answer extracted), graded as audit grade does."""
+    from audit.grade import _guess
+    from audit.verdicts import Policies
+
+    pol = Policies(no_answer="random-guess", guess_seed=seed)
+
+    def rows_of(item_id: str, gold: str) -> list[dict]:
+        out = []
+        for s in range(4):
+            g, _ = _guess(pol, item_id, s, 4)
+            out.append({"item_id": item_id, "sample": s, "verdict": "correct" if g == gold else "incorrect",
+                        "status": "random_guess", "answer": None, "reference": gold,
+                        "reason": f"no answer extracted (none); seeded guess {g}"})
+        return out
+
+    return pol, rows_of
+
+
+def _recovered(rows: list[dict], seed: int) -> dict[str, str | None]:
+    """The attack: recompute each published guess from the published seed, id and sample."""
+    from audit.grade import _guess
+    from audit.verdicts import Policies
+
+    pol = Policies(no_answer="random-guess", guess_seed=seed)
+    cands: dict[str, set[str]] = {}
+    for r in rows:
+        c = cands.setdefault(r["item_id"], set("ABCD"))
+        if r["status"] != "random_guess" or r["verdict"] not in ("correct", "incorrect"):
+            continue
+        g, _ = _guess(pol, r["item_id"], r["sample"], 4)
+        if r["verdict"] == "correct":
+            c &= {g}
+        else:
+            c.discard(g)
+    return {i: min(c) if len(c) == 1 else None for i, c in cands.items()}
+
+
+@attack("release.random-guess-key")
+def test_random_guess_rows_of_protected_items_do_not_give_the_key(cli, tmp_path):
+    pol, rows_of = _guess_rows()
+    vf, ip, rp, gold = _protected_set(tmp_path, 200, rows_of, policies=pol)
+    r = cli("release", vf, "-o", tmp_path / "rel")
+    assert r.code == 2, r.err
+    assert "answer inference: the random guess recomputed from the published seed, ids and samples predicts" in r.err
+    assert not (tmp_path / "rel").exists()
+    # Salted ids: the guess cannot be recomputed from what is published.
+    r = cli("release", vf, "-o", tmp_path / "rel", "--hash-ids")
+    assert r.code == 0, r.err
+    rows = [json.loads(x) for x in (tmp_path / "rel" / "verdicts.jsonl").read_text().splitlines()]
+    info = json.loads((tmp_path / "rel" / "release.json").read_text())
+    got = _recovered(rows, info["policies"]["guess_seed"])
+    from audit.release import hash_id, release_id_key
+
+    salt = (tmp_path / "rel.salt").read_text().strip()
+    key = release_id_key(salt, info["id_context"])
+    pub_gold = {hash_id(i, key): g for i, g in gold.items()}
+    single = [i for i in got if got[i] is not None]
+    hits = sum(got[i] == pub_gold[i] for i in single)
+    assert hits <= 0.25 * len(single) + 3 * (len(single) * 0.1875) ** 0.5 + 1, (hits, len(single))
+    # The same attack on the dataset ids of the grading gets every key back: the test is real.
+    graded = json.loads(vf.read_text())["items"]
+    old = _recovered(graded, 12345)
+    assert sum(old[i] == gold[i] for i in old) >= 0.9 * len(gold)
+    assert cli("verify-release", tmp_path / "rel", "--items", ip, "--salt-file", tmp_path / "rel.salt",
+               "--responses", rp).code == 0
+
+
+# ---- salts
+
+
+@attack("salt.file-mode")
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_a_salt_file_others_can_read_is_refused(cli, setup, mode):
+    import secrets
+
+    f = setup["dir"] / "salt"
+    f.write_text(secrets.token_hex(32) + "\n")
+    os.chmod(f, mode)
+    r = cli("release", setup["verdicts"](), "-o", setup["dir"] / "rel", "--hash-ids", "--salt-file", f)
+    assert r.code == 2
+    assert r.err == (f"audit: error: {f}: the salt file is readable by group or others (mode {mode:04o}): "
+                     f"run chmod 600 {f}\n")
+    assert not (setup["dir"] / "rel").exists()
+    r = cli("verify-release", setup["dir"] / "rel", "--items", setup["items"], "--salt-file", f)
+    assert r.code == 2 and "chmod 600" in r.err
+    os.chmod(f, 0o600)
+    assert cli("release", setup["verdicts"](), "-o", setup["dir"] / "rel", "--hash-ids", "--salt-file", f).code == 0
+
+
+@attack("salt.reuse-links")
+def test_one_salt_reused_does_not_link_two_releases(cli, setup):
+    import secrets
+
+    d = setup["dir"]
+    f = d / "salt"
+    f.write_text(secrets.token_hex(32) + "\n")
+    os.chmod(f, 0o600)
+    assert cli("release", setup["verdicts"](), "-o", d / "a", "--hash-ids", "--salt-file", f).code == 0
+    vf2 = setup["verdicts"]({"reason": "letter A, reference B"}, name="other.json")  # another grading
+    assert cli("release", vf2, "-o", d / "b", "--hash-ids", "--salt-file", f).code == 0
+    ids = [{json.loads(x)["item_id"] for x in (d / n / "verdicts.jsonl").read_text().splitlines()} for n in "ab"]
+    assert len(ids[0]) == 4 and not ids[0] & ids[1]
+    for n in "ab":
+        assert cli("verify-release", d / n, "--items", setup["items"], "--salt-file", f).code == 0
+    info = json.loads((d / "a" / "release.json").read_text())
+    assert info["id_scheme"] == "hmac-sha256/release" and len(info["id_key"]) == 64
+
+
+# ---- error lines
+
+
+@attack("verdicts.error-echo")
+@pytest.mark.parametrize("command", ["release", "show", "diff", "reproduce"])
+@pytest.mark.parametrize("field", ["verdict", "sample", "attempt"])
+def test_no_error_line_prints_a_rows_value(cli, setup, command, field):
+    vf = setup["verdicts"]()
+    text = vf.read_text()
+    value = json.dumps(QUESTION)
+    was = {"verdict": '"verdict":"correct"', "sample": '"sample":0', "attempt": '"attempt":0'}[field]
+    bad = text.replace(was, f'"{field}":{value}', 1)
+    assert bad != text
+    vf.write_text(bad)
+    args = {"release": ("release", vf, "-o", setup["dir"] / "rel"), "show": ("show", vf),
+            "diff": ("diff", vf, vf), "reproduce": ("reproduce", vf, "--package", setup["resp"], "--items", setup["items"])}
+    r = cli(*args[command])
+    assert r.code == 2, (r.out, r.err)
+    assert r.err.count("\n") == 1 and r.err.startswith(f"audit: error: {vf}: row 1: field {field}: ")
+    _no_text_in(r.out + r.err, QUESTION)
+
+
+@attack("verdicts.bad-unicode")
+@pytest.mark.parametrize("command", ["release", "show", "diff"])
+@pytest.mark.parametrize("where,esc", [("answer", "\\ud800"), ("answer", "x\\udc00y"),
+                                       ("reason", "\\udc00\\ud800"), ("item_id", "p\\ud83d"),
+                                       ("benchmark", "te\\udfffst")])
+def test_lone_surrogates_are_one_clear_line(cli, setup, command, where, esc):
+    vf = setup["verdicts"]()
+    text = vf.read_text()
+    if where == "benchmark":
+        bad = text.replace('"benchmark": "test"', f'"benchmark": "{esc}"', 1)
+        expect = f"audit: error: {vf}: field benchmark: invalid Unicode: a lone surrogate (U+D"
+    elif where == "item_id":
+        bad = text.replace('"item_id":"p1"', f'"item_id":"{esc}"', 1)
+        expect = f"audit: error: {vf}: row 1: field item_id: invalid Unicode: a lone surrogate (U+D"
+    else:
+        bad = text.replace('"answer":"A"', f'"{where}":"{esc}"' if where == "answer" else '"answer":"A"', 1)
+        if where == "reason":
+            bad = text.replace('"reason":"test row: correct"', f'"reason":"{esc}"', 1)
+        expect = f"audit: error: {vf}: row 1: field {where}: invalid Unicode: a lone surrogate (U+D"
+    assert bad != text
+    vf.write_text(bad)
+    args = {"release": ("release", vf, "-o", setup["dir"] / "rel"), "show": ("show", vf), "diff": ("diff", vf, vf)}
+    r = cli(*args[command])
+    assert r.code == 2, (r.out, r.err)
+    assert r.err.startswith(expect) and r.err.count("\n") == 1, r.err
+    assert "Traceback" not in r.err
+
+
+def test_escaped_surrogate_pairs_are_valid_text(cli, setup):
+    vf = setup["verdicts"]()
+    text = vf.read_text()
+    vf.write_text(text.replace('"reason":"test row: correct"', '"reason":"ok \\ud83d\\ude00"', 1))
+    r = cli("show", vf)
+    assert r.code == 0, r.err
