@@ -8,7 +8,18 @@ the gold at letter k) passes every text check and still gives the key away. So e
 - `item_id token k` and `item_id token k from the end` (the id split at every character that is
   not a letter or digit), `item_id piece k from the end` (split further into runs of letters and
   of digits), `item_id's last character`;
-- `verdict` and `status`: the item's verdicts (statuses) over its samples, in sample order.
+- `verdict` and `status`: the item's verdicts (statuses) over its samples, in sample order;
+- `sample indices`: the sample numbers the item's rows carry (an item's only sample set to its
+  gold letter's index spells the key);
+- `row order`: the item's position among the protected items in published order, modulo m
+  (m = 2..8) and in b equal blocks (b = 2, 4, 8, 16): rows follow the ids, and ids can be
+  chosen so that their sorted order groups the items by answer;
+- `random guess` (policy-derived): when the grading's policy is `no_answer=random-guess`, the
+  guess `audit grade` drew for a row is recomputed from what the release publishes (its
+  `guess_seed`, the published id and the sample); a `correct` verdict names the reference, an
+  `incorrect` one rules a letter out. The feature is the set of letters left. Under dataset
+  ids it gives the key back (real GPQA: 782 of 792 items); under salted ids the published id is
+  not the one the guess was drawn from and it predicts nothing.
 
 The test (TEST): leave-one-out majority vote. Each item's reference is predicted as the most
 common reference among the *other* items sharing its value of the feature (ties go to the most
@@ -67,9 +78,35 @@ class Result:
     worst: Finding | None
 
 
-def features(rows: Sequence[tuple[str, int, str, str]]) -> dict[tuple[str, str], dict[str, str]]:
+ORDER_MODULI = range(2, 9)
+ORDER_BLOCKS = (2, 4, 8, 16)
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass(frozen=True)
+class Guess:
+    """What the random-guess policy makes derivable: its seed, and the option count of each item
+    (published id -> options; items without a count are tried with every count in DEFAULT_OPTIONS)."""
+
+    seed: int
+    options: Mapping[str, int]
+
+
+DEFAULT_OPTIONS = (4, 10)
+"""Option counts tried for an item whose count is unknown (GPQA's 4, MMLU-Pro's 10)."""
+
+
+def draw(seed: int, item_id: str, sample: int, options: int) -> str:
+    """The letter `audit grade`'s random-guess policy draws (see audit.grade._guess: the same formula)."""
+    import random
+
+    return LETTERS[random.Random(f"{seed}:{item_id}:{sample}").randrange(options)]
+
+
+def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = None
+             ) -> dict[tuple[str, str], dict[str, str]]:
     """(feature, field) -> {item id: value} over released rows (item_id, sample, verdict, status) of
-    protected items; ids are as published (dataset or salted)."""
+    protected items, in published order; ids are as published (dataset or salted)."""
     by_item: dict[str, list[tuple[int, str, str]]] = {}
     for item_id, sample, verdict, status in rows:
         by_item.setdefault(item_id, []).append((sample, verdict, status))
@@ -91,6 +128,25 @@ def features(rows: Sequence[tuple[str, int, str, str]]) -> dict[tuple[str, str],
         samples.sort()
         put("verdict", "verdict", item, "|".join(v for _, v, _ in samples))
         put("status", "status", item, "|".join(s for _, _, s in samples))
+        put("sample indices", "sample", item, "|".join(str(n) for n, _, _ in samples))
+    n = len(by_item)
+    for pos, item in enumerate(by_item):  # dicts keep the published order
+        for m in ORDER_MODULI:
+            put(f"row order: position mod {m}", "order", item, str(pos % m))
+        for b in ORDER_BLOCKS:
+            put(f"row order: position in {b} blocks", "order", item, str(pos * b // max(n, 1)))
+    if guess is not None:
+        for item, samples in by_item.items():
+            counts = (guess.options[item],) if guess.options.get(item) else DEFAULT_OPTIONS
+            for k in counts:
+                left = set(LETTERS[:k])
+                for sample, verdict, status in samples:
+                    if status == "random_guess" and verdict in ("correct", "incorrect"):
+                        g = draw(guess.seed, item, sample, k)
+                        left = left & {g} if verdict == "correct" else left - {g}
+                name = "the random guess" if len(counts) == 1 else f"the random guess ({k} options)"
+                put(f"{name} recomputed from the published seed, ids and samples", "verdict", item,
+                    "".join(sorted(left)))
     return out
 
 

@@ -153,8 +153,14 @@ class ReleaseInfo(Record):
     compares published references with that field of the holder's items."""
     policies: Policies
     """Policies of the grading (excluded ids written in the release's id scheme)."""
-    id_scheme: Literal["dataset", "hmac-sha256"]
-    """`dataset`: ids as the dataset names them; `hmac-sha256`: first 32 hex digits of HMAC-SHA256(salt, id)."""
+    id_scheme: Literal["dataset", "hmac-sha256", "hmac-sha256/release"]
+    """`dataset`: ids as the dataset names them; `hmac-sha256/release`: first 32 hex digits of HMAC-SHA256(K, id)
+    with the release's own key K = HMAC-SHA256(salt, `audit-release-ids:` + id_context), so one salt reused for
+    two gradings gives unrelated ids; `hmac-sha256` (releases before it): HMAC-SHA256(salt, id), the same ids in
+    every release made with one salt."""
+    id_context: str | None = None
+    """For `hmac-sha256/release`: what the id key is derived from with the salt (the sha256 of the verdict file
+    released); nothing derived from the salt alone is published."""
     salt_check: str | None = None
     """Written by releases before audit 0.1 hardening only: sha256 of `audit-release-salt:` + salt. It let
     anyone test salt guesses offline; no longer written (the holder's ids confirm the salt)."""
@@ -189,6 +195,13 @@ class LeakFound(ValidationFailed):
 def hash_id(item_id: str, salt: str) -> str:
     """The salted id of an item: HMAC-SHA256(salt, item_id), first 32 hex digits."""
     return hmac.new(salt.encode("utf-8"), item_id.encode("utf-8"), hashlib.sha256).hexdigest()[:HASHED_ID_HEX]
+
+
+def release_id_key(salt: str, context: str) -> str:
+    """The id key of one release (scheme `hmac-sha256/release`): HMAC-SHA256(salt, `audit-release-ids:` +
+    context) as hex. Different gradings released with one salt get unrelated ids (they do not link row for
+    row); a holder with the salt and release.json's id_context maps their ids (`hash_id(id, key)`)."""
+    return hmac.new(salt.encode("utf-8"), ("audit-release-ids:" + context).encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 def salt_check(salt: str) -> str:
@@ -390,7 +403,8 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
                              f"this one is not (imported?)", path=str(vpath), row=n, field="status")
 
     # The leak index: protected texts, references, and every id a protected item goes by.
-    ids = {i: hash_id(i, salt) if hash_ids else i for i in item_ids}  # type: ignore[arg-type]
+    id_key = release_id_key(salt, vt.sha256) if hash_ids else None  # type: ignore[arg-type]
+    ids = {i: hash_id(i, id_key) if id_key else i for i in item_ids}
     if hash_ids and len(set(ids.values())) != len(ids):
         raise AuditError("two item ids hash to the same salted id: use another salt")
     responses_path = _resolve(header.responses_package, responses, base)
@@ -419,16 +433,20 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
     _check_summary(header, figs, vpath)
     gold = {ids[i]: item_rows[i].reference if i in item_rows else min(references.get(i, {""}))
             for i in protected}
+    guess = None
+    if header.policies.no_answer == "random-guess":  # the policy makes each guess derivable: model it
+        guess = inference.Guess(header.policies.guess_seed, {
+            ids[i]: n for i in protected if i in item_rows and (n := item_rows[i].option_count())})
     inferred = inference.check(inference.features(
-        [(r.item_id, r.sample, r.verdict, r.status) for r in release_rows if r.protected]), gold)
+        [(r.item_id, r.sample, r.verdict, r.status) for r in release_rows if r.protected], guess), gold)
     # Every excluded id in the release's scheme, those without a row too (a raw id is published otherwise).
     policies = header.policies.model_copy(update={"exclude": sorted(
-        hash_id(i, salt) if hash_ids else i for i in header.policies.exclude)})  # type: ignore[arg-type]
+        hash_id(i, id_key) if id_key else i for i in header.policies.exclude)})
     info = ReleaseInfo(
         benchmark=header.benchmark, verdict_file_sha256=vt.sha256,
         responses_package=_unpathed(header.responses_package), items_package=_unpathed(header.items_package),
         extractor=header.extractor, grader=header.grader, reference_field=header.reference_field, policies=policies,
-        id_scheme="hmac-sha256" if hash_ids else "dataset",
+        id_scheme="hmac-sha256/release" if hash_ids else "dataset", id_context=vt.sha256 if hash_ids else None,
         rows=len(release_rows), items=len(item_ids), samples=len({r.sample for r in release_rows}),
         protected_items=len(protected), statuses=dict(sorted(Counter(r.status for r in release_rows).items())),
         figures=figs,
@@ -465,8 +483,9 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
 
 
 def info_json(info: ReleaseInfo) -> str:
-    """release.json's text (`salt_check` only in releases that had one)."""
-    return dumps_pretty(info.model_dump(mode="json", exclude={"salt_check"} if info.salt_check is None else None))
+    """release.json's text (`salt_check` only in releases that had one, `id_context` only with salted ids)."""
+    absent = {k for k in ("salt_check", "id_context") if getattr(info, k) is None}
+    return dumps_pretty(info.model_dump(mode="json", exclude=absent or None))
 
 
 def _release_row(r: dict, release_id: str, protected: bool) -> ReleaseRow:
@@ -527,8 +546,10 @@ def render_readme(info: ReleaseInfo) -> str:
     policies = (f"truncation={pol.truncation}, resampling={pol.resampling}, no_answer={pol.no_answer}"
                 + (f" (seed {pol.guess_seed})" if pol.no_answer == "random-guess" else "")
                 + (f", {len(pol.exclude)} ids excluded" if pol.exclude else ""))
-    ids = ("dataset ids" if info.id_scheme == "dataset" else
-           "salted: HMAC-SHA256(salt, id), 32 hex digits; the salt is shared privately")
+    ids = {"dataset": "dataset ids",
+           "hmac-sha256": "salted: HMAC-SHA256(salt, id), 32 hex digits; the salt is shared privately",
+           "hmac-sha256/release": "salted: HMAC-SHA256(K, id), 32 hex digits, K = HMAC-SHA256(salt, release.json's "
+                                  "id_context); the salt is shared privately"}[info.id_scheme]
     lines = [
         f"# Release: {info.benchmark} verdicts", "",
         "Per-item verdicts of one grading. Items marked protected are published with verdict and status only.",
@@ -628,7 +649,7 @@ def verify_release(release: str | Path, items: str | Path, *, salt: str | None =
         holder = {it.item_id: it for it in ipkg.iter_rows("item_row.v1")}
         holder_digest = ipkg.digest
     legacy = ""
-    if info.id_scheme == "hmac-sha256":
+    if info.id_scheme != "dataset":
         if salt is None:
             return checks + [Check("ids", False, "the release uses salted ids: give --salt-file (ask the publisher)")]
         if info.salt_check is not None:
@@ -636,7 +657,14 @@ def verify_release(release: str | Path, items: str | Path, *, salt: str | None =
                 return checks + [Check("ids", False, "the salt does not match release.json's salt_check")]
             legacy = ("; warning: release.json publishes salt_check, an unsalted hash of the salt that lets anyone "
                       "test salt guesses offline (written before audit refused weak salts): publish a new release")
-        to_release = {i: hash_id(i, salt) for i in holder}
+        if info.id_scheme == "hmac-sha256/release":
+            if info.id_context is None:
+                return checks + [Check("ids", False, "release.json names the id scheme hmac-sha256/release but no "
+                                                     "id_context")]
+            key = release_id_key(salt, info.id_context)
+        else:
+            key = salt
+        to_release = {i: hash_id(i, key) for i in holder}
     else:
         to_release = {i: i for i in holder}
     back = {v: k for k, v in to_release.items()}
@@ -647,7 +675,7 @@ def verify_release(release: str | Path, items: str | Path, *, salt: str | None =
         first = next(n for n, r in enumerate(rows, 1) if r.item_id in unknown)
         where = (f"; {len(unknown):,} unknown, the first at row {first}"
                  + (" (none is yours under this salt: wrong salt?)" if len(unknown) == n_items and n_items
-                    and info.id_scheme == "hmac-sha256" else ""))
+                    and info.id_scheme != "dataset" else ""))
     checks.append(Check("ids", not unknown,
                         f"{n_items - len(unknown):,} of the release's {n_items:,} items are in your copy "
                         f"({len(holder):,} items){where}{legacy}"))
@@ -719,8 +747,12 @@ def verify_release(release: str | Path, items: str | Path, *, salt: str | None =
 
     # Answer inference with the holder's references.
     gold = {to_release[i]: g for i in protected if (g := _gold(holder[i], info.reference_field)) is not None}
+    guess = None
+    if info.policies.no_answer == "random-guess":
+        guess = inference.Guess(info.policies.guess_seed, {
+            to_release[i]: n for i in protected if (n := holder[i].option_count())})
     inferred = inference.check(inference.features(
-        [(r.item_id, r.sample, r.verdict, r.status) for r in rows if r.protected]), gold)
+        [(r.item_id, r.sample, r.verdict, r.status) for r in rows if r.protected], guess), gold)
     if inferred.failed:
         checks.append(Check("inference", False, inference.message(inferred.failed[0])))
     else:

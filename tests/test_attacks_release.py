@@ -244,10 +244,11 @@ def test_verify_refuses_rows_reordered_to_follow_the_answers(cli, tmp_path):
     assert r.code == 0, r.err
     assert cli("verify-release", rel, "--items", ip, "--salt-file", salt_file, "--responses", rp).code == 0
     # Someone republishes the rows ordered by gold letter (A items first, ...), re-pinned.
-    from audit.release import hash_id
+    from audit.release import hash_id, release_id_key
 
     salt = salt_file.read_text().strip()
-    gold = {hash_id(f"synth/{i:03d}-v{k}", salt): "ABCD"[k - 1] for i in range(60) for k in range(1, 5)}
+    key = release_id_key(salt, json.loads((rel / "release.json").read_text())["id_context"])
+    gold = {hash_id(f"synth/{i:03d}-v{k}", key): "ABCD"[k - 1] for i in range(60) for k in range(1, 5)}
     lines = (rel / "verdicts.jsonl").read_text().splitlines()
     lines.sort(key=lambda x: gold[json.loads(x)["item_id"]])
     data = ("\n".join(lines) + "\n").encode()
@@ -639,7 +640,7 @@ def test_random_guess_rows_of_protected_items_do_not_give_the_key(cli, tmp_path)
     # The same attack on the dataset ids of the grading gets every key back: the test is real.
     graded = json.loads(vf.read_text())["items"]
     old = _recovered(graded, 12345)
-    assert sum(old[i] == gold[i] for i in old) >= 0.9 * len(gold)
+    assert sum(old[i] == gold[i] for i in old) >= 0.75 * len(gold)  # 4 guesses an item
     assert cli("verify-release", tmp_path / "rel", "--items", ip, "--salt-file", tmp_path / "rel.salt",
                "--responses", rp).code == 0
 
@@ -682,7 +683,8 @@ def test_one_salt_reused_does_not_link_two_releases(cli, setup):
     for n in "ab":
         assert cli("verify-release", d / n, "--items", setup["items"], "--salt-file", f).code == 0
     info = json.loads((d / "a" / "release.json").read_text())
-    assert info["id_scheme"] == "hmac-sha256/release" and len(info["id_key"]) == 64
+    assert info["id_scheme"] == "hmac-sha256/release" and len(info["id_context"]) == 64
+    assert "salted: HMAC-SHA256(K, id)" in (d / "a" / "README.md").read_text()
 
 
 # ---- error lines

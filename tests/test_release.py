@@ -20,7 +20,7 @@ from audit.leaks import LeakIndex, ProtectedText, find_leaks
 from audit.models import ReleaseRow
 from audit.pack import SourceRow, Table, build_package
 from audit.packages import open_package
-from audit.release import hash_id
+from audit.release import hash_id, release_id_key
 from audit.verdicts import PackageRef, Policies
 
 SALT = "7add16efb133513abd8e72912a5716f31afc70fd9885bc81801827f22fe7b167"  # 32 random bytes, fixed for tests
@@ -96,7 +96,8 @@ def test_gpqa_release_passes_leak_check_and_verifies(gpqa, cli, tmp_path):
     assert cli("validate", out).code == 0
     rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 6338
-    public_ids = {hash_id(p, SALT): p for p in PUBLIC}
+    key = release_id_key(SALT, json.loads((out / "release.json").read_text())["id_context"])
+    public_ids = {hash_id(p, key): p for p in PUBLIC}
     prot = [x for x in rows if x["item_id"] not in public_ids]
     assert all(set(x) == {"item_id", "sample", "verdict", "status", "protected"} and x["protected"] for x in prot)
     public = sorted((x for x in rows if x["item_id"] in public_ids), key=lambda x: public_ids[x["item_id"]])
@@ -178,13 +179,15 @@ def test_salted_ids(gpqa, cli, tmp_path):
     rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()]
     ids = {x["item_id"] for x in rows}
     assert len(ids) == 794 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
-    assert hash_id("gpqa_diamond/000/v1", SALT) in ids and "gpqa_diamond/000/v1" not in ids
+    key = release_id_key(SALT, json.loads((out / "release.json").read_text())["id_context"])
+    assert hash_id("gpqa_diamond/000/v1", key) in ids and "gpqa_diamond/000/v1" not in ids
     assert SALT[:16] not in b"".join(_files(out).values()).decode()  # the salt is never published
     no_salt = cli("verify-release", out, "--items", d / "items")
     assert no_salt.code == 1 and "FAIL ids            the release uses salted ids: give --salt-file" in no_salt.out
     wrong = cli("verify-release", out, "--items", d / "items", "--salt", SALT + "x")
     assert wrong.code == 1 and "none is yours under this salt: wrong salt?" in wrong.out
     (tmp_path / "salt.txt").write_text(SALT + "\n", encoding="utf-8")
+    (tmp_path / "salt.txt").chmod(0o600)  # a salt file others can read is refused
     ok = cli("verify-release", out, "--items", d / "items", "--salt-file", tmp_path / "salt.txt")
     assert ok.code == 0, ok.out
     short = cli("release", d / "results.json", "-o", tmp_path / "s2", "--hash-ids", "--salt", "short")
@@ -357,7 +360,8 @@ def test_hashed_release_never_publishes_a_raw_excluded_id(tmp_path, cli):
     blob = b"\n".join(_files(tmp_path / "rel").values()).decode("utf-8")
     assert "secret/2" not in blob and '"i1"' not in blob
     info = json.loads((tmp_path / "rel" / "release.json").read_text(encoding="utf-8"))
-    assert info["policies"]["exclude"] == sorted([hash_id("i1", SALT), hash_id("secret/2", SALT)])
+    key = release_id_key(SALT, info["id_context"])
+    assert info["policies"]["exclude"] == sorted([hash_id("i1", key), hash_id("secret/2", key)])
 
 
 def test_verify_release_compares_references_in_the_field_the_grading_used(tmp_path, cli):

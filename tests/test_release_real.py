@@ -104,10 +104,11 @@ def test_release_of_the_real_grading_passes_the_leak_check_and_verifies(gpqa, cl
     rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 6336
     assert all(set(x) == {"item_id", "sample", "verdict", "status", "protected"} and x["protected"] for x in rows)
-    from audit.release import hash_id
+    from audit.release import hash_id, release_id_key
 
+    key = release_id_key(SALT, json.loads((out / "release.json").read_text())["id_context"])
     assert [(x["item_id"], x["sample"], x["verdict"], x["status"]) for x in rows] == \
-        sorted((hash_id(v["item_id"], SALT), v["sample"], v["verdict"], v["status"]) for v in graded)
+        sorted((hash_id(v["item_id"], key), v["sample"], v["verdict"], v["status"]) for v in graded)
 
     # Independently of the leak check: no 24-character piece of any response is in any file.
     blob = b"\n".join(_files(out).values()).decode("utf-8")
@@ -224,9 +225,10 @@ def test_grading_reasons_cannot_trip_the_leak_check(gpqa, cli, tmp_path):
     assert r.out.endswith(", 6,336 rows, 792 items (594 protected); leak check passed (5,346 protected strings)\n")
     rows = [json.loads(x) for x in (out / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()]
     public = [x for x in rows if not x.get("protected")]
-    from audit.release import hash_id
+    from audit.release import hash_id, release_id_key
 
-    v1 = {hash_id(f"gpqa-{i:03d}-v1", SALT) for i in range(198)}
+    key = release_id_key(SALT, json.loads((out / "release.json").read_text())["id_context"])
+    v1 = {hash_id(f"gpqa-{i:03d}-v1", key) for i in range(198)}
     assert len(public) == 1584 and all(x["item_id"] in v1 and x["reason"] for x in public)
     v = cli("verify-release", out, "--items", d / "items-mixed", "--responses", d / "responses", "--salt", SALT)
     assert v.code == 0, v.out

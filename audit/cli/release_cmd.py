@@ -14,8 +14,16 @@ def _read_salt(salt: str | None, salt_file: Path | None) -> str | None:
     if salt is not None and salt_file is not None:
         raise click.UsageError("give --salt or --salt-file, not both")
     if salt_file is not None:
+        import os
+        import stat
+
         if not salt_file.is_file():
             raise AuditError("no such file", path=str(salt_file))
+        mode = stat.S_IMODE(os.stat(salt_file).st_mode)
+        for bits, what in ((0o044, "readable"), (0o022, "writable")):  # a shared secret: its owner's alone
+            if mode & bits:
+                raise AuditError(f"the salt file is {what} by group or others (mode {mode:04o}): run chmod 600 "
+                                 f"{salt_file}", path=str(salt_file))
         return salt_file.read_text(encoding="utf-8").strip()
     return salt
 
