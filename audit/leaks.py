@@ -16,6 +16,18 @@ Two rules, applied to every file of a release before it is written:
    salted id): a bare `B` beside `gpqa/17` gives the key away (compared after NFKC and
    case folding).
 
+Transformations (rule 1). The check is named and versioned (`TRANSFORMS`, recorded in
+release.json as `leak_check.transforms`; a release is verified under the version it records).
+`leakcheck@1` compares the values as they are. `leakcheck@2`, the current one, also compares,
+for every value, every concatenation of a row's values, and every column (a field's values over
+all rows in published order; a JSON document's values in document order):
+rot13, the reversed text, base64 (standard and URL-safe), base32 and hex decodings of every run
+that could be one, and every 2nd and every 3rd character (text interleaved with filler), each
+of the raw and of the normalized text. A protected text spread over rows in pieces shorter than
+the window, or encoded so, is found. The release adds the concatenated references of its
+protected items (in published and in dataset order, as letters and as digits) to the protected
+strings: a public value spelling the key is a leak.
+
 Findings name the file, row, field, protected item and what kind of text matched, never the
 text. What the rules cannot see (an id whose shape encodes the answer, statuses chosen per
 answer) the statistical check of `audit.inference` covers.
@@ -46,6 +58,19 @@ from audit.models import Verdict
 
 MIN_LEAK_CHARS = 20
 """Shortest protected substring that counts as a leak, in letters and digits (after `normalize`)."""
+
+TRANSFORMS: dict[str, tuple[str, ...]] = {
+    "leakcheck@1": ("identity",),
+    "leakcheck@2": ("identity", "rot13", "reversed", "base64", "base64url", "base32", "hex",
+                    "every 2nd character", "every 3rd character", "rows concatenated in published order"),
+}
+"""The named, versioned lists of transformations rule 1 compares under (a version's list never changes)."""
+
+CURRENT = "leakcheck@2"
+
+MIN_PERIOD = 6
+"""leakcheck@2: a transformed text's match that repeats with a period of 6 or less is not counted (see find)."""
+"""The version new releases are checked and recorded under."""
 
 MAX_LEAKS_PER_FILE = 100
 """Leaks listed per file; the rest are counted in one line."""
@@ -153,9 +178,11 @@ class LeakIndex:
 
     # ----------------------------------------------------------------- rule 1
 
-    def find(self, values: list[str]) -> list[tuple[int, int, int]]:
+    def find(self, values: list[str], min_period: int = 0) -> list[tuple[int, int, int]]:
         """(value index, protected text index, match length) for each value sharing a 20-character window
-        with a protected text, both normalized; one vectorised pass over all values."""
+        with a protected text, both normalized; one vectorised pass over all values. With `min_period`, a
+        window that repeats with a period up to it (`aaaa…`, `abab…`) is no match: transformed text (every
+        3rd character of a column) is often such a run, and so is degenerate text in a response."""
         if not len(self._hashes) or not values:
             return []
         uniq: dict[str, int] = {}
@@ -194,6 +221,13 @@ class LeakIndex:
                     break
                 ok = hay[qs + j] == a[ps + j]
                 qs, ps = qs[ok], ps[ok]
+            for period in range(1, min_period + 1):
+                if not len(qs):
+                    break
+                periodic = np.ones(len(qs), dtype=bool)
+                for j in range(MIN_LEAK_CHARS - period):
+                    periodic &= hay[qs + j] == hay[qs + j + period]
+                qs, ps = qs[~periodic], ps[~periodic]
             found_q.append(qs)
             found_p.append(ps)
         q = np.concatenate(found_q)
@@ -326,6 +360,62 @@ def _junctions(values: list[str]) -> list[str]:
     return out
 
 
+_B64 = re.compile(r"[A-Za-z0-9+/]{16,}")
+_B64URL = re.compile(r"[A-Za-z0-9_-]{16,}")
+_B32 = re.compile(r"[A-Z2-7]{16,}")
+_HEX = re.compile(r"[0-9a-fA-F]{20,}")
+_ROT13 = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+                       "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm")
+
+
+def _decoded(data: bytes) -> str:
+    return data.decode("utf-8", errors="ignore")
+
+
+def _base64(text: str, pattern: re.Pattern[str], alt: bytes | None) -> list[str]:
+    import base64
+    import binascii
+
+    out = []
+    for run in pattern.findall(text):
+        for start in range(4):  # a run may begin mid-block (glued to a word before it)
+            piece = run[start:]
+            piece = piece[:len(piece) - len(piece) % 4] if len(piece) % 4 == 1 else piece + "=" * (-len(piece) % 4)
+            try:
+                out.append(_decoded(base64.b64decode(piece, altchars=alt)))
+            except (binascii.Error, ValueError):
+                continue
+    return out
+
+
+def _transformed(text: str) -> list[tuple[str, str]]:
+    """(how, text) for every transformation of leakcheck@2 but identity (see the module docstring)."""
+    import base64
+    import binascii
+
+    out = [("rot13", text.translate(_ROT13)), ("reversed", text[::-1])]
+    out += [("base64-decoded", t) for t in _base64(text, _B64, None)]
+    out += [("base64url-decoded", t) for t in _base64(text, _B64URL, b"-_")]
+    for run in _B32.findall(text):
+        for start in range(8):
+            piece = run[start:]
+            piece = piece[:len(piece) - len(piece) % 8]
+            if len(piece) >= 16:
+                try:
+                    out.append(("base32-decoded", _decoded(base64.b32decode(piece))))
+                except (binascii.Error, ValueError):
+                    pass
+    for run in _HEX.findall(text):
+        for start in (0, 1):
+            piece = run[start:]
+            out.append(("hex-decoded", _decoded(bytes.fromhex(piece[:len(piece) - len(piece) % 2]))))
+    norm = normalize(text)
+    for step, name in ((2, "every 2nd character"), (3, "every 3rd character")):
+        for k in range(step):
+            out += [(name, text[k::step]), (name, norm[k::step])]
+    return [(how, t) for how, t in out if len(t) >= MIN_LEAK_CHARS]
+
+
 def _parsed(text: str) -> Any:
     try:
         return json.loads(text)
@@ -333,13 +423,20 @@ def _parsed(text: str) -> Any:
         return None
 
 
-def find_leaks(files: Mapping[str, bytes], index: LeakIndex) -> list[Problem]:
+def _of(pt: ProtectedText) -> str:
+    return f"the {pt.what}" + (f" of protected item {pt.item_id!r}" if pt.item_id else "")
+
+
+def find_leaks(files: Mapping[str, bytes], index: LeakIndex, transforms: str = CURRENT) -> list[Problem]:
     """Every leak in the given files (name -> bytes), one Problem per (file, row, field, protected item).
 
     JSONL files are read per row (rows numbered from 1, fields by name), JSON files per
     value (fields by JSON path), other files per line (rows are line numbers). A leak split
-    across a row's values is reported on the row, without a field.
+    across a row's values is reported on the row, without a field. `transforms` names the
+    list of transformations compared under (TRANSFORMS).
     """
+    if transforms not in TRANSFORMS:
+        raise ValueError(f"unknown leak check {transforms!r}")
     problems: list[Problem] = []
     for name in sorted(files):
         text = files[name].decode("utf-8", errors="replace")
@@ -381,15 +478,16 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex) -> list[Problem]:
             pt = index.texts[t]
             where = values[vi] if vi >= 0 else _Value(None, None, "")
             hit.add((where.row, pt.item_id))
-            problems.append(Problem(name, f"leak: {n} letters and digits of the {pt.what} of protected item "
-                                          f"{pt.item_id!r}", where.row, where.field))
+            problems.append(Problem(name, f"leak: {n} letters and digits of {_of(pt)}", where.row, where.field))
         for vi, t, n in index.find([v.text for v in joined]) if joined else []:
             pt = index.texts[t]
             where = joined[vi]
             if (where.row, pt.item_id) not in hit:
                 hit.add((where.row, pt.item_id))
-                problems.append(Problem(name, f"leak: {n} letters and digits of the {pt.what} of protected item "
-                                              f"{pt.item_id!r}, split across the values of one row", where.row))
+                problems.append(Problem(name, f"leak: {n} letters and digits of {_of(pt)}, split across the "
+                                              f"values of one row", where.row))
+        if transforms != "leakcheck@1":
+            problems += _transformed_leaks(name, text, values, joined, index, hit)
         for row, rec in records:
             for item, fname in index.paired(rec):
                 problems.append(Problem(name, f"leak: the reference answer of protected item {item!r} beside its id",
@@ -406,4 +504,41 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex) -> list[Problem]:
     for path, n in sorted(per_file.items()):
         if n > MAX_LEAKS_PER_FILE:
             out.append(Problem(path, f"leak: {n - MAX_LEAKS_PER_FILE} more leaks in this file not listed"))
+    return out
+
+
+def _transformed_leaks(name: str, text: str, values: list[_Value], joined: list[_Value], index: LeakIndex,
+                       hit: set[tuple[int | None, str]]) -> list[Problem]:
+    """Rule 1 under leakcheck@2's transformations, on every value, row and column of one file."""
+    columns: dict[str, list[str]] = {}  # a field's values over the rows (a document's values), in published order
+    for v in values:
+        last = (v.field or "").split(".")[-1]
+        if v.text == last:
+            continue  # an object key (listed with the values: see _strings)
+        columns.setdefault(last if name.endswith(".jsonl") else "", []).append(v.text)
+    spread = [_Value(None, f or None, "".join(vs)) for f, vs in sorted(columns.items()) if len(vs) > 1]
+    if not name.endswith((".jsonl", ".json")):
+        spread.append(_Value(None, None, "".join(text.splitlines())))
+    # (value, across rows?, how) per text searched: the columns as they are, then every transformation.
+    texts: list[str] = [v.text for v in spread]
+    meta: list[tuple[_Value, bool, str]] = [(v, True, "") for v in spread]
+    for group, across in ((values, False), (joined, False), (spread, True)):
+        for v in group:
+            for how, t in _transformed(v.text):
+                if t != v.text:
+                    texts.append(t)
+                    meta.append((v, across, how))
+    items_hit = {item for _, item in hit}
+    out: list[Problem] = []
+    for vi, t, n in index.find(texts, min_period=MIN_PERIOD) if texts else []:
+        pt = index.texts[t]
+        where, across, how = meta[vi]
+        if (pt.item_id in items_hit) if across else ((where.row, pt.item_id) in hit):
+            continue
+        hit.add((where.row, pt.item_id))
+        items_hit.add(pt.item_id)
+        parts = ([f"{where.field or 'every value'} concatenated over the rows in published order"] if across
+                 else []) + ([how] if how else [])
+        out.append(Problem(name, f"leak: {n} letters and digits of {_of(pt)} ({', '.join(parts)})",
+                           where.row, None if across else where.field))
     return out

@@ -79,7 +79,8 @@ from pydantic import Field
 from audit import inference
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import JsonError, dumps_pretty, loads_strict
-from audit.leaks import MIN_LEAK_CHARS, LeakIndex, ProtectedText, find_leaks
+from audit.leaks import CURRENT as LEAK_CHECK
+from audit.leaks import MIN_LEAK_CHARS, LeakIndex, ProtectedText, find_leaks, normalize
 from audit.models import Count, ItemRow, Provenance, Record, ReleaseRow
 from audit.packages import PackageWriter, load_package, open_package
 from audit.schemas import register
@@ -127,6 +128,9 @@ class LeakCheckInfo(Record):
     """False only when the release was made with `--no-response-check` (responses were not available)."""
     inference: InferenceCheck | None = None
     """The answer-inference test and its threshold (absent in releases written before it existed)."""
+    transforms: Literal["leakcheck@1", "leakcheck@2"] = "leakcheck@1"
+    """The named list of transformations protected text was compared under (audit.leaks.TRANSFORMS); absent in
+    releases written before leakcheck@2, which compared the values as they are. Verified under the same."""
 
 
 class ReleaseInfo(Record):
@@ -343,6 +347,29 @@ def _protected_texts(items: dict[str, ItemRow], protected: set[str], responses: 
     return texts
 
 
+def key_texts(published: list[tuple[str, str, str]]) -> list[ProtectedText]:
+    """The protected references spelled out, as protected strings: (published id, dataset id, reference) of
+    each protected item in published order. In published order and in dataset-id order, as the references
+    and, for letters, as 0- and 1-based digits; a public value spelling the key is then a leak (rule 1)."""
+    out = []
+    orders = {"published order": [r for _, _, r in published],
+              "dataset order": [r for _, _, r in sorted(published, key=lambda x: x[1])]}
+    for order, refs in orders.items():
+        forms = {"": "".join(refs)}
+        if all(len(r) == 1 and r.isalpha() and r.isupper() for r in refs):
+            forms[", as 0-based digits"] = "".join(str(ord(r) - 65) for r in refs)
+            forms[", as 1-based digits"] = "".join(str(ord(r) - 64) for r in refs)
+        for form, text in forms.items():
+            if len(normalize(text)) >= MIN_LEAK_CHARS:
+                out.append(ProtectedText("", f"references of the protected items in {order}{form}", text))
+    return out
+
+
+SAFE_NAME = re.compile(r"[a-z0-9][a-z0-9_.:/+-]{0,63}")
+"""What a document-level string (the benchmark name) must match to be published in release.json and README.md:
+a short lowercase name, never text."""
+
+
 # --------------------------------------------------------------------------- building
 
 
@@ -390,6 +417,10 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
         raise AuditError("cannot tell which items are protected: give --items ITEMS_PACKAGE (or name it in the "
                          "verdict file), --protected to treat every item as protected, or --public", path=str(vpath))
     item_ids = sorted({r["item_id"] for r in rows})
+    if not SAFE_NAME.fullmatch(header.benchmark):  # copied into release.json and README.md: never free text
+        raise AuditError(f"a release publishes the benchmark name, which must match {SAFE_NAME.pattern} (lowercase "
+                         f"letters, digits and ._:/+-, at most 64 characters); this one does not (rename it in the "
+                         f"verdict file)", path=str(vpath), field="benchmark")
     if all_protected:
         protected = set(item_ids)
     elif public:
@@ -424,11 +455,14 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
     for i in protected:
         aliases[i] = i
         aliases[ids[i]] = i
-    index = LeakIndex(texts, references=references, aliases=aliases)
-
     # Rows, figures, info, README.
     release_rows = [_release_row(r, ids[r["item_id"]], r["item_id"] in protected)
                     for r in sorted(rows, key=lambda r: (ids[r["item_id"]], r["sample"]))]
+    back = {v: k for k, v in ids.items()}
+    order = list(dict.fromkeys(r.item_id for r in release_rows if r.protected))
+    texts += key_texts([(p, back[p], item_rows[back[p]].reference if back[p] in item_rows
+                         else min(references.get(back[p], {""}))) for p in order])
+    index = LeakIndex(texts, references=references, aliases=aliases)
     figs = release_figures(release_rows)
     _check_summary(header, figs, vpath)
     gold = {ids[i]: item_rows[i].reference if i in item_rows else min(references.get(i, {""}))
@@ -451,7 +485,7 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
         protected_items=len(protected), statuses=dict(sorted(Counter(r.status for r in release_rows).items())),
         figures=figs,
         leak_check=LeakCheckInfo(min_chars=MIN_LEAK_CHARS, protected_items=len(protected), protected_texts=len(texts),
-                                 responses_checked=not no_response_check or not protected,
+                                 responses_checked=not no_response_check or not protected, transforms=LEAK_CHECK,
                                  inference=InferenceCheck(test=inference.TEST, alpha=inference.ALPHA,
                                                           min_lift=inference.MIN_LIFT, features=inferred.features,
                                                           items=inferred.items, passed=not inferred.failed)))
@@ -469,7 +503,7 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
         files = {rel: (writer.tmp / rel).read_bytes() for rel in (ROWS_FILE, INFO_FILE, README_FILE)}
         if package_id:
             files["manifest.json"] = package_id.encode("utf-8")
-        leaks = leak_problems(files, index)
+        leaks = leak_problems(files, index, LEAK_CHECK)
         if leaks:
             raise LeakFound(str(out), leaks)
         if inferred.failed:  # after the text checks, whose findings are the more specific
@@ -498,9 +532,9 @@ def _release_row(r: dict, release_id: str, protected: bool) -> ReleaseRow:
                       reference=r["reference"])
 
 
-def leak_problems(files: dict[str, bytes], index: LeakIndex) -> list[Problem]:
-    """Findings of both leak rules, sorted by file, row and field."""
-    return find_leaks(files, index)
+def leak_problems(files: dict[str, bytes], index: LeakIndex, transforms: str = LEAK_CHECK) -> list[Problem]:
+    """Findings of both leak rules under the named transformations, sorted by file, row and field."""
+    return find_leaks(files, index, transforms)
 
 
 def _unpathed(ref: PackageRef | None) -> PackageRef | None:
@@ -727,13 +761,17 @@ def verify_release(release: str | Path, items: str | Path, *, salt: str | None =
     protected = {i for i in holder if holder[i].protected} | {back[r.item_id] for r in rows
                                                                if r.protected and r.item_id in back}
     texts = _protected_texts(holder, protected, Path(responses) if responses else None, None, "release")
+    n_texts = len(texts)
+    order = list(dict.fromkeys(r.item_id for r in rows if r.protected and r.item_id in back))
+    if info.leak_check.transforms != "leakcheck@1":
+        texts += key_texts([(p, back[p], g) for p in order if (g := _gold(holder[back[p]], info.reference_field))])
     aliases = {}
     for i in protected:
         aliases[i] = i
         aliases[to_release[i]] = i
     index = LeakIndex(texts, references={i: {holder[i].reference, _gold(holder[i], info.reference_field)} - {None}
                                         for i in protected}, aliases=aliases)
-    leaks = leak_problems(files, index)
+    leaks = leak_problems(files, index, info.leak_check.transforms)
     n_responses = sum(1 for t in texts if t.what.startswith("response"))
     if leaks:
         checks.append(Check("leaks", False, f"{len(leaks)} leaks, first: {leaks[0]}"))
@@ -742,8 +780,9 @@ def verify_release(release: str | Path, items: str | Path, *, salt: str | None =
         checks.append(Check("leaks", False, f"{responses} holds no response of the release's protected items "
                             f"(another package?); no protected text from your items in any file"))
     else:
-        checks.append(Check("leaks", True, f"no protected text from your copy ({len(texts):,} strings"
-                            f"{', responses included' if responses else ''}) in any file"))
+        checks.append(Check("leaks", True, f"no protected text from your copy ({n_texts:,} strings"
+                            f"{', responses included' if responses else ''}) in any file "
+                            f"({info.leak_check.transforms}, as release.json records)"))
 
     # Answer inference with the holder's references.
     gold = {to_release[i]: g for i in protected if (g := _gold(holder[i], info.reference_field)) is not None}
