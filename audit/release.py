@@ -421,6 +421,9 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
         raise AuditError(f"a release publishes the benchmark name, which must match {SAFE_NAME.pattern} (lowercase "
                          f"letters, digits and ._:/+-, at most 64 characters); this one does not (rename it in the "
                          f"verdict file)", path=str(vpath), field="benchmark")
+    if package_id is not None and not SAFE_NAME.fullmatch(package_id):
+        raise AuditError(f"--id: a release's package id is published: it must match {SAFE_NAME.pattern}; this one "
+                         f"does not")
     if all_protected:
         protected = set(item_ids)
     elif public:
@@ -460,6 +463,7 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
                     for r in sorted(rows, key=lambda r: (ids[r["item_id"]], r["sample"]))]
     back = {v: k for k, v in ids.items()}
     order = list(dict.fromkeys(r.item_id for r in release_rows if r.protected))
+    n_texts = len(texts)  # what release.json counts: the items' and responses' strings
     texts += key_texts([(p, back[p], item_rows[back[p]].reference if back[p] in item_rows
                          else min(references.get(back[p], {""}))) for p in order])
     index = LeakIndex(texts, references=references, aliases=aliases)
@@ -484,7 +488,7 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
         rows=len(release_rows), items=len(item_ids), samples=len({r.sample for r in release_rows}),
         protected_items=len(protected), statuses=dict(sorted(Counter(r.status for r in release_rows).items())),
         figures=figs,
-        leak_check=LeakCheckInfo(min_chars=MIN_LEAK_CHARS, protected_items=len(protected), protected_texts=len(texts),
+        leak_check=LeakCheckInfo(min_chars=MIN_LEAK_CHARS, protected_items=len(protected), protected_texts=n_texts,
                                  responses_checked=not no_response_check or not protected, transforms=LEAK_CHECK,
                                  inference=InferenceCheck(test=inference.TEST, alpha=inference.ALPHA,
                                                           min_lift=inference.MIN_LIFT, features=inferred.features,

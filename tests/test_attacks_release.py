@@ -748,3 +748,42 @@ def test_escaped_surrogate_pairs_are_valid_text(cli, setup):
     vf.write_text(text.replace('"reason":"test row: correct"', '"reason":"ok \\ud83d\\ude00"', 1))
     r = cli("show", vf)
     assert r.code == 0, r.err
+
+
+def test_a_release_with_the_old_id_scheme_still_verifies(cli, setup):
+    """Releases before hmac-sha256/release salted ids as HMAC(salt, id) and ran leakcheck@1: they verify."""
+    import secrets
+
+    from audit.release import ReleaseInfo, hash_id, release_id_key, render_readme
+
+    d = setup["dir"]
+    salt = secrets.token_hex(32)
+    rel = d / "rel"
+    assert cli("release", setup["verdicts"](), "-o", rel, "--hash-ids", "--salt", salt).code == 0
+    info = json.loads((rel / "release.json").read_text())
+    new_key = release_id_key(salt, info["id_context"])
+    old_of = {hash_id(i, new_key): hash_id(i, salt) for i in ("p1", "p2", "p3", "q1")}
+    rows = [json.loads(x) for x in (rel / "verdicts.jsonl").read_text().splitlines()]
+    for x in rows:
+        x["item_id"] = old_of[x["item_id"]]
+    rows.sort(key=lambda x: (x["item_id"], x["sample"]))
+    _repin(rel, "verdicts.jsonl", "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in rows).encode())
+    old = {k: v for k, v in info.items() if k != "id_context"}
+    old["id_scheme"] = "hmac-sha256"
+    old["leak_check"] = {k: v for k, v in info["leak_check"].items() if k != "transforms"}
+    _repin(rel, "release.json", (json.dumps(old, indent=2) + "\n").encode())
+    _repin(rel, "README.md", render_readme(ReleaseInfo.model_validate(old)).encode())
+    r = cli("verify-release", rel, "--items", setup["items"], "--salt", salt, "--responses", setup["resp"])
+    assert r.code == 0, r.out
+    assert "ok   ids            4 of the release's 4 items are in your copy" in r.out
+    assert "(leakcheck@1, as release.json records)" in r.out
+
+
+@attack("leak.document-strings")
+def test_a_package_id_that_is_not_a_safe_name_is_refused(cli, setup):
+    label = base64.b64encode(PIECE.encode()).decode().rstrip("=").replace("/", "-").replace("+", ".")
+    r = cli("release", setup["verdicts"](), "-o", setup["dir"] / "rel", "--id", label)
+    assert r.code == 2
+    assert r.err == ("audit: error: --id: a release's package id is published: it must match "
+                     "[a-z0-9][a-z0-9_.:/+-]{0,63}; this one does not\n")
+    assert not (setup["dir"] / "rel").exists()

@@ -109,7 +109,7 @@ def test_gpqa_release_passes_leak_check_and_verifies(gpqa, cli, tmp_path):
               for i in rng.sample(range(len(t) - 24), 1)]
     assert len(pieces) > 6000 and not any(p in blob for p in pieces)
     info = json.loads((out / "release.json").read_text(encoding="utf-8"))
-    assert list(info)[:2] == ["schema_version", "kind"] and info["id_scheme"] == "hmac-sha256"
+    assert list(info)[:2] == ["schema_version", "kind"] and info["id_scheme"] == "hmac-sha256/release"
     acc = {f["name"]: f for f in info["figures"]}["accuracy"]
     expected_correct = sum(1 for v in gpqa["verdicts"] if v["verdict"] == "correct")
     assert (acc["correct"], acc["total"]) == (expected_correct, 6338)

@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 
 import pytest
+from tests.attacks import attack
 from tests.builders import make_package
 
 from audit.leaks import LeakIndex, ProtectedText
@@ -125,7 +126,7 @@ def test_release_of_the_real_grading_passes_the_leak_check_and_verifies(gpqa, cl
     assert info["extractor"]["name"] == "choice.freeform" and info["grader"]["name"] == "choice"
     inferred = info["leak_check"].pop("inference")
     assert info["leak_check"] == {"min_chars": 20, "protected_items": 792, "protected_texts": 7128,
-                                  "responses_checked": True}
+                                  "responses_checked": True, "transforms": "leakcheck@2"}
     assert inferred["passed"] and inferred["items"] == 792 and inferred["alpha"] == 1e-6
 
     v = cli("verify-release", out, "--items", d / "items", "--responses", d / "responses", "--salt", SALT)
@@ -313,3 +314,81 @@ def test_a_release_bug_that_publishes_protected_rows_in_full_fails(gpqa, cli, mo
     assert len(lines) == 101 and lines[-1].startswith("audit: error: verdicts.jsonl: leak: ")
     assert lines[-1].endswith(" more leaks in this file not listed")
     assert _nothing_written(gpqa, "rel-bug")
+
+
+# --------------------------------------------------------------------------- the random guess (issue 19)
+
+
+def _recover(rows: list[dict], seed: int) -> dict[str, str | None]:
+    """The attack on a release: recompute every published random guess from the published seed, id and
+    sample; a `correct` verdict names the reference, an `incorrect` one rules the letter out."""
+    from audit.inference import draw
+
+    left: dict[str, set[str]] = {}
+    for x in rows:
+        c = left.setdefault(x["item_id"], set("ABCD"))
+        if x["status"] == "random_guess":
+            g = draw(seed, x["item_id"], x["sample"], 4)
+            if x["verdict"] == "correct":
+                c &= {g}
+            else:
+                c.discard(g)
+    return {i: next(iter(c)) if len(c) == 1 else None for i, c in left.items()}
+
+
+@attack("release.random-guess-key")
+def test_real_random_guess_release_does_not_give_the_key(cli, tmp_path):
+    """The issue's attack: 6,336 real responses graded `--policy no_answer=random-guess`, released with
+    dataset ids that carry nothing (not GPQA's `-v{k}`): the guesses gave 782 of 792 keys back."""
+    import hashlib
+
+    from tests.conftest import shared_path
+
+    src = shared_path(GPQA)
+    opaque = tmp_path / "gpqa-opaque.jsonl.gz"  # gzip'd, under tmp, never printed
+    with gzip.open(src, "rt", encoding="utf-8") as f, gzip.open(opaque, "wt", encoding="utf-8") as g:
+        for line in f:
+            r = json.loads(line)
+            r["uid"] = hashlib.sha256(f"{r['item_index']}/{r['version']}".encode()).hexdigest()[:12]
+            g.write(json.dumps(r) + "\n")
+    _audit("import", "table", opaque, "-o", tmp_path / "responses", "--kind", "responses", "--gzip",
+           "--benchmark", "gpqa_diamond", "--map", "item_id=gpqa-{uid}", "--sample-from", "model")
+    _audit("import", "table", opaque, "-o", tmp_path / "items", "--kind", "items", "--gzip", "--dedupe",
+           "--map", "item_id=gpqa-{uid}", "--map", "reference=gold_letter", "--const", "protected=true",
+           "--const", "num_choices=4")
+    vf = tmp_path / "results.json"
+    _audit("grade", tmp_path / "responses", "--items", tmp_path / "items", "--benchmark", "gpqa_diamond",
+           "--policy", "no_answer=random-guess", "-o", vf, "-q")
+    graded = _verdict_rows(vf)
+    gold = {x["item_id"]: x["reference"] for x in graded}
+    n_guess = sum(x["status"] == "random_guess" for x in graded)
+    assert len(gold) == 792 and n_guess > 6000
+    # What the old release published (id, sample, verdict, status, seed 12345) gives the key back.
+    old = _recover(graded, 12345)
+    recovered_before = sum(old[i] == gold[i] for i in gold)
+    assert recovered_before >= 750
+
+    r = cli("release", vf, "-o", tmp_path / "rel")
+    assert r.code == 2
+    assert ("answer inference: the random guess recomputed from the published seed, ids and samples predicts the "
+            "reference of 792 protected items " in r.err and "use --hash-ids" in r.err)
+    assert _nothing_written(tmp_path, "rel")
+
+    r = cli("release", vf, "-o", tmp_path / "rel", "--hash-ids", "--salt", SALT)
+    assert r.code == 0, r.err
+    rows = [json.loads(x) for x in (tmp_path / "rel" / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()]
+    info = json.loads((tmp_path / "rel" / "release.json").read_text(encoding="utf-8"))
+    from audit.release import hash_id, release_id_key
+
+    key = release_id_key(SALT, info["id_context"])
+    pub_gold = {hash_id(i, key): g for i, g in gold.items()}
+    got = _recover(rows, info["policies"]["guess_seed"])
+    named = [i for i in got if got[i] is not None]
+    hits = sum(got[i] == pub_gold[i] for i in named)
+    # At chance: a quarter of the items the attack names, within 3 standard deviations.
+    assert hits <= 0.25 * len(named) + 3 * (len(named) * 0.1875) ** 0.5, (hits, len(named))
+    v = cli("verify-release", tmp_path / "rel", "--items", tmp_path / "items", "--responses", tmp_path / "responses",
+            "--salt", SALT)
+    assert v.code == 0, v.out
+    print(f"random-guess rows {n_guess}; keys recovered: dataset ids {recovered_before}/792, "
+          f"salted ids {hits}/{len(named)} named")
