@@ -186,8 +186,9 @@ class LeakIndex:
         if not len(self._hashes) or not values:
             return []
         uniq: dict[str, int] = {}
-        for v in values:
-            uniq.setdefault(normalize(v), len(uniq))
+        keys = [normalize(v) for v in values]  # once: the back-mapping below needs them again
+        for k in keys:
+            uniq.setdefault(k, len(uniq))
         norm = list(uniq)
         offsets = np.zeros(len(norm) + 1, dtype=np.int64)
         np.cumsum([len(v) + 1 for v in norm], out=offsets[1:])
@@ -241,8 +242,8 @@ class LeakIndex:
         for i in first_of_pair.tolist():
             best[(int(v_of[i]), int(t_of[i]))] = self._length(hay, int(q[i]), int(p[i]))
         back: dict[int, list[int]] = {}
-        for i, v in enumerate(values):
-            back.setdefault(uniq[normalize(v)], []).append(i)
+        for i, k in enumerate(keys):
+            back.setdefault(uniq[k], []).append(i)
         out = [(i, t, n) for (v, t), n in best.items() for i in back[v]]
         return sorted(out)
 
@@ -443,6 +444,7 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex, transforms: str = C
         values: list[_Value] = []
         records: list[tuple[int | None, list[tuple[str, str]]]] = []
         joined: list[_Value] = []  # concatenations of a record's values (rule 1 across values)
+        whole: list[_Value] = []  # each record's values joined, raw (for the transformations)
         if name.endswith(".jsonl"):
             for i, line in enumerate(text.splitlines(), 1):
                 if not line.strip():
@@ -455,7 +457,9 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex, transforms: str = C
                     rec, own = [("", line)], []
                 values += [_Value(i, f or None, v) for f, v in rec]
                 records.append((i, rec))
-                joined += [_Value(i, None, j) for j in _junctions(own)]
+                junctions = _junctions(own)
+                joined += [_Value(i, None, j) for j in junctions]
+                whole += [_Value(i, None, "".join(own))] if junctions else []
         elif name.endswith(".json") and (obj := _parsed(text)) is not None:
             try:
                 values += [_Value(None, f or "$", v) for f, v in _strings(obj, "")]
@@ -464,7 +468,9 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex, transforms: str = C
                 values, recs = [_Value(None, None, text)], []
             records += [(None, rec) for rec in recs]
             for rec in recs:
-                joined += [_Value(None, None, j) for j in _junctions([v for _, v in rec])]
+                junctions = _junctions([v for _, v in rec])
+                joined += [_Value(None, None, j) for j in junctions]
+                whole += [_Value(None, None, "".join(v for _, v in rec))] if junctions else []
         else:
             lines = text.splitlines()
             values += [_Value(i, None, line) for i, line in enumerate(lines, 1)]
@@ -487,7 +493,7 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex, transforms: str = C
                 problems.append(Problem(name, f"leak: {n} letters and digits of {_of(pt)}, split across the "
                                               f"values of one row", where.row))
         if transforms != "leakcheck@1":
-            problems += _transformed_leaks(name, text, values, joined, index, hit)
+            problems += _transformed_leaks(name, text, values, whole, index, hit)
         for row, rec in records:
             for item, fname in index.paired(rec):
                 problems.append(Problem(name, f"leak: the reference answer of protected item {item!r} beside its id",
@@ -507,9 +513,10 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex, transforms: str = C
     return out
 
 
-def _transformed_leaks(name: str, text: str, values: list[_Value], joined: list[_Value], index: LeakIndex,
+def _transformed_leaks(name: str, text: str, values: list[_Value], whole: list[_Value], index: LeakIndex,
                        hit: set[tuple[int | None, str]]) -> list[Problem]:
-    """Rule 1 under leakcheck@2's transformations, on every value, row and column of one file."""
+    """Rule 1 under leakcheck@2's transformations, on every value, each record's values joined, and every
+    column of one file (object keys, from a closed set, are left out; identical texts are searched once)."""
     columns: dict[str, list[str]] = {}  # a field's values over the rows (a document's values), in published order
     for v in values:
         last = (v.field or "").split(".")[-1]
@@ -522,8 +529,12 @@ def _transformed_leaks(name: str, text: str, values: list[_Value], joined: list[
     # (value, across rows?, how) per text searched: the columns as they are, then every transformation.
     texts: list[str] = [v.text for v in spread]
     meta: list[tuple[_Value, bool, str]] = [(v, True, "") for v in spread]
-    for group, across in ((values, False), (joined, False), (spread, True)):
+    seen: set[str] = set()
+    for group, across in ((values, False), (whole, False), (spread, True)):
         for v in group:
+            if v.text == (v.field or "").split(".")[-1] or (not across and v.text in seen):
+                continue  # an object key, or a text already transformed (reported where first seen)
+            seen.add(v.text)
             for how, t in _transformed(v.text):
                 if t != v.text:
                     texts.append(t)

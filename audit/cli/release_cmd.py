@@ -79,8 +79,11 @@ def release(verdicts: Path, out: Path, items: Path | None, responses: Path | Non
     Protected items (GPQA, HLE) keep only verdict and status. A leak check runs on every file
     first: if any protected string of 20+ letters and digits (in any case, look-alike or spacing),
     or a protected reference beside its item's id, would be published, nothing is written and
-    each leak is reported (exit 2); so is a release whose ids, verdicts or statuses predict the
-    protected references. --hash-ids salts the ids with a generated secret, written to DIR.salt.
+    each leak is reported (exit 2); the check also decodes and reverses text and joins rows
+    (leakcheck@2, recorded in release.json). So is a release whose ids, sample indices, row order,
+    verdicts, statuses or random guesses predict the protected references. --hash-ids salts the ids
+    with a generated secret, written to DIR.salt (mode 0600), keyed per release so a reused salt does
+    not link releases; a --salt-file others can read is refused.
     """
     import os
 
@@ -140,8 +143,8 @@ def verify_release_cmd(release_dir: Path, items: Path, salt: str | None, salt_fi
     figures        figures recomputed from the rows equal release.json's
     readme         README.md is exactly what release.json generates
     leaks          the leak check with your copy's questions, options, references (and --responses)
-    inference      no published feature (id token, verdicts, statuses) predicts your references far
-                   above chance (audit.inference: a named test and threshold)
+    inference      no published feature (id token, sample indices, row order, verdicts, statuses,
+                   random guesses) predicts your references far above chance (audit.inference)
     """
     from audit.release import verify_release
 
