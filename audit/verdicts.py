@@ -597,6 +597,22 @@ def _check_unicode(obj: dict, p: Path, data: bytes) -> None:
 
 
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_KEY = re.compile(rb'"([A-Za-z_][A-Za-z0-9_]*)":')
+
+
+def _check_utf8(p: Path, data: bytes, items_at: int) -> None:
+    """Refuse bytes that are not UTF-8 (a surrogate encoded as bytes, a stray 0xFF) before any reader
+    sees them (pyarrow's JSON reader takes them into a string column), naming the row and field."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        row = field = None
+        if 0 <= items_at < e.start:
+            row = data.count(b"\n", items_at + len(_ITEMS_MARKER), e.start) or None
+        line = data[data.rfind(b"\n", 0, e.start) + 1:e.start]
+        keys = _KEY.findall(line)
+        field = keys[-1].decode() if keys else None
+        raise AuditError(f"not valid UTF-8 at byte {e.start}", path=str(p), row=row, field=field) from None
 
 
 def _locate(data: bytes, e: JsonError) -> tuple[int | None, str | None, str]:
@@ -804,6 +820,7 @@ def _verdict_table(p: Path, data: bytes) -> tuple[VerdictFile, Any, str]:
     reproduce` does: it regrades and compares both copies.
     """
     i = data.find(_ITEMS_MARKER)
+    _check_utf8(p, data, i)
     head = data[:i] if i >= 0 else None
     header = None
     if head is not None:

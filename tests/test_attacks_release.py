@@ -787,3 +787,19 @@ def test_a_package_id_that_is_not_a_safe_name_is_refused(cli, setup):
     assert r.err == ("audit: error: --id: a release's package id is published: it must match "
                      "[a-z0-9][a-z0-9_.:/+-]{0,63}; this one does not\n")
     assert not (setup["dir"] / "rel").exists()
+
+
+@attack("verdicts.bad-unicode")
+@pytest.mark.parametrize("command", ["release", "show", "diff"])
+@pytest.mark.parametrize("raw", [b"\xed\xa0\x80", b"x\xff", b"\xc0\xaf"])
+def test_bytes_that_are_not_utf8_are_one_clear_line(cli, setup, command, raw):
+    vf = setup["verdicts"]()
+    data = vf.read_bytes()
+    bad = data.replace(b'"answer":"A"', b'"answer":"' + raw + b'"', 1)
+    assert bad != data
+    vf.write_bytes(bad)
+    args = {"release": ("release", vf, "-o", setup["dir"] / "rel"), "show": ("show", vf), "diff": ("diff", vf, vf)}
+    r = cli(*args[command])
+    assert r.code == 2, (r.out, r.err)
+    assert r.err.startswith(f"audit: error: {vf}: row 1: field answer: not valid UTF-8 at byte "), r.err
+    assert r.err.count("\n") == 1
