@@ -1009,12 +1009,13 @@ def _check_table(table: Any, where: str) -> None:
                          field="verdict")  # the value is not quoted: it may be protected text
     if table.num_rows > 1 and not _sorted_unique(table):
         keys = table.select(["item_id", "sample"]).group_by(["item_id", "sample"]).aggregate([])
-        if keys.num_rows != table.num_rows:
-            counts = table.select(["item_id", "sample"]).group_by(["item_id", "sample"]).aggregate(
-                [("item_id", "count")])
-            dup = counts.filter(pc.greater(counts.column("item_id_count"), 1)).slice(0, 1).to_pylist()[0]
-            raise AuditError(f"duplicate row (item_id={dup['item_id']!r}, sample={dup['sample']})",
-                             path=where, field="items")
+        if keys.num_rows != table.num_rows:  # named by rows, not by id: an id may be protected text
+            first: dict[tuple[Any, Any], int] = {}
+            for n, key in enumerate(zip(table.column("item_id").to_pylist(), table.column("sample").to_pylist()), 1):
+                if key in first:
+                    raise AuditError(f"duplicate row: the item_id and sample of row {first[key]}", path=where,
+                                     row=n, field="items")
+                first[key] = n
 
 
 def _sorted_unique(table: Any) -> bool:

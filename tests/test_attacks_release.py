@@ -803,3 +803,17 @@ def test_bytes_that_are_not_utf8_are_one_clear_line(cli, setup, command, raw):
     assert r.code == 2, (r.out, r.err)
     assert r.err.startswith(f"audit: error: {vf}: row 1: field answer: not valid UTF-8 at byte "), r.err
     assert r.err.count("\n") == 1
+
+
+@attack("verdicts.error-echo")
+@pytest.mark.parametrize("command", ["release", "show", "diff"])
+def test_a_duplicate_row_is_named_by_row_not_by_its_id(cli, tmp_path, command):
+    rows = [{"item_id": QUESTION, "sample": 0, "verdict": "correct"}, {"item_id": "q2", "sample": 0, "verdict": "correct"}]
+    vf = make_verdict_file(rows)
+    vf = vf.model_copy(update={"items": [vf.items[0], vf.items[0], vf.items[1]]})
+    path = write_verdict_file(tmp_path / "dup.json", vf)
+    args = {"release": ("release", path, "-o", tmp_path / "rel", "--public"), "show": ("show", path),
+            "diff": ("diff", path, path)}
+    r = cli(*args[command])
+    assert r.code == 2
+    assert r.err == f"audit: error: {path}: row 2: field items: duplicate row: the item_id and sample of row 1\n"

@@ -298,7 +298,7 @@ def test_duplicate_rows_refused(tmp_path, cli):
     vf = vf.model_copy(update={"items": [vf.items[0], vf.items[1], vf.items[0]]})
     write_verdict_file(tmp_path / "dup.json", vf)
     r = cli("diff", tmp_path / "dup.json", tmp_path / "dup.json")
-    assert r.code == 2 and "duplicate row (item_id='q1', sample=0)" in r.err
+    assert r.code == 2 and "row 3: field items: duplicate row: the item_id and sample of row 1" in r.err
 
 
 # --------------------------------------------------------------------------- responses packages
