@@ -120,7 +120,8 @@ class InferenceCheck(Record):
     min_lift: float
     """A failing feature's accuracy also exceeds chance by at least this much."""
     features: Count
-    """Features tested (id tokens and pieces, verdicts, statuses)."""
+    """Features tested (id tokens and pieces, verdicts, statuses, sample indices, row order, and under
+    `no_answer=random-guess` the guess recomputed from the published seed, ids and samples)."""
     items: Count
     """Protected items whose reference was predicted."""
     passed: bool
