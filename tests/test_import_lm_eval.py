@@ -110,7 +110,7 @@ def test_generate_until_samples(cli, runs, tmp_path):
     r = cli("import", "lm-eval", src, "-o", out, "--benchmark", "mmlu_pro", "--items-out", items,
             "--item-id", "{doc[question_id]}", "--model", "meta-llama/Llama-3.1-8B-Instruct")
     assert r.code == 0, r.err
-    assert [line.split(" package ")[1].split(", ")[1] for line in r.out.splitlines()] == ["1000 rows", "1000 rows"]
+    assert [line.split(" package ")[1].split(", ")[1] for line in r.out.splitlines()] == ["1000 rows and 1000 items", "1000 rows"]
     assert cli("validate", out).code == 0 and cli("validate", items).code == 0
 
     rows = _rows(out)

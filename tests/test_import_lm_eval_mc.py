@@ -59,7 +59,7 @@ def test_arc_easy_chosen_options_are_imported_and_regraded_as_the_harness_scored
             "--recorded", "recorded.json")
     assert (r.code, r.err) == (0, "")
     ids = [json.loads((here / p / "manifest.json").read_text())["package_id"] for p in ("arc", "arc-items")]
-    assert r.out == (f"wrote arc: responses package {ids[0]}, 5 rows\n"
+    assert r.out == (f"wrote arc: responses package {ids[0]}, 5 rows and 5 items\n"
                      f"wrote arc-items: items package {ids[1]}, 5 rows\n"
                      f"wrote recorded.json: arc_easy, 5 items x 1 samples, recorded accuracy 20.00% (1/5) (acc)\n")
     records = _records(ARC)

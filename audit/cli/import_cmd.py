@@ -134,10 +134,15 @@ _RECORDED_HELP = ("Also write the verdicts the run itself recorded as a verdict 
                   "`audit diff RECORDED.json REGRADED.json`.")
 
 
-def _report(manifests: list[Manifest], outs: list[Path]) -> None:
+def _report(manifests: list[Manifest], outs: list[Path], bad_rows: list[dict[str, Any]] | None = None) -> None:
     for m, out in zip(manifests, outs):
-        rows = sum(f.rows or 0 for f in m.files)
-        click.echo(f"wrote {out}: {m.kind} package {m.package_id}, {rows} rows")
+        main = "item_row.v1" if m.kind == "items" else "response_row.v1"
+        rows = sum(f.rows or 0 for f in m.files if f.schema_ == main)
+        items = sum(f.rows or 0 for f in m.files if f.schema_ == "item_row.v1") if main != "item_row.v1" else 0
+        note = f" and {items} items" if items else ""
+        click.echo(f"wrote {out}: {m.kind} package {m.package_id}, {rows} rows{note}")
+    for b in bad_rows or []:
+        click.echo(f"  recorded ungraded (bad_input): {b['file']}: row {b['row']}: item {b['item_id']}: {b['reason']}")
 
 
 @cli.group("import", context_settings={"help_option_names": ["-h", "--help"]})
@@ -149,24 +154,34 @@ def import_group() -> None:
     """
 
 
+_ON_BAD_ROW = click.option(
+    "--on-bad-row", type=click.Choice(["refuse", "record"]), default="refuse", show_default=True,
+    help="A record whose own fields disagree (gold `answer` vs `answer_index`): refuse the import, or record "
+         "it as ungraded with status bad_input and its reason (listed in the output and the provenance).")
+
+
 @import_group.command("mmlu-pro")
 @click.argument("srcs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="SRC...")
 @click.option("--items-out", type=click.Path(path_type=Path), metavar="ITEMS_OUT",
-              help="Also write an items package: gold letter, options, category and question as stored.")
+              help="Also write the items as their own package (OUT holds them already): gold letter, options, "
+                   "category and question as stored.")
+@_ON_BAD_ROW
 @click.option("--benchmark", default="mmlu_pro", show_default=True, metavar="NAME", help="Benchmark name.")
 @click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
               help=_RECORDED_HELP + " Each row: the upstream `pred` against the record's gold letter; a null pred "
                                     "is counted wrong (upstream scores an unreproducible random guess).")
 @_common
-def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: str, recorded: Path | None, out: Path,
-                    model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
-                    force: bool) -> int:
+def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: str, benchmark: str,
+                    recorded: Path | None, out: Path, model: str | None, provenance: Path | None,
+                    package_id: str | None, use_gzip: bool, force: bool) -> int:
     """TIGER-AI-Lab/MMLU-Pro result files: per-category `*_result.json`, the `eval_results/*.zip`
     files, or JSONL.
 
     One response per record (item_id = question_id); the model text comes from
     `model_outputs`, `response` or `generated_text`, and the upstream `pred` and
-    that field's name go to `extra`. With --recorded, the run's own verdicts too.
+    that field's name go to `extra`. OUT also holds the items (gold letter, options,
+    category), so `audit grade OUT --benchmark mmlu_pro` needs nothing else.
+    With --recorded, the run's own verdicts too.
     """
     from audit.importers.mmlu_pro import mmlu_pro_files, mmlu_pro_outputs, recorded_rows
     from audit.importers.verdicts import write_recorded
@@ -175,11 +190,12 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: s
     _check_recorded(recorded, force)
     base = load_provenance(provenance) if provenance else None
     files = mmlu_pro_files(list(srcs))
+    bad_rows: list[dict[str, Any]] = []
     outputs = mmlu_pro_outputs(files, out, items_out=items_out, gzip=use_gzip, benchmark=benchmark, model=model,
-                               provenance=base, package_id=package_id)
+                               provenance=base, package_id=package_id, on_bad_row=on_bad_row, bad_rows=bad_rows)
     write = None
     if recorded is not None:
-        rows, subjects, no_pred = recorded_rows(files)
+        rows, subjects, no_pred = recorded_rows(files, on_bad_row)
         source = "; ".join(f"{f.name} sha256:{f.sha256}" for f in files)
 
         def write(package: Path, rel: str) -> Any:
@@ -187,7 +203,7 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: s
                                   source=source, package=package, package_path=rel, subject_of=subjects)
     with _collapsed_problems():
         manifests, header = _write_all(outputs, force, recorded, write)
-        _report(manifests, [o.out for o in outputs])
+        _report(manifests, [o.out for o in outputs], bad_rows)
     if recorded is not None:
         _report_recorded(recorded, header, benchmark, f"; {no_pred} without a pred counted wrong" if no_pred else "")
     return 0
@@ -197,7 +213,8 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: s
 @click.argument("src", type=click.Path(path_type=Path), metavar="SAMPLES.jsonl")
 @click.option("--benchmark", required=True, metavar="NAME", help="Benchmark name, e.g. mmlu_pro.")
 @click.option("--items-out", type=click.Path(path_type=Path), metavar="ITEMS_OUT",
-              help="Also write an items package (reference = the logged target).")
+              help="Also write the items as their own package (OUT holds them already; reference = the logged "
+                   "target).")
 @click.option("--item-id", default="doc_id", show_default=True, metavar="EXPR",
               help="Item id: a record field or a template such as '{doc[question_id]}'.")
 @click.option("--filter", "filter_name", metavar="NAME",

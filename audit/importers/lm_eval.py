@@ -426,9 +426,13 @@ def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str
 def lm_eval_outputs(imp: LmEvalImport, out: Path, *, benchmark: str, items_out: Path | None = None,
                     gzip: bool = False, model: str | None = None, provenance: Provenance | None = None,
                     package_id: str | None = None) -> list[Output]:
-    """The packages an lm-eval samples import (from `lm_eval_import`, not yet read) writes."""
+    """The packages an lm-eval samples import (from `lm_eval_import`, not yet read) writes: responses at `out`,
+    holding the items too (reference = the logged target) so `audit grade OUT` needs nothing else, and the
+    items as their own package at `items_out` when given."""
     rel, schema = data_file("responses", gzip)
-    outputs = [Output(out, "responses", [Table(rel, schema, imp.response_rows())],
+    irel, ischema = data_file("items", gzip)
+    outputs = [Output(out, "responses", [Table(rel, schema, imp.response_rows()),
+                                         Table(irel, ischema, imp.reader().item_rows())],
                       lambda: imp.provenance(provenance, model), benchmark=benchmark, package_id=package_id)]
     if items_out is not None:
         items = imp.reader()
