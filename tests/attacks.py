@@ -103,6 +103,12 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("kinds.dup-key-claims-table", "a duplicate key in a JSONL table `audit verify` reads", "added", "succeeded"),
     ("pkg.toctou-bundle", "a file rewritten between `audit bundle`'s validation and its tarring", "added",
      "succeeded"),
+    # ---- round 3 (import)
+    ("import.superscript-crash", "`import verdicts` sample \"²\" crashing with a traceback", "issue", "succeeded"),
+    ("import.unicode-digits", "non-ASCII digits (\"٣\", \"３\") read as numbers by an importer", "issue",
+     "succeeded"),
+    ("import.package-path", "`import verdicts --package P` recording P relative to the working folder", "issue",
+     "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -47,7 +47,7 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
-from audit.importers.mapping import Expr, ExprError, coerce
+from audit.importers.mapping import Expr, ExprError, coerce, parse_float, parse_int
 from audit.importers.sources import SourceFile, iter_json_records, source_file
 from audit.models import LETTERS, Provenance
 from audit.pack import SourceRow, Table
@@ -94,9 +94,13 @@ def _pair(value: Any, where: str) -> tuple[float, bool]:
     if not isinstance(value, list) or len(value) != 2:
         raise RecordError(where, f"expected a [loglikelihood, is_greedy] pair, got {value!r}")
     ll, greedy = value
-    try:
-        number = float(ll) if isinstance(ll, (str, int, float)) and not isinstance(ll, bool) else None
-    except ValueError:
+    if isinstance(ll, str):
+        number = parse_float(ll)  # ASCII only: float() would read "-١.0" as -1.0
+        if number is None and ll.strip() == "-inf":
+            number = float("-inf")  # log(0): an impossible option, as the harness logs it
+    elif isinstance(ll, (int, float)) and not isinstance(ll, bool):
+        number = float(ll)
+    else:
         number = None
     if number is None or number != number or number == float("inf"):
         raise RecordError(where, f"expected a log-likelihood, got {ll!r}")
@@ -151,7 +155,8 @@ def _gold(target: Any, options: list[str]) -> int:
     if not isinstance(target, str):
         raise RecordError("target", f"expected the logged target text, got {target!r}")
     by_text = [i for i, o in enumerate(options) if o == target]
-    by_index = int(target) if target.isdigit() and int(target) < len(options) else None
+    index = parse_int(target) if target.isascii() and target.isdigit() else None  # "٣" and "²" are not indices
+    by_index = index if index is not None and index < len(options) else None
     found = set(by_text) | ({by_index} if by_index is not None else set())
     if len(found) == 1:
         return found.pop()

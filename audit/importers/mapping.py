@@ -40,9 +40,12 @@ class _Formatter(string.Formatter):
         except (ValueError, TypeError):
             # CSV cells are text: let `{n:03d}` format "7" as a number.
             if isinstance(value, str) and format_spec:
-                for conv in (int, float):
+                for conv in (parse_int, parse_float):
+                    number = conv(value)
+                    if number is None:
+                        continue
                     try:
-                        return format(conv(value), format_spec)
+                        return format(number, format_spec)
                     except (ValueError, TypeError):
                         continue
             raise
@@ -120,7 +123,27 @@ def field_types(model: type[BaseModel], name: str) -> tuple[type, ...]:
     return tuple(flat(ann))
 
 
-_INT = re.compile(r"^[+-]?\d+$")
+_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def parse_int(text: str) -> int | None:
+    """An integer written in ASCII digits (surrounding blanks allowed), else None.
+
+    int() and re's \\d take any Unicode digit ("٣" is 3, "３" is 3) and underscores ("1_0" is 10), and
+    str.isdigit() takes "²", which int() then refuses: a file that writes a number another way is refused,
+    never read as the digits it resembles."""
+    text = text.strip()
+    return int(text) if _INT.fullmatch(text) else None
+
+
+def parse_float(text: str) -> float | None:
+    """A finite decimal number written in ASCII (`-1.5`, `2e-3`), else None (no nan, inf, `1_0` or "٣")."""
+    text = text.strip()
+    if not _FLOAT.fullmatch(text):
+        return None
+    f = float(text)
+    return f if math.isfinite(f) else None
 
 
 def coerce(value: Any, accepts: tuple[type, ...], *, int_to_text: bool = False) -> Any:
@@ -143,14 +166,11 @@ def coerce(value: Any, accepts: tuple[type, ...], *, int_to_text: bool = False) 
         return None
     if bool in accepts and text.lower() in ("true", "false"):
         return text.lower() == "true"
-    if int in accepts and _INT.match(text):
-        return int(text)
+    if int in accepts and parse_int(text) is not None:
+        return parse_int(text)
     if float in accepts:
-        try:
-            f = float(text)
-        except ValueError:
-            return value
-        return f if math.isfinite(f) else value
+        f = parse_float(text)
+        return value if f is None else f
     if list in accepts and text.startswith("["):
         from audit.jsonl import loads_strict
 

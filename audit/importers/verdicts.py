@@ -14,12 +14,14 @@ from is pinned by digest, so the diff knows both sides graded the same texts.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from audit.errors import AuditError
+from audit.importers.mapping import parse_int
 from audit.importers.sources import TABLE_SUFFIXES, iter_table_records, source_file
 from audit.packages import open_package
 from audit.producer import producer
@@ -48,10 +50,11 @@ def _row(obj: dict[str, Any], label: str, row: int, tool: str) -> dict[str, Any]
     if not item_id:
         raise AuditError("missing required field", path=label, row=row, field="item_id")
     sample = obj.get("sample", 0)
-    if isinstance(sample, str) and sample.isdigit():
-        sample = int(sample)
+    if isinstance(sample, str):
+        sample = parse_int(sample) if parse_int(sample) is not None else sample
     if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
-        raise AuditError(f"expected a non-negative integer, got {sample!r}", path=label, row=row, field="sample")
+        raise AuditError(f"expected a non-negative integer in ASCII digits, got {obj.get('sample')!r}", path=label,
+                         row=row, field="sample")
     if "verdict" in obj and obj["verdict"] is not None:
         verdict = obj["verdict"]
         if verdict not in ("correct", "incorrect", "ungraded"):
@@ -101,8 +104,14 @@ def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: s
     if not rows:
         raise AuditError("no verdict rows", path=str(src))
     return write_recorded(out, rows, benchmark=benchmark, tool=tool, source=f"{sf.name} sha256:{sf.sha256}",
-                          package=package, package_path=Path(package).as_posix() if package is not None else None,
+                          package=package, package_path=package_path_from(out, package) if package is not None else None,
                           subject_of=subject_of)
+
+
+def package_path_from(out: str | Path, package: str | Path) -> str:
+    """Where a verdict file at `out` records `package`: relative to the verdict file's folder, as `audit grade`
+    and `audit release` read it, never to the working folder of the command that wrote it."""
+    return Path(os.path.relpath(Path(package).resolve(), Path(out).resolve().parent)).as_posix()
 
 
 def recorded_row(item_id: str, sample: int, *, answer: str | None, verdict: str, status: str, reason: str,
