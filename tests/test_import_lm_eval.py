@@ -198,7 +198,7 @@ def test_refusals_name_file_row_and_field(cli, runs, tmp_path):
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field item_id: --item-id: template '{{doc[qid]}}': "
                                   f"missing key 'qid'\n")
     r = cli("import", "lm-eval", src, "-o", tmp_path / "pkg2")
-    assert r.code == 2 and r.err == "audit: error: Missing option '--benchmark'.\n"
+    assert r.code == 2 and r.err == "audit: error: --benchmark is required for a samples file\n"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 

@@ -210,8 +210,9 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: 
 
 
 @import_group.command("lm-eval")
-@click.argument("src", type=click.Path(path_type=Path), metavar="SAMPLES.jsonl")
-@click.option("--benchmark", required=True, metavar="NAME", help="Benchmark name, e.g. mmlu_pro.")
+@click.argument("src", type=click.Path(path_type=Path), metavar="SAMPLES.jsonl|DIR")
+@click.option("--benchmark", metavar="NAME", help="Benchmark name, e.g. mmlu_pro (required for a file; for a DIR "
+                                                   "each package is named after its task unless given).")
 @click.option("--items-out", type=click.Path(path_type=Path), metavar="ITEMS_OUT",
               help="Also write the items as their own package (OUT holds them already; reference = the logged "
                    "target).")
@@ -236,17 +237,28 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
                    no_hash_check: bool, choice_by: str, target_delimiter: str, recorded: Path | None,
                    metric: str | None, out: Path, model: str | None, provenance: Path | None,
                    package_id: str | None, use_gzip: bool, force: bool) -> int:
-    """lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl).
+    """lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl), or a whole output DIR.
 
     generate_until samples: one response per entry of `resps`, repeats numbered as
     samples; the filtered answer and the metrics go to `extra`. multiple_choice
     (log-likelihood) samples: the option the harness chose (--choice-by) as its letter,
     every log-likelihood in `extra`; the items get the gold letter and the options.
     Grade them with `--benchmark selected_choice`. With --recorded, the harness's own verdicts too.
+
+    DIR (the harness's --output_path, per-model subfolders included): one package per task at
+    OUT/<folder>/<task>, each checked against its results_<date>.json (documents against
+    n-samples, each mean metric recomputed from the samples); a mismatch exits 1.
     """
     from audit.importers.lm_eval import lm_eval_import, lm_eval_outputs
     from audit.importers.verdicts import write_recorded
 
+    if src.is_dir():
+        return _import_lm_eval_dir(src, benchmark=benchmark, items_out=items_out, item_id=item_id,
+                                   filter_name=filter_name, no_hash_check=no_hash_check, choice_by=choice_by,
+                                   target_delimiter=target_delimiter, recorded=recorded, out=out, model=model,
+                                   provenance=provenance, package_id=package_id, use_gzip=use_gzip, force=force)
+    if benchmark is None:
+        raise click.UsageError("--benchmark is required for a samples file")
     _check_format([src], "lm-eval")
     if metric is not None and recorded is None:
         raise click.UsageError("--metric needs --recorded")
@@ -275,6 +287,53 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
         _report(manifests, [o.out for o in outputs])
     if recorded is not None:
         _report_recorded(recorded, header, benchmark, f" ({used})")
+    return 0
+
+
+def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | None, item_id: str,
+                        filter_name: str | None, no_hash_check: bool, choice_by: str, target_delimiter: str,
+                        recorded: Path | None, out: Path, model: str | None, provenance: Path | None,
+                        package_id: str | None, use_gzip: bool, force: bool) -> int:
+    import shutil
+
+    from audit.errors import AuditError
+    from audit.importers import write_outputs
+    from audit.importers.lm_eval_dir import describe, dir_outputs
+
+    for flag, value in (("--items-out", items_out), ("--recorded", recorded), ("--id", package_id)):
+        if value is not None:
+            raise click.UsageError(f"{flag} takes a samples file, not a folder (each task's package holds its items)")
+    if out.exists() and not force:
+        raise AuditError("already exists (use --force to replace it)", path=str(out))
+    base = load_provenance(provenance) if provenance else None
+    outputs, runs = dir_outputs(src, out, benchmark=benchmark, item_id=item_id, filter_name=filter_name,
+                                verify_hashes=not no_hash_check, choice_by=choice_by,
+                                target_delimiter=target_delimiter, gzip=use_gzip, model=model, provenance=base)
+    made: list[Path] = []  # folders made for the packages: removed again if any package fails
+    for o in outputs:
+        for d in reversed([o.out.parent, *o.out.parent.parents]):
+            if not d.exists():
+                d.mkdir()
+                made.append(d)
+    try:
+        with _collapsed_problems():
+            manifests = write_outputs(outputs, overwrite=force)
+    except BaseException:
+        for d in reversed(made):
+            shutil.rmtree(d, ignore_errors=True)
+        raise
+    mismatches = 0
+    for m, o, run in zip(manifests, outputs, runs):
+        _report([m], [o.out])
+        if run.results is None:
+            click.echo("  not checked: no results file of this run beside its samples")
+        else:
+            click.echo(f"  checked against {run.results.name}: " + "; ".join(describe(c) for c in run.checks))
+        mismatches += sum(c["ok"] is False for c in run.checks)
+    if mismatches:
+        click.echo(f"{mismatches} check(s) failed: the results file's figures do not come from these samples "
+                   f"(see MISMATCH above)", err=True)
+        return 1
     return 0
 
 

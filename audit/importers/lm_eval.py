@@ -48,7 +48,8 @@ from typing import Any
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.mapping import Expr, ExprError, coerce, parse_float, parse_int
-from audit.importers.sources import SourceFile, iter_json_records, source_file
+from audit.importers.sources import Record, SourceFile, iter_json_records, source_file
+from audit.jsonl import parse_object, read_document
 from audit.models import LETTERS, Provenance
 from audit.pack import SourceRow, Table
 
@@ -199,15 +200,24 @@ class LmEvalImport:
     output_types: dict[str, int] = field(default_factory=dict)
     docs: int = 0
     responses: int = 0
+    embedded_task: str | None = None
+    """Read the records a results file embeds under `samples.<task>` instead of a samples file's lines."""
 
     def reader(self) -> LmEvalImport:
         """Another reader of the same file (hashed once), with counts of its own; taken before this one reads."""
         return LmEvalImport(self.src, self.item_id, self.filter, self.verify_hashes, self.choice_by,
-                            self.target_delimiter)
+                            self.target_delimiter, embedded_task=self.embedded_task)
+
+    def raw_records(self) -> Iterator[Record]:
+        """Every record of the file (every filter), as read."""
+        if self.embedded_task is None:
+            yield from iter_json_records(self.src.path)
+            return
+        yield from embedded_records(self.src.path, self.embedded_task)
 
     def _records(self) -> Iterator[tuple[Any, dict[str, Any] | None, SourceRow | None]]:
         """(record, None) for each record of the chosen filter, or (None, error row)."""
-        for rec in iter_json_records(self.src.path):
+        for rec in self.raw_records():
             if rec.obj is None:
                 yield rec, None, SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
                 continue
@@ -415,9 +425,35 @@ class LmEvalImport:
         return prov
 
 
+def embedded_records(path: Path, task: str) -> Iterator[Record]:
+    """The records a results file holds under `samples.<task>` (written by harness versions and wrappers that
+    keep the samples in the results document)."""
+    label = f"{path}:samples.{task}"
+    data, err = read_document(path, what="an lm-eval results file")
+    if err:
+        yield Record(label, 0, None, err)
+        return
+    obj, err = parse_object((data or b"").replace(b"\n", b" "))
+    if err or obj is None:
+        yield Record(label, 0, None, err or "not a JSON object")
+        return
+    samples = obj.get("samples")
+    records = samples.get(task) if isinstance(samples, dict) else None
+    if not isinstance(records, list):
+        yield Record(label, 0, None, f"no samples.{task} list in the results file")
+        return
+    for i, rec in enumerate(records, 1):
+        if isinstance(rec, dict):
+            yield Record(label, i, rec)
+        else:
+            yield Record(label, i, None, f"expected a JSON object, found {type(rec).__name__}")
+
+
 def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str | None = None,
-                   verify_hashes: bool = True, choice_by: str = "acc", target_delimiter: str = " ") -> LmEvalImport:
-    """A samples file opened for reading (its rows are read when the packages are written)."""
+                   verify_hashes: bool = True, choice_by: str = "acc", target_delimiter: str = " ",
+                   embedded_task: str | None = None) -> LmEvalImport:
+    """A samples file opened for reading (its rows are read when the packages are written); with
+    `embedded_task`, the results file `src` whose `samples.<task>` holds the records."""
     if choice_by not in CHOICE_RULES:
         raise AuditError(f"--choice-by must be one of {', '.join(CHOICE_RULES)}, got {choice_by!r}")
     f = source_file(src, SUFFIXES)
@@ -425,7 +461,8 @@ def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str
         expr = Expr(item_id)
     except ValueError as e:
         raise AuditError(f"--item-id: {e}") from None
-    return LmEvalImport(f, expr, filter_name, verify_hashes, choice_by, target_delimiter)
+    return LmEvalImport(f, expr, filter_name, verify_hashes, choice_by, target_delimiter,
+                        embedded_task=embedded_task)
 
 
 def lm_eval_outputs(imp: LmEvalImport, out: Path, *, benchmark: str, items_out: Path | None = None,
