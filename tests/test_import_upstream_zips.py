@@ -73,3 +73,35 @@ def test_one_inconsistent_record_is_refused_or_recorded_as_bad_input(cli, here):
                                       "model_outputs_gemini-1.5-flash-002_5shots.json row 4319)")
     recorded = {x["item_id"]: x for x in json.loads((here / "recorded.json").read_text())["items"]}
     assert (recorded["3983"]["verdict"], recorded["3983"]["status"]) == ("ungraded", "bad_input")
+
+
+def _readme_import_flow() -> list[str]:
+    """The README's import → grade block, line by line (comments dropped)."""
+    from tests.test_readme import _fenced_blocks
+
+    (block,) = [b for info, b in _fenced_blocks() if info == "bash" and "audit import mmlu-pro" in b]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_readme_import_then_grade_flow_runs_exactly_as_written(cli, here):
+    import shlex
+    import shutil
+
+    from tests.conftest import REPO
+
+    (here / "model_outputs_Meta-Llama-3-70B_5shots.zip").symlink_to(shared_path(LLAMA))
+    shutil.copytree(REPO / "tests" / "data" / "lm_eval" / "sshleifer__tiny-gpt2",
+                    here / "lm_eval_output" / "sshleifer__tiny-gpt2")
+    lines = _readme_import_flow()
+    assert [line.split()[1:3] for line in lines] == [["import", "mmlu-pro"], ["grade", "llama3-70b"],
+                                                     ["import", "lm-eval"], ["grade", "lm-eval-pkgs/sshleifer__tiny-gpt2/copa"]]
+    outs = []
+    for line in lines:
+        argv = shlex.split(line)
+        assert argv[0] == "audit"
+        r = cli(*argv[1:])
+        assert (r.code, r.err) == (0, ""), line
+        outs.append(r.out)
+    assert "accuracy_all                  52.78%  (6351/12032)" in outs[1]  # the figure the README's comment gives
+    assert "acc,none 0.6 = the mean of 20 samples" in outs[2]
+    assert "accuracy_all                  60.00%  (12/20)" in outs[3]
