@@ -32,6 +32,21 @@ def _common(f):
     return f
 
 
+def _mapping(f):
+    """`--map` and `--where`, as `import table` has them, for importers that read fixed field names."""
+    f = click.option("--where", multiple=True, metavar="COL=VALUE",
+                     help="Keep records whose COL equals VALUE (COL!=VALUE: differs); repeat a column for any-of "
+                          "(one run of a file holding several).")(f)
+    return click.option("--map", "maps", multiple=True, metavar="FIELD=EXPR",
+                        help="Read FIELD from another column, or a template like 'q{question_id}'.")(f)
+
+
+def _record_map(maps: tuple[str, ...], where: tuple[str, ...], fields: tuple[str, ...]) -> Any:
+    from audit.importers.mapping import RecordMap
+
+    return RecordMap.parse(maps, where, fields=fields)
+
+
 def _check_format(srcs: tuple[Path, ...] | list[Path], importer: str) -> None:
     """Refuse, in one line, a file that another command reads (an lm-eval file given to mmlu-pro, a verdict file
     given to table, ...), naming what it looks like and the command to use."""
@@ -166,14 +181,15 @@ _ON_BAD_ROW = click.option(
               help="Also write the items as their own package (OUT holds them already): gold letter, options, "
                    "category and question as stored.")
 @_ON_BAD_ROW
+@_mapping
 @click.option("--benchmark", default="mmlu_pro", show_default=True, metavar="NAME", help="Benchmark name.")
 @click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
               help=_RECORDED_HELP + " Each row: the upstream `pred` against the record's gold letter; a null pred "
                                     "is counted wrong (upstream scores an unreproducible random guess).")
 @_common
-def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: str, benchmark: str,
-                    recorded: Path | None, out: Path, model: str | None, provenance: Path | None,
-                    package_id: str | None, use_gzip: bool, force: bool) -> int:
+def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: str, maps: tuple[str, ...],
+                    where: tuple[str, ...], benchmark: str, recorded: Path | None, out: Path, model: str | None,
+                    provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool) -> int:
     """TIGER-AI-Lab/MMLU-Pro result files: per-category `*_result.json`, the `eval_results/*.zip`
     files, or JSONL.
 
@@ -183,19 +199,22 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: 
     category), so `audit grade OUT --benchmark mmlu_pro` needs nothing else.
     With --recorded, the run's own verdicts too.
     """
-    from audit.importers.mmlu_pro import mmlu_pro_files, mmlu_pro_outputs, recorded_rows
+    from audit.importers.mmlu_pro import FIELDS, mmlu_pro_files, mmlu_pro_outputs, recorded_rows
     from audit.importers.verdicts import write_recorded
 
-    _check_format(srcs, "mmlu-pro")
+    rmap = _record_map(maps, where, FIELDS)
+    if not rmap:
+        _check_format(srcs, "mmlu-pro")
     _check_recorded(recorded, force)
     base = load_provenance(provenance) if provenance else None
     files = mmlu_pro_files(list(srcs))
     bad_rows: list[dict[str, Any]] = []
     outputs = mmlu_pro_outputs(files, out, items_out=items_out, gzip=use_gzip, benchmark=benchmark, model=model,
-                               provenance=base, package_id=package_id, on_bad_row=on_bad_row, bad_rows=bad_rows)
+                               provenance=base, package_id=package_id, on_bad_row=on_bad_row, bad_rows=bad_rows,
+                               rmap=rmap)
     write = None
     if recorded is not None:
-        rows, subjects, no_pred = recorded_rows(files, on_bad_row)
+        rows, subjects, no_pred = recorded_rows(files, on_bad_row, rmap)
         source = "; ".join(f"{f.name} sha256:{f.sha256}" for f in files)
 
         def write(package: Path, rel: str) -> Any:
@@ -397,20 +416,27 @@ def import_table(src: Path, kind: str, maps: tuple[str, ...], consts: tuple[str,
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, dir_okay=False), required=True,
               metavar="OUT.json", help="Verdict file to write.")
 @click.option("--force", is_flag=True, help="Overwrite OUT.json if it exists.")
-def import_verdicts_cmd(src: Path, benchmark: str, tool: str, package: Path | None, out: Path, force: bool) -> int:
+@_mapping
+def import_verdicts_cmd(src: Path, benchmark: str, tool: str, package: Path | None, out: Path, force: bool,
+                        maps: tuple[str, ...], where: tuple[str, ...]) -> int:
     """Per-item verdicts another tool recorded, as a verdict file for `audit diff`.
 
     TABLE rows: item_id, sample (default 0), answer, and correct (true/false/null) or verdict
-    (correct/incorrect/ungraded); optionally status, reason, reference. No extractor or grader
-    is named: they are unknown.
+    (correct/incorrect/ungraded); optionally status, reason, reference, subject; --map reads them
+    from other columns and --where picks one run. No extractor or grader is named: they are unknown.
     """
     from audit.errors import AuditError
-    from audit.importers.verdicts import import_verdicts
+    from audit.importers.detect import wrong_importer_for_verdicts
+    from audit.importers.verdicts import FIELDS, import_verdicts
 
     if out.exists() and not force:
         raise AuditError("already exists (use --force to overwrite)", path=str(out))
-    _check_format([src], "verdicts")
-    header = import_verdicts(src, out, benchmark=benchmark, tool=tool, package=package)
+    rmap = _record_map(maps, where, FIELDS)
+    if not rmap:
+        hint = wrong_importer_for_verdicts(src)
+        if hint is not None:
+            raise AuditError(hint, path=str(src))
+    header = import_verdicts(src, out, benchmark=benchmark, tool=tool, package=package, rmap=rmap)
     overall = next(f for f in header.summary.figures if f.name == "accuracy")
     click.echo(f"wrote {out}: {benchmark}, {header.summary.items} items x {header.summary.samples} samples, "
                f"recorded accuracy {100 * overall.value:.2f}% ({overall.correct}/{overall.total})")

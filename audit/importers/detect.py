@@ -221,3 +221,32 @@ def wrong_importer(path: str | os.PathLike[str], importer: str) -> Format | None
     if importer == "table" and found.importer is not None:
         return None  # a mapping may legitimately read any table; a failing one gets the hint instead
     return found
+
+
+_RECORDED = {
+    "mmlu-pro": "audit import mmlu-pro FILE -o PACKAGE --recorded OUT.json",
+    "lm-eval-samples": "audit import lm-eval FILE --benchmark NAME -o PACKAGE --recorded OUT.json",
+}
+"""Formats whose run's own verdicts another command writes as a verdict file."""
+
+
+def wrong_importer_for_verdicts(path: str | os.PathLike[str]) -> str | None:
+    """Why `audit import verdicts` should not read `path`, and what writes a verdict file from it; else None.
+
+    `import verdicts` makes a verdict file, so its hint names a command that makes one too (a package is
+    not what was asked for)."""
+    found = wrong_importer(path, "verdicts")
+    if found is None:
+        return None
+    p = str(path)
+    if found.key in _RECORDED:
+        return (f"this looks like {found.what}; its run's own verdicts: `{_RECORDED[found.key].replace('FILE', p)}` "
+                f"(writes the responses package and the verdict file)")
+    if found.key == "lm-eval-results":
+        return (f"this looks like {found.what}; per-item verdicts are in its --log_samples files: `audit import "
+                f"lm-eval samples_<task>_<date>.jsonl --benchmark NAME -o PACKAGE --recorded OUT.json`")
+    if found.key in ("table", "mmlu-pro-questions", "gpqa-responses", "response-rows"):
+        return (f"this looks like {found.what}, with no `correct` or `verdict` column; name the columns that hold "
+                f"them: `audit import verdicts {p} --benchmark NAME --map item_id=COLUMN --map correct=COLUMN "
+                f"-o OUT.json`, or grade its responses: `audit grade PACKAGE --benchmark NAME -o OUT.json`")
+    return found.message(path)

@@ -13,7 +13,8 @@ import re
 import string
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -188,3 +189,98 @@ def as_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+# --------------------------------------------------------------------------- --map and --where, shared
+
+
+def split_assignment(opt: str, text: str, allow_negation: bool = False) -> tuple[str, str, bool]:
+    """`NAME=VALUE` (or `NAME!=VALUE` with `allow_negation`) as (name, value, negated); AuditError otherwise."""
+    from audit.errors import AuditError
+
+    neg = False
+    if allow_negation and "!=" in text and text.index("!=") < text.find("=") + 1:
+        name, value = text.split("!=", 1)
+        neg = True
+    elif "=" in text:
+        name, value = text.split("=", 1)
+    else:
+        raise AuditError(f"{opt} {text!r}: expected NAME=VALUE")
+    name = name.strip()
+    if not name:
+        raise AuditError(f"{opt} {text!r}: empty name before '='")
+    return name, value, neg
+
+
+def select_where(where: Sequence[tuple[str, str, bool]], obj: Mapping[str, Any], label: str, row: int) -> bool:
+    """Whether a record passes `--where`: the same column given several times matches any of its values,
+    different columns must all match; `COL!=VALUE` excludes. A missing column is an error, not a miss."""
+    from audit.errors import AuditError
+
+    by_col: dict[str, list[tuple[str, bool]]] = {}
+    for col, value, neg in where:
+        by_col.setdefault(col, []).append((value, neg))
+    for col, tests in by_col.items():
+        if col not in obj:
+            raise AuditError(f"--where refers to missing column {col!r}", path=label, row=row, field=col)
+        have = as_text(obj[col])
+        positive = [v for v, neg in tests if not neg]
+        if positive and have not in positive:
+            return False
+        if any(neg and have == v for v, neg in tests):
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class RecordMap:
+    """`--map FIELD=EXPR` and `--where COL=VALUE` for an importer that reads fixed field names: each record is
+    filtered, then the mapped fields are filled from its columns (or templates) before the importer reads it.
+    One option, one meaning, in `import table`, `import verdicts` and `import mmlu-pro`."""
+
+    maps: tuple[tuple[str, Expr], ...] = ()
+    where: tuple[tuple[str, str, bool], ...] = ()
+
+    @classmethod
+    def parse(cls, maps: Sequence[str] = (), where: Sequence[str] = (), *,
+              fields: Sequence[str] | None = None) -> RecordMap:
+        """Check the options (a field the importer does not read is refused, naming those it does)."""
+        from audit.errors import AuditError
+
+        mapped: dict[str, Expr] = {}
+        for text in maps:
+            name, expr, _ = split_assignment("--map", text)
+            if fields is not None and name not in fields:
+                raise AuditError(f"--map {name}: not a field this importer reads (fields: {', '.join(fields)})")
+            if name in mapped:
+                raise AuditError(f"--map {name}: given twice")
+            try:
+                mapped[name] = Expr(expr)
+            except ValueError as e:
+                raise AuditError(f"--map {name}: {e}") from None
+        filters = tuple(split_assignment("--where", t, allow_negation=True) for t in where)
+        return cls(tuple(mapped.items()), filters)
+
+    def __bool__(self) -> bool:
+        return bool(self.maps or self.where)
+
+    def selected(self, obj: Mapping[str, Any], label: str, row: int) -> bool:
+        return not self.where or select_where(self.where, obj, label, row)
+
+    def apply(self, obj: dict[str, Any], label: str, row: int) -> dict[str, Any]:
+        """The record with each mapped field filled (the source's own column of that name is replaced)."""
+        from audit.errors import AuditError
+
+        if not self.maps:
+            return obj
+        out = dict(obj)
+        for name, expr in self.maps:
+            try:
+                out[name] = expr(obj)
+            except ExprError as e:
+                raise AuditError(f"--map {name}: {e}", path=label, row=row, field=e.column or name) from None
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        return {"map": {k: e.text for k, e in self.maps},
+                "where": [f"{c}{'!=' if neg else '='}{v}" for c, v, neg in self.where]}

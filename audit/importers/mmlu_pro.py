@@ -19,7 +19,8 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
-from audit.importers.sources import JSON_SUFFIXES, SourceFile, iter_json_records, source_file
+from audit.importers.mapping import RecordMap
+from audit.importers.sources import TABLE_SUFFIXES, Record, SourceFile, iter_table_records, source_file
 from audit.models import LETTERS, DatasetRef, Provenance
 from audit.pack import SourceRow, Table
 
@@ -47,21 +48,31 @@ def _question_id(rec: dict[str, Any], label: str, row: int) -> tuple[str | None,
     return str(qid), None
 
 
-def _records(files: list[SourceFile]) -> Iterator[tuple[Any, str | None, SourceRow | None]]:
-    """Every upstream record with its item id, or the error row that replaces it."""
+FIELDS = ("question_id", "question", "options", "answer", "answer_index", "category", "src", "pred", *TEXT_FIELDS)
+"""The record fields the importer reads (`--map` fills any of them from other columns)."""
+
+
+def _records(files: list[SourceFile], rmap: RecordMap | None = None
+             ) -> Iterator[tuple[Any, str | None, SourceRow | None]]:
+    """Every upstream record (selected and mapped by `rmap`) with its item id, or the error row that replaces it."""
     for f in files:
-        for rec in iter_json_records(f.path):
+        for rec in iter_table_records(f.path):
             if rec.obj is None:
                 yield rec, None, SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
                 continue
+            if rmap:
+                if not rmap.selected(rec.obj, rec.label, rec.row):
+                    continue
+                rec = Record(rec.label, rec.row, rmap.apply(rec.obj, rec.label, rec.row))
             item_id, bad = _question_id(rec.obj, rec.label, rec.row)
             yield rec, item_id, bad
 
 
-def response_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> Iterator[SourceRow]:
+def response_rows(files: list[SourceFile], counts: dict[str, int] | None = None,
+                  rmap: RecordMap | None = None) -> Iterator[SourceRow]:
     """One response row per upstream record: item_id = question_id, sample 0."""
     counts = counts if counts is not None else {}
-    for rec, item_id, bad in _records(files):
+    for rec, item_id, bad in _records(files, rmap):
         if bad:
             yield bad
             continue
@@ -94,14 +105,15 @@ def inconsistency(obj: dict[str, Any]) -> str | None:
 
 
 def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None, *,
-              on_bad_row: str = "refuse", bad_rows: list[dict[str, Any]] | None = None) -> Iterator[SourceRow]:
+              on_bad_row: str = "refuse", bad_rows: list[dict[str, Any]] | None = None,
+              rmap: RecordMap | None = None) -> Iterator[SourceRow]:
     """One item row per upstream record: gold letter, options, category and question as that run stored them.
 
     An inconsistent record is refused (`on_bad_row="refuse"`) or kept with `extra.bad_input` = the reason
     (`"record"`: graded as ungraded, status `bad_input`), each listed in `bad_rows`.
     """
     counts = counts if counts is not None else {}
-    for rec, item_id, bad in _records(files):
+    for rec, item_id, bad in _records(files, rmap):
         if bad:
             yield bad
             continue
@@ -133,7 +145,7 @@ def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None, *,
         yield SourceRow(rec.label, rec.row, row)
 
 
-def recorded_rows(files: list[SourceFile], on_bad_row: str = "refuse"
+def recorded_rows(files: list[SourceFile], on_bad_row: str = "refuse", rmap: RecordMap | None = None
                   ) -> tuple[list[dict[str, Any]], dict[str, str | None], int]:
     """The verdicts the upstream run recorded: its `pred` against the record's gold `answer`, one row per record.
 
@@ -148,7 +160,7 @@ def recorded_rows(files: list[SourceFile], on_bad_row: str = "refuse"
     subjects: dict[str, str | None] = {}
     seen: dict[str, str] = {}
     no_pred = 0
-    for rec, item_id, bad in _records(files):
+    for rec, item_id, bad in _records(files, rmap):
         if bad is not None:
             raise AuditError(bad.message or "unreadable record", path=bad.label, row=bad.row, field=bad.field)
         assert item_id is not None
@@ -194,7 +206,7 @@ def mmlu_pro_files(srcs: list[str | Path]) -> list[SourceFile]:
     """The result files checked and hashed, once: the packages and the recorded verdicts read the same ones."""
     if not srcs:
         raise AuditError("give at least one MMLU-Pro result file")
-    files = [source_file(s, JSON_SUFFIXES) for s in srcs]
+    files = [source_file(s, TABLE_SUFFIXES) for s in srcs]
     seen: dict[str, str] = {}
     for f in files:
         if f.sha256 in seen:
@@ -210,7 +222,8 @@ ON_BAD_ROW = ("refuse", "record")
 def mmlu_pro_outputs(files: list[SourceFile], out: Path, *, items_out: Path | None = None, gzip: bool = False,
                      benchmark: str = "mmlu_pro", model: str | None = None,
                      provenance: Provenance | None = None, package_id: str | None = None,
-                     on_bad_row: str = "refuse", bad_rows: list[dict[str, Any]] | None = None) -> list[Output]:
+                     on_bad_row: str = "refuse", bad_rows: list[dict[str, Any]] | None = None,
+                     rmap: RecordMap | None = None) -> list[Output]:
     """The packages an MMLU-Pro import of `files` (from `mmlu_pro_files`) writes: responses at `out`, holding
     the items the records carry (gold letter, options, category) so `audit grade OUT` needs nothing else, and
     the items again as their own package at `items_out` when given. `bad_rows` collects the records kept as
@@ -226,6 +239,8 @@ def mmlu_pro_outputs(files: list[SourceFile], out: Path, *, items_out: Path | No
         config: dict[str, Any] = {"importer": "mmlu-pro", "records": dict(sorted(counts.items()))}
         if on_bad_row != "refuse":
             config["on_bad_row"] = on_bad_row
+        if rmap:
+            config.update(rmap.as_json())
         if found:
             config["bad_input"] = [dict(b) for b in found]
         base = provenance
@@ -239,13 +254,14 @@ def mmlu_pro_outputs(files: list[SourceFile], out: Path, *, items_out: Path | No
     resp_counts: dict[str, int] = {}
     rel, schema = data_file("responses", gzip)
     irel, ischema = data_file("items", gzip)
-    outputs = [Output(out, "responses", [Table(rel, schema, response_rows(files, resp_counts)),
+    outputs = [Output(out, "responses", [Table(rel, schema, response_rows(files, resp_counts, rmap)),
                                          Table(irel, ischema, item_rows(files, on_bad_row=on_bad_row,
-                                                                        bad_rows=found))],
+                                                                        bad_rows=found, rmap=rmap))],
                       lambda: prov(resp_counts), benchmark=benchmark, package_id=package_id)]
     if items_out is not None:
         item_counts: dict[str, int] = {}
         outputs.append(Output(items_out, "items", [Table(irel, ischema, item_rows(files, item_counts,
-                                                                                  on_bad_row=on_bad_row))],
+                                                                                  on_bad_row=on_bad_row,
+                                                                                  rmap=rmap))],
                               lambda: prov(item_counts), benchmark=benchmark))
     return outputs
