@@ -356,6 +356,54 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
     return 0
 
 
+@import_group.command("inspect")
+@click.argument("src", type=click.Path(path_type=Path), metavar="LOG.eval|LOG.json")
+@click.option("--benchmark", metavar="NAME", help="Benchmark name recorded in the manifest (default: the task).")
+@click.option("--scorer", metavar="NAME", help="Which scorer's values are the recorded verdicts (default: the only one).")
+@click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
+              help=_RECORDED_HELP + " Each row: the scorer's value (C correct, I and N incorrect, P ungraded).")
+@_common
+def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorded: Path | None, out: Path,
+                   model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
+                   force: bool) -> int:
+    """inspect_ai evaluation logs (.eval or .json), read with inspect_ai's own reader (the `inspect` extra).
+
+    One response per sample and epoch (epoch 1 is sample 0), the items (target, choices, input) inside
+    the package; model, task, dataset and generation config in the provenance. The scorer's logged
+    accuracy is recomputed from the samples (a mismatch exits 1). With --recorded, the scorer's verdicts.
+    """
+    from audit.importers.inspect_ai import InspectImport, inspect_outputs, read_log
+    from audit.importers.lm_eval_dir import describe
+    from audit.importers.verdicts import write_recorded
+
+    _check_recorded(recorded, force)
+    base = load_provenance(provenance) if provenance else None
+    sf, log = read_log(src)
+    imp = InspectImport(sf, log, scorer)
+    checks = imp.cross_check()
+    outputs = inspect_outputs(imp, out, benchmark=benchmark, gzip=use_gzip, model=model, provenance=base,
+                              package_id=package_id)
+    write = None
+    bench = benchmark or log.eval.task
+    if recorded is not None:
+        rows = imp.recorded_rows()
+
+        def write(package: Path, rel: str) -> Any:
+            return write_recorded(recorded, rows, benchmark=bench, tool=f"inspect_ai ({imp.scorer})",
+                                  source=f"{sf.name} sha256:{sf.sha256}", package=package, package_path=rel)
+    with _collapsed_problems():
+        manifests, header = _write_all(outputs, force, recorded, write)
+        _report(manifests, [o.out for o in outputs])
+    click.echo("  checked against the log's results: " + "; ".join(
+        describe(c) if c["ok"] is not None else f"{c['what']}: not checked (the log reports none)" for c in checks))
+    if recorded is not None:
+        _report_recorded(recorded, header, bench, f" ({imp.scorer})")
+    if any(c["ok"] is False for c in checks):
+        click.echo("the log's figures do not come from its samples (see MISMATCH above)", err=True)
+        return 1
+    return 0
+
+
 @import_group.command("table")
 @click.argument("src", type=click.Path(path_type=Path), metavar="SRC")
 @click.option("--kind", type=click.Choice(["responses", "items"]), required=True, help="Rows to produce.")

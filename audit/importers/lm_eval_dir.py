@@ -210,9 +210,13 @@ def describe(check: dict[str, Any]) -> str:
     if what == "n-samples":
         return (f"n-samples {logged} = {got} documents in the samples" if check["ok"] else
                 f"MISMATCH n-samples: the results file reports {logged:,} documents, the samples hold {got}")
+    if what == "samples":  # an inspect_ai log's total_samples
+        return (f"{logged} samples" if check["ok"] else
+                f"MISMATCH samples: the log reports {logged:,}, it holds {got}")
     if check["ok"]:
         return f"{what} {logged:g} = the mean of {check['n']} samples"
-    return f"MISMATCH {what}: the results file reports {logged:g}, the mean of {check['n']} samples is {got:g}"
+    return (f"MISMATCH {what}: {check.get('source', 'the results file')} reports {logged:g}, the mean of "
+            f"{check['n']} samples is {got:g}")
 
 
 def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, filter_name: str | None,
