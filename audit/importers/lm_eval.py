@@ -54,7 +54,7 @@ from audit.models import LETTERS, Provenance
 from audit.pack import SourceRow, Table
 
 ENGINE = "EleutherAI/lm-evaluation-harness"
-SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
+SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".parquet")
 _RESERVED = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
              "doc_hash", "prompt_hash", "target_hash"}
 CHOICE_RULES = ("acc", "acc_norm", "acc_bytes")
@@ -208,12 +208,19 @@ class LmEvalImport:
         return LmEvalImport(self.src, self.item_id, self.filter, self.verify_hashes, self.choice_by,
                             self.target_delimiter, embedded_task=self.embedded_task)
 
+    @property
+    def parquet(self) -> bool:
+        """A samples table in Parquet (the Open LLM Leaderboard's details datasets), read through `datasets`."""
+        return self.src.path.name.lower().endswith(".parquet")
+
     def raw_records(self) -> Iterator[Record]:
         """Every record of the file (every filter), as read."""
-        if self.embedded_task is None:
+        if self.embedded_task is not None:
+            yield from embedded_records(self.src.path, self.embedded_task)
+        elif self.parquet:
+            yield from hf_records(self.src.path)
+        else:
             yield from iter_json_records(self.src.path)
-            return
-        yield from embedded_records(self.src.path, self.embedded_task)
 
     def _records(self) -> Iterator[tuple[Any, dict[str, Any] | None, SourceRow | None]]:
         """(record, None) for each record of the chosen filter, or (None, error row)."""
@@ -261,7 +268,8 @@ class LmEvalImport:
         prompt = reqs[0][0] if reqs and reqs[0] else None
         checks = [("prompt_hash", prompt if isinstance(prompt, str) else None),
                   ("target_hash", obj.get("target") if isinstance(obj.get("target"), str) else None)]
-        if isinstance(obj.get("doc"), dict):
+        if isinstance(obj.get("doc"), dict) and not self.parquet:
+            # Parquet unifies the documents' keys into one struct (order, nulls): doc_hash cannot be recomputed.
             checks.append(("doc_hash", json.dumps(obj["doc"], indent=2, ensure_ascii=False)))
         for name, text in checks:
             want = obj.get(name)
@@ -405,7 +413,8 @@ class LmEvalImport:
         config: dict[str, Any] = {
             "importer": "lm-eval", "item_id": self.item_id.text, "filter": self.filter,
             "filters_in_file": dict(self.filters_seen), "documents": self.docs, "responses": self.responses,
-            "hashes_verified": self.verify_hashes,
+            "hashes_verified": (["prompt_hash", "target_hash"] if self.parquet else True) if self.verify_hashes
+            else False,
         }
         if self.output_types.get("multiple_choice"):
             # The chosen option is the response: how it was chosen decides every verdict.
@@ -447,6 +456,33 @@ def embedded_records(path: Path, task: str) -> Iterator[Record]:
             yield Record(label, i, rec)
         else:
             yield Record(label, i, None, f"expected a JSON object, found {type(rec).__name__}")
+
+
+def hf_records(path: Path) -> Iterator[Record]:
+    """The rows of a Parquet samples table, read with Hugging Face `datasets` (the `hf` extra). Parquet stores
+    `arguments` as one struct for all rows, so a record with fewer requests gets the others as nulls: those
+    are dropped again."""
+    import tempfile
+
+    label = str(path)
+    try:
+        import datasets
+    except ImportError:
+        yield Record(label, 0, None, "reading a Parquet details table needs datasets: pip install 'audit[hf]'")
+        return
+    datasets.disable_progress_bars()  # audit's output is its own lines only
+    with tempfile.TemporaryDirectory(prefix="audit-hf-") as cache:
+        try:
+            ds = datasets.Dataset.from_parquet(str(path), cache_dir=cache, keep_in_memory=True)
+        except Exception as e:  # pyarrow and datasets raise several types for a damaged file
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            yield Record(label, 0, None, f"not a readable Parquet table: {first}")
+            return
+        for i, rec in enumerate(ds, 1):
+            args = rec.get("arguments")
+            if isinstance(args, dict):
+                rec["arguments"] = {k: v for k, v in args.items() if v is not None}
+            yield Record(label, i, rec)
 
 
 def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str | None = None,

@@ -31,7 +31,7 @@ from audit.jsonl import parse_object, read_document
 from audit.models import Provenance
 
 _STAMP = r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
-SAMPLES_NAME = re.compile(r"samples_(.+)_" + _STAMP + r"\.jsonl", re.ASCII)
+SAMPLES_NAME = re.compile(r"samples_(.+)_" + _STAMP + r"\.(?:jsonl|parquet)", re.ASCII)
 RESULTS_NAME = re.compile(r"results_" + _STAMP + r"\.json", re.ASCII)
 MAX_FILES = 100_000
 """Files looked at under DIR before the walk is refused (a folder of millions is not an lm-eval output)."""
