@@ -12,6 +12,19 @@ results file), then each package is regraded by audit (`selected_choice` for mul
 `gsm8k` spec for gsm8k tasks, else `exact`) and one Markdown row per task is printed: source@commit, folder,
 task and n, the tool's own metric (from the results file, else the mean of the per-sample metric), audit's
 figure, and the difference. A folder the importer refuses gets one row with its error line.
+
+Last run (2026-12-01; copies under /tmp/lmeval_real: the errorbars and olot files are byte-identical to
+tests/data/lm_eval, whose README gives their sha256, except hf-internal-testing__tiny-random-gpt2, rebuilt
+record by record from the stored text: 19,182 and 1,013 bytes as stored, every doc, prompt and target hash
+verified by the import; csabakecskemeti/lm_eval_results from its git snapshot):
+
+| source@commit | package | task, n | tool's metric | audit's figure | difference |
+| --- | --- | --- | --- | --- | --- |
+| antonsoo/errorbars@05f148ff tests/fixtures/lm_eval_output | hf-internal-testing__tiny-random-gpt2/copa | copa, 20 | acc 80.00% (results file) | 80.00% (16/20) | none; cross-check passed |
+| antonsoo/errorbars@05f148ff tests/fixtures/lm_eval_output | sshleifer__tiny-gpt2/copa | copa, 20 | acc 60.00% (results file) | 60.00% (12/20) | none; cross-check passed |
+| antonsoo/errorbars@8d233535 tests/fixtures (arc_easy file only) | arc_easy | arc_easy, 5 | acc 20.00% (per-sample) | 20.00% (1/5) | none; no results file |
+| containers/olot@0596e93c tests/data/lmeh | gsm8k | gsm8k, 3 | exact_match 0.00% (per-sample, strict-match) | 0.00% (0/3, gsm8k spec) | none; no results file |
+| csabakecskemeti/lm_eval_results@d1f48eb7 | - | 2 models, 40+ tasks | - | - | refused: the samples are Git LFS pointers (only the results files are in git) |
 """
 
 from __future__ import annotations
