@@ -66,7 +66,7 @@ def test_non_ascii_digits_are_refused_by_import_lm_eval(cli, tmp_path):
     src.write_text(json.dumps(mc("٣", "-1.0"), ensure_ascii=False) + "\n", encoding="utf-8")
     r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", tmp_path / "pkg", "--no-hash-check")
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field target: target '٣' is neither an option index "
-                                  f"nor an option's text\n")
+                                  f"nor an option's text (--on-bad-row record imports it ungraded)\n")
     src.write_text(json.dumps(mc("3", "-١.0"), ensure_ascii=False) + "\n", encoding="utf-8")
     r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", tmp_path / "pkg", "--no-hash-check")
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field filtered_resps: expected a log-likelihood, "

@@ -171,8 +171,9 @@ def import_group() -> None:
 
 _ON_BAD_ROW = click.option(
     "--on-bad-row", type=click.Choice(["refuse", "record"]), default="refuse", show_default=True,
-    help="A record whose own fields disagree (gold `answer` vs `answer_index`): refuse the import, or record "
-         "it as ungraded with status bad_input and its reason (listed in the output and the provenance).")
+    help="A record whose own fields disagree (MMLU-Pro: gold `answer` vs `answer_index`; lm-eval: a target that "
+         "names no option): refuse the import, or record it as ungraded with status bad_input and its reason "
+         "(listed in the output and the provenance).")
 
 
 @import_group.command("mmlu-pro")
@@ -251,10 +252,11 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: 
                                     "or the chosen option.")
 @click.option("--metric", metavar="NAME", help="With --recorded: the logged metric that is the verdict "
                                                "(default: --choice-by for multiple choice, else the first logged).")
+@_ON_BAD_ROW
 @_common
 def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: str, filter_name: str | None,
                    no_hash_check: bool, choice_by: str, target_delimiter: str, recorded: Path | None,
-                   metric: str | None, out: Path, model: str | None, provenance: Path | None,
+                   metric: str | None, on_bad_row: str, out: Path, model: str | None, provenance: Path | None,
                    package_id: str | None, use_gzip: bool, force: bool) -> int:
     """lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl), or a whole output DIR.
 
@@ -275,7 +277,8 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
         return _import_lm_eval_dir(src, benchmark=benchmark, items_out=items_out, item_id=item_id,
                                    filter_name=filter_name, no_hash_check=no_hash_check, choice_by=choice_by,
                                    target_delimiter=target_delimiter, recorded=recorded, out=out, model=model,
-                                   provenance=provenance, package_id=package_id, use_gzip=use_gzip, force=force)
+                                   provenance=provenance, package_id=package_id, use_gzip=use_gzip, force=force,
+                                   on_bad_row=on_bad_row)
     if benchmark is None:
         raise click.UsageError("--benchmark is required for a samples file")
     _check_format([src], "lm-eval")
@@ -284,7 +287,7 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
     _check_recorded(recorded, force)
     base = load_provenance(provenance) if provenance else None
     imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=not no_hash_check,
-                         choice_by=choice_by, target_delimiter=target_delimiter)
+                         choice_by=choice_by, target_delimiter=target_delimiter, on_bad_row=on_bad_row)
     recorded_imp = imp.reader()
     outputs = lm_eval_outputs(imp, out, benchmark=benchmark, items_out=items_out, gzip=use_gzip, model=model,
                               provenance=base, package_id=package_id)
@@ -303,7 +306,7 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
                                   package_path=rel)
     with _collapsed_problems():
         manifests, header = _write_all(outputs, force, recorded, write)
-        _report(manifests, [o.out for o in outputs])
+        _report(manifests, [o.out for o in outputs], imp.bad_rows)
     if recorded is not None:
         _report_recorded(recorded, header, benchmark, f" ({used})")
     return 0
@@ -312,7 +315,7 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
 def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | None, item_id: str,
                         filter_name: str | None, no_hash_check: bool, choice_by: str, target_delimiter: str,
                         recorded: Path | None, out: Path, model: str | None, provenance: Path | None,
-                        package_id: str | None, use_gzip: bool, force: bool) -> int:
+                        package_id: str | None, use_gzip: bool, force: bool, on_bad_row: str) -> int:
     import shutil
 
     from audit.errors import AuditError
@@ -327,7 +330,8 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
     base = load_provenance(provenance) if provenance else None
     outputs, runs = dir_outputs(src, out, benchmark=benchmark, item_id=item_id, filter_name=filter_name,
                                 verify_hashes=not no_hash_check, choice_by=choice_by,
-                                target_delimiter=target_delimiter, gzip=use_gzip, model=model, provenance=base)
+                                target_delimiter=target_delimiter, gzip=use_gzip, model=model, provenance=base,
+                                on_bad_row=on_bad_row)
     made: list[Path] = []  # folders made for the packages: removed again if any package fails
     for o in outputs:
         for d in reversed([o.out.parent, *o.out.parent.parents]):
@@ -343,7 +347,7 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
         raise
     mismatches = 0
     for m, o, run in zip(manifests, outputs, runs):
-        _report([m], [o.out])
+        _report([m], [o.out], run.bad_rows)
         if run.results is None:
             click.echo("  not checked: no results file of this run beside its samples")
         else:

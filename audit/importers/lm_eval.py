@@ -80,6 +80,8 @@ class Choice:
     greedy: list[bool]
     gold: int
     chosen: int
+    bad: str | None = None
+    """Why the logged target names no option (then `gold` is -1), under `--on-bad-row record`."""
 
     @property
     def letter(self) -> str:
@@ -110,8 +112,10 @@ def _pair(value: Any, where: str) -> tuple[float, bool]:
     return number, greedy in ("True", True)
 
 
-def read_choice(obj: dict[str, Any], choice_by: str, delimiter: str) -> Choice:
-    """The options, gold and chosen option of a multiple_choice record (RecordError when it is not one)."""
+def read_choice(obj: dict[str, Any], choice_by: str, delimiter: str, lenient_gold: bool = False) -> Choice:
+    """The options, gold and chosen option of a multiple_choice record (RecordError when it is not one).
+
+    With `lenient_gold`, a target that names no option leaves `gold` -1 and the reason in `bad`."""
     reqs = _requests(obj.get("arguments"))
     if reqs is None or not reqs or not all(len(r) >= 2 and isinstance(r[0], str) and isinstance(r[1], str)
                                            for r in reqs):
@@ -148,7 +152,13 @@ def read_choice(obj: dict[str, Any], choice_by: str, delimiter: str) -> Choice:
             raise RecordError("arguments", f"an empty option: {choice_by} divides by its length")
         scores = [ll / size for ll, size in zip(lls, sizes)]
     chosen = max(range(n), key=scores.__getitem__)  # the first of equal scores, as numpy's argmax
-    return Choice(options, lls, [g for _, g in pairs], _gold(obj.get("target"), options), chosen)
+    try:
+        gold, bad = _gold(obj.get("target"), options), None
+    except RecordError as e:
+        if not lenient_gold or not isinstance(obj.get("target"), str):
+            raise
+        gold, bad = -1, str(e)
+    return Choice(options, lls, [g for _, g in pairs], gold, chosen, bad)
 
 
 def _gold(target: Any, options: list[str]) -> int:
@@ -202,11 +212,14 @@ class LmEvalImport:
     responses: int = 0
     embedded_task: str | None = None
     """Read the records a results file embeds under `samples.<task>` instead of a samples file's lines."""
+    on_bad_row: str = "refuse"
+    """`record`: a multiple-choice record whose target names no option is kept ungraded (status bad_input)."""
+    bad_rows: list[dict[str, Any]] = field(default_factory=list)
 
     def reader(self) -> LmEvalImport:
         """Another reader of the same file (hashed once), with counts of its own; taken before this one reads."""
         return LmEvalImport(self.src, self.item_id, self.filter, self.verify_hashes, self.choice_by,
-                            self.target_delimiter, embedded_task=self.embedded_task)
+                            self.target_delimiter, embedded_task=self.embedded_task, on_bad_row=self.on_bad_row)
 
     @property
     def parquet(self) -> bool:
@@ -252,9 +265,11 @@ class LmEvalImport:
         choice = None
         if not (len(resps) == 1 and all(isinstance(t, str) for t in resps[0])):
             try:
-                choice = read_choice(obj, self.choice_by, self.target_delimiter)
+                choice = read_choice(obj, self.choice_by, self.target_delimiter, self.on_bad_row == "record")
             except RecordError as e:
-                return None, None, SourceRow(label, row, None, str(e), e.field)
+                hint = " (--on-bad-row record imports it ungraded)" if e.field == "target" and isinstance(
+                    obj.get("target"), str) else ""
+                return None, None, SourceRow(label, row, None, str(e) + hint, e.field)
         if self.verify_hashes:
             for problem in self._hash_problems(obj):
                 return None, None, SourceRow(label, row, None, problem[1], problem[0])
@@ -298,6 +313,10 @@ class LmEvalImport:
                                          "loglikelihoods": choice.lls, "is_greedy": choice.greedy}
                 if scores:
                     extra["metrics"] = scores
+                if choice.bad is not None:
+                    extra["bad_input"] = choice.bad
+                    self.bad_rows.append({"item_id": item_id, "file": Path(rec.label).name, "row": rec.row,
+                                          "reason": choice.bad})
                 row: dict[str, Any] = {"item_id": item_id, "sample": 0, "response": choice.letter, "extra": extra}
                 if isinstance(obj.get("prompt_hash"), str):
                     row["prompt_sha256"] = obj["prompt_hash"]
@@ -344,9 +363,13 @@ class LmEvalImport:
                 continue
             self.docs += 1
             if choice is not None:
-                yield SourceRow(rec.label, rec.row, {"item_id": item_id, "reference": choice.gold_letter,
-                                                     "choices": choice.options,
-                                                     "extra": {"doc_id": obj["doc_id"], "target": obj["target"]}})
+                extra = {"doc_id": obj["doc_id"], "target": obj["target"]}
+                if choice.bad is not None:  # graded as ungraded (bad_input): the reference is never compared
+                    extra["bad_input"] = f"{choice.bad} ({Path(rec.label).name} row {rec.row})"
+                yield SourceRow(rec.label, rec.row, {"item_id": item_id,
+                                                     "reference": choice.gold_letter if choice.bad is None
+                                                     else obj["target"], "choices": choice.options,
+                                                     "extra": extra})
                 continue
             yield SourceRow(rec.label, rec.row, {"item_id": item_id, "reference": obj["target"],
                                                  "extra": {"doc_id": obj["doc_id"]}})
@@ -383,7 +406,12 @@ class LmEvalImport:
                     raise AuditError(f"metric {used} does not score a chosen option (give --metric one of "
                                      f"{', '.join(CHOICE_RULES)})", path=rec.label, row=rec.row, field=used)
                 if used != self.choice_by:  # the recorded answer is the option that metric's rule chose
-                    choice = read_choice(obj, used, self.target_delimiter)
+                    choice = read_choice(obj, used, self.target_delimiter, self.on_bad_row == "record")
+                if choice.bad is not None:
+                    rows.append({"item_id": item_id, "sample": 0, "answer": choice.letter, "verdict": "ungraded",
+                                 "status": "bad_input", "reference": obj.get("target"),
+                                 "reason": f"{choice.bad} ({Path(rec.label).name} row {rec.row})"})
+                    continue
                 answer, reference, status = choice.letter, choice.gold_letter, None
             else:
                 filtered = obj.get("filtered_resps")
@@ -416,6 +444,10 @@ class LmEvalImport:
             "hashes_verified": (["prompt_hash", "target_hash"] if self.parquet else True) if self.verify_hashes
             else False,
         }
+        if self.on_bad_row != "refuse":
+            config["on_bad_row"] = self.on_bad_row
+        if self.bad_rows:
+            config["bad_input"] = [dict(b) for b in self.bad_rows]
         if self.output_types.get("multiple_choice"):
             # The chosen option is the response: how it was chosen decides every verdict.
             config["output_types"] = dict(sorted(self.output_types.items()))
@@ -487,7 +519,7 @@ def hf_records(path: Path) -> Iterator[Record]:
 
 def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str | None = None,
                    verify_hashes: bool = True, choice_by: str = "acc", target_delimiter: str = " ",
-                   embedded_task: str | None = None) -> LmEvalImport:
+                   embedded_task: str | None = None, on_bad_row: str = "refuse") -> LmEvalImport:
     """A samples file opened for reading (its rows are read when the packages are written); with
     `embedded_task`, the results file `src` whose `samples.<task>` holds the records."""
     if choice_by not in CHOICE_RULES:
@@ -497,8 +529,10 @@ def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str
         expr = Expr(item_id)
     except ValueError as e:
         raise AuditError(f"--item-id: {e}") from None
+    if on_bad_row not in ("refuse", "record"):
+        raise AuditError(f"--on-bad-row must be refuse or record, got {on_bad_row!r}")
     return LmEvalImport(f, expr, filter_name, verify_hashes, choice_by, target_delimiter,
-                        embedded_task=embedded_task)
+                        embedded_task=embedded_task, on_bad_row=on_bad_row)
 
 
 def lm_eval_outputs(imp: LmEvalImport, out: Path, *, benchmark: str, items_out: Path | None = None,

@@ -53,6 +53,8 @@ class TaskRun:
     results: Path | None = None
     embedded: bool = False
     checks: list[dict[str, Any]] = field(default_factory=list)
+    bad_rows: list[dict[str, Any]] = field(default_factory=list)
+    """Records kept as bad_input (`--on-bad-row record`), filled while the package is written."""
 
     @property
     def source(self) -> Path:
@@ -221,7 +223,7 @@ def describe(check: dict[str, Any]) -> str:
 
 def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, filter_name: str | None,
                 verify_hashes: bool, choice_by: str, target_delimiter: str, gzip: bool, model: str | None,
-                provenance: Provenance | None) -> tuple[list[Output], list[TaskRun]]:
+                provenance: Provenance | None, on_bad_row: str = "refuse") -> tuple[list[Output], list[TaskRun]]:
     """One output per task run under `root`, each with its cross-check done (read once before writing)."""
     runs = discover(root)
     seen: dict[tuple[str, str], int] = {}
@@ -236,7 +238,8 @@ def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, f
                                  path=str(run.samples))
         imp = lm_eval_import(run.source, item_id=item_id, filter_name=filter_name, verify_hashes=verify_hashes,
                              choice_by=choice_by, target_delimiter=target_delimiter,
-                             embedded_task=run.task if run.embedded else None)
+                             embedded_task=run.task if run.embedded else None, on_bad_row=on_bad_row)
+        run.bad_rows = imp.bad_rows  # the same list: the responses reader fills it
         run.checks = cross_check(run, imp.reader())
         name = run.task if seen[(run.folder, run.task)] == 1 else f"{run.task}_{run.stamp}"
         dest = out / run.folder / name if run.folder != "." else out / name
