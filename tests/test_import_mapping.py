@@ -53,7 +53,7 @@ def test_import_mmlu_pro_reads_one_run_of_a_multi_run_file_then_grades(cli, here
 def test_mapping_refusals_are_one_line(cli, here):
     src = shared_path(SAMPLE)
     r = cli("import", "verdicts", src, "--benchmark", "b", "-o", "v.json", "--map", "verdikt=source_correct")
-    assert (r.code, r.err) == (2, "audit: error: --map verdikt: not a field this importer reads (fields: item_id, "
+    assert (r.code, r.err) == (2, "audit: error: --map verdikt: not a field this command reads (fields: item_id, "
                                   "sample, answer, correct, verdict, status, reason, reference, subject)\n")
     r = cli("import", "verdicts", src, "--benchmark", "b", "-o", "v.json", "--where", "runid=x",
             "--map", "item_id=question_id")
@@ -82,3 +82,21 @@ def test_the_hint_of_import_verdicts_names_commands_that_write_verdict_files(cli
                                   f"file (doc_id, doc, resps); its run's own verdicts: `audit import lm-eval {gsm8k} "
                                   f"--benchmark NAME -o PACKAGE --recorded OUT.json` (writes the responses package "
                                   f"and the verdict file)\n")
+
+
+def test_extract_and_judge_take_the_same_options(cli, here):
+    src = shared_path(SAMPLE)
+    r = cli("extract", "--extractor", "mmlu_pro.official@f418b11", src, *GPT4O, "--map", "item_id=q{question_id}")
+    assert r.code == 0, r.err
+    rows = [json.loads(line) for line in r.out.splitlines()]
+    assert len(rows) == 1000 and rows[0]["item_id"] == "q84"
+    assert r.err.endswith(": 993 answers from 1000 rows\n")
+    # The run's own letters against its gold: 750 correct, the figure of the data's README.
+    r = cli("judge", src, "--grader", "choice", *GPT4O, "--map", "id=question_id", "--map", "answer=source_pred",
+            "--map", "reference=gold_answer")
+    assert r.code == 0, r.err
+    judged = [json.loads(line) for line in r.out.splitlines()]
+    assert len(judged) == 1000 and sum(j["correct"] is True for j in judged) == 750
+    r = cli("judge", src, "--grader", "choice", "--map", "idd=question_id")
+    assert (r.code, r.err) == (2, "audit: error: --map idd: not a field this command reads (fields: id, answer, "
+                                  "reference, num_choices)\n")

@@ -32,13 +32,17 @@ def _common(f):
     return f
 
 
-def _mapping(f):
-    """`--map` and `--where`, as `import table` has them, for importers that read fixed field names."""
+def mapping_options(f):
+    """`--map` and `--where`, as `import table` has them, for commands that read fixed field names (the
+    importers, `audit extract`, `audit judge`)."""
     f = click.option("--where", multiple=True, metavar="COL=VALUE",
                      help="Keep records whose COL equals VALUE (COL!=VALUE: differs); repeat a column for any-of "
                           "(one run of a file holding several).")(f)
     return click.option("--map", "maps", multiple=True, metavar="FIELD=EXPR",
                         help="Read FIELD from another column, or a template like 'q{question_id}'.")(f)
+
+
+_mapping = mapping_options
 
 
 def _record_map(maps: tuple[str, ...], where: tuple[str, ...], fields: tuple[str, ...]) -> Any:

@@ -251,7 +251,7 @@ class RecordMap:
         for text in maps:
             name, expr, _ = split_assignment("--map", text)
             if fields is not None and name not in fields:
-                raise AuditError(f"--map {name}: not a field this importer reads (fields: {', '.join(fields)})")
+                raise AuditError(f"--map {name}: not a field this command reads (fields: {', '.join(fields)})")
             if name in mapped:
                 raise AuditError(f"--map {name}: given twice")
             try:
@@ -284,3 +284,18 @@ class RecordMap:
     def as_json(self) -> dict[str, Any]:
         return {"map": {k: e.text for k, e in self.maps},
                 "where": [f"{c}{'!=' if neg else '='}{v}" for c, v, neg in self.where]}
+
+
+def mapped_rows(rows: Any, rmap: RecordMap | None, keep: Sequence[str] | None = None) -> Any:
+    """`rows` (SourceRow-like: path, row, obj, error) selected and mapped by `rmap`; with `keep`, only those
+    fields stay (a command that refuses unknown fields reads the mapped record, not the source's columns)."""
+    for src in rows:
+        if not rmap or src.obj is None or src.error:
+            yield src
+            continue
+        if not rmap.selected(src.obj, src.path, src.row):
+            continue
+        obj = rmap.apply(src.obj, src.path, src.row)
+        if keep is not None:
+            obj = {k: obj[k] for k in keep if k in obj}
+        yield type(src)(src.path, src.row, obj)
