@@ -111,3 +111,12 @@ def test_refusals(cli, here, logs):
     r = cli("import", "inspect", bad, "-o", "pkg")
     assert r.code == 2 and r.err.startswith(f"audit: error: {bad}: not a readable inspect_ai log: ")
     assert r.err.count("\n") == 1 and not (here / "pkg").exists()
+
+
+def test_a_log_given_to_another_importer_names_import_inspect(cli, here, logs):
+    for fmt in ("eval", "json"):
+        for args in (("table", logs[fmt], "--kind", "responses"), ("lm-eval", logs[fmt], "--benchmark", "b")):
+            r = cli("import", *args, "-o", "out")
+            assert (r.code, r.err) == (2, f"audit: error: {logs[fmt]}: this looks like an inspect_ai evaluation log "
+                                          f"(samples, scores, model); use `audit import inspect {logs[fmt]} -o OUT "
+                                          f"[--recorded RECORDED.json]`\n"), args
