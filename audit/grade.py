@@ -81,6 +81,8 @@ class ItemInfo:
     reference: str
     options: int | None
     subject: str | None = None
+    bad_input: str | None = None
+    """Why the item's own record is inconsistent (an import's `--on-bad-row record`): never graded."""
 
 
 def _reference(item: ItemRow, field_name: str, where: str) -> str:
@@ -102,8 +104,9 @@ def load_items(pkg: Package, reference_field: str) -> dict[str, ItemInfo]:
             # Unique within each file is checked on validation; across the files of one package, here.
             raise AuditError(f"item {item.item_id!r} appears in more than one items file", path=str(pkg.source),
                              field="item_id")
+        bad = item.extra.get("bad_input")
         items[item.item_id] = ItemInfo(_reference(item, reference_field, str(pkg.source)), item.option_count(),
-                                       item.subject)
+                                       item.subject, bad if isinstance(bad, str) else None)
     return items
 
 
@@ -172,6 +175,8 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, judgment
     """(verdict, status, reason, detail) for one row: the grader's judgment under the run's policies."""
     if item_id in excluded_ids:
         return "ungraded", "excluded", "excluded by policy (--policy exclude=...)", {}
+    if item.bad_input is not None:
+        return "ungraded", "bad_input", f"the item's source record is inconsistent: {item.bad_input}", {}
     if meta is None:
         return "ungraded", "missing", f"no response for this item in sample {sample}", {}
     if meta.excluded is not None:

@@ -102,7 +102,9 @@ def build_package(out: str | os.PathLike[str], *, kind: str, tables: list[Table]
                         seen[key] = f"row {src.row}"
                     if not file_problems:
                         sink.write(rec)
-            problems += file_problems
+            # Tables read from one source (responses and the items their records carry) name a bad record once.
+            said = {(p.path, p.row, p.field, p.message) for p in problems}
+            problems += [p for p in file_problems if (p.path, p.row, p.field, p.message) not in said]
         if problems:
             raise RowsRejected(str(out), problems)
         if deferred is not None:

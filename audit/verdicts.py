@@ -47,6 +47,7 @@ ROW_STATUSES = (
     "error",
     "excluded",
     "missing",
+    "bad_input",
 )
 """Why a row got its verdict. `correct`/`incorrect` are plain gradings; the rest name a
 special case, and the verdict says how it counts under the run's policies."""

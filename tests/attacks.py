@@ -124,6 +124,12 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "issue", "succeeded"),
     ("salt.file-mode", "a --salt-file readable by group or others (0644, 0640, 0604)", "issue", "succeeded"),
     ("salt.reuse-links", "one salt reused: two releases with identical hashed ids", "issue", "succeeded"),
+    # ---- round 3 (import)
+    ("import.superscript-crash", "`import verdicts` sample \"²\" crashing with a traceback", "issue", "succeeded"),
+    ("import.unicode-digits", "non-ASCII digits (\"٣\", \"３\") read as numbers by an importer", "issue",
+     "succeeded"),
+    ("import.package-path", "`import verdicts --package P` recording P relative to the working folder", "issue",
+     "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -110,7 +110,7 @@ def test_generate_until_samples(cli, runs, tmp_path):
     r = cli("import", "lm-eval", src, "-o", out, "--benchmark", "mmlu_pro", "--items-out", items,
             "--item-id", "{doc[question_id]}", "--model", "meta-llama/Llama-3.1-8B-Instruct")
     assert r.code == 0, r.err
-    assert [line.split(" package ")[1].split(", ")[1] for line in r.out.splitlines()] == ["1000 rows", "1000 rows"]
+    assert [line.split(" package ")[1].split(", ")[1] for line in r.out.splitlines()] == ["1000 rows and 1000 items", "1000 rows"]
     assert cli("validate", out).code == 0 and cli("validate", items).code == 0
 
     rows = _rows(out)
@@ -198,7 +198,7 @@ def test_refusals_name_file_row_and_field(cli, runs, tmp_path):
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field item_id: --item-id: template '{{doc[qid]}}': "
                                   f"missing key 'qid'\n")
     r = cli("import", "lm-eval", src, "-o", tmp_path / "pkg2")
-    assert r.code == 2 and r.err == "audit: error: Missing option '--benchmark'.\n"
+    assert r.code == 2 and r.err == "audit: error: --benchmark is required for a samples file\n"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 

@@ -59,7 +59,7 @@ def test_arc_easy_chosen_options_are_imported_and_regraded_as_the_harness_scored
             "--recorded", "recorded.json")
     assert (r.code, r.err) == (0, "")
     ids = [json.loads((here / p / "manifest.json").read_text())["package_id"] for p in ("arc", "arc-items")]
-    assert r.out == (f"wrote arc: responses package {ids[0]}, 5 rows\n"
+    assert r.out == (f"wrote arc: responses package {ids[0]}, 5 rows and 5 items\n"
                      f"wrote arc-items: items package {ids[1]}, 5 rows\n"
                      f"wrote recorded.json: arc_easy, 5 items x 1 samples, recorded accuracy 20.00% (1/5) (acc)\n")
     records = _records(ARC)
@@ -141,9 +141,11 @@ def _mc(doc_id: int, contexts: list[str], options: list[str], lls: list[str], ta
     (_mc(0, ["c"], ["x"], ["-1.0"], "0"),
      "field resps: one loglikelihood request: the task scores a continuation, it chooses no option"),
     (_mc(0, ["c", "c"], ["1", "2"], ["-1.0", "-2.0"], "1"),
-     "field target: target '1' is ambiguous: an option index and another option's text"),
+     "field target: target '1' is ambiguous: an option index and another option's text (--on-bad-row record "
+     "imports it ungraded)"),
     (_mc(0, ["c", "c"], ["yes", "no"], ["-1.0", "-2.0"], "maybe"),
-     "field target: target 'maybe' is neither an option index nor an option's text"),
+     "field target: target 'maybe' is neither an option index nor an option's text (--on-bad-row record "
+     "imports it ungraded)"),
     (_mc(0, ["c", "c"], ["yes", "no"], ["-1.0", "nan"], "0"), "field filtered_resps: expected a log-likelihood, "
                                                                "got 'nan'"),
 ])
@@ -219,3 +221,22 @@ def test_recorded_answer_is_the_option_the_metrics_rule_chose(cli, here):
             "--metric", "exact_match")
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field exact_match: metric exact_match does not score "
                                   f"a chosen option (give --metric one of acc, acc_norm, acc_bytes)\n")
+
+
+def test_a_target_that_names_no_option_is_recorded_as_bad_input(cli, here):
+    good = _mc(0, ["c", "c"], ["yes", "no"], ["-1.0", "-2.0"], "0")
+    bad = _mc(1, ["c", "c"], ["yes", "no"], ["-1.0", "-2.0"], "maybe")
+    src = here / "samples_x.jsonl"
+    src.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", "pkg", "--no-hash-check", "--on-bad-row", "record",
+            "--recorded", "recorded.json")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[1] == ("  recorded ungraded (bad_input): samples_x.jsonl: row 2: item 1: target 'maybe' "
+                                     "is neither an option index nor an option's text")
+    assert r.out.splitlines()[2] == ("wrote recorded.json: x, 2 items x 1 samples, recorded accuracy 50.00% (1/2) "
+                                     "(acc)")
+    r = cli("grade", "pkg", "--benchmark", "selected_choice", "-o", "g.json")
+    assert r.code == 0, r.err
+    assert "statuses: bad_input=1, correct=1" in r.out
+    rows = {x["item_id"]: x for x in json.loads((here / "g.json").read_text())["items"]}
+    assert (rows["1"]["verdict"], rows["1"]["status"]) == ("ungraded", "bad_input")

@@ -77,7 +77,7 @@ def _check_import(cli, records, srcs, tmp_path, field):
     assert r.code == 0, r.err
     assert r.out.splitlines() == [
         f"wrote {out}: responses package {json.loads((out / 'manifest.json').read_text())['package_id']}, "
-        f"{len(records)} rows",
+        f"{len(records)} rows and {len(records)} items",
         f"wrote {items}: items package {json.loads((items / 'manifest.json').read_text())['package_id']}, "
         f"{len(records)} rows",
     ]
@@ -142,7 +142,7 @@ def test_jsonl_records_and_gzip_output(cli, sample_and_questions, tmp_path):
     out = tmp_path / "pkg"
     r = cli("import", "mmlu-pro", src, "-o", out, "--gzip")
     assert r.code == 0, r.err
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "responses.jsonl.gz"]
+    assert sorted(p.name for p in out.iterdir()) == ["items.jsonl.gz", "manifest.json", "responses.jsonl.gz"]
     assert cli("validate", out).code == 0
 
 
@@ -154,8 +154,12 @@ def test_bad_record_stops_both_outputs(cli, sample_and_questions, tmp_path):
     src.write_text(json.dumps(records), encoding="utf-8")
     out, items = tmp_path / "responses", tmp_path / "items"
     r = cli("import", "mmlu-pro", src, "-o", out, "--items-out", items)
+    a = records[3]
+    mismatch = (f"audit: error: {src}: row 4: field answer_index: answer {a['answer']!r} does not match answer_index "
+                f"{a['answer_index']} (--on-bad-row record imports it ungraded)\n")
     assert r.code == 2
-    assert r.err == f"audit: error: {src}: row 8: field question_id: missing required field\n"
+    # The package holds the items, so the inconsistent row 4 is found too; row 8 is said once for both tables.
+    assert r.err == f"audit: error: {src}: row 8: field question_id: missing required field\n" + mismatch
     assert r.out == ""
     assert sorted(p.name for p in tmp_path.iterdir()) == ["law_result.json"]
 
@@ -163,9 +167,7 @@ def test_bad_record_stops_both_outputs(cli, sample_and_questions, tmp_path):
     del records[7]
     src.write_text(json.dumps(records), encoding="utf-8")
     r = cli("import", "mmlu-pro", src, "-o", out, "--items-out", items)
-    a = records[3]
-    assert (r.code, r.err) == (2, f"audit: error: {src}: row 4: field answer_index: answer {a['answer']!r} does not "
-                                  f"match answer_index {a['answer_index']}\n")
+    assert (r.code, r.err) == (2, mismatch)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["law_result.json"]
 
 

@@ -33,7 +33,7 @@ def test_recorded_verdicts_in_one_step_then_diff(cli, run, tmp_path, monkeypatch
     r = cli("import", "mmlu-pro", *srcs, "-o", "responses", "--items-out", "items", "--recorded", "recorded.json")
     assert (r.code, r.err) == (0, "")
     ids = [json.loads((tmp_path / p / "manifest.json").read_text())["package_id"] for p in ("responses", "items")]
-    assert r.out == (f"wrote responses: responses package {ids[0]}, 1000 rows\n"
+    assert r.out == (f"wrote responses: responses package {ids[0]}, 1000 rows and 1000 items\n"
                      f"wrote items: items package {ids[1]}, 1000 rows\n"
                      f"wrote recorded.json: mmlu_pro, 1000 items x 1 samples, recorded accuracy 75.00% (750/1000); "
                      f"47 without a pred counted wrong\n")

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from audit.cli import cli
+from audit.cli.import_cmd import mapping_options
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import dumps, jsonl_source
 
@@ -53,11 +54,17 @@ def _kind(value: Any) -> str:
     return {"list": "an array", "dict": "an object"}.get(type(value).__name__, type(value).__name__)
 
 
-def _check_file(path: Path) -> int:
+def _source(path: Path, rmap: Any = None) -> Any:
+    from audit.importers.mapping import mapped_rows
+
+    return mapped_rows(jsonl_source(path), rmap)
+
+
+def _check_file(path: Path, rmap: Any = None) -> int:
     """Validate every row first, so that a bad row leaves stdout empty. Returns the row count."""
     problems: list[Problem] = []
     rows = 0
-    for src in jsonl_source(path):
+    for src in _source(path, rmap):
         rows += 1
         if src.error:
             problems.append(Problem(src.path, src.error, src.row))
@@ -75,7 +82,8 @@ def _check_file(path: Path) -> int:
 @click.option("--extractor", "spec", required=True, metavar="NAME[@VERSION]",
               help="Registered extractor (see `audit extractors`); without @VERSION, its latest version.")
 @click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
-def extract_cmd(spec: str, file: Path) -> int:
+@mapping_options
+def extract_cmd(spec: str, file: Path, maps: tuple[str, ...], where: tuple[str, ...]) -> int:
     """Extract an answer from each response of FILE.jsonl; write JSONL to stdout.
 
     Input rows: {item_id, sample, response, finish_reason?}; other fields are ignored.
@@ -84,17 +92,19 @@ def extract_cmd(spec: str, file: Path) -> int:
     found, `rule` names the step that fired (or why none did) and `span` gives
     [start, end) character offsets of the evidence in the response, or null.
     Every row is checked before anything is written. The extractor's name@version
-    and fingerprint are printed to stderr.
+    and fingerprint are printed to stderr. --map and --where read rows written another way.
     """
+    from audit.importers.mapping import RecordMap
     from audit.specs import lookup
 
     ex = lookup("extractor", spec)
     if not file.is_file():
         raise AuditError("no such file", path=str(file))
-    n = _check_file(file)
+    rmap = RecordMap.parse(maps, where, fields=("item_id", "sample", "response", "finish_reason"))
+    n = _check_file(file, rmap)
     out = sys.stdout
     found = 0
-    for src in jsonl_source(file):
+    for src in _source(file, rmap):
         obj = src.obj
         got = ex.extract(obj["response"], finish_reason=obj.get("finish_reason"))
         found += got.answer is not None

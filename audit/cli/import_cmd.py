@@ -32,6 +32,25 @@ def _common(f):
     return f
 
 
+def mapping_options(f):
+    """`--map` and `--where`, as `import table` has them, for commands that read fixed field names (the
+    importers, `audit extract`, `audit judge`)."""
+    f = click.option("--where", multiple=True, metavar="COL=VALUE",
+                     help="Keep records whose COL equals VALUE (COL!=VALUE: differs); repeat a column for any-of "
+                          "(one run of a file holding several).")(f)
+    return click.option("--map", "maps", multiple=True, metavar="FIELD=EXPR",
+                        help="Read FIELD from another column, or a template like 'q{question_id}'.")(f)
+
+
+_mapping = mapping_options
+
+
+def _record_map(maps: tuple[str, ...], where: tuple[str, ...], fields: tuple[str, ...]) -> Any:
+    from audit.importers.mapping import RecordMap
+
+    return RecordMap.parse(maps, where, fields=fields)
+
+
 def _check_format(srcs: tuple[Path, ...] | list[Path], importer: str) -> None:
     """Refuse, in one line, a file that another command reads (an lm-eval file given to mmlu-pro, a verdict file
     given to table, ...), naming what it looks like and the command to use."""
@@ -134,10 +153,15 @@ _RECORDED_HELP = ("Also write the verdicts the run itself recorded as a verdict 
                   "`audit diff RECORDED.json REGRADED.json`.")
 
 
-def _report(manifests: list[Manifest], outs: list[Path]) -> None:
+def _report(manifests: list[Manifest], outs: list[Path], bad_rows: list[dict[str, Any]] | None = None) -> None:
     for m, out in zip(manifests, outs):
-        rows = sum(f.rows or 0 for f in m.files)
-        click.echo(f"wrote {out}: {m.kind} package {m.package_id}, {rows} rows")
+        main = "item_row.v1" if m.kind == "items" else "response_row.v1"
+        rows = sum(f.rows or 0 for f in m.files if f.schema_ == main)
+        items = sum(f.rows or 0 for f in m.files if f.schema_ == "item_row.v1") if main != "item_row.v1" else 0
+        note = f" and {items} items" if items else ""
+        click.echo(f"wrote {out}: {m.kind} package {m.package_id}, {rows} rows{note}")
+    for b in bad_rows or []:
+        click.echo(f"  recorded ungraded (bad_input): {b['file']}: row {b['row']}: item {b['item_id']}: {b['reason']}")
 
 
 @cli.group("import", context_settings={"help_option_names": ["-h", "--help"]})
@@ -149,37 +173,53 @@ def import_group() -> None:
     """
 
 
+_ON_BAD_ROW = click.option(
+    "--on-bad-row", type=click.Choice(["refuse", "record"]), default="refuse", show_default=True,
+    help="A record whose own fields disagree (MMLU-Pro: gold `answer` vs `answer_index`; lm-eval: a target that "
+         "names no option): refuse the import, or record it as ungraded with status bad_input and its reason "
+         "(listed in the output and the provenance).")
+
+
 @import_group.command("mmlu-pro")
 @click.argument("srcs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="SRC...")
 @click.option("--items-out", type=click.Path(path_type=Path), metavar="ITEMS_OUT",
-              help="Also write an items package: gold letter, options, category and question as stored.")
+              help="Also write the items as their own package (OUT holds them already): gold letter, options, "
+                   "category and question as stored.")
+@_ON_BAD_ROW
+@_mapping
 @click.option("--benchmark", default="mmlu_pro", show_default=True, metavar="NAME", help="Benchmark name.")
 @click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
               help=_RECORDED_HELP + " Each row: the upstream `pred` against the record's gold letter; a null pred "
                                     "is counted wrong (upstream scores an unreproducible random guess).")
 @_common
-def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: str, recorded: Path | None, out: Path,
-                    model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
-                    force: bool) -> int:
+def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: str, maps: tuple[str, ...],
+                    where: tuple[str, ...], benchmark: str, recorded: Path | None, out: Path, model: str | None,
+                    provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool) -> int:
     """TIGER-AI-Lab/MMLU-Pro result files: per-category `*_result.json`, the `eval_results/*.zip`
     files, or JSONL.
 
     One response per record (item_id = question_id); the model text comes from
     `model_outputs`, `response` or `generated_text`, and the upstream `pred` and
-    that field's name go to `extra`. With --recorded, the run's own verdicts too.
+    that field's name go to `extra`. OUT also holds the items (gold letter, options,
+    category), so `audit grade OUT --benchmark mmlu_pro` needs nothing else.
+    With --recorded, the run's own verdicts too.
     """
-    from audit.importers.mmlu_pro import mmlu_pro_files, mmlu_pro_outputs, recorded_rows
+    from audit.importers.mmlu_pro import FIELDS, mmlu_pro_files, mmlu_pro_outputs, recorded_rows
     from audit.importers.verdicts import write_recorded
 
-    _check_format(srcs, "mmlu-pro")
+    rmap = _record_map(maps, where, FIELDS)
+    if not rmap:
+        _check_format(srcs, "mmlu-pro")
     _check_recorded(recorded, force)
     base = load_provenance(provenance) if provenance else None
     files = mmlu_pro_files(list(srcs))
+    bad_rows: list[dict[str, Any]] = []
     outputs = mmlu_pro_outputs(files, out, items_out=items_out, gzip=use_gzip, benchmark=benchmark, model=model,
-                               provenance=base, package_id=package_id)
+                               provenance=base, package_id=package_id, on_bad_row=on_bad_row, bad_rows=bad_rows,
+                               rmap=rmap)
     write = None
     if recorded is not None:
-        rows, subjects, no_pred = recorded_rows(files)
+        rows, subjects, no_pred = recorded_rows(files, on_bad_row, rmap)
         source = "; ".join(f"{f.name} sha256:{f.sha256}" for f in files)
 
         def write(package: Path, rel: str) -> Any:
@@ -187,17 +227,19 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: s
                                   source=source, package=package, package_path=rel, subject_of=subjects)
     with _collapsed_problems():
         manifests, header = _write_all(outputs, force, recorded, write)
-        _report(manifests, [o.out for o in outputs])
+        _report(manifests, [o.out for o in outputs], bad_rows)
     if recorded is not None:
         _report_recorded(recorded, header, benchmark, f"; {no_pred} without a pred counted wrong" if no_pred else "")
     return 0
 
 
 @import_group.command("lm-eval")
-@click.argument("src", type=click.Path(path_type=Path), metavar="SAMPLES.jsonl")
-@click.option("--benchmark", required=True, metavar="NAME", help="Benchmark name, e.g. mmlu_pro.")
+@click.argument("src", type=click.Path(path_type=Path), metavar="SAMPLES.jsonl|DIR")
+@click.option("--benchmark", metavar="NAME", help="Benchmark name, e.g. mmlu_pro (required for a file; for a DIR "
+                                                   "each package is named after its task unless given).")
 @click.option("--items-out", type=click.Path(path_type=Path), metavar="ITEMS_OUT",
-              help="Also write an items package (reference = the logged target).")
+              help="Also write the items as their own package (OUT holds them already; reference = the logged "
+                   "target).")
 @click.option("--item-id", default="doc_id", show_default=True, metavar="EXPR",
               help="Item id: a record field or a template such as '{doc[question_id]}'.")
 @click.option("--filter", "filter_name", metavar="NAME",
@@ -214,29 +256,42 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, benchmark: s
                                     "or the chosen option.")
 @click.option("--metric", metavar="NAME", help="With --recorded: the logged metric that is the verdict "
                                                "(default: --choice-by for multiple choice, else the first logged).")
+@_ON_BAD_ROW
 @_common
 def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: str, filter_name: str | None,
                    no_hash_check: bool, choice_by: str, target_delimiter: str, recorded: Path | None,
-                   metric: str | None, out: Path, model: str | None, provenance: Path | None,
+                   metric: str | None, on_bad_row: str, out: Path, model: str | None, provenance: Path | None,
                    package_id: str | None, use_gzip: bool, force: bool) -> int:
-    """lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl).
+    """lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl), or a whole output DIR.
 
     generate_until samples: one response per entry of `resps`, repeats numbered as
     samples; the filtered answer and the metrics go to `extra`. multiple_choice
     (log-likelihood) samples: the option the harness chose (--choice-by) as its letter,
     every log-likelihood in `extra`; the items get the gold letter and the options.
     Grade them with `--benchmark selected_choice`. With --recorded, the harness's own verdicts too.
+
+    DIR (the harness's --output_path, per-model subfolders included): one package per task at
+    OUT/<folder>/<task>, each checked against its results_<date>.json (documents against
+    n-samples, each mean metric recomputed from the samples); a mismatch exits 1.
     """
     from audit.importers.lm_eval import lm_eval_import, lm_eval_outputs
     from audit.importers.verdicts import write_recorded
 
+    if src.is_dir():
+        return _import_lm_eval_dir(src, benchmark=benchmark, items_out=items_out, item_id=item_id,
+                                   filter_name=filter_name, no_hash_check=no_hash_check, choice_by=choice_by,
+                                   target_delimiter=target_delimiter, recorded=recorded, out=out, model=model,
+                                   provenance=provenance, package_id=package_id, use_gzip=use_gzip, force=force,
+                                   on_bad_row=on_bad_row)
+    if benchmark is None:
+        raise click.UsageError("--benchmark is required for a samples file")
     _check_format([src], "lm-eval")
     if metric is not None and recorded is None:
         raise click.UsageError("--metric needs --recorded")
     _check_recorded(recorded, force)
     base = load_provenance(provenance) if provenance else None
     imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=not no_hash_check,
-                         choice_by=choice_by, target_delimiter=target_delimiter)
+                         choice_by=choice_by, target_delimiter=target_delimiter, on_bad_row=on_bad_row)
     recorded_imp = imp.reader()
     outputs = lm_eval_outputs(imp, out, benchmark=benchmark, items_out=items_out, gzip=use_gzip, model=model,
                               provenance=base, package_id=package_id)
@@ -255,9 +310,105 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
                                   package_path=rel)
     with _collapsed_problems():
         manifests, header = _write_all(outputs, force, recorded, write)
-        _report(manifests, [o.out for o in outputs])
+        _report(manifests, [o.out for o in outputs], imp.bad_rows)
     if recorded is not None:
         _report_recorded(recorded, header, benchmark, f" ({used})")
+    return 0
+
+
+def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | None, item_id: str,
+                        filter_name: str | None, no_hash_check: bool, choice_by: str, target_delimiter: str,
+                        recorded: Path | None, out: Path, model: str | None, provenance: Path | None,
+                        package_id: str | None, use_gzip: bool, force: bool, on_bad_row: str) -> int:
+    import shutil
+
+    from audit.errors import AuditError
+    from audit.importers import write_outputs
+    from audit.importers.lm_eval_dir import describe, dir_outputs
+
+    for flag, value in (("--items-out", items_out), ("--recorded", recorded), ("--id", package_id)):
+        if value is not None:
+            raise click.UsageError(f"{flag} takes a samples file, not a folder (each task's package holds its items)")
+    if out.exists() and not force:
+        raise AuditError("already exists (use --force to replace it)", path=str(out))
+    base = load_provenance(provenance) if provenance else None
+    outputs, runs = dir_outputs(src, out, benchmark=benchmark, item_id=item_id, filter_name=filter_name,
+                                verify_hashes=not no_hash_check, choice_by=choice_by,
+                                target_delimiter=target_delimiter, gzip=use_gzip, model=model, provenance=base,
+                                on_bad_row=on_bad_row)
+    made: list[Path] = []  # folders made for the packages: removed again if any package fails
+    for o in outputs:
+        for d in reversed([o.out.parent, *o.out.parent.parents]):
+            if not d.exists():
+                d.mkdir()
+                made.append(d)
+    try:
+        with _collapsed_problems():
+            manifests = write_outputs(outputs, overwrite=force)
+    except BaseException:
+        for d in reversed(made):
+            shutil.rmtree(d, ignore_errors=True)
+        raise
+    mismatches = 0
+    for m, o, run in zip(manifests, outputs, runs):
+        _report([m], [o.out], run.bad_rows)
+        if run.results is None:
+            click.echo("  not checked: no results file of this run beside its samples")
+        else:
+            click.echo(f"  checked against {run.results.name}: " + "; ".join(describe(c) for c in run.checks))
+        mismatches += sum(c["ok"] is False for c in run.checks)
+    if mismatches:
+        click.echo(f"{mismatches} check(s) failed: the results file's figures do not come from these samples "
+                   f"(see MISMATCH above)", err=True)
+        return 1
+    return 0
+
+
+@import_group.command("inspect")
+@click.argument("src", type=click.Path(path_type=Path), metavar="LOG.eval|LOG.json")
+@click.option("--benchmark", metavar="NAME", help="Benchmark name recorded in the manifest (default: the task).")
+@click.option("--scorer", metavar="NAME", help="Which scorer's values are the recorded verdicts (default: the only one).")
+@click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
+              help=_RECORDED_HELP + " Each row: the scorer's value (C correct, I and N incorrect, P ungraded).")
+@_common
+def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorded: Path | None, out: Path,
+                   model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
+                   force: bool) -> int:
+    """inspect_ai evaluation logs (.eval or .json), read with inspect_ai's own reader (the `inspect` extra).
+
+    One response per sample and epoch (epoch 1 is sample 0), the items (target, choices, input) inside
+    the package; model, task, dataset and generation config in the provenance. The scorer's logged
+    accuracy is recomputed from the samples (a mismatch exits 1). With --recorded, the scorer's verdicts.
+    """
+    from audit.importers.inspect_ai import InspectImport, inspect_outputs, read_log
+    from audit.importers.lm_eval_dir import describe
+    from audit.importers.verdicts import write_recorded
+
+    _check_recorded(recorded, force)
+    base = load_provenance(provenance) if provenance else None
+    sf, log = read_log(src)
+    imp = InspectImport(sf, log, scorer)
+    checks = imp.cross_check()
+    outputs = inspect_outputs(imp, out, benchmark=benchmark, gzip=use_gzip, model=model, provenance=base,
+                              package_id=package_id)
+    write = None
+    bench = benchmark or log.eval.task
+    if recorded is not None:
+        rows = imp.recorded_rows()
+
+        def write(package: Path, rel: str) -> Any:
+            return write_recorded(recorded, rows, benchmark=bench, tool=f"inspect_ai ({imp.scorer})",
+                                  source=f"{sf.name} sha256:{sf.sha256}", package=package, package_path=rel)
+    with _collapsed_problems():
+        manifests, header = _write_all(outputs, force, recorded, write)
+        _report(manifests, [o.out for o in outputs])
+    click.echo("  checked against the log's results: " + "; ".join(
+        describe(c) if c["ok"] is not None else f"{c['what']}: not checked (the log reports none)" for c in checks))
+    if recorded is not None:
+        _report_recorded(recorded, header, bench, f" ({imp.scorer})")
+    if any(c["ok"] is False for c in checks):
+        click.echo("the log's figures do not come from its samples (see MISMATCH above)", err=True)
+        return 1
     return 0
 
 
@@ -321,20 +472,27 @@ def import_table(src: Path, kind: str, maps: tuple[str, ...], consts: tuple[str,
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, dir_okay=False), required=True,
               metavar="OUT.json", help="Verdict file to write.")
 @click.option("--force", is_flag=True, help="Overwrite OUT.json if it exists.")
-def import_verdicts_cmd(src: Path, benchmark: str, tool: str, package: Path | None, out: Path, force: bool) -> int:
+@_mapping
+def import_verdicts_cmd(src: Path, benchmark: str, tool: str, package: Path | None, out: Path, force: bool,
+                        maps: tuple[str, ...], where: tuple[str, ...]) -> int:
     """Per-item verdicts another tool recorded, as a verdict file for `audit diff`.
 
     TABLE rows: item_id, sample (default 0), answer, and correct (true/false/null) or verdict
-    (correct/incorrect/ungraded); optionally status, reason, reference. No extractor or grader
-    is named: they are unknown.
+    (correct/incorrect/ungraded); optionally status, reason, reference, subject; --map reads them
+    from other columns and --where picks one run. No extractor or grader is named: they are unknown.
     """
     from audit.errors import AuditError
-    from audit.importers.verdicts import import_verdicts
+    from audit.importers.detect import wrong_importer_for_verdicts
+    from audit.importers.verdicts import FIELDS, import_verdicts
 
     if out.exists() and not force:
         raise AuditError("already exists (use --force to overwrite)", path=str(out))
-    _check_format([src], "verdicts")
-    header = import_verdicts(src, out, benchmark=benchmark, tool=tool, package=package)
+    rmap = _record_map(maps, where, FIELDS)
+    if not rmap:
+        hint = wrong_importer_for_verdicts(src)
+        if hint is not None:
+            raise AuditError(hint, path=str(src))
+    header = import_verdicts(src, out, benchmark=benchmark, tool=tool, package=package, rmap=rmap)
     overall = next(f for f in header.summary.figures if f.name == "accuracy")
     click.echo(f"wrote {out}: {benchmark}, {header.summary.items} items x {header.summary.samples} samples, "
                f"recorded accuracy {100 * overall.value:.2f}% ({overall.correct}/{overall.total})")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from audit.cli import cli
+from audit.cli.import_cmd import mapping_options
 from audit.errors import AuditError
 from audit.jsonl import dumps, iter_raw_lines, open_binary, parse_object
 
@@ -16,8 +17,12 @@ if TYPE_CHECKING:
     from audit import graders
 
 
-def _load_rows(path: Path) -> list[dict[str, Any]]:
-    """Every row of FILE.jsonl checked before anything is graded: {id, answer, reference[, num_choices]}."""
+FIELDS = ("id", "answer", "reference", "num_choices")
+
+
+def _load_rows(path: Path, rmap: Any = None) -> list[dict[str, Any]]:
+    """Every row of FILE.jsonl checked before anything is graded: {id, answer, reference[, num_choices]}
+    (with `rmap`, `--map` / `--where`: the mapped fields of the selected rows)."""
     rows: list[dict[str, Any]] = []
     seen: dict[Any, int] = {}
     try:
@@ -32,6 +37,11 @@ def _load_rows(path: Path) -> list[dict[str, Any]]:
             obj, err = parse_object(raw.data)
             if err:
                 raise AuditError(err, **where)
+            if rmap:
+                if not rmap.selected(obj, str(path), raw.lineno):
+                    continue
+                mapped = rmap.apply(obj, str(path), raw.lineno)
+                obj = {k: mapped[k] for k in FIELDS if k in mapped}
             for name in ("id", "reference"):
                 if name not in obj:
                     raise AuditError("missing", field=name, **where)
@@ -83,8 +93,9 @@ def _as_obj(v: graders.Judgment) -> dict[str, Any]:
 @click.option("--budget", type=click.FloatRange(min=0.01), metavar="SECONDS",
               help="Per-item time budget (default: the grader's own, 5 s); an item over it is retried alone under "
                    "4x the budget, and over that too the judgment is timeout.")
+@mapping_options
 def judge(file: Path, grader_spec: str | None, cross_specs: str | None, workers: int | None,
-          budget: float | None) -> int:
+          budget: float | None, maps: tuple[str, ...], where: tuple[str, ...]) -> int:
     """Grade answer/reference pairs from FILE (JSONL rows {id, answer, reference[, num_choices]}).
 
     With --grader, prints one JSONL line per row: {id, correct, status, reason}, in input
@@ -92,14 +103,18 @@ def judge(file: Path, grader_spec: str | None, cross_specs: str | None, workers:
     {id, answer, reference, A: {correct, status, reason}, B: {...}}, then a count on stderr;
     exit 1 when any row differs, 0 when none. Every row is checked before grading: a bad row
     is one error line naming the file, line and field, with exit 2 and nothing printed.
+    --map and --where read rows written another way.
     """
+    from audit.importers.mapping import RecordMap
     from audit.specs import lookup
+
+    rmap = RecordMap.parse(maps, where, fields=FIELDS)
 
     if (grader_spec is None) == (cross_specs is None):
         raise click.UsageError("give exactly one of --grader NAME or --cross A,B")
     if grader_spec is not None:
         g = lookup("grader", grader_spec)
-        rows = _load_rows(file)
+        rows = _load_rows(file, rmap)
         for row, v in zip(rows, _judgments(g, rows, workers, budget), strict=True):
             click.echo(dumps({"id": row["id"], **_as_obj(v)}))
         return 0
@@ -109,7 +124,7 @@ def judge(file: Path, grader_spec: str | None, cross_specs: str | None, workers:
     ga, gb = lookup("grader", specs[0]), lookup("grader", specs[1])
     if ga.key == gb.key:
         raise click.UsageError(f"--cross needs two different graders, got {ga.key} twice")
-    rows = _load_rows(file)
+    rows = _load_rows(file, rmap)
     va, vb = _judgments(ga, rows, workers, budget), _judgments(gb, rows, workers, budget)
     differ = 0
     for row, a, b in zip(rows, va, vb, strict=True):

@@ -71,9 +71,12 @@ def _new_salt_file(path: Path, force: bool) -> tuple[str, Path]:
               help="Release protected items without the responses package (recorded in release.json).")
 @click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from the content).")
 @click.option("--force", is_flag=True, help="Replace DIR if it exists.")
+@click.option("--format", "fmt", type=click.Choice(["audit", "hf"]), default="audit", show_default=True,
+              help="hf: a Hugging Face dataset folder (data/verdicts.parquet and a dataset card, the release "
+                   "package in DIR/release), loaded by datasets.load_dataset(DIR).")
 def release(verdicts: Path, out: Path, items: Path | None, responses: Path | None, all_protected: bool, public: bool,
             hash_ids: bool, salt: str | None, salt_file: Path | None, no_response_check: bool,
-            package_id: str | None, force: bool) -> int:
+            package_id: str | None, force: bool, fmt: str) -> int:
     """Write a release package of the verdict file VERDICTS: per-item verdicts, release.json, README.md.
 
     Protected items (GPQA, HLE) keep only verdict and status. A leak check runs on every file
@@ -99,6 +102,8 @@ def release(verdicts: Path, out: Path, items: Path | None, responses: Path | Non
     else:
         salt = _read_salt(salt, salt_file)
     try:
+        if fmt == "hf":
+            from audit.release_hf import build_hf_release as build_release  # the same release, as a dataset folder
         res = build_release(verdicts, out, items=items, responses=responses, all_protected=all_protected,
                             public=public, hash_ids=hash_ids, salt=salt, no_response_check=no_response_check,
                             package_id=package_id, overwrite=force)

@@ -5,8 +5,16 @@ them to `audit.pack.build_package`, so schema checks, duplicate detection and
 atomic writing are the same as for `audit pack`. Modules, one per format:
 
 - `mmlu_pro`: TIGER-AI-Lab/MMLU-Pro result files (`*_result.json`, the zips, JSONL);
-- `lm_eval`: lm-evaluation-harness `--log_samples` JSONL (`samples_<task>_<date>.jsonl`);
-- `table`: any JSONL / JSON / CSV / Parquet table with a column mapping.
+- `lm_eval`: lm-evaluation-harness `--log_samples` JSONL (`samples_<task>_<date>.jsonl`), or the same
+  records as Parquet (the Open LLM Leaderboard's details datasets, read through `datasets`);
+- `lm_eval_dir`: a whole lm-eval output folder, one package per task, cross-checked with its results file;
+- `inspect_ai`: inspect_ai evaluation logs (`.eval`, `.json`), read with inspect_ai's own reader;
+- `table`: any JSONL / JSON / CSV / Parquet table with a column mapping;
+- `verdicts`: another tool's per-item verdicts, as a verdict file;
+- `mapping`: column expressions, ASCII-only number reads, and the shared `--map` / `--where` (RecordMap).
+
+Every importer keeps the items it read (gold answers, options) inside the responses package, so
+`audit grade PKG` needs nothing else.
 
 Mapping problems (a missing column, a template that cannot be filled) stop the
 import at once with one line naming file, row and field; rows that break their

@@ -91,6 +91,8 @@ DIFF_REPORT = Format("diff-report", "an audit diff report (audit diff --format j
 RELEASE_INFO = Format("release-info", "the release.json of an audit release package: nothing to import",
                       "audit show DIR (its folder)")
 PACKAGE = Format("package", "an audit package: nothing to import", "audit show FILE")
+INSPECT_LOG = Format("inspect-log", "an inspect_ai evaluation log (samples, scores, model)",
+                     "audit import inspect FILE -o OUT [--recorded RECORDED.json]", "inspect")
 TABLE = Format("table", "a table of unknown columns",
                "audit import table FILE --kind responses --map item_id=COLUMN --map response=COLUMN -o OUT", "table")
 
@@ -128,6 +130,8 @@ def classify_document(obj: dict[str, Any]) -> Format | None:
         return RELEASE_INFO
     if "schema_version" in obj and "package_id" in obj and "files" in obj:
         return PACKAGE
+    if isinstance(obj.get("eval"), dict) and "status" in obj and "version" in obj:
+        return INSPECT_LOG
     if isinstance(obj.get("results"), dict) and obj.keys() & {"config", "configs", "versions", "n-shot",
                                                               "lm_eval_version", "n-samples"}:
         return LM_EVAL_RESULTS
@@ -145,6 +149,15 @@ def sniff(path: str | os.PathLike[str]) -> Format | None:
     name = p.name.lower()
     if name.endswith((".tar.gz", ".tgz")):
         return PACKAGE
+    if name.endswith(".eval") and p.is_file():
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(p) as zf:  # inspect_ai's .eval: a zip with header.json (or _journal/start.json)
+                names = set(zf.namelist())
+        except (zipfile.BadZipFile, *READ_ERRORS):
+            return None
+        return INSPECT_LOG if names & {"header.json", "_journal/start.json"} else None
     if not p.is_file():
         return None
     try:
@@ -218,6 +231,35 @@ def wrong_importer(path: str | os.PathLike[str], importer: str) -> Format | None
         return None
     if found is None or found is TABLE or found.importer == importer:
         return None
-    if importer == "table" and found.importer is not None:
+    if importer == "table" and found.importer is not None and found is not INSPECT_LOG:
         return None  # a mapping may legitimately read any table; a failing one gets the hint instead
     return found
+
+
+_RECORDED = {
+    "mmlu-pro": "audit import mmlu-pro FILE -o PACKAGE --recorded OUT.json",
+    "lm-eval-samples": "audit import lm-eval FILE --benchmark NAME -o PACKAGE --recorded OUT.json",
+}
+"""Formats whose run's own verdicts another command writes as a verdict file."""
+
+
+def wrong_importer_for_verdicts(path: str | os.PathLike[str]) -> str | None:
+    """Why `audit import verdicts` should not read `path`, and what writes a verdict file from it; else None.
+
+    `import verdicts` makes a verdict file, so its hint names a command that makes one too (a package is
+    not what was asked for)."""
+    found = wrong_importer(path, "verdicts")
+    if found is None:
+        return None
+    p = str(path)
+    if found.key in _RECORDED:
+        return (f"this looks like {found.what}; its run's own verdicts: `{_RECORDED[found.key].replace('FILE', p)}` "
+                f"(writes the responses package and the verdict file)")
+    if found.key == "lm-eval-results":
+        return (f"this looks like {found.what}; per-item verdicts are in its --log_samples files: `audit import "
+                f"lm-eval samples_<task>_<date>.jsonl --benchmark NAME -o PACKAGE --recorded OUT.json`")
+    if found.key in ("table", "mmlu-pro-questions", "gpqa-responses", "response-rows"):
+        return (f"this looks like {found.what}, with no `correct` or `verdict` column; name the columns that hold "
+                f"them: `audit import verdicts {p} --benchmark NAME --map item_id=COLUMN --map correct=COLUMN "
+                f"-o OUT.json`, or grade its responses: `audit grade PACKAGE --benchmark NAME -o OUT.json`")
+    return found.message(path)

@@ -47,13 +47,14 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
-from audit.importers.mapping import Expr, ExprError, coerce
-from audit.importers.sources import SourceFile, iter_json_records, source_file
+from audit.importers.mapping import Expr, ExprError, coerce, parse_float, parse_int
+from audit.importers.sources import Record, SourceFile, iter_json_records, source_file
+from audit.jsonl import parse_object, read_document
 from audit.models import LETTERS, Provenance
 from audit.pack import SourceRow, Table
 
 ENGINE = "EleutherAI/lm-evaluation-harness"
-SUFFIXES = (".jsonl", ".jsonl.gz", ".json")
+SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".parquet")
 _RESERVED = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics",
              "doc_hash", "prompt_hash", "target_hash"}
 CHOICE_RULES = ("acc", "acc_norm", "acc_bytes")
@@ -79,6 +80,8 @@ class Choice:
     greedy: list[bool]
     gold: int
     chosen: int
+    bad: str | None = None
+    """Why the logged target names no option (then `gold` is -1), under `--on-bad-row record`."""
 
     @property
     def letter(self) -> str:
@@ -94,9 +97,13 @@ def _pair(value: Any, where: str) -> tuple[float, bool]:
     if not isinstance(value, list) or len(value) != 2:
         raise RecordError(where, f"expected a [loglikelihood, is_greedy] pair, got {value!r}")
     ll, greedy = value
-    try:
-        number = float(ll) if isinstance(ll, (str, int, float)) and not isinstance(ll, bool) else None
-    except ValueError:
+    if isinstance(ll, str):
+        number = parse_float(ll)  # ASCII only: float() would read "-١.0" as -1.0
+        if number is None and ll.strip() == "-inf":
+            number = float("-inf")  # log(0): an impossible option, as the harness logs it
+    elif isinstance(ll, (int, float)) and not isinstance(ll, bool):
+        number = float(ll)
+    else:
         number = None
     if number is None or number != number or number == float("inf"):
         raise RecordError(where, f"expected a log-likelihood, got {ll!r}")
@@ -105,8 +112,10 @@ def _pair(value: Any, where: str) -> tuple[float, bool]:
     return number, greedy in ("True", True)
 
 
-def read_choice(obj: dict[str, Any], choice_by: str, delimiter: str) -> Choice:
-    """The options, gold and chosen option of a multiple_choice record (RecordError when it is not one)."""
+def read_choice(obj: dict[str, Any], choice_by: str, delimiter: str, lenient_gold: bool = False) -> Choice:
+    """The options, gold and chosen option of a multiple_choice record (RecordError when it is not one).
+
+    With `lenient_gold`, a target that names no option leaves `gold` -1 and the reason in `bad`."""
     reqs = _requests(obj.get("arguments"))
     if reqs is None or not reqs or not all(len(r) >= 2 and isinstance(r[0], str) and isinstance(r[1], str)
                                            for r in reqs):
@@ -143,7 +152,13 @@ def read_choice(obj: dict[str, Any], choice_by: str, delimiter: str) -> Choice:
             raise RecordError("arguments", f"an empty option: {choice_by} divides by its length")
         scores = [ll / size for ll, size in zip(lls, sizes)]
     chosen = max(range(n), key=scores.__getitem__)  # the first of equal scores, as numpy's argmax
-    return Choice(options, lls, [g for _, g in pairs], _gold(obj.get("target"), options), chosen)
+    try:
+        gold, bad = _gold(obj.get("target"), options), None
+    except RecordError as e:
+        if not lenient_gold or not isinstance(obj.get("target"), str):
+            raise
+        gold, bad = -1, str(e)
+    return Choice(options, lls, [g for _, g in pairs], gold, chosen, bad)
 
 
 def _gold(target: Any, options: list[str]) -> int:
@@ -151,7 +166,8 @@ def _gold(target: Any, options: list[str]) -> int:
     if not isinstance(target, str):
         raise RecordError("target", f"expected the logged target text, got {target!r}")
     by_text = [i for i, o in enumerate(options) if o == target]
-    by_index = int(target) if target.isdigit() and int(target) < len(options) else None
+    index = parse_int(target) if target.isascii() and target.isdigit() else None  # "٣" and "²" are not indices
+    by_index = index if index is not None and index < len(options) else None
     found = set(by_text) | ({by_index} if by_index is not None else set())
     if len(found) == 1:
         return found.pop()
@@ -194,15 +210,34 @@ class LmEvalImport:
     output_types: dict[str, int] = field(default_factory=dict)
     docs: int = 0
     responses: int = 0
+    embedded_task: str | None = None
+    """Read the records a results file embeds under `samples.<task>` instead of a samples file's lines."""
+    on_bad_row: str = "refuse"
+    """`record`: a multiple-choice record whose target names no option is kept ungraded (status bad_input)."""
+    bad_rows: list[dict[str, Any]] = field(default_factory=list)
 
     def reader(self) -> LmEvalImport:
         """Another reader of the same file (hashed once), with counts of its own; taken before this one reads."""
         return LmEvalImport(self.src, self.item_id, self.filter, self.verify_hashes, self.choice_by,
-                            self.target_delimiter)
+                            self.target_delimiter, embedded_task=self.embedded_task, on_bad_row=self.on_bad_row)
+
+    @property
+    def parquet(self) -> bool:
+        """A samples table in Parquet (the Open LLM Leaderboard's details datasets), read through `datasets`."""
+        return self.src.path.name.lower().endswith(".parquet")
+
+    def raw_records(self) -> Iterator[Record]:
+        """Every record of the file (every filter), as read."""
+        if self.embedded_task is not None:
+            yield from embedded_records(self.src.path, self.embedded_task)
+        elif self.parquet:
+            yield from hf_records(self.src.path)
+        else:
+            yield from iter_json_records(self.src.path)
 
     def _records(self) -> Iterator[tuple[Any, dict[str, Any] | None, SourceRow | None]]:
         """(record, None) for each record of the chosen filter, or (None, error row)."""
-        for rec in iter_json_records(self.src.path):
+        for rec in self.raw_records():
             if rec.obj is None:
                 yield rec, None, SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
                 continue
@@ -230,9 +265,11 @@ class LmEvalImport:
         choice = None
         if not (len(resps) == 1 and all(isinstance(t, str) for t in resps[0])):
             try:
-                choice = read_choice(obj, self.choice_by, self.target_delimiter)
+                choice = read_choice(obj, self.choice_by, self.target_delimiter, self.on_bad_row == "record")
             except RecordError as e:
-                return None, None, SourceRow(label, row, None, str(e), e.field)
+                hint = " (--on-bad-row record imports it ungraded)" if e.field == "target" and isinstance(
+                    obj.get("target"), str) else ""
+                return None, None, SourceRow(label, row, None, str(e) + hint, e.field)
         if self.verify_hashes:
             for problem in self._hash_problems(obj):
                 return None, None, SourceRow(label, row, None, problem[1], problem[0])
@@ -246,7 +283,8 @@ class LmEvalImport:
         prompt = reqs[0][0] if reqs and reqs[0] else None
         checks = [("prompt_hash", prompt if isinstance(prompt, str) else None),
                   ("target_hash", obj.get("target") if isinstance(obj.get("target"), str) else None)]
-        if isinstance(obj.get("doc"), dict):
+        if isinstance(obj.get("doc"), dict) and not self.parquet:
+            # Parquet unifies the documents' keys into one struct (order, nulls): doc_hash cannot be recomputed.
             checks.append(("doc_hash", json.dumps(obj["doc"], indent=2, ensure_ascii=False)))
         for name, text in checks:
             want = obj.get(name)
@@ -275,6 +313,10 @@ class LmEvalImport:
                                          "loglikelihoods": choice.lls, "is_greedy": choice.greedy}
                 if scores:
                     extra["metrics"] = scores
+                if choice.bad is not None:
+                    extra["bad_input"] = choice.bad
+                    self.bad_rows.append({"item_id": item_id, "file": Path(rec.label).name, "row": rec.row,
+                                          "reason": choice.bad})
                 row: dict[str, Any] = {"item_id": item_id, "sample": 0, "response": choice.letter, "extra": extra}
                 if isinstance(obj.get("prompt_hash"), str):
                     row["prompt_sha256"] = obj["prompt_hash"]
@@ -321,9 +363,13 @@ class LmEvalImport:
                 continue
             self.docs += 1
             if choice is not None:
-                yield SourceRow(rec.label, rec.row, {"item_id": item_id, "reference": choice.gold_letter,
-                                                     "choices": choice.options,
-                                                     "extra": {"doc_id": obj["doc_id"], "target": obj["target"]}})
+                extra = {"doc_id": obj["doc_id"], "target": obj["target"]}
+                if choice.bad is not None:  # graded as ungraded (bad_input): the reference is never compared
+                    extra["bad_input"] = f"{choice.bad} ({Path(rec.label).name} row {rec.row})"
+                yield SourceRow(rec.label, rec.row, {"item_id": item_id,
+                                                     "reference": choice.gold_letter if choice.bad is None
+                                                     else obj["target"], "choices": choice.options,
+                                                     "extra": extra})
                 continue
             yield SourceRow(rec.label, rec.row, {"item_id": item_id, "reference": obj["target"],
                                                  "extra": {"doc_id": obj["doc_id"]}})
@@ -360,7 +406,12 @@ class LmEvalImport:
                     raise AuditError(f"metric {used} does not score a chosen option (give --metric one of "
                                      f"{', '.join(CHOICE_RULES)})", path=rec.label, row=rec.row, field=used)
                 if used != self.choice_by:  # the recorded answer is the option that metric's rule chose
-                    choice = read_choice(obj, used, self.target_delimiter)
+                    choice = read_choice(obj, used, self.target_delimiter, self.on_bad_row == "record")
+                if choice.bad is not None:
+                    rows.append({"item_id": item_id, "sample": 0, "answer": choice.letter, "verdict": "ungraded",
+                                 "status": "bad_input", "reference": obj.get("target"),
+                                 "reason": f"{choice.bad} ({Path(rec.label).name} row {rec.row})"})
+                    continue
                 answer, reference, status = choice.letter, choice.gold_letter, None
             else:
                 filtered = obj.get("filtered_resps")
@@ -390,8 +441,13 @@ class LmEvalImport:
         config: dict[str, Any] = {
             "importer": "lm-eval", "item_id": self.item_id.text, "filter": self.filter,
             "filters_in_file": dict(self.filters_seen), "documents": self.docs, "responses": self.responses,
-            "hashes_verified": self.verify_hashes,
+            "hashes_verified": (["prompt_hash", "target_hash"] if self.parquet else True) if self.verify_hashes
+            else False,
         }
+        if self.on_bad_row != "refuse":
+            config["on_bad_row"] = self.on_bad_row
+        if self.bad_rows:
+            config["bad_input"] = [dict(b) for b in self.bad_rows]
         if self.output_types.get("multiple_choice"):
             # The chosen option is the response: how it was chosen decides every verdict.
             config["output_types"] = dict(sorted(self.output_types.items()))
@@ -410,9 +466,62 @@ class LmEvalImport:
         return prov
 
 
+def embedded_records(path: Path, task: str) -> Iterator[Record]:
+    """The records a results file holds under `samples.<task>` (written by harness versions and wrappers that
+    keep the samples in the results document)."""
+    label = f"{path}:samples.{task}"
+    data, err = read_document(path, what="an lm-eval results file")
+    if err:
+        yield Record(label, 0, None, err)
+        return
+    obj, err = parse_object((data or b"").replace(b"\n", b" "))
+    if err or obj is None:
+        yield Record(label, 0, None, err or "not a JSON object")
+        return
+    samples = obj.get("samples")
+    records = samples.get(task) if isinstance(samples, dict) else None
+    if not isinstance(records, list):
+        yield Record(label, 0, None, f"no samples.{task} list in the results file")
+        return
+    for i, rec in enumerate(records, 1):
+        if isinstance(rec, dict):
+            yield Record(label, i, rec)
+        else:
+            yield Record(label, i, None, f"expected a JSON object, found {type(rec).__name__}")
+
+
+def hf_records(path: Path) -> Iterator[Record]:
+    """The rows of a Parquet samples table, read with Hugging Face `datasets` (the `hf` extra). Parquet stores
+    `arguments` as one struct for all rows, so a record with fewer requests gets the others as nulls: those
+    are dropped again."""
+    import tempfile
+
+    label = str(path)
+    try:
+        import datasets
+    except ImportError:
+        yield Record(label, 0, None, "reading a Parquet details table needs datasets: pip install 'audit[hf]'")
+        return
+    datasets.disable_progress_bars()  # audit's output is its own lines only
+    with tempfile.TemporaryDirectory(prefix="audit-hf-") as cache:
+        try:
+            ds = datasets.Dataset.from_parquet(str(path), cache_dir=cache, keep_in_memory=True)
+        except Exception as e:  # pyarrow and datasets raise several types for a damaged file
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            yield Record(label, 0, None, f"not a readable Parquet table: {first}")
+            return
+        for i, rec in enumerate(ds, 1):
+            args = rec.get("arguments")
+            if isinstance(args, dict):
+                rec["arguments"] = {k: v for k, v in args.items() if v is not None}
+            yield Record(label, i, rec)
+
+
 def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str | None = None,
-                   verify_hashes: bool = True, choice_by: str = "acc", target_delimiter: str = " ") -> LmEvalImport:
-    """A samples file opened for reading (its rows are read when the packages are written)."""
+                   verify_hashes: bool = True, choice_by: str = "acc", target_delimiter: str = " ",
+                   embedded_task: str | None = None, on_bad_row: str = "refuse") -> LmEvalImport:
+    """A samples file opened for reading (its rows are read when the packages are written); with
+    `embedded_task`, the results file `src` whose `samples.<task>` holds the records."""
     if choice_by not in CHOICE_RULES:
         raise AuditError(f"--choice-by must be one of {', '.join(CHOICE_RULES)}, got {choice_by!r}")
     f = source_file(src, SUFFIXES)
@@ -420,15 +529,22 @@ def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str
         expr = Expr(item_id)
     except ValueError as e:
         raise AuditError(f"--item-id: {e}") from None
-    return LmEvalImport(f, expr, filter_name, verify_hashes, choice_by, target_delimiter)
+    if on_bad_row not in ("refuse", "record"):
+        raise AuditError(f"--on-bad-row must be refuse or record, got {on_bad_row!r}")
+    return LmEvalImport(f, expr, filter_name, verify_hashes, choice_by, target_delimiter,
+                        embedded_task=embedded_task, on_bad_row=on_bad_row)
 
 
 def lm_eval_outputs(imp: LmEvalImport, out: Path, *, benchmark: str, items_out: Path | None = None,
                     gzip: bool = False, model: str | None = None, provenance: Provenance | None = None,
                     package_id: str | None = None) -> list[Output]:
-    """The packages an lm-eval samples import (from `lm_eval_import`, not yet read) writes."""
+    """The packages an lm-eval samples import (from `lm_eval_import`, not yet read) writes: responses at `out`,
+    holding the items too (reference = the logged target) so `audit grade OUT` needs nothing else, and the
+    items as their own package at `items_out` when given."""
     rel, schema = data_file("responses", gzip)
-    outputs = [Output(out, "responses", [Table(rel, schema, imp.response_rows())],
+    irel, ischema = data_file("items", gzip)
+    outputs = [Output(out, "responses", [Table(rel, schema, imp.response_rows()),
+                                         Table(irel, ischema, imp.reader().item_rows())],
                       lambda: imp.provenance(provenance, model), benchmark=benchmark, package_id=package_id)]
     if items_out is not None:
         items = imp.reader()

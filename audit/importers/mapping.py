@@ -13,7 +13,8 @@ import re
 import string
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -40,9 +41,12 @@ class _Formatter(string.Formatter):
         except (ValueError, TypeError):
             # CSV cells are text: let `{n:03d}` format "7" as a number.
             if isinstance(value, str) and format_spec:
-                for conv in (int, float):
+                for conv in (parse_int, parse_float):
+                    number = conv(value)
+                    if number is None:
+                        continue
                     try:
-                        return format(conv(value), format_spec)
+                        return format(number, format_spec)
                     except (ValueError, TypeError):
                         continue
             raise
@@ -120,7 +124,27 @@ def field_types(model: type[BaseModel], name: str) -> tuple[type, ...]:
     return tuple(flat(ann))
 
 
-_INT = re.compile(r"^[+-]?\d+$")
+_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def parse_int(text: str) -> int | None:
+    """An integer written in ASCII digits (surrounding blanks allowed), else None.
+
+    int() and re's \\d take any Unicode digit ("٣" is 3, "３" is 3) and underscores ("1_0" is 10), and
+    str.isdigit() takes "²", which int() then refuses: a file that writes a number another way is refused,
+    never read as the digits it resembles."""
+    text = text.strip()
+    return int(text) if _INT.fullmatch(text) else None
+
+
+def parse_float(text: str) -> float | None:
+    """A finite decimal number written in ASCII (`-1.5`, `2e-3`), else None (no nan, inf, `1_0` or "٣")."""
+    text = text.strip()
+    if not _FLOAT.fullmatch(text):
+        return None
+    f = float(text)
+    return f if math.isfinite(f) else None
 
 
 def coerce(value: Any, accepts: tuple[type, ...], *, int_to_text: bool = False) -> Any:
@@ -143,14 +167,11 @@ def coerce(value: Any, accepts: tuple[type, ...], *, int_to_text: bool = False) 
         return None
     if bool in accepts and text.lower() in ("true", "false"):
         return text.lower() == "true"
-    if int in accepts and _INT.match(text):
-        return int(text)
+    if int in accepts and parse_int(text) is not None:
+        return parse_int(text)
     if float in accepts:
-        try:
-            f = float(text)
-        except ValueError:
-            return value
-        return f if math.isfinite(f) else value
+        f = parse_float(text)
+        return value if f is None else f
     if list in accepts and text.startswith("["):
         from audit.jsonl import loads_strict
 
@@ -168,3 +189,113 @@ def as_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+# --------------------------------------------------------------------------- --map and --where, shared
+
+
+def split_assignment(opt: str, text: str, allow_negation: bool = False) -> tuple[str, str, bool]:
+    """`NAME=VALUE` (or `NAME!=VALUE` with `allow_negation`) as (name, value, negated); AuditError otherwise."""
+    from audit.errors import AuditError
+
+    neg = False
+    if allow_negation and "!=" in text and text.index("!=") < text.find("=") + 1:
+        name, value = text.split("!=", 1)
+        neg = True
+    elif "=" in text:
+        name, value = text.split("=", 1)
+    else:
+        raise AuditError(f"{opt} {text!r}: expected NAME=VALUE")
+    name = name.strip()
+    if not name:
+        raise AuditError(f"{opt} {text!r}: empty name before '='")
+    return name, value, neg
+
+
+def select_where(where: Sequence[tuple[str, str, bool]], obj: Mapping[str, Any], label: str, row: int) -> bool:
+    """Whether a record passes `--where`: the same column given several times matches any of its values,
+    different columns must all match; `COL!=VALUE` excludes. A missing column is an error, not a miss."""
+    from audit.errors import AuditError
+
+    by_col: dict[str, list[tuple[str, bool]]] = {}
+    for col, value, neg in where:
+        by_col.setdefault(col, []).append((value, neg))
+    for col, tests in by_col.items():
+        if col not in obj:
+            raise AuditError(f"--where refers to missing column {col!r}", path=label, row=row, field=col)
+        have = as_text(obj[col])
+        positive = [v for v, neg in tests if not neg]
+        if positive and have not in positive:
+            return False
+        if any(neg and have == v for v, neg in tests):
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class RecordMap:
+    """`--map FIELD=EXPR` and `--where COL=VALUE` for an importer that reads fixed field names: each record is
+    filtered, then the mapped fields are filled from its columns (or templates) before the importer reads it.
+    One option, one meaning, in `import table`, `import verdicts` and `import mmlu-pro`."""
+
+    maps: tuple[tuple[str, Expr], ...] = ()
+    where: tuple[tuple[str, str, bool], ...] = ()
+
+    @classmethod
+    def parse(cls, maps: Sequence[str] = (), where: Sequence[str] = (), *,
+              fields: Sequence[str] | None = None) -> RecordMap:
+        """Check the options (a field the importer does not read is refused, naming those it does)."""
+        from audit.errors import AuditError
+
+        mapped: dict[str, Expr] = {}
+        for text in maps:
+            name, expr, _ = split_assignment("--map", text)
+            if fields is not None and name not in fields:
+                raise AuditError(f"--map {name}: not a field this command reads (fields: {', '.join(fields)})")
+            if name in mapped:
+                raise AuditError(f"--map {name}: given twice")
+            try:
+                mapped[name] = Expr(expr)
+            except ValueError as e:
+                raise AuditError(f"--map {name}: {e}") from None
+        filters = tuple(split_assignment("--where", t, allow_negation=True) for t in where)
+        return cls(tuple(mapped.items()), filters)
+
+    def __bool__(self) -> bool:
+        return bool(self.maps or self.where)
+
+    def selected(self, obj: Mapping[str, Any], label: str, row: int) -> bool:
+        return not self.where or select_where(self.where, obj, label, row)
+
+    def apply(self, obj: dict[str, Any], label: str, row: int) -> dict[str, Any]:
+        """The record with each mapped field filled (the source's own column of that name is replaced)."""
+        from audit.errors import AuditError
+
+        if not self.maps:
+            return obj
+        out = dict(obj)
+        for name, expr in self.maps:
+            try:
+                out[name] = expr(obj)
+            except ExprError as e:
+                raise AuditError(f"--map {name}: {e}", path=label, row=row, field=e.column or name) from None
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        return {"map": {k: e.text for k, e in self.maps},
+                "where": [f"{c}{'!=' if neg else '='}{v}" for c, v, neg in self.where]}
+
+
+def mapped_rows(rows: Any, rmap: RecordMap | None, keep: Sequence[str] | None = None) -> Any:
+    """`rows` (SourceRow-like: path, row, obj, error) selected and mapped by `rmap`; with `keep`, only those
+    fields stay (a command that refuses unknown fields reads the mapped record, not the source's columns)."""
+    for src in rows:
+        if not rmap or src.obj is None or src.error:
+            yield src
+            continue
+        if not rmap.selected(src.obj, src.path, src.row):
+            continue
+        obj = rmap.apply(src.obj, src.path, src.row)
+        if keep is not None:
+            obj = {k: obj[k] for k in keep if k in obj}
+        yield type(src)(src.path, src.row, obj)

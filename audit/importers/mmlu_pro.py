@@ -19,7 +19,8 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
-from audit.importers.sources import JSON_SUFFIXES, SourceFile, iter_json_records, source_file
+from audit.importers.mapping import RecordMap
+from audit.importers.sources import TABLE_SUFFIXES, Record, SourceFile, iter_table_records, source_file
 from audit.models import LETTERS, DatasetRef, Provenance
 from audit.pack import SourceRow, Table
 
@@ -47,21 +48,31 @@ def _question_id(rec: dict[str, Any], label: str, row: int) -> tuple[str | None,
     return str(qid), None
 
 
-def _records(files: list[SourceFile]) -> Iterator[tuple[Any, str | None, SourceRow | None]]:
-    """Every upstream record with its item id, or the error row that replaces it."""
+FIELDS = ("question_id", "question", "options", "answer", "answer_index", "category", "src", "pred", *TEXT_FIELDS)
+"""The record fields the importer reads (`--map` fills any of them from other columns)."""
+
+
+def _records(files: list[SourceFile], rmap: RecordMap | None = None
+             ) -> Iterator[tuple[Any, str | None, SourceRow | None]]:
+    """Every upstream record (selected and mapped by `rmap`) with its item id, or the error row that replaces it."""
     for f in files:
-        for rec in iter_json_records(f.path):
+        for rec in iter_table_records(f.path):
             if rec.obj is None:
                 yield rec, None, SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
                 continue
+            if rmap:
+                if not rmap.selected(rec.obj, rec.label, rec.row):
+                    continue
+                rec = Record(rec.label, rec.row, rmap.apply(rec.obj, rec.label, rec.row))
             item_id, bad = _question_id(rec.obj, rec.label, rec.row)
             yield rec, item_id, bad
 
 
-def response_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> Iterator[SourceRow]:
+def response_rows(files: list[SourceFile], counts: dict[str, int] | None = None,
+                  rmap: RecordMap | None = None) -> Iterator[SourceRow]:
     """One response row per upstream record: item_id = question_id, sample 0."""
     counts = counts if counts is not None else {}
-    for rec, item_id, bad in _records(files):
+    for rec, item_id, bad in _records(files, rmap):
         if bad:
             yield bad
             continue
@@ -83,10 +94,26 @@ def response_rows(files: list[SourceFile], counts: dict[str, int] | None = None)
         yield SourceRow(rec.label, rec.row, row)
 
 
-def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> Iterator[SourceRow]:
-    """One item row per upstream record: gold letter, options, category and question as that run stored them."""
+def inconsistency(obj: dict[str, Any]) -> str | None:
+    """Why a readable record cannot be graded as it stands (its gold `answer` and `answer_index` disagree),
+    or None. Under `--on-bad-row record` such a record is imported ungraded with status `bad_input`."""
+    answer, index = obj.get("answer"), obj.get("answer_index")
+    if isinstance(index, int) and not isinstance(index, bool) and isinstance(answer, str):
+        if not (0 <= index < len(UPSTREAM_LETTERS)) or UPSTREAM_LETTERS[index] != answer:
+            return f"answer {answer!r} does not match answer_index {index}"
+    return None
+
+
+def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None, *,
+              on_bad_row: str = "refuse", bad_rows: list[dict[str, Any]] | None = None,
+              rmap: RecordMap | None = None) -> Iterator[SourceRow]:
+    """One item row per upstream record: gold letter, options, category and question as that run stored them.
+
+    An inconsistent record is refused (`on_bad_row="refuse"`) or kept with `extra.bad_input` = the reason
+    (`"record"`: graded as ungraded, status `bad_input`), each listed in `bad_rows`.
+    """
     counts = counts if counts is not None else {}
-    for rec, item_id, bad in _records(files):
+    for rec, item_id, bad in _records(files, rmap):
         if bad:
             yield bad
             continue
@@ -94,12 +121,12 @@ def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> 
         if "answer" not in obj:
             yield SourceRow(rec.label, rec.row, None, "missing required field", "answer")
             continue
-        answer, index = obj["answer"], obj.get("answer_index")
-        if isinstance(index, int) and not isinstance(index, bool) and isinstance(answer, str):
-            if not (0 <= index < len(UPSTREAM_LETTERS)) or UPSTREAM_LETTERS[index] != answer:
-                yield SourceRow(rec.label, rec.row, None,
-                                f"answer {answer!r} does not match answer_index {index}", "answer_index")
-                continue
+        answer = obj["answer"]
+        why = inconsistency(obj)
+        if why is not None and on_bad_row != "record":
+            yield SourceRow(rec.label, rec.row, None, why + " (--on-bad-row record imports it ungraded)",
+                            "answer_index")
+            continue
         row: dict[str, Any] = {"item_id": item_id, "reference": answer}
         if "options" in obj:
             row["choices"] = obj["options"]
@@ -108,13 +135,18 @@ def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None) -> 
         if "question" in obj:
             row["question"] = obj["question"]
         extra = {k: obj[k] for k in ("answer_index", "src") if k in obj}
+        if why is not None:
+            extra["bad_input"] = f"{why} ({Path(rec.label).name} row {rec.row})"
+            if bad_rows is not None:
+                bad_rows.append({"item_id": item_id, "file": Path(rec.label).name, "row": rec.row, "reason": why})
         if extra:
             row["extra"] = extra
         counts["items"] = counts.get("items", 0) + 1
         yield SourceRow(rec.label, rec.row, row)
 
 
-def recorded_rows(files: list[SourceFile]) -> tuple[list[dict[str, Any]], dict[str, str | None], int]:
+def recorded_rows(files: list[SourceFile], on_bad_row: str = "refuse", rmap: RecordMap | None = None
+                  ) -> tuple[list[dict[str, Any]], dict[str, str | None], int]:
     """The verdicts the upstream run recorded: its `pred` against the record's gold `answer`, one row per record.
 
     Returns the rows (VERDICT_ROW_FIELDS dicts), each item's category, and how many records have no pred.
@@ -128,7 +160,7 @@ def recorded_rows(files: list[SourceFile]) -> tuple[list[dict[str, Any]], dict[s
     subjects: dict[str, str | None] = {}
     seen: dict[str, str] = {}
     no_pred = 0
-    for rec, item_id, bad in _records(files):
+    for rec, item_id, bad in _records(files, rmap):
         if bad is not None:
             raise AuditError(bad.message or "unreadable record", path=bad.label, row=bad.row, field=bad.field)
         assert item_id is not None
@@ -146,7 +178,14 @@ def recorded_rows(files: list[SourceFile]) -> tuple[list[dict[str, Any]], dict[s
             raise AuditError(f"question_id {item_id} again (first in {seen[item_id]}): one run records one verdict "
                              f"per question", path=rec.label, row=rec.row, field="question_id")
         seen[item_id] = f"{rec.label} row {rec.row}"
-        if pred:
+        why = inconsistency(obj)
+        if why is not None and on_bad_row != "record":
+            raise AuditError(why + " (--on-bad-row record imports it ungraded)", path=rec.label, row=rec.row,
+                             field="answer_index")
+        if why is not None:
+            rows.append(recorded_row(item_id, 0, answer=pred or None, verdict="ungraded", status="bad_input",
+                                     reference=gold, reason=f"{why} ({Path(rec.label).name} row {rec.row})"))
+        elif pred:
             ok = pred == gold
             verdict = "correct" if ok else "incorrect"
             rows.append(recorded_row(item_id, 0, answer=pred, verdict=verdict, status=verdict, reference=gold,
@@ -167,7 +206,7 @@ def mmlu_pro_files(srcs: list[str | Path]) -> list[SourceFile]:
     """The result files checked and hashed, once: the packages and the recorded verdicts read the same ones."""
     if not srcs:
         raise AuditError("give at least one MMLU-Pro result file")
-    files = [source_file(s, JSON_SUFFIXES) for s in srcs]
+    files = [source_file(s, TABLE_SUFFIXES) for s in srcs]
     seen: dict[str, str] = {}
     for f in files:
         if f.sha256 in seen:
@@ -176,26 +215,53 @@ def mmlu_pro_files(srcs: list[str | Path]) -> list[SourceFile]:
     return files
 
 
+ON_BAD_ROW = ("refuse", "record")
+"""What an import does with a readable but inconsistent record: stop the import, or keep it ungraded (bad_input)."""
+
+
 def mmlu_pro_outputs(files: list[SourceFile], out: Path, *, items_out: Path | None = None, gzip: bool = False,
                      benchmark: str = "mmlu_pro", model: str | None = None,
-                     provenance: Provenance | None = None, package_id: str | None = None) -> list[Output]:
-    """The packages an MMLU-Pro import of `files` (from `mmlu_pro_files`) writes: responses at `out`, items at
-    `items_out` when given."""
+                     provenance: Provenance | None = None, package_id: str | None = None,
+                     on_bad_row: str = "refuse", bad_rows: list[dict[str, Any]] | None = None,
+                     rmap: RecordMap | None = None) -> list[Output]:
+    """The packages an MMLU-Pro import of `files` (from `mmlu_pro_files`) writes: responses at `out`, holding
+    the items the records carry (gold letter, options, category) so `audit grade OUT` needs nothing else, and
+    the items again as their own package at `items_out` when given. `bad_rows` collects the records kept as
+    `bad_input` under `on_bad_row="record"`."""
+    if on_bad_row not in ON_BAD_ROW:
+        raise AuditError(f"--on-bad-row must be one of {', '.join(ON_BAD_ROW)}, got {on_bad_row!r}")
+    found: list[dict[str, Any]] = bad_rows if bad_rows is not None else []
+
     def prov(counts: dict[str, int]) -> Provenance:
         if not counts:
             raise AuditError("no records to import", path=str(files[0].path))
         # Which upstream field held the text, counted: scripts of different dates used different ones.
-        config = {"importer": "mmlu-pro", "records": dict(sorted(counts.items()))}
-        return import_provenance(provenance, files=files, importer=config, engine=ENGINE, model=model,
+        config: dict[str, Any] = {"importer": "mmlu-pro", "records": dict(sorted(counts.items()))}
+        if on_bad_row != "refuse":
+            config["on_bad_row"] = on_bad_row
+        if rmap:
+            config.update(rmap.as_json())
+        if found:
+            config["bad_input"] = [dict(b) for b in found]
+        base = provenance
+        if found and not (provenance and provenance.notes):
+            base = (provenance or Provenance()).model_copy(update={"notes": (
+                f"{len(found)} record(s) imported as ungraded (status bad_input), each with its reason in "
+                f"extra.import.bad_input and in its item row's extra.bad_input")})
+        return import_provenance(base, files=files, importer=config, engine=ENGINE, model=model,
                                  dataset=DatasetRef(name=DATASET, split="test"))
 
     resp_counts: dict[str, int] = {}
     rel, schema = data_file("responses", gzip)
-    outputs = [Output(out, "responses", [Table(rel, schema, response_rows(files, resp_counts))],
+    irel, ischema = data_file("items", gzip)
+    outputs = [Output(out, "responses", [Table(rel, schema, response_rows(files, resp_counts, rmap)),
+                                         Table(irel, ischema, item_rows(files, on_bad_row=on_bad_row,
+                                                                        bad_rows=found, rmap=rmap))],
                       lambda: prov(resp_counts), benchmark=benchmark, package_id=package_id)]
     if items_out is not None:
         item_counts: dict[str, int] = {}
-        rel, schema = data_file("items", gzip)
-        outputs.append(Output(items_out, "items", [Table(rel, schema, item_rows(files, item_counts))],
+        outputs.append(Output(items_out, "items", [Table(irel, ischema, item_rows(files, item_counts,
+                                                                                  on_bad_row=on_bad_row,
+                                                                                  rmap=rmap))],
                               lambda: prov(item_counts), benchmark=benchmark))
     return outputs

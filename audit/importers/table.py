@@ -17,7 +17,7 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
-from audit.importers.mapping import Expr, ExprError, as_text, coerce, field_types
+from audit.importers.mapping import Expr, ExprError, as_text, coerce, field_types, select_where, split_assignment
 from audit.importers.sources import TABLE_SUFFIXES, SourceFile, iter_table_records, source_file
 from audit.models import ROW_MODELS, Provenance
 from audit.pack import SourceRow, Table
@@ -63,19 +63,7 @@ class TableSpec:
         }
 
 
-def _split_assignment(opt: str, text: str, allow_negation: bool = False) -> tuple[str, str, bool]:
-    neg = False
-    if allow_negation and "!=" in text and text.index("!=") < text.find("=") + 1:
-        name, value = text.split("!=", 1)
-        neg = True
-    elif "=" in text:
-        name, value = text.split("=", 1)
-    else:
-        raise AuditError(f"{opt} {text!r}: expected NAME=VALUE")
-    name = name.strip()
-    if not name:
-        raise AuditError(f"{opt} {text!r}: empty name before '='")
-    return name, value, neg
+_split_assignment = split_assignment
 
 
 def parse_spec(kind: str, *, maps: tuple[str, ...] = (), consts: tuple[str, ...] = (),
@@ -168,20 +156,7 @@ class TableImport:
     def _selected(self, obj: dict[str, Any], label: str, row: int) -> bool:
         if not self.spec.where:
             return True
-        # The same column given several times: any value matches; different columns: all must.
-        by_col: dict[str, list[tuple[str, bool]]] = {}
-        for col, value, neg in self.spec.where:
-            by_col.setdefault(col, []).append((value, neg))
-        for col, tests in by_col.items():
-            if col not in obj:
-                raise AuditError(f"--where refers to missing column {col!r}", path=label, row=row, field=col)
-            have = as_text(obj[col])
-            positive = [v for v, neg in tests if not neg]
-            if positive and have not in positive:
-                return False
-            if any(neg and have == v for v, neg in tests):
-                return False
-        return True
+        return select_where(self.spec.where, obj, label, row)
 
     def _explode(self, obj: dict[str, Any], label: str, row: int) -> Iterator[tuple[int | None, dict[str, Any]]]:
         cols = self.spec.explode

@@ -14,12 +14,15 @@ from is pinned by digest, so the diff knows both sides graded the same texts.
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from audit.errors import AuditError
+from audit.importers.mapping import RecordMap, parse_int
 from audit.importers.sources import TABLE_SUFFIXES, iter_table_records, source_file
 from audit.packages import open_package
 from audit.producer import producer
@@ -48,10 +51,11 @@ def _row(obj: dict[str, Any], label: str, row: int, tool: str) -> dict[str, Any]
     if not item_id:
         raise AuditError("missing required field", path=label, row=row, field="item_id")
     sample = obj.get("sample", 0)
-    if isinstance(sample, str) and sample.isdigit():
-        sample = int(sample)
+    if isinstance(sample, str):
+        sample = parse_int(sample) if parse_int(sample) is not None else sample
     if not isinstance(sample, int) or isinstance(sample, bool) or sample < 0:
-        raise AuditError(f"expected a non-negative integer, got {sample!r}", path=label, row=row, field="sample")
+        raise AuditError(f"expected a non-negative integer in ASCII digits, got {obj.get('sample')!r}", path=label,
+                         row=row, field="sample")
     if "verdict" in obj and obj["verdict"] is not None:
         verdict = obj["verdict"]
         if verdict not in ("correct", "incorrect", "ungraded"):
@@ -73,11 +77,16 @@ def _row(obj: dict[str, Any], label: str, row: int, tool: str) -> dict[str, Any]
                         reference=_text(obj.get("reference"), label, row, "reference"))
 
 
+FIELDS = ("item_id", "sample", "answer", "correct", "verdict", "status", "reason", "reference", "subject")
+"""The columns `import verdicts` reads (`--map` fills any of them from other columns)."""
+
+
 def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: str,
-                    package: str | Path | None = None) -> VerdictFile:
+                    package: str | Path | None = None, rmap: RecordMap | None = None) -> VerdictFile:
     """Write `out` (a verdict file) from a table of recorded verdicts; errors name file, row and field.
 
-    A `subject` column (one per item) gives the file its per-subject figures.
+    A `subject` column (one per item) gives the file its per-subject figures. `rmap` (`--map`, `--where`)
+    selects and renames the columns of a table written another way first.
     """
     sf = source_file(src, TABLE_SUFFIXES)
     rows: list[dict[str, Any]] = []
@@ -87,13 +96,18 @@ def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: s
         if rec.error:
             raise AuditError(rec.error, path=rec.label, row=rec.row)
         assert rec.obj is not None
-        r = _row(rec.obj, rec.label, rec.row, tool)
+        obj = rec.obj
+        if rmap:
+            if not rmap.selected(obj, rec.label, rec.row):
+                continue
+            obj = rmap.apply(obj, rec.label, rec.row)
+        r = _row(obj, rec.label, rec.row, tool)
         key = (r["item_id"], r["sample"])
         if key in seen:
             raise AuditError(f"duplicate (item_id={key[0]!r}, sample={key[1]}); first seen in row {seen[key]}",
                              path=rec.label, row=rec.row, field="item_id")
         seen[key] = rec.row
-        subject = _text(rec.obj.get("subject"), rec.label, rec.row, "subject")
+        subject = _text(obj.get("subject"), rec.label, rec.row, "subject")
         if subject_of.setdefault(r["item_id"], subject) != subject:
             raise AuditError(f"item {r['item_id']!r} has subject {subject!r} here and {subject_of[r['item_id']]!r} "
                              f"in another row", path=rec.label, row=rec.row, field="subject")
@@ -101,8 +115,14 @@ def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: s
     if not rows:
         raise AuditError("no verdict rows", path=str(src))
     return write_recorded(out, rows, benchmark=benchmark, tool=tool, source=f"{sf.name} sha256:{sf.sha256}",
-                          package=package, package_path=Path(package).as_posix() if package is not None else None,
-                          subject_of=subject_of)
+                          package=package, package_path=package_path_from(out, package) if package is not None else None,
+                          subject_of=subject_of, mapping=json.dumps(rmap.as_json(), ensure_ascii=False) if rmap else None)
+
+
+def package_path_from(out: str | Path, package: str | Path) -> str:
+    """Where a verdict file at `out` records `package`: relative to the verdict file's folder, as `audit grade`
+    and `audit release` read it, never to the working folder of the command that wrote it."""
+    return Path(os.path.relpath(Path(package).resolve(), Path(out).resolve().parent)).as_posix()
 
 
 def recorded_row(item_id: str, sample: int, *, answer: str | None, verdict: str, status: str, reason: str,
@@ -116,7 +136,7 @@ def recorded_row(item_id: str, sample: int, *, answer: str | None, verdict: str,
 
 def write_recorded(out: str | Path, rows: list[dict[str, Any]], *, benchmark: str, tool: str, source: str,
                    package: str | Path | None = None, package_path: str | None = None,
-                   subject_of: dict[str, str | None] | None = None) -> VerdictFile:
+                   subject_of: dict[str, str | None] | None = None, mapping: str | None = None) -> VerdictFile:
     """Write the verdict file of recorded rows (VERDICT_ROW_FIELDS dicts, unique by item and sample), pinned to
     the responses `package` when given (recorded at `package_path`); `source` names the input by sha256."""
     rows = sorted(rows, key=lambda r: (r["item_id"], r["sample"]))
@@ -131,7 +151,7 @@ def write_recorded(out: str | Path, rows: list[dict[str, Any]], *, benchmark: st
     df = pd.DataFrame({k: [r[k] for r in rows] for k in ("item_id", "sample", "verdict", "status", "reason")})
     header = VerdictFile(
         benchmark=benchmark, responses_package=responses_ref, extractor=None, grader=None, producer=producer(),
-        environment={"imported_from": source, "recorded_by": tool},
+        environment={"imported_from": source, "recorded_by": tool, **({"mapping": mapping} if mapping else {})},
         policies=Policies(), summary=summarize(df, subject_of or {}), items=[])
     write_verdict_file(out, header, rows)
     return header

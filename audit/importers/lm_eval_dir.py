@@ -1,0 +1,279 @@
+"""An lm-evaluation-harness output folder → one responses package per task, each cross-checked.
+
+The harness (`lm_eval/loggers/evaluation_tracker.py`, `save_results_aggregated` and
+`save_results_samples`) writes, under `--output_path`, one folder per model
+(`<model_name_sanitized>/`) holding `results_<date>.json` and, with `--log_samples`, one
+`samples_<task>_<date>.jsonl` per task and subtask of that run (same `<date>`). Some versions
+and wrappers keep the samples inside the results file instead (`"samples": {task: [...]}`).
+
+Each task becomes a package at `OUT/<folder>/<task>` (the folder relative to DIR; a task run
+twice in one folder gets `_<date>`), and is checked against its results file:
+- the documents in the samples file against `n-samples.<task>.effective`;
+- every logged metric `<metric>,<filter>` the results file reports that the samples carry per
+  document and the task aggregates by mean, recomputed from the samples of that filter.
+A difference is a finding (the run's figure does not come from the samples given), reported
+per task and recorded in each package's provenance (`extra.import.cross_check`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from audit.errors import AuditError
+from audit.importers import Output
+from audit.importers.lm_eval import LmEvalImport, lm_eval_import, lm_eval_outputs
+from audit.jsonl import parse_object, read_document
+from audit.models import Provenance
+
+_STAMP = r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
+SAMPLES_NAME = re.compile(r"samples_(.+)_" + _STAMP + r"\.(?:jsonl|parquet)", re.ASCII)
+RESULTS_NAME = re.compile(r"results_" + _STAMP + r"\.json", re.ASCII)
+MAX_FILES = 100_000
+"""Files looked at under DIR before the walk is refused (a folder of millions is not an lm-eval output)."""
+MAX_DEPTH = 8
+TOLERANCE = 1e-9
+"""How far a recomputed mean may differ from the logged aggregate (float summation order), relative to 1."""
+_LFS = b"version https://git-lfs.github.com/spec/"
+
+
+@dataclass
+class TaskRun:
+    """One task of one run found in the folder: its samples (a file, or embedded) and its results file."""
+
+    folder: str
+    """The folder relative to DIR (`.` for DIR itself), in POSIX form."""
+    task: str
+    stamp: str
+    samples: Path | None = None
+    results: Path | None = None
+    embedded: bool = False
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    bad_rows: list[dict[str, Any]] = field(default_factory=list)
+    """Records kept as bad_input (`--on-bad-row record`), filled while the package is written."""
+
+    @property
+    def source(self) -> Path:
+        assert self.samples is not None or self.results is not None
+        return self.samples if self.samples is not None else self.results  # type: ignore[return-value]
+
+
+def _walk(root: Path) -> list[Path]:
+    found: list[Path] = []
+    seen = 0
+    base = len(root.parts)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        depth = len(Path(dirpath).parts) - base
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")) if depth < MAX_DEPTH else []
+        for name in sorted(filenames):
+            seen += 1
+            if seen > MAX_FILES:
+                raise AuditError(f"more than {MAX_FILES:,} files under the folder: not an lm-eval output folder",
+                                 path=str(root))
+            if SAMPLES_NAME.fullmatch(name) or RESULTS_NAME.fullmatch(name):
+                p = Path(dirpath) / name
+                if p.is_file() and not p.is_symlink():
+                    found.append(p)
+    return found
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """A results file as a dict; errors name the file."""
+    data, err = read_document(path, what="an lm-eval results file")
+    if err:
+        raise AuditError(err, path=str(path))
+    assert data is not None
+    if data.startswith(_LFS):
+        raise AuditError("a Git LFS pointer, not the file (fetch it with `git lfs pull`)", path=str(path))
+    obj, err = parse_object(data.replace(b"\n", b" "))
+    if err or obj is None:
+        raise AuditError(err or "not a JSON object", path=str(path))
+    if not isinstance(obj.get("results"), dict):
+        raise AuditError("no `results` object: not an lm-eval results file", path=str(path), field="results")
+    return obj
+
+
+def discover(root: Path) -> list[TaskRun]:
+    """Every task run under `root`, in folder and task order."""
+    if not root.is_dir():
+        raise AuditError("no such folder", path=str(root))
+    runs: dict[tuple[str, str, str], TaskRun] = {}
+    results: dict[tuple[str, str], Path] = {}
+    for p in _walk(root):
+        folder = p.parent.relative_to(root).as_posix()
+        m = SAMPLES_NAME.fullmatch(p.name)
+        if m:
+            task, stamp = m.group(1), m.group(2)
+            runs[(folder, task, stamp)] = TaskRun(folder, task, stamp, samples=p)
+            continue
+        m = RESULTS_NAME.fullmatch(p.name)
+        assert m is not None
+        results[(folder, m.group(1))] = p
+    for (folder, stamp), path in results.items():
+        doc = read_results(path)
+        for run in (r for r in runs.values() if (r.folder, r.stamp) == (folder, stamp)):
+            run.results = path
+        samples = doc.get("samples")
+        if isinstance(samples, dict):
+            for task in samples:
+                if isinstance(task, str) and (folder, task, stamp) not in runs:
+                    runs[(folder, task, stamp)] = TaskRun(folder, task, stamp, results=path, embedded=True)
+    if not runs:
+        raise AuditError("no lm-eval samples under this folder (samples_<task>_<date>.jsonl files, or a "
+                         "results_<date>.json holding `samples`; run lm-eval with --log_samples)", path=str(root))
+    return sorted(runs.values(), key=lambda r: (r.folder, r.task, r.stamp))
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def cross_check(run: TaskRun, imp: LmEvalImport) -> list[dict[str, Any]]:
+    """The task's samples against its results file: the document count, and each mean metric recomputed.
+
+    Each check: {what, logged, recomputed, ok} (ok None: not comparable, with `why`)."""
+    if run.results is None:
+        return [{"what": "results file", "logged": None, "recomputed": None, "ok": None,
+                 "why": "no results file of this run beside the samples: nothing to check against"}]
+    doc = read_results(run.results)
+    checks: list[dict[str, Any]] = []
+    docs: dict[str, set[Any]] = {}
+    values: dict[tuple[str, str], list[Any]] = {}
+    for rec in imp.raw_records():
+        if rec.obj is None:
+            continue
+        filt = rec.obj.get("filter")
+        filt = filt if isinstance(filt, str) else "none"
+        docs.setdefault(filt, set()).add(repr(rec.obj.get("doc_id")))
+        for key, v in rec.obj.items():
+            values.setdefault((key, filt), []).append(v)
+    n_logged = None
+    n_samples = doc.get("n-samples")
+    if isinstance(n_samples, dict) and isinstance(n_samples.get(run.task), dict):
+        n_logged = n_samples[run.task].get("effective")
+    counts = sorted({len(d) for d in docs.values()})
+    n_found = counts[0] if len(counts) == 1 else None
+    if isinstance(n_logged, int) and not isinstance(n_logged, bool):
+        checks.append({"what": "n-samples", "logged": n_logged, "recomputed": n_found if n_found is not None
+                       else counts, "ok": n_found == n_logged})
+    else:
+        checks.append({"what": "n-samples", "logged": None, "recomputed": n_found, "ok": None,
+                       "why": f"the results file reports no n-samples for {run.task}"})
+    reported = doc["results"].get(run.task)
+    if not isinstance(reported, dict):
+        checks.append({"what": "results", "logged": None, "recomputed": None, "ok": None,
+                       "why": f"the results file reports no figures for {run.task}"})
+        return checks
+    aggregation = _aggregations(doc, run.task)
+    for key in sorted(reported):
+        if "," not in key or key.split(",", 1)[0].endswith("_stderr"):
+            continue
+        metric, filt = key.split(",", 1)
+        logged = _number(reported[key])
+        if logged is None:
+            continue
+        per_doc = values.get((metric, filt))
+        check: dict[str, Any] = {"what": key, "logged": logged, "recomputed": None, "ok": None}
+        if per_doc is None:
+            check["why"] = f"no sample of filter {filt!r} logs {metric}"
+        elif aggregation.get(metric, "mean") != "mean":
+            check["why"] = f"aggregated by {aggregation[metric]}, not a mean of per-sample values"
+        elif any(_number(v) is None for v in per_doc):
+            check["why"] = "its per-sample values are not all numbers"
+        else:
+            mean = math.fsum(float(v) for v in per_doc) / len(per_doc)
+            check.update(recomputed=mean, n=len(per_doc), ok=abs(mean - logged) <= TOLERANCE * max(1.0, abs(logged)))
+        checks.append(check)
+    return checks
+
+
+def _aggregations(doc: dict[str, Any], task: str) -> dict[str, str]:
+    """metric -> aggregation name from the task's config (`metric_list`), where the results file has it."""
+    out: dict[str, str] = {}
+    configs = doc.get("configs")
+    cfg = configs.get(task) if isinstance(configs, dict) else None
+    for m in (cfg or {}).get("metric_list") or []:
+        if isinstance(m, dict) and isinstance(m.get("metric"), str) and isinstance(m.get("aggregation"), str):
+            out[m["metric"]] = m["aggregation"]
+    return out
+
+
+def describe(check: dict[str, Any]) -> str:
+    """One check in words."""
+    what, logged, got = check["what"], check["logged"], check["recomputed"]
+    if check["ok"] is None:
+        return f"{what}: not checked ({check['why']})"
+    if what == "n-samples":
+        return (f"n-samples {logged} = {got} documents in the samples" if check["ok"] else
+                f"MISMATCH n-samples: the results file reports {logged:,} documents, the samples hold {got}")
+    if what == "samples":  # an inspect_ai log's total_samples
+        return (f"{logged} samples" if check["ok"] else
+                f"MISMATCH samples: the log reports {logged:,}, it holds {got}")
+    if check["ok"]:
+        return f"{what} {logged:g} = the mean of {check['n']} samples"
+    return (f"MISMATCH {what}: {check.get('source', 'the results file')} reports {logged:g}, the mean of "
+            f"{check['n']} samples is {got:g}")
+
+
+def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, filter_name: str | None,
+                verify_hashes: bool, choice_by: str, target_delimiter: str, gzip: bool, model: str | None,
+                provenance: Provenance | None, on_bad_row: str = "refuse") -> tuple[list[Output], list[TaskRun]]:
+    """One output per task run under `root`, each with its cross-check done (read once before writing)."""
+    runs = discover(root)
+    seen: dict[tuple[str, str], int] = {}
+    for r in runs:
+        seen[(r.folder, r.task)] = seen.get((r.folder, r.task), 0) + 1
+    outputs: list[Output] = []
+    for run in runs:
+        if run.samples is not None:
+            head = run.samples.open("rb").read(len(_LFS))
+            if head == _LFS:
+                raise AuditError("a Git LFS pointer, not the samples (fetch them with `git lfs pull`)",
+                                 path=str(run.samples))
+        imp = lm_eval_import(run.source, item_id=item_id, filter_name=filter_name, verify_hashes=verify_hashes,
+                             choice_by=choice_by, target_delimiter=target_delimiter,
+                             embedded_task=run.task if run.embedded else None, on_bad_row=on_bad_row)
+        run.bad_rows = imp.bad_rows  # the same list: the responses reader fills it
+        run.checks = cross_check(run, imp.reader())
+        name = run.task if seen[(run.folder, run.task)] == 1 else f"{run.task}_{run.stamp}"
+        dest = out / run.folder / name if run.folder != "." else out / name
+        task_prov = provenance
+        if run.results is not None and model is None and (provenance is None or provenance.model is None):
+            doc = read_results(run.results)
+            name_in = doc.get("model_name")
+            if isinstance(name_in, str) and name_in:
+                task_prov = (provenance or Provenance()).model_copy(update={"model": name_in})
+        (output,) = lm_eval_outputs(imp, dest, benchmark=benchmark or run.task, gzip=gzip, model=model,
+                                    provenance=task_prov)
+        outputs.append(_with_checks(output, run))
+    return outputs, runs
+
+
+def _with_checks(output: Output, run: TaskRun) -> Output:
+    base = output.provenance
+
+    def prov() -> Provenance:
+        p = base() if callable(base) else base
+        extra = dict(p.extra or {})
+        imp = dict(extra.get("import") or {})
+        imp["task"] = run.task
+        imp["cross_check"] = {"results_file": run.results.name if run.results else None, "checks": run.checks}
+        extra["import"] = imp
+        if run.results is not None:
+            from audit.importers.sources import source_file
+
+            files = list(extra.get("source_files") or [])
+            rf = source_file(run.results, (".json",)).as_json()
+            if rf not in files:
+                files.append(rf)
+            extra["source_files"] = files
+        return p.model_copy(update={"extra": extra})
+
+    return Output(output.out, output.kind, output.tables, prov, benchmark=output.benchmark,
+                  package_id=output.package_id)

@@ -1,0 +1,98 @@
+"""`audit release --format hf`: a release as a Hugging Face dataset folder that `datasets.load_dataset(DIR)` loads.
+
+The release is built exactly as `audit release` builds it (`audit.release.build_release`: protected rows
+reduced to verdict and status, the leak check and the inference test on every file, nothing written on a
+finding), into `DIR/release/`, where `audit verify-release DIR/release --items ...` checks it. Beside it:
+
+- `data/verdicts.parquet`: the release's rows, written with `datasets` (one column per `release_row.v1`
+  field), and read back and compared row by row with `release/verdicts.jsonl` before anything is moved into
+  place, so the Parquet holds the leak-checked rows and nothing else;
+- `README.md`: the dataset card, YAML front matter (`configs` naming the Parquet file, `tags`, and only
+  figures and names taken from `release.json`) over the release's own README, byte for byte.
+
+So every published byte is the checked release's or fixed text: the leak check applies unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from audit.errors import AuditError
+
+DATA_FILE = "data/verdicts.parquet"
+RELEASE_DIR = "release"
+COLUMNS = ("item_id", "sample", "verdict", "status", "protected", "attempt", "answer", "rule", "reason", "reference")
+"""`release_row.v1`'s fields, in its order: every row gets every column (null where a protected row has none)."""
+
+
+def _card(info: dict[str, Any], readme: str) -> str:
+    # Only fixed text and values of release.json go above the release's own README.
+    lines = ["---", "configs:", "- config_name: default", "  data_files:", "  - split: train",
+             f"    path: {DATA_FILE}", "tags:", "- audit-release", f"- {json.dumps(str(info['benchmark']))}",
+             "---", ""]
+    return "\n".join(lines) + readme
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    out = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            obj = json.loads(line)
+            out.append({k: obj.get(k, False if k == "protected" else None) for k in COLUMNS})
+    return out
+
+
+def build_hf_release(verdicts: str | Path, out: str | Path, *, overwrite: bool = False, **kwargs: Any) -> Any:
+    """Write the release of `verdicts` as a dataset folder at `out` (kwargs: as `build_release`). Returns the
+    `ReleaseResult` of the release inside."""
+    try:
+        import datasets
+    except ImportError:
+        raise AuditError("--format hf needs datasets: pip install 'audit[hf]'") from None
+    from audit.release import INFO_FILE, README_FILE, ROWS_FILE, build_release
+
+    dest = Path(out)
+    if dest.exists() and not overwrite:
+        raise AuditError("already exists (use --force to replace it)", path=str(dest))
+    if not dest.resolve().parent.is_dir():
+        raise AuditError("parent directory does not exist", path=str(dest.parent))
+    stage = dest.parent / f".{dest.name}.hf-{uuid.uuid4().hex[:8]}"
+    stage.mkdir()
+    try:
+        result = build_release(verdicts, stage / RELEASE_DIR, **kwargs)
+        release = stage / RELEASE_DIR
+        rows = _rows(release / ROWS_FILE)
+        (stage / "data").mkdir()
+        datasets.disable_progress_bars()
+        features = datasets.Features({
+            "item_id": datasets.Value("string"), "sample": datasets.Value("int64"),
+            "verdict": datasets.Value("string"), "status": datasets.Value("string"),
+            "protected": datasets.Value("bool"), "attempt": datasets.Value("int64"),
+            "answer": datasets.Value("string"), "rule": datasets.Value("string"),
+            "reason": datasets.Value("string"), "reference": datasets.Value("string")})
+        with tempfile.TemporaryDirectory(prefix="audit-hf-") as cache:
+            ds = datasets.Dataset.from_list(rows, features=features)
+            ds.to_parquet(str(stage / DATA_FILE))
+            back = datasets.Dataset.from_parquet(str(stage / DATA_FILE), cache_dir=cache, keep_in_memory=True)
+            if back.to_list() != rows:  # the Parquet must hold exactly the checked rows
+                raise AuditError("the Parquet file does not read back as the release's rows", path=str(dest))
+        info = json.loads((release / INFO_FILE).read_text(encoding="utf-8"))
+        card = _card(info, (release / README_FILE).read_text(encoding="utf-8"))
+        (stage / "README.md").write_text(card, encoding="utf-8")
+        if dest.exists():
+            trash = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:8]}"
+            os.rename(dest, trash)
+            os.rename(stage, dest)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.rename(stage, dest)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return result

@@ -1,0 +1,118 @@
+"""Rerun the importers' trial on real lm-eval output folders copied from public repositories.
+
+The copies stay out of the repository (keep them under /tmp or .dev/); give each folder with the source it
+came from:
+
+    .venv/bin/python benchmarks/trial_real_lm_eval.py \\
+        /tmp/lmeval_real/errorbars/lm_eval_output=antonsoo/errorbars@05f148ff:tests/fixtures/lm_eval_output \\
+        /tmp/lmeval_real/olot/lmeh=containers/olot@0596e93c:tests/data/lmeh ...
+
+For each folder: `audit import lm-eval DIR -o TMP` (one package per task, each cross-checked against its
+results file), then each package is regraded by audit (`selected_choice` for multiple-choice samples, the
+`gsm8k` spec for gsm8k tasks, else `exact`) and one Markdown row per task is printed: source@commit, folder,
+task and n, the tool's own metric (from the results file, else the mean of the per-sample metric), audit's
+figure, and the difference. A folder the importer refuses gets one row with its error line.
+
+Last run (2026-12-01; copies under /tmp/lmeval_real: the errorbars and olot files are byte-identical to
+tests/data/lm_eval, whose README gives their sha256, except hf-internal-testing__tiny-random-gpt2, rebuilt
+record by record from the stored text: 19,182 and 1,013 bytes as stored, every doc, prompt and target hash
+verified by the import; csabakecskemeti/lm_eval_results from its git snapshot):
+
+| source@commit | package | task, n | tool's metric | audit's figure | difference |
+| --- | --- | --- | --- | --- | --- |
+| antonsoo/errorbars@05f148ff tests/fixtures/lm_eval_output | hf-internal-testing__tiny-random-gpt2/copa | copa, 20 | acc 80.00% (results file) | 80.00% (16/20) | none; cross-check passed |
+| antonsoo/errorbars@05f148ff tests/fixtures/lm_eval_output | sshleifer__tiny-gpt2/copa | copa, 20 | acc 60.00% (results file) | 60.00% (12/20) | none; cross-check passed |
+| antonsoo/errorbars@8d233535 tests/fixtures (arc_easy file only) | arc_easy | arc_easy, 5 | acc 20.00% (per-sample) | 20.00% (1/5) | none; no results file |
+| containers/olot@0596e93c tests/data/lmeh | gsm8k | gsm8k, 3 | exact_match 0.00% (per-sample, strict-match) | 0.00% (0/3, gsm8k spec) | none; no results file |
+| csabakecskemeti/lm_eval_results@d1f48eb7 | - | 2 models, 40+ tasks | - | - | refused: the samples are Git LFS pointers (only the results files are in git) |
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+AUDIT = [str(Path(sys.executable).parent / "audit")]  # the console script of the environment running this
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*AUDIT, *args], capture_output=True, text=True, cwd=REPO)
+
+
+def _spec(pkg: Path, task: str) -> str:
+    man = json.loads((pkg / "manifest.json").read_text())
+    types = man["provenance"]["extra"]["import"].get("output_types", {})
+    if types.get("multiple_choice"):
+        return "selected_choice"
+    return "gsm8k" if task.startswith("gsm8k") else "exact"
+
+
+def _tool_metric(pkg: Path) -> tuple[str, float | None, str]:
+    man = json.loads((pkg / "manifest.json").read_text())
+    imp = man["provenance"]["extra"]["import"]
+    checks = imp.get("cross_check", {}).get("checks", [])
+    for c in checks:
+        if c["what"] not in ("n-samples", "results", "results file") and c["logged"] is not None and \
+                c["what"].split(",", 1)[1:] in ([imp.get("filter")], ["none"]):
+            return c["what"], c["logged"], "results file"
+    # No results file: the mean of the per-sample metric the harness logged.
+    rows = [json.loads(line) for line in (pkg / "responses.jsonl").read_text().splitlines()]
+    for name in ("acc", "exact_match"):
+        values = [r["extra"].get("metrics", {}).get(name) for r in rows]
+        if values and all(isinstance(v, (int, float)) for v in values):
+            return f"{name},{imp.get('filter')}", sum(values) / len(values), "per-sample metrics"
+    return "-", None, "-"
+
+
+def trial(folder: Path, source: str, work: Path) -> list[str]:
+    out = work / folder.name
+    r = _run("import", "lm-eval", str(folder), "-o", str(out))
+    if r.returncode == 2:
+        return [f"| {source} | - | - | - | - | refused: {r.stderr.strip().removeprefix('audit: error: ')} |"]
+    rows = []
+    for manifest in sorted(out.rglob("manifest.json")):
+        pkg = manifest.parent
+        man = json.loads(manifest.read_text())
+        task = man["provenance"]["extra"]["import"].get("task", pkg.name)
+        checks = man["provenance"]["extra"]["import"].get("cross_check", {}).get("checks", [])
+        n = man["provenance"]["extra"]["import"]["documents"]
+        spec = _spec(pkg, task)
+        verdicts = work / f"{pkg.name}-{abs(hash(str(pkg)))}.json"
+        g = _run("grade", str(pkg), "--benchmark", spec, "-o", str(verdicts), "-q")
+        name, tool, where = _tool_metric(pkg)
+        if g.returncode != 0:
+            ours, diff = f"grade failed: {g.stderr.strip()}", "-"
+        else:
+            vf = json.loads(verdicts.read_text())
+            fig = next(f for f in vf["summary"]["figures"] if f["name"] == "accuracy_all")
+            ours = f"{100 * fig['value']:.2f}% ({fig['correct']}/{fig['total']}, {spec})"
+            diff = "-" if tool is None else f"{100 * (fig['value'] - tool):+.2f} pt"
+        failed = [c["what"] for c in checks if c["ok"] is False]
+        note = ("cross-check MISMATCH: " + ", ".join(failed)) if failed else \
+            ("cross-check passed" if any(c["ok"] for c in checks) else "no results file: not cross-checked")
+        tool_s = "-" if tool is None else f"{name} {100 * tool:.2f}% ({where})"
+        rel = pkg.relative_to(out).as_posix()
+        rows.append(f"| {source} | {rel} | {task}, n={n} | {tool_s} | {ours} | {diff}; {note} |")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folders", nargs="+", metavar="DIR=SOURCE@COMMIT[:PATH]")
+    args = ap.parse_args()
+    print("| source@commit | package | task, n | tool's metric | audit's figure | difference |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in args.folders:
+            folder, _, source = spec.partition("=")
+            for row in trial(Path(folder), source or folder, Path(tmp)):
+                print(row)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""`audit import inspect`: logs that inspect_ai itself writes here, offline, with its `mockllm` model.
+
+Three questions, two epochs, inspect's own `match()` scorer; one output is cut at `max_tokens`. The logs are
+written in both formats (`.eval`, a zip, and `.json`) by `inspect_ai.eval`, so the test reads what the tool
+writes, not a hand-made imitation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from audit.packages import open_package
+
+
+def _write_log(log_dir, fmt: str) -> str:
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate
+
+    def out(text: str, stop: str = "stop") -> ModelOutput:
+        o = ModelOutput.from_content(model="mockllm/model", content=text, stop_reason=stop)
+        # Usage given: mockllm would otherwise count tokens with tiktoken, which downloads its vocabulary.
+        o.usage = ModelUsage(input_tokens=5, output_tokens=3, total_tokens=8)
+        return o
+
+    outputs = [out("The answer is 2"), out("4"), out("I don't know", "max_tokens")] * 2
+    task = Task(dataset=[Sample(input="1+1?", target="2", id="q1"), Sample(input="2+2?", target="4", id="q2"),
+                         Sample(input="3+3?", target="6", id="q3")],
+                solver=generate(), scorer=match(), name="arith", epochs=2)
+    (log,) = eval(task, model=get_model("mockllm/model", custom_outputs=outputs), log_dir=str(log_dir),
+                  log_format=fmt, display="none", max_tokens=64, temperature=0.0, max_samples=1)
+    assert log.status == "success"
+    return log.location
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("inspect-logs")
+    return {fmt: _write_log(d / fmt, fmt) for fmt in ("eval", "json")}
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("fmt", ["eval", "json"])
+def test_a_log_inspect_wrote_imports_with_its_items_and_recorded_verdicts(cli, here, logs, fmt):
+    r = cli("import", "inspect", logs[fmt], "-o", "pkg", "--recorded", "recorded.json")
+    assert r.code == 0, r.err
+    pid = json.loads((here / "pkg" / "manifest.json").read_text())["package_id"]
+    assert r.out.splitlines() == [
+        f"wrote pkg: responses package {pid}, 6 rows and 3 items",
+        "  checked against the log's results: 6 samples; match accuracy 0.666667 = the mean of 6 samples",
+        "wrote recorded.json: arith, 3 items x 2 samples, recorded accuracy 66.67% (4/6) (match)",
+    ]
+    with open_package(here / "pkg") as pkg:
+        prov = pkg.manifest.provenance
+        rows = list(pkg.iter_rows("response_row.v1"))
+        items = {i.item_id: i for i in pkg.iter_rows("item_row.v1")}
+    assert (prov.model, prov.engine, prov.sampling) == ("mockllm/model", "UKGovernmentBEIS/inspect_ai",
+                                                        {"max_tokens": 64, "temperature": 0.0})
+    assert prov.extra["import"]["task"] == "arith" and prov.extra["import"]["scorer"] == "match"
+    assert [(x.item_id, x.sample, x.response, x.finish_reason) for x in rows] == [
+        (i, s, t, f) for s in (0, 1) for i, t, f in (("q1", "The answer is 2", "stop"), ("q2", "4", "stop"),
+                                                    ("q3", "I don't know", "length"))]
+    assert {k: (v.reference, v.question) for k, v in items.items()} == {
+        "q1": ("2", "1+1?"), "q2": ("4", "2+2?"), "q3": ("6", "3+3?")}
+    recorded = json.loads((here / "recorded.json").read_text())
+    assert [(x["item_id"], x["sample"], x["verdict"]) for x in recorded["items"]] == [
+        ("q1", 0, "correct"), ("q1", 1, "correct"), ("q2", 0, "correct"), ("q2", 1, "correct"),
+        ("q3", 0, "incorrect"), ("q3", 1, "incorrect")]
+    # The package grades with nothing else; the cut response is never credited.
+    r = cli("grade", "pkg", "--benchmark", "exact", "-o", "graded.json", "-q")
+    assert r.code == 0, r.err
+    graded = {(x["item_id"], x["sample"]): x for x in json.loads((here / "graded.json").read_text())["items"]}
+    assert graded[("q3", 0)]["status"] == "truncated" and graded[("q2", 1)]["verdict"] == "correct"
+
+
+def test_both_formats_give_the_same_rows(cli, here, logs):
+    rows = {}
+    for fmt in ("eval", "json"):
+        assert cli("import", "inspect", logs[fmt], "-o", fmt).code == 0
+        with open_package(here / fmt) as pkg:
+            rows[fmt] = ([x.model_dump() for x in pkg.iter_rows("response_row.v1")],
+                         [x.model_dump() for x in pkg.iter_rows("item_row.v1")])
+    assert rows["eval"] == rows["json"]
+
+
+def test_a_logged_accuracy_the_samples_do_not_give_is_flagged(cli, here, logs):
+    doc = json.loads(open(logs["json"], encoding="utf-8").read())
+    doc["results"]["scores"][0]["metrics"]["accuracy"]["value"] = 0.9
+    edited = here / "edited.json"
+    edited.write_text(json.dumps(doc), encoding="utf-8")
+    r = cli("import", "inspect", edited, "-o", "pkg")
+    assert r.code == 1
+    assert r.out.splitlines()[1] == ("  checked against the log's results: 6 samples; MISMATCH match accuracy: the "
+                                     "log reports 0.9, the mean of 6 samples is 0.666667")
+    assert r.err == "the log's figures do not come from its samples (see MISMATCH above)\n"
+
+
+def test_refusals(cli, here, logs):
+    r = cli("import", "inspect", logs["eval"], "-o", "pkg", "--scorer", "choice")
+    assert (r.code, r.err) == (2, f"audit: error: {logs['eval']}: --scorer choice: the log's scorers are match\n")
+    bad = here / "x.json"
+    bad.write_text('{"not": "a log"}')
+    r = cli("import", "inspect", bad, "-o", "pkg")
+    assert r.code == 2 and r.err.startswith(f"audit: error: {bad}: not a readable inspect_ai log: ")
+    assert r.err.count("\n") == 1 and not (here / "pkg").exists()
+
+
+def test_a_log_given_to_another_importer_names_import_inspect(cli, here, logs):
+    for fmt in ("eval", "json"):
+        for args in (("table", logs[fmt], "--kind", "responses"), ("lm-eval", logs[fmt], "--benchmark", "b")):
+            r = cli("import", *args, "-o", "out")
+            assert (r.code, r.err) == (2, f"audit: error: {logs[fmt]}: this looks like an inspect_ai evaluation log "
+                                          f"(samples, scores, model); use `audit import inspect {logs[fmt]} -o OUT "
+                                          f"[--recorded RECORDED.json]`\n"), args

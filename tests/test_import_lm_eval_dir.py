@@ -1,0 +1,153 @@
+"""`audit import lm-eval DIR`: a whole lm-evaluation-harness output folder, one package per task, cross-checked.
+
+The folder is laid out as the harness writes it (`<model_name_sanitized>/results_<date>.json` beside one
+`samples_<task>_<date>.jsonl` per task), from the real files in tests/data/lm_eval (see its README): COPA with
+its own results file (antonsoo/errorbars), and the containers/olot GSM8K samples (3 documents) beside a
+results file written to match a real one, reporting the full test set (n-samples 1,319 here: the issue's
+"3 documents whose results file reports 1,400")."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from audit.packages import open_package
+from tests.conftest import REPO
+
+DATA = REPO / "tests" / "data" / "lm_eval"
+COPA_DIR = DATA / "sshleifer__tiny-gpt2"
+STAMP = "2026-10-01T23-15-32.942677"
+GSM8K = DATA / "samples_gsm8k_2025-04-30T18-24-41.082644.jsonl"
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _gsm8k_results(effective: int) -> dict:
+    # The shape of lm-eval 0.4.8's results file (results, n-samples, configs' metric_list), figures as that run's.
+    return {"results": {"gsm8k": {"alias": "gsm8k", "exact_match,strict-match": 0.0,
+                                  "exact_match_stderr,strict-match": 0.0, "exact_match,flexible-extract": 0.0,
+                                  "exact_match_stderr,flexible-extract": 0.0}},
+            "configs": {"gsm8k": {"task": "gsm8k", "metric_list": [{"metric": "exact_match", "aggregation": "mean",
+                                                                   "higher_is_better": True}]}},
+            "n-samples": {"gsm8k": {"original": 1319, "effective": effective}},
+            "config": {"model": "local-completions", "model_args": "model=tinyllama"},
+            "model_name": "tinyllama", "lm_eval_version": "0.4.8", "date": 1746037481.0}
+
+
+def _layout(root, gsm8k_effective: int = 3):
+    copa = root / "sshleifer__tiny-gpt2"
+    shutil.copytree(COPA_DIR, copa)
+    tiny = root / "tinyllama"
+    tiny.mkdir()
+    shutil.copy(GSM8K, tiny / GSM8K.name)
+    (tiny / "results_2025-04-30T18-24-41.082644.json").write_text(json.dumps(_gsm8k_results(gsm8k_effective),
+                                                                             indent=2))
+    return root
+
+
+def _pid(path) -> str:
+    return json.loads((path / "manifest.json").read_text())["package_id"]
+
+
+def test_a_whole_output_folder_gives_one_checked_package_per_task(cli, here):
+    _layout(here / "out")
+    r = cli("import", "lm-eval", "out", "-o", "pkgs")
+    assert (r.code, r.err) == (0, "")
+    copa, gsm = here / "pkgs" / "sshleifer__tiny-gpt2" / "copa", here / "pkgs" / "tinyllama" / "gsm8k"
+    assert r.out.splitlines() == [
+        f"wrote {copa.relative_to(here)}: responses package {_pid(copa)}, 20 rows and 20 items",
+        f"  checked against results_{STAMP}.json: n-samples 20 = 20 documents in the samples; "
+        "acc,none 0.6 = the mean of 20 samples",
+        f"wrote {gsm.relative_to(here)}: responses package {_pid(gsm)}, 3 rows and 3 items",
+        "  checked against results_2025-04-30T18-24-41.082644.json: n-samples 3 = 3 documents in the samples; "
+        "exact_match,flexible-extract: not checked (no sample of filter 'flexible-extract' logs exact_match); "
+        "exact_match,strict-match 0 = the mean of 3 samples",
+    ]
+    with open_package(copa) as pkg:
+        prov = pkg.manifest.provenance
+        assert pkg.manifest.benchmark == "copa" and prov.model == "sshleifer/tiny-gpt2"
+        check = prov.extra["import"]["cross_check"]
+        assert check["results_file"] == f"results_{STAMP}.json"
+        assert [c["ok"] for c in check["checks"]] == [True, True]
+        assert [f["name"] for f in prov.extra["source_files"]] == [f"samples_copa_{STAMP}.jsonl",
+                                                                    f"results_{STAMP}.json"]
+    # Each package holds its items: it grades with nothing else, to the harness's own figure.
+    r = cli("grade", str(copa), "--benchmark", "selected_choice", "-o", "copa.json")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[3].startswith("accuracy                      60.00%  (12/20)")
+
+
+def test_three_documents_against_a_results_file_of_the_full_test_set_are_flagged(cli, here):
+    _layout(here / "out", gsm8k_effective=1319)
+    r = cli("import", "lm-eval", "out", "-o", "pkgs")
+    assert r.code == 1
+    lines = r.out.splitlines()
+    assert lines[3] == ("  checked against results_2025-04-30T18-24-41.082644.json: MISMATCH n-samples: the results "
+                        "file reports 1,319 documents, the samples hold 3; exact_match,flexible-extract: not checked "
+                        "(no sample of filter 'flexible-extract' logs exact_match); exact_match,strict-match 0 = "
+                        "the mean of 3 samples")
+    assert r.err == ("1 check(s) failed: the results file's figures do not come from these samples "
+                     "(see MISMATCH above)\n")
+    with open_package(here / "pkgs" / "tinyllama" / "gsm8k") as pkg:
+        first = pkg.manifest.provenance.extra["import"]["cross_check"]["checks"][0]
+    assert first == {"what": "n-samples", "logged": 1319, "recomputed": 3, "ok": False}
+
+
+def test_a_figure_the_samples_do_not_give_is_flagged(cli, here):
+    root = _layout(here / "out")
+    results = root / "sshleifer__tiny-gpt2" / f"results_{STAMP}.json"
+    doc = json.loads(results.read_text())
+    doc["results"]["copa"]["acc,none"] = 0.65
+    results.write_text(json.dumps(doc))
+    r = cli("import", "lm-eval", "out", "-o", "pkgs")
+    assert r.code == 1
+    assert r.out.splitlines()[1] == (f"  checked against results_{STAMP}.json: n-samples 20 = 20 documents in the "
+                                     "samples; MISMATCH acc,none: the results file reports 0.65, the mean of 20 "
+                                     "samples is 0.6")
+
+
+def test_samples_embedded_in_the_results_file(cli, here):
+    records = [json.loads(line) for line in (COPA_DIR / f"samples_copa_{STAMP}.jsonl").read_text().splitlines()]
+    doc = json.loads((COPA_DIR / f"results_{STAMP}.json").read_text())
+    doc["samples"] = {"copa": records}
+    (here / "run").mkdir()
+    (here / "run" / f"results_{STAMP}.json").write_text(json.dumps(doc))
+    r = cli("import", "lm-eval", "run", "-o", "pkgs")
+    assert (r.code, r.err) == (0, "")
+    assert r.out.splitlines()[1] == (f"  checked against results_{STAMP}.json: n-samples 20 = 20 documents in the "
+                                     "samples; acc,none 0.6 = the mean of 20 samples")
+    assert cli("import", "lm-eval", str(COPA_DIR / f"samples_copa_{STAMP}.jsonl"), "--benchmark", "copa",
+               "-o", "from-file").code == 0
+    rows = {}
+    for name in ("pkgs/copa", "from-file"):
+        with open_package(here / name) as pkg:
+            rows[name] = ([r.model_dump(exclude={"extra"}) for r in pkg.iter_rows("response_row.v1")],
+                          [r.model_dump() for r in pkg.iter_rows("item_row.v1")])
+    assert len(rows["from-file"][0]) == 20 and rows["pkgs/copa"] == rows["from-file"]
+
+
+def test_folder_refusals(cli, here):
+    (here / "empty").mkdir()
+    r = cli("import", "lm-eval", "empty", "-o", "pkgs")
+    assert (r.code, r.err) == (2, "audit: error: empty: no lm-eval samples under this folder "
+                                  "(samples_<task>_<date>.jsonl files, or a results_<date>.json holding `samples`; "
+                                  "run lm-eval with --log_samples)\n")
+    # A clone without git-lfs holds pointers, not the samples: said so, nothing written.
+    lfs = here / "lfs" / "m"
+    lfs.mkdir(parents=True)
+    (lfs / f"samples_copa_{STAMP}.jsonl").write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 19174\n")
+    r = cli("import", "lm-eval", "lfs", "-o", "pkgs")
+    assert (r.code, r.err) == (2, f"audit: error: lfs/m/samples_copa_{STAMP}.jsonl: a Git LFS pointer, not "
+                                  f"the samples (fetch them with `git lfs pull`)\n")
+    assert not (here / "pkgs").exists()
+    r = cli("import", "lm-eval", "lfs", "-o", "pkgs", "--recorded", "r.json")
+    assert r.code == 2 and "--recorded takes a samples file, not a folder" in r.err
+    r = cli("import", "lm-eval", str(GSM8K), "-o", "pkgs")
+    assert r.code == 2 and "--benchmark is required for a samples file" in r.err
