@@ -51,8 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("config", type=Path, help="Hugging Face config.json")
     ap.add_argument("outdir", type=Path, help="directory to write (must not exist, or be empty)")
     ap.add_argument("--dtype-mix", metavar="ROLE=DTYPE,...", help="dtype of linear-layer weights per role")
-    ap.add_argument("--fp8-scales", choices=("block128", "tensor", "none"), default="block128",
-                    help="scale tensors of FP8 weights (default: block128, DeepSeek's weight_scale_inv)")
+    ap.add_argument("--fp8-scales", choices=("config", "block128", "tensor", "none"), default="config",
+                    help="scale tensors of FP8 weights (default: config, what its quantization_config says; "
+                         "block128 for FP8 weights it does not quantize)")
+    ap.add_argument("--fp8-scale-dtype", choices=("F32", "BF16"), default="F32",
+                    help="dtype of FP8 block scales (default F32, as DeepSeek-V3's weight_scale_inv)")
     ap.add_argument("--shard-gb", type=float, default=5.0, help="declared data per shard, in 1e9 bytes (default 5)")
     ap.add_argument("--sparse", action="store_true", help="give files their full declared length (sparse)")
     args = ap.parse_args(argv)
@@ -64,7 +67,10 @@ def main(argv: list[str] | None = None) -> int:
             config = parse_json(raw, "file")
         except ValueError as e:
             raise AuditError(str(e), path=str(args.config)) from None
-        tensors = assign_dtypes(config, tensor_specs(config), parse_mix(args.dtype_mix), args.fp8_scales)
+        if not isinstance(config, dict):
+            raise AuditError("is not a JSON object", path=str(args.config))
+        tensors = assign_dtypes(config, tensor_specs(config), parse_mix(args.dtype_mix), args.fp8_scales,
+                                args.fp8_scale_dtype)
         names = write_header_only(args.outdir, raw, tensors, shard_bytes=int(args.shard_gb * 1e9), sparse=args.sparse)
     except (AuditError, OSError) as e:
         print(f"make_header_only_checkpoint: error: {e}", file=sys.stderr)

@@ -60,6 +60,27 @@ class FloorOptions:
     role_overrides: tuple[tuple[str, str], ...] = ()
 
 
+MAX_GPUS = 2**20
+MAX_CONTEXT = 2**40
+"""Bounds on --gpus and --context: far past any machine, and they keep every figure a finite float."""
+
+
+def _count(v: int) -> str:
+    return f"{v}" if abs(v) < 10**30 else f"a {len(str(abs(v)))}-digit number"
+
+
+def check_counts(gpus: int, context: int) -> None:
+    """Refuse a --gpus or --context the floor cannot use, in one line."""
+    if gpus < 1:
+        raise AuditError(f"--gpus must be at least 1, got {_count(gpus)}")
+    if gpus > MAX_GPUS:
+        raise AuditError(f"--gpus must be at most {MAX_GPUS:,}, got {_count(gpus)}")
+    if context < 0:
+        raise AuditError(f"--context must be at least 0, got {_count(context)}")
+    if context > MAX_CONTEXT:
+        raise AuditError(f"--context must be at most {MAX_CONTEXT:,} tokens, got {_count(context)}")
+
+
 def parse_engine_dtype(text: str) -> tuple[str, str]:
     """`ROLE=DTYPE` from the command line; raises AuditError naming what is wrong."""
     role, sep, dtype = text.partition("=")
@@ -162,10 +183,7 @@ def _caches(shape: Shape, opts: FloorOptions, engine: dict[str, str], notes: lis
 
 def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) -> FloorReport:
     """The floor report of a checkpoint's headers; raises AuditError on an input the floor cannot use."""
-    if opts.gpus < 1:
-        raise AuditError(f"--gpus must be at least 1, got {opts.gpus}")
-    if opts.context < 0:
-        raise AuditError(f"--context must be at least 0, got {opts.context}")
+    check_counts(opts.gpus, opts.context)
     shape = read_shape(ckpt.config, f"{ckpt.label}/config.json")
     notes = list(shape.notes)
     engine = dict(opts.engine_dtypes)
