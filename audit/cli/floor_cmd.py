@@ -26,7 +26,7 @@ from audit.cli import cli
                    "also kv_cache=F8_E4M3, recurrent_state=F32. Repeatable.")
 @click.option("--role-pattern", "role_patterns", multiple=True, metavar="ROLE=REGEX",
               help="Give ROLE to tensors whose name matches REGEX, before the role table's rules. Repeatable.")
-@click.option("--roles", "role_table", default="default@1", show_default=True, metavar="NAME@VERSION",
+@click.option("--roles", "role_table", default="default@2", show_default=True, metavar="NAME@VERSION",
               help="Role table to classify tensors with.")
 @click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from the content).")
 @click.option("--force", is_flag=True, help="Replace PACKAGE if it exists.")
