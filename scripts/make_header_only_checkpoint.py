@@ -10,8 +10,11 @@ checkpoints have them), and model.safetensors.index.json when there is more than
 section is absent (each file is 8 + header bytes) unless --sparse, which gives every file its full
 declared length as a sparse file (holes, no disk blocks). `audit floor OUTDIR` reads either.
 
-Dtypes start from the config's torch_dtype; a config with an FP8 quantization_config (DeepSeek-V3) puts
-every linear layer of attention and MLPs in F8_E4M3 with 128x128 block scales, as the real checkpoint.
+Dtypes start from the config's torch_dtype; a quantization_config converts every linear layer of attention
+and MLPs but the modules it keeps, as the real checkpoint stores them: fp8 (DeepSeek-V3, Qwen FP8: F8_E4M3,
+`weight_scale_inv` blocks of weight_block_size, --fp8-scale-dtype F32 or BF16), compressed-tensors FP8
+(GLM-4.5-Air-FP8: per-channel `weight_scale`), bitsandbytes 8-bit (I8 + F32 `SCB` + U8 `weight_format`).
+Any other quant_method (GPTQ, AWQ, bitsandbytes 4-bit, ...) is refused in one line.
 --dtype-mix re-types linear-layer weights by role (the roles `audit floor` reports: attention, dense_mlp,
 shared_experts, routed_experts, router, embeddings, output_head, mtp), e.g.
     --dtype-mix routed_experts=F8_E4M3,shared_experts=F8_E4M3,attention=BF16
@@ -20,6 +23,9 @@ Shapes whose configs are committed (published values, see scripts/shapes/README.
     scripts/shapes/llama-3.1-8b.config.json    dense BF16, 8,030,261,248 parameters
     scripts/shapes/qwen3-30b-a3b.config.json   128 experts, 8 per token
     scripts/shapes/deepseek-v3.config.json     MLA, 256 experts + 1 shared, FP8 with block scales, 1 MTP layer
+    scripts/shapes/qwen3-next-80b-a3b-fp8.config.json  gated DeltaNet + full attention, 512 experts, FP8, mtp.*
+    scripts/shapes/glm-4.5-air-fp8.config.json  128 experts + 1 shared, compressed-tensors FP8, 1 MTP layer
+    scripts/shapes/mimo-7b.config.json         dense Qwen2-style with model.mtp_layers.0
 """
 
 from __future__ import annotations

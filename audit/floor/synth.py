@@ -2,17 +2,22 @@
 shape holds (names and shapes as the families' HF checkpoints store them), in a chosen dtype mix, with
 headers only (or sparse files of full length).
 
-Families: dense Llama-style (`llama`, `mistral`, `qwen2`, `qwen3`), `mixtral`, `qwen2_moe`/`qwen3_moe`,
+Families: dense Llama-style (`llama`, `mistral`, `qwen2`, `qwen3`; `mimo`: Qwen2-style with an MTP module
+`model.mtp_layers.{i}`), `mixtral`, `qwen2_moe`/`qwen3_moe`,
 `deepseek_v2`/`deepseek_v3` (MLA, shared experts, leading dense layers, MTP layers), `glm4_moe`
 (GQA, shared experts, leading dense layers, MTP layers) and `qwen3_next` (gated DeltaNet linear attention
 mixed with gated full attention, shared expert, `mtp.*` module).
 
-Dtypes: every tensor starts in the config's dtype. A config with an FP8 `quantization_config` (DeepSeek-V3)
-stores every linear layer of attention and MLPs in F8_E4M3 with 128x128 block scales `weight_scale_inv`
-(F32), except the modules it lists in `ignored_layers` / `modules_to_not_convert`; the router,
-embeddings, head and norms stay in the model dtype. `dtype_mix` (`{role: dtype}`, roles as
-`audit floor` names them) overrides per role; only linear-layer weights are re-typed, and an FP8 weight
-gets its scale tensor (`fp8_scales`: `block128` as DeepSeek, `tensor` one F32 scale, or `none`).
+Dtypes: every tensor starts in the config's dtype. A `quantization_config` converts every linear layer of
+attention and MLPs, except the modules it lists (exact names; compressed-tensors `re:` patterns), as the
+method stores them: `fp8` (DeepSeek-V3, Qwen FP8) F8_E4M3 with `weight_scale_inv` block scales of
+`weight_block_size` (F32, or BF16 with `scale_dtype`), or one `weight_scale` without blocks;
+`compressed-tensors` FP8 (GLM-4.5-Air-FP8) F8_E4M3 with `weight_scale` per channel [out, 1], per tensor [1]
+or per block; `bitsandbytes` 8-bit I8 with F32 row scales `SCB` and a U8 `weight_format`. Any other method
+(GPTQ, AWQ, bitsandbytes 4-bit, ...) is refused: headers in the unquantized dtype would be wrong. Routers,
+embeddings, head and norms stay in the model dtype. `dtype_mix` (`{role: dtype}`, roles as `audit floor`
+names them) overrides per role; only linear-layer weights are re-typed, and an FP8 weight the config
+does not quantize gets 128x128 block scales (`fp8_scales`: `block128`, `tensor` one F32 scale, `none`).
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from audit.errors import AuditError
 from audit.floor.arch import TORCH_DTYPES, _int
 from audit.floor.safetensors import DTYPE_BITS, INDEX_FILE, dtype_bytes
 
-FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3",
-            "glm4_moe", "qwen3_next")
+FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "mimo", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2",
+            "deepseek_v3", "glm4_moe", "qwen3_next")
 FP8 = ("F8_E4M3", "F8_E5M2")
 
 
@@ -163,7 +168,7 @@ def _moe(p: str, family: str, c: _Cfg) -> list[Spec]:
     inter = c.need("moe_intermediate_size")
     e = c.need("n_routed_experts") if family in ("deepseek_v2", "deepseek_v3", "glm4_moe") else c.need("num_experts")
     out = [Spec(f"{p}.mlp.gate.weight", (e, h), "router")]
-    if c.get("topk_method") == "noaux_tc":
+    if c.get("topk_method") == "noaux_tc" or family == "glm4_moe":  # GLM-4.5's router always has the bias
         out.append(Spec(f"{p}.mlp.gate.e_score_correction_bias", (e,), "router", dtype="F32"))
     for j in range(e):
         out += _mlp(f"{p}.mlp.experts.{j}", h, inter, "routed_experts")
@@ -226,6 +231,13 @@ def tensor_specs(config: dict[str, Any]) -> list[Spec]:
                       Spec(f"{p}.shared_head.norm.weight", (h,), "mtp"),
                       Spec(f"{p}.shared_head.head.weight", (vocab, h), "mtp")]
             specs += [Spec(s.name, s.shape, "mtp", s.linear, s.dtype) for s in _layer(p, n + m, family, c)]
+    if family == "mimo":  # MiMo keeps its MTP module in its own namespace, model.mtp_layers.{m}
+        for m in range(c.num("num_nextn_predict_layers", 0)):
+            p = f"model.mtp_layers.{m}"
+            specs += [Spec(s.name, s.shape, "mtp", s.linear, s.dtype) for s in _layer(p, m, family, c)]
+            specs += [Spec(f"{p}.token_layernorm.weight", (h,), "mtp"), Spec(f"{p}.hidden_layernorm.weight", (h,), "mtp"),
+                      Spec(f"{p}.input_proj.weight", (h, 2 * h), "mtp", True),
+                      Spec(f"{p}.final_layernorm.weight", (h,), "mtp")]
     if family == "qwen3_next":
         for m in range(c.num("mtp_num_hidden_layers", 0)):
             specs += [Spec(s.name, s.shape, "mtp", s.linear, s.dtype) for s in _layer(f"mtp.layers.{m}", m, family, c)]
