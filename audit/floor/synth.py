@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.floor.arch import TORCH_DTYPES, _int
+from audit.floor.arch import TORCH_DTYPES, config_int
 from audit.floor.safetensors import DTYPE_BITS, INDEX_FILE, dtype_bytes
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "mimo", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2",
@@ -65,7 +65,7 @@ class _Cfg:
 
     def num(self, key: str, default: int | None = None, minimum: int = 0) -> Any:
         """An integer field in [minimum, MAX_CONFIG_INT] (the floor's bound), or `default` when absent."""
-        v = _int(self.c, key, "config.json", minimum)
+        v = config_int(self.c, key, "config.json", minimum)
         return default if v is None else v
 
     def need(self, key: str, minimum: int = 0) -> int:
@@ -235,7 +235,8 @@ def tensor_specs(config: dict[str, Any]) -> list[Spec]:
         for m in range(c.num("num_nextn_predict_layers", 0)):
             p = f"model.mtp_layers.{m}"
             specs += [Spec(s.name, s.shape, "mtp", s.linear, s.dtype) for s in _layer(p, m, family, c)]
-            specs += [Spec(f"{p}.token_layernorm.weight", (h,), "mtp"), Spec(f"{p}.hidden_layernorm.weight", (h,), "mtp"),
+            specs += [Spec(f"{p}.token_layernorm.weight", (h,), "mtp"),
+                      Spec(f"{p}.hidden_layernorm.weight", (h,), "mtp"),
                       Spec(f"{p}.input_proj.weight", (h, 2 * h), "mtp", True),
                       Spec(f"{p}.final_layernorm.weight", (h,), "mtp")]
     if family == "qwen3_next":
