@@ -133,7 +133,11 @@ def test_huge_options_are_one_line(cli, tmp_path, args, message):
     ({"num_hidden_layers": 200_000}, "would declare more than 2,000,000 tensors"),
     ({"num_hidden_layers": -1}, "num_hidden_layers: must be a non-negative integer"),
     ({"intermediate_size": 2.5}, "intermediate_size: must be a non-negative integer"),
-], ids=["layers", "hidden", "tensors", "negative", "float"])
+    ({"vocab_size": 2**31 - 1, "hidden_size": 2**31 - 1, "torch_dtype": "float32"},
+     "tensor 'model.embed_tokens.weight': shape [2147483647, 2147483647] x F32 overflows 64 bits"),
+    ({"decoder_sparse_step": 0, "model_type": "qwen2_moe", "num_experts": 2, "moe_intermediate_size": 4},
+     "decoder_sparse_step: must be at least 1, found 0"),
+], ids=["layers", "hidden", "tensors", "negative", "float", "tensor-bits", "zero-step"])
 def test_make_header_only_checkpoint_bounds_every_config_number(tmp_path, capsys, change, message):
     config, _ = tiny_dense()
     src = tmp_path / "config.json"

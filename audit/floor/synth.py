@@ -33,7 +33,7 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.floor.arch import TORCH_DTYPES, config_int
-from audit.floor.safetensors import DTYPE_BITS, INDEX_FILE, dtype_bytes
+from audit.floor.safetensors import DTYPE_BITS, INDEX_FILE, U64_MAX, dtype_bytes
 
 FAMILIES = ("llama", "mistral", "qwen2", "qwen3", "mimo", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2",
             "deepseek_v3", "glm4_moe", "qwen3_next")
@@ -427,6 +427,8 @@ def header_bytes(tensors: list[tuple[str, str, tuple[int, ...]]]) -> tuple[bytes
     at = 0
     for name, dtype, shape in order:
         size = dtype_bytes(dtype, math.prod(shape))
+        if math.prod(shape) * DTYPE_BITS[dtype] > U64_MAX:  # a header the reader (and the reference) refuses
+            raise AuditError(f"tensor {name!r}: shape {list(shape)} x {dtype} overflows 64 bits")
         if size is None:
             raise AuditError(f"tensor {name!r}: {math.prod(shape):,} elements of {dtype} are not whole bytes")
         entries[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [at, at + size]}
@@ -442,7 +444,6 @@ def write_header_only(out: str | os.PathLike[str], config_bytes: bytes,
     """Write config.json, the shards' headers (no data; with `sparse`, files of full length whose data are
     holes) and, for more than one shard, model.safetensors.index.json. Returns the shard file names."""
     root = Path(out)
-    root.mkdir(parents=True, exist_ok=True)
     groups: list[list[tuple[str, str, tuple[int, ...]]]] = [[]]
     size = 0
     for t in tensors:
@@ -454,10 +455,11 @@ def write_header_only(out: str | os.PathLike[str], config_bytes: bytes,
         size += nbytes
     names = (["model.safetensors"] if len(groups) == 1 else
              [f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors" for i in range(len(groups))])
+    headers = [header_bytes(group) for group in groups]  # every header checked before anything is written
+    root.mkdir(parents=True, exist_ok=True)
     weight_map: dict[str, str] = {}
     total = 0
-    for fname, group in zip(names, groups):
-        header, data = header_bytes(group)
+    for fname, group, (header, data) in zip(names, groups, headers):
         with open(root / fname, "wb") as f:
             f.write(struct.pack("<Q", len(header)) + header)
             if sparse and data:
