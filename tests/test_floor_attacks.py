@@ -192,3 +192,16 @@ def test_header_numbers_the_reference_reader_refuses(tmp_path, cli, case, header
     assert (r.code, r.out) == (2, "") and r.err.count("\n") == 1, r.err
     assert r.err.startswith(f"audit: error: {f}: ") and message in r.err, r.err
     assert not out.exists()
+
+
+@attack("floor.header-offsets")
+@pytest.mark.parametrize("total", [2**64, -1, 1.5, True, "8"], ids=["2^64", "negative", "float", "bool", "string"])
+def test_index_total_size_is_checked(tmp_path, cli, total):
+    config, tensors = tiny_dense()
+    ckpt = write_checkpoint(tmp_path / "ckpt", config, tensors, data="absent")
+    (ckpt / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": total}, "weight_map": {n: "model.safetensors" for n in tensors}}))
+    r = cli("floor", ckpt, "--hbm-tbps", "4.8", "-o", tmp_path / "pkg")
+    assert (r.code, r.out) == (2, "") and r.err.count("\n") == 1, r.err
+    assert r.err.startswith(f"audit: error: {ckpt}/model.safetensors.index.json: field metadata.total_size: "
+                            "must be an integer from 0 to 2^64 - 1"), r.err

@@ -312,8 +312,11 @@ def _index_shards(root: Path, label: str, obj: Any) -> tuple[dict[str, list[str]
         raise AuditError("has no weight_map object", path=where, field="weight_map")
     total = None
     meta = obj.get("metadata")
-    if isinstance(meta, dict) and _is_int(meta.get("total_size")):
+    if isinstance(meta, dict) and meta.get("total_size") is not None:
         total = meta["total_size"]
+        if not _is_int(total) or not 0 <= total <= U64_MAX:
+            raise AuditError(f"must be an integer from 0 to 2^64 - 1, found {total!r:.40}",
+                             path=where, field="metadata.total_size")
     by_shard: dict[str, list[str]] = {}
     for name, shard in obj["weight_map"].items():
         if not isinstance(shard, str):
