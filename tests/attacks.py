@@ -130,6 +130,16 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "succeeded"),
     ("import.package-path", "`import verdicts --package P` recording P relative to the working folder", "issue",
      "succeeded"),
+    # ---- round 3 (floor)
+    ("floor.config-huge-layers", "a floor config with 10^12 layers", "issue", "succeeded"),
+    ("floor.config-huge-hidden", "a floor config with hidden_size 10^400", "issue", "succeeded"),
+    ("floor.config-numbers", "config numbers negative, zero, bool, float for int, huge, nested, huge lists",
+     "added", "succeeded"),
+    ("floor.options-huge", "--context or --gpus 10^400, --hbm-tbps 1e-300", "added", "succeeded"),
+    ("floor.synth-huge", "make_header_only_checkpoint on a config with 10^12 layers or hidden_size 10^400",
+     "added", "succeeded"),
+    ("floor.header-offsets", "safetensors offsets or dims past 2^64, a shape product overflow, a header not "
+                             "starting with '{', non-ASCII digits", "issue", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -144,6 +144,7 @@ def test_floor_check_refuses_other_packages(cli, tmp_path):
 def test_the_published_role_table_never_changes():
     # A change to default@1 must be a new version beside it (default@2), never an edit in place.
     assert table_sha256(TABLES["default@1"]) == "b0ae742cf69f5641a6c83c796a0cee951bd1b624a7d5bdf873f3b72be316867b"
+    assert table_sha256(TABLES["default@2"]) == "572907c32bb6efc89f8ea8f0217376e2e5db9930febc9d2c3446ab43a03de74a"
 
 
 # --------------------------------------------------------------------------- bandwidth from NVML
@@ -228,7 +229,7 @@ def test_from_nvml_without_nvml_is_one_line(cli, tmp_path, monkeypatch, setup, m
     (("--hbm-tbps", "4.8", "--role-pattern", "heads=x"), "--role-pattern 'heads=x': unknown role 'heads' (roles: "
      "multimodal_encoder, mtp, quant_scales, routed_experts, shared_experts, router, dense_mlp, attention, "
      "embeddings, output_head, norms, other)"),
-    (("--hbm-tbps", "4.8", "--roles", "default@9"), "unknown role table 'default@9' (known: default@1)"),
+    (("--hbm-tbps", "4.8", "--roles", "default@9"), "unknown role table 'default@9' (known: default@1, default@2)"),
 ])
 def test_usage_errors_are_one_line_exit_2(cli, tmp_path, args, message):
     r = cli("floor", TINY_LLAMA, "-o", tmp_path / "p", *args)
@@ -256,16 +257,17 @@ shared_experts                 F8_E4M3                 3            24,576      
 routed_experts                 F8_E4M3                12            98,304              98,304  2/4 experts                                 49,152
 norms                          BF16                    5               640               1,280  all                                          1,280
 output_head                    BF16                    1            32,768              65,536  all                                         65,536
-quant_scales:attention         F32                    10                10                  40  none: attention re-typed                         0
-quant_scales:dense_mlp         F32                     3                 6                  24  all                                             24
-quant_scales:shared_experts    F32                     3                 3                  12  all                                             12
-quant_scales:routed_experts    F32                    12                12                  48  2/4 experts                                     24
+quant_scales:attention         F32                    10              (10)                  40  none: attention re-typed                         0
+quant_scales:dense_mlp         F32                     3               (6)                  24  all                                             24
+quant_scales:shared_experts    F32                     3               (3)                  12  all                                             12
+quant_scales:routed_experts    F32                    12              (12)                  48  2/4 experts                                     24
 mtp                            BF16                   11            99,584             199,168  none: MTP (use --with-mtp)                       0
-mtp                            F32                    21                24                  96  none: MTP (use --with-mtp)                       0
+mtp                            F32                    21                 4                  96  none: MTP (use --with-mtp)                       0
 mtp                            F8_E4M3>BF16            5            40,960              40,960  none: MTP (use --with-mtp)                       0
 mtp                            F8_E4M3                15           122,880             122,880  none: MTP (use --with-mtp)                       0
 kv_cache:mla latent            BF16                    -                 -                   -  8 tok x 2 layers                             2,560
-total                                                121           633,531             800,236                                             407,116
+total                                                121           633,480             800,236                                             407,116
+parameters exclude 51 elements of quantization scales (in parentheses where a row holds only scales)
 bytes/token by dtype: BF16 235,008, F32 76, F8_E4M3 172,032
 floor: 407,116 bytes/token / (1 GPU x 2.000 TB/s from --hbm-tbps) = 0.0002036 ms/token, 4,912,604.8 tok/s (context 8)
 note: 1 of 1 safetensors files hold less data than their headers declare (1 header-only); sizes come from the headers

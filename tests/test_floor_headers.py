@@ -69,7 +69,7 @@ BAD_FILES = [
     ("not JSON", b"{\"w\": nope}", 0, None, "header is not valid JSON: Expecting value at line 1 column 7"),
     ("not UTF-8", b"{\"\xff\": 1}", 0, None, "header is not valid UTF-8 (byte 2)"),
     ("NaN", b"{\"w\": NaN}", 0, None, "header is not valid JSON: NaN is not valid JSON"),
-    ("not an object", b"[1, 2]", 0, None, "header is not a JSON object (found list)"),
+    ("not an object", b"[1, 2]", 0, None, "header does not start with '{'"),
     ("a tensor named twice", b"{\"w\": {}, \"w\": {}}", 0, None, "header is not valid JSON: key 'w' appears twice"),
     ("unknown dtype", _hdr({"w": {"dtype": "F8_E4M3FN", "shape": [2], "data_offsets": [0, 2]}}), 2, None,
      "tensor 'w': unknown dtype 'F8_E4M3FN' (known: " + ", ".join(DTYPE_BITS) + ")"),

@@ -292,7 +292,7 @@ def test_role_overrides_come_first_and_are_recorded(tmp_path):
     assert [(w.role, w.tensors) for w in report.weights if w.role in ("dense_mlp", "other")] == \
         [("dense_mlp", 2), ("other", 1)]
     assert [(r.role, r.pattern) for r in report.role_table.overrides] == [("other", r"\.mlp\.down_proj\.")]
-    assert report.role_table.table == "default@1"
+    assert report.role_table.table == "default@2"
 
 
 def test_expert_tensors_without_expert_counts_are_refused(tmp_path):

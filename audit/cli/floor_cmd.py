@@ -26,7 +26,7 @@ from audit.cli import cli
                    "also kv_cache=F8_E4M3, recurrent_state=F32. Repeatable.")
 @click.option("--role-pattern", "role_patterns", multiple=True, metavar="ROLE=REGEX",
               help="Give ROLE to tensors whose name matches REGEX, before the role table's rules. Repeatable.")
-@click.option("--roles", "role_table", default="default@1", show_default=True, metavar="NAME@VERSION",
+@click.option("--roles", "role_table", default="default@2", show_default=True, metavar="NAME@VERSION",
               help="Role table to classify tensors with.")
 @click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from the content).")
 @click.option("--force", is_flag=True, help="Replace PACKAGE if it exists.")
@@ -54,10 +54,9 @@ def floor(checkpoint: Path, out: Path, gpus: int, hbm_tbps: float | None, from_n
         raise click.UsageError("give one of --hbm-tbps X or --from-nvml")
     if out.exists() and not force:
         raise AuditError("already exists (use --force to replace it)", path=str(out))
-    if gpus < 1:
-        raise click.UsageError(f"--gpus must be at least 1, got {gpus}")
-    if context < 0:
-        raise click.UsageError(f"--context must be at least 0, got {context}")
+    from audit.floor.compute import check_counts
+
+    check_counts(gpus, context)
     opts = FloorOptions(gpus=gpus, context=context, with_mtp=with_mtp,
                         engine_dtypes=tuple(sorted(parse_engine_dtype(e) for e in engine_dtypes)),
                         role_table=role_table, role_overrides=tuple(parse_override(p) for p in role_patterns))

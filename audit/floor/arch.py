@@ -96,53 +96,77 @@ class Shape:
         return 2 * self.num_kv_heads * self.head_dim
 
 
-def _int(cfg: dict[str, Any], key: str, where: str) -> int | None:
+MAX_CONFIG_INT = 2**31 - 1
+"""Largest number a config field may hold (every real model is far below): bounds the arithmetic, and a
+config of 10^12 layers or hidden_size 10^400 is refused in one line instead of exhausting memory."""
+
+
+def _describe(v: int) -> str:
+    return f"{v:,}" if v < 10**30 else f"a {len(str(v))}-digit number"
+
+
+def config_int(cfg: dict[str, Any], key: str, where: str, minimum: int = 0) -> int | None:
+    """`cfg[key]` as an integer in [minimum, MAX_CONFIG_INT], None when absent; anything else (a bool, a float,
+    a string, a negative or huge number) is refused naming the field."""
     v = cfg.get(key)
     if v is None:
         return None
     if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-        raise AuditError(f"{key} must be a non-negative integer, found {v!r}", path=where, field=key)
+        raise AuditError(f"must be a non-negative integer, found {v!r:.60}", path=where, field=key)
+    if v > MAX_CONFIG_INT:
+        raise AuditError(f"{_describe(v)} is over the limit ({MAX_CONFIG_INT:,})", path=where, field=key)
+    if v < minimum:
+        raise AuditError(f"must be at least {minimum}, found {v}", path=where, field=key)
     return v
+
+
+def _bool(cfg: dict[str, Any], key: str, where: str) -> bool | None:
+    v = cfg.get(key)
+    if v is None or isinstance(v, bool):
+        return v
+    raise AuditError(f"must be true or false, found {v!r:.60}", path=where, field=key)
 
 
 def _first(cfg: dict[str, Any], keys: tuple[str, ...], where: str, fields: dict[str, str],
            name: str) -> int | None:
     for k in keys:
-        v = _int(cfg, k, where)
+        v = config_int(cfg, k, where)
         if v:  # 0 means "none" in configs that keep the field (dense Qwen3-Next variants)
             fields[name] = k
             return v
     return None
 
 
-def _layer_types(cfg: dict[str, Any], n: int, where: str, fields: dict[str, str]) -> list[str]:
+def _layer_types(cfg: dict[str, Any], n: int, where: str, fields: dict[str, str]) -> dict[str, int]:
+    """Layers per type, counted without a per-layer list (n may be large)."""
     lt = cfg.get("layer_types")
     if lt is not None:
         if not isinstance(lt, list) or not all(isinstance(x, str) for x in lt):
-            raise AuditError("layer_types must be a list of strings", path=where, field="layer_types")
+            raise AuditError("must be a list of strings", path=where, field="layer_types")
         if len(lt) != n:
-            raise AuditError(f"layer_types has {len(lt)} entries for {n} layers", path=where, field="layer_types")
+            raise AuditError(f"has {len(lt):,} entries for {n:,} layers", path=where, field="layer_types")
         fields["layer_types"] = "layer_types"
-        return [_LAYER_TYPE_ALIASES.get(x, x) for x in lt]
-    interval = _int(cfg, "full_attention_interval", where)
+        return dict(Counter(_LAYER_TYPE_ALIASES.get(x, x) for x in lt))
+    interval = config_int(cfg, "full_attention_interval", where, minimum=1)
     if interval and "linear_num_value_heads" in cfg:
         fields["layer_types"] = "full_attention_interval"
-        return [FULL if (i + 1) % interval == 0 else LINEAR for i in range(n)]
-    window = cfg.get("sliding_window")
-    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
-        pattern = _int(cfg, "sliding_window_pattern", where)
+        return {FULL: n // interval, LINEAR: n - n // interval}
+    window = config_int(cfg, "sliding_window", where)
+    pattern = config_int(cfg, "sliding_window_pattern", where, minimum=1)
+    use = _bool(cfg, "use_sliding_window", where)
+    max_window = config_int(cfg, "max_window_layers", where)
+    if window:
         if pattern:
             fields["layer_types"] = "sliding_window_pattern"
-            return [FULL if (i + 1) % pattern == 0 else SLIDING for i in range(n)]
-        use = cfg.get("use_sliding_window")
+            return {FULL: n // pattern, SLIDING: n - n // pattern}
         if use is False:
-            return [FULL] * n
-        if use is True and isinstance(cfg.get("max_window_layers"), int):
+            return {FULL: n}
+        if use is True and max_window is not None:
             fields["layer_types"] = "use_sliding_window+max_window_layers"
-            return [SLIDING if i >= cfg["max_window_layers"] else FULL for i in range(n)]
+            return {FULL: min(n, max_window), SLIDING: n - min(n, max_window)}
         fields["layer_types"] = "sliding_window"
-        return [SLIDING] * n
-    return [FULL] * n
+        return {SLIDING: n}
+    return {FULL: n}
 
 
 def read_shape(config: dict[str, Any], where: str = "config.json") -> Shape:
@@ -150,16 +174,21 @@ def read_shape(config: dict[str, Any], where: str = "config.json") -> Shape:
     fields: dict[str, str] = {}
     notes: list[str] = []
     cfg = dict(config)
-    if isinstance(config.get("text_config"), dict):
-        cfg.update(config["text_config"])
+    text = config.get("text_config")
+    if text is not None and not isinstance(text, dict):
+        raise AuditError(f"must be an object, found {type(text).__name__}", path=where, field="text_config")
+    if text is not None:
+        cfg.update(text)
         fields["text_config"] = "text_config"
     ffn = cfg.get("ffn_config")
     if isinstance(ffn, dict):  # DBRX keeps its MoE settings here
         cfg = {**{f"ffn_config.{k}": v for k, v in ffn.items()}, **cfg}
-    n = _int(cfg, "num_hidden_layers", where) or _int(cfg, "n_layer", where) or _int(cfg, "num_layers", where)
-    if not n:
+    layer_key = next((k for k in ("num_hidden_layers", "n_layer", "num_layers") if cfg.get(k) is not None), None)
+    if layer_key is None:
         raise AuditError("has no num_hidden_layers", path=where, field="num_hidden_layers")
-    hidden = _int(cfg, "hidden_size", where)
+    n = config_int(cfg, layer_key, where, minimum=1)
+    assert n is not None
+    hidden = config_int(cfg, "hidden_size", where)
     dtype_field = "torch_dtype" if "torch_dtype" in cfg else ("dtype" if "dtype" in cfg else None)
     model_dtype = "BF16"
     if dtype_field is None:
@@ -175,44 +204,44 @@ def read_shape(config: dict[str, Any], where: str = "config.json") -> Shape:
     per_token = _first(cfg, EXPERTS_PER_TOKEN_FIELDS + ("ffn_config.moe_top_k",), where, fields,
                        "experts_per_token")
     shared = _first(cfg, SHARED_EXPERT_FIELDS, where, fields, "shared_experts")
-    if shared is None and _int(cfg, "shared_expert_intermediate_size", where):
+    if shared is None and config_int(cfg, "shared_expert_intermediate_size", where):
         shared, fields["shared_experts"] = 1, "shared_expert_intermediate_size"
-    first_dense = _int(cfg, "first_k_dense_replace", where)
+    first_dense = config_int(cfg, "first_k_dense_replace", where)
     if first_dense is not None:
         fields["first_dense_layers"] = "first_k_dense_replace"
     if experts and per_token and per_token > experts:
-        raise AuditError(f"{fields['experts_per_token']} ({per_token}) exceeds {fields['routed_experts']} "
-                         f"({experts})", path=where, field=fields["experts_per_token"])
+        raise AuditError(f"{per_token} exceeds {fields['routed_experts']} ({experts})", path=where,
+                         field=fields["experts_per_token"])
 
-    heads = _int(cfg, "num_attention_heads", where)
-    kv_heads = _int(cfg, "num_key_value_heads", where)
+    heads = config_int(cfg, "num_attention_heads", where)
+    kv_heads = config_int(cfg, "num_key_value_heads", where)
     if kv_heads is None and heads is not None:
         kv_heads = heads
         fields["num_kv_heads"] = "num_attention_heads"
     elif kv_heads is not None:
         fields["num_kv_heads"] = "num_key_value_heads"
-    head_dim = _int(cfg, "head_dim", where)
+    head_dim = config_int(cfg, "head_dim", where)
     if head_dim:
         fields["head_dim"] = "head_dim"
     elif heads and hidden:
         head_dim = hidden // heads
         fields["head_dim"] = "hidden_size/num_attention_heads"
-    kv_lora = _int(cfg, "kv_lora_rank", where)
-    rope_dim = _int(cfg, "qk_rope_head_dim", where)
+    kv_lora = config_int(cfg, "kv_lora_rank", where)
+    rope_dim = config_int(cfg, "qk_rope_head_dim", where)
     attention = "mla" if kv_lora and rope_dim is not None else "kv_heads"
     if attention == "mla":
         fields["kv_cache"] = "kv_lora_rank+qk_rope_head_dim"
 
-    types = _layer_types(cfg, n, where, fields)
-    counts = dict(sorted(Counter(types).items()))
+    counts = dict(sorted((t, c) for t, c in _layer_types(cfg, n, where, fields).items() if c))
     linear = None
     if LINEAR in counts:
         keys = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
                 "linear_conv_kernel_dim")
-        vals = [_int(cfg, k, where) for k in keys]
+        vals = [config_int(cfg, k, where) for k in keys]
         missing = [k for k, v in zip(keys, vals) if not v]
         if missing:
-            raise AuditError(f"has linear-attention layers but no {missing[0]}", path=where, field=missing[0])
+            raise AuditError("is missing or 0, but the model has linear-attention layers", path=where,
+                             field=missing[0])
         linear = LinearAttention(*vals)  # type: ignore[arg-type]
     unknown = sorted(set(counts) - {FULL, SLIDING, LINEAR})
     for t in unknown:
@@ -225,18 +254,17 @@ def read_shape(config: dict[str, Any], where: str = "config.json") -> Shape:
                              field="mamba_ssm_dtype")
         ssm_dtype = TORCH_DTYPES[name]
         fields["ssm_dtype"] = "mamba_ssm_dtype"
-    window = cfg.get("sliding_window") if SLIDING in counts else None
+    window = config_int(cfg, "sliding_window", where) if SLIDING in counts else None
     mtp = _first(cfg, MTP_FIELDS, where, fields, "mtp_layers") or 0
-    tie = cfg.get("tie_word_embeddings")
+    tie = _bool(cfg, "tie_word_embeddings", where)
     archs = config.get("architectures") or cfg.get("architectures") or []
     return Shape(
         model_type=cfg.get("model_type") if isinstance(cfg.get("model_type"), str) else None,
         architectures=tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else (),
-        num_hidden_layers=n, hidden_size=hidden, vocab_size=_int(cfg, "vocab_size", where),
+        num_hidden_layers=n, hidden_size=hidden, vocab_size=config_int(cfg, "vocab_size", where),
         model_dtype=model_dtype, routed_experts=experts, experts_per_token=per_token, shared_experts=shared,
         first_dense_layers=first_dense, attention=attention, num_kv_heads=kv_heads, head_dim=head_dim,
         kv_lora_rank=kv_lora, qk_rope_head_dim=rope_dim, layer_types=counts,
-        sliding_window=window if isinstance(window, int) else None, linear=linear, ssm_dtype=ssm_dtype,
-        mtp_layers=mtp, tie_word_embeddings=tie if isinstance(tie, bool) else None,
+        sliding_window=window, linear=linear, ssm_dtype=ssm_dtype, mtp_layers=mtp, tie_word_embeddings=tie,
         fields=dict(sorted(fields.items())), notes=tuple(notes),
     )

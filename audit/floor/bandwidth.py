@@ -27,9 +27,15 @@ class Bandwidth:
     ref: BandwidthRef
 
 
+MIN_TBPS, MAX_TBPS = 1e-3, 1e3
+"""Bandwidths accepted from --hbm-tbps: 1 GB/s to 1 PB/s per GPU (an H200 is 4.8 TB/s)."""
+
+
 def from_flag(tbps: float) -> Bandwidth:
     if not tbps > 0 or tbps != tbps or tbps == float("inf"):
         raise AuditError(f"--hbm-tbps must be a positive number of TB/s, got {tbps}")
+    if not MIN_TBPS <= tbps <= MAX_TBPS:
+        raise AuditError(f"--hbm-tbps must be between {MIN_TBPS:g} and {MAX_TBPS:g} TB/s, got {tbps:g}")
     return Bandwidth(tbps, BandwidthRef(tbps_per_gpu=tbps, source="flag"))
 
 

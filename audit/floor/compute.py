@@ -22,6 +22,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 
 from audit.errors import AuditError
 from audit.floor.arch import FULL, LINEAR, SLIDING, Shape, read_shape
@@ -32,11 +33,14 @@ from audit.floor.report import (
     FloorReport,
     InputRef,
     Options,
+    FLOOR_REPORT_SCHEMA_VERSION,
+    FloorReportV1,
     RoleRule,
     RoleTableRef,
     ShapeRef,
     ShardRef,
     WeightRow,
+    WeightRowV2,
 )
 from audit.floor.roles import DEFAULT_TABLE, OVERLAY_ROLES, REPORT_ORDER, ROLES, Classifier
 from audit.floor.safetensors import DTYPE_BITS, FLOAT_DTYPES, Checkpoint, Tensor, dtype_bytes
@@ -58,6 +62,29 @@ class FloorOptions:
     engine_dtypes: tuple[tuple[str, str], ...] = ()
     role_table: str = DEFAULT_TABLE
     role_overrides: tuple[tuple[str, str], ...] = ()
+    report_version: int = FLOOR_REPORT_SCHEMA_VERSION
+    """floor.json version to write: 1 recomputes an old package exactly (its parameters count scales)."""
+
+
+MAX_GPUS = 2**20
+MAX_CONTEXT = 2**40
+"""Bounds on --gpus and --context: far past any machine, and they keep every figure a finite float."""
+
+
+def _count(v: int) -> str:
+    return f"{v}" if abs(v) < 10**30 else f"a {len(str(abs(v)))}-digit number"
+
+
+def check_counts(gpus: int, context: int) -> None:
+    """Refuse a --gpus or --context the floor cannot use, in one line."""
+    if gpus < 1:
+        raise AuditError(f"--gpus must be at least 1, got {_count(gpus)}")
+    if gpus > MAX_GPUS:
+        raise AuditError(f"--gpus must be at most {MAX_GPUS:,}, got {_count(gpus)}")
+    if context < 0:
+        raise AuditError(f"--context must be at least 0, got {_count(context)}")
+    if context > MAX_CONTEXT:
+        raise AuditError(f"--context must be at most {MAX_CONTEXT:,} tokens, got {_count(context)}")
 
 
 def parse_engine_dtype(text: str) -> tuple[str, str]:
@@ -77,6 +104,7 @@ def parse_engine_dtype(text: str) -> tuple[str, str]:
 class _Acc:
     tensors: int = 0
     elements: int = 0
+    scale_elements: int = 0
     stored: int = 0
     engine: int = 0
     fraction: Fraction = Fraction(1)  # one per row: the row's key includes how it is read
@@ -161,11 +189,9 @@ def _caches(shape: Shape, opts: FloorOptions, engine: dict[str, str], notes: lis
 
 
 def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) -> FloorReport:
-    """The floor report of a checkpoint's headers; raises AuditError on an input the floor cannot use."""
-    if opts.gpus < 1:
-        raise AuditError(f"--gpus must be at least 1, got {opts.gpus}")
-    if opts.context < 0:
-        raise AuditError(f"--context must be at least 0, got {opts.context}")
+    """The floor report of a checkpoint's headers (with `opts.report_version` 1, the FloorReportV1 an old
+    package recorded); raises AuditError on an input the floor cannot use."""
+    check_counts(opts.gpus, opts.context)
     shape = read_shape(ckpt.config, f"{ckpt.label}/config.json")
     notes = list(shape.notes)
     engine = dict(opts.engine_dtypes)
@@ -231,6 +257,8 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
         a = acc[(role, row_kind, t.dtype, e_dtype, reading)]
         a.tensors += 1
         a.elements += t.elements
+        if "quant_scales" in overlays:
+            a.scale_elements += t.elements
         a.stored += t.nbytes
         a.engine += e_bytes
         a.fraction = frac
@@ -254,11 +282,16 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
     if "kv_cache" in engine and not any(c.role == "kv_cache" for c in caches):
         notes.append(f"--engine-dtype kv_cache={engine['kv_cache']}: no KV cache is read at --context 0")
 
-    weights = [WeightRow(role=r, kind=k, dtype=d, engine_dtype=ed, tensors=a.tensors, elements=a.elements,
-                         stored_bytes=a.stored, engine_bytes=a.engine, reading=rd, active_bytes=float(a.active))
-               for (r, k, d, ed, rd), a in sorted(acc.items(), key=lambda kv: (REPORT_ORDER.index(kv[0][0]),
-                                                                              REPORT_ORDER.index(kv[0][1]),
-                                                                              kv[0][2:]))]
+    v1 = opts.report_version == 1
+    if opts.report_version not in (1, FLOOR_REPORT_SCHEMA_VERSION):
+        raise AuditError(f"floor.json schema_version {opts.report_version} is not one this audit writes")
+    rows = sorted(acc.items(), key=lambda kv: (REPORT_ORDER.index(kv[0][0]), REPORT_ORDER.index(kv[0][1]),
+                                               kv[0][2:]))
+    weights: list[WeightRow] = [
+        (WeightRow if v1 else partial(WeightRowV2, parameters=a.elements - a.scale_elements))(
+            role=r, kind=k, dtype=d, engine_dtype=ed, tensors=a.tensors, elements=a.elements, stored_bytes=a.stored,
+            engine_bytes=a.engine, reading=rd, active_bytes=float(a.active))
+        for (r, k, d, ed, rd), a in rows]
     by_role: dict[str, Fraction] = defaultdict(Fraction)
     by_dtype: dict[str, Fraction] = defaultdict(Fraction)
     for (r, _, _, ed, _), a in acc.items():
@@ -280,7 +313,10 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
         notes.append(f"index metadata.total_size is {ckpt.index_total_size:,}; the headers declare "
                      f"{declared:,} bytes")
     table = classifier.describe()
-    return FloorReport(
+    scales = sum(a.scale_elements for a in acc.values())
+    extra = {} if v1 else {"total_parameters": sum(a.elements for a in acc.values()) - scales,
+                           "quant_scale_elements": scales}
+    return (FloorReportV1 if v1 else FloorReport)(  # type: ignore[return-value]
         checkpoint_digest=digest, inputs=inputs,
         shards=[ShardRef(file=s.file, tensors=len(s.tensors), header_bytes=len(s.header), data_bytes=s.data_bytes,
                          data_on_disk=s.data_on_disk, data=s.data_state, metadata=s.metadata) for s in ckpt.shards],
@@ -299,5 +335,5 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
         bandwidth=bandwidth.ref,
         floor=FloorFigures(gpus=opts.gpus, bytes_per_token=float(total), ms_per_token=float(seconds * 1000),
                            tokens_per_s=float(1 / seconds)),
-        notes=notes,
+        notes=notes, **extra,
     )

@@ -1,7 +1,7 @@
 """The `checkpoint-headers` package: the floor, and a header-only copy of the checkpoint it came from.
 
 Layout:
-    floor.json                     the FloorReport (schema floor_report.v1)
+    floor.json                     the FloorReport (schema floor_report.v2; v1 packages still check)
     floor.txt                      the table `audit floor` printed
     checkpoint/config.json         verbatim
     checkpoint/model.safetensors.index.json   verbatim, when the checkpoint has one
@@ -22,7 +22,7 @@ from audit.errors import AuditError
 from audit.floor.bandwidth import Bandwidth
 from audit.floor.compute import FloorOptions, compute_floor
 from audit.floor.render import render
-from audit.floor.report import FLOOR_REPORT_SCHEMA_VERSION, FloorReport
+from audit.floor.report import FLOOR_REPORT_SCHEMA_VERSION, FloorReport, FloorReportV1
 from audit.floor.roles import TABLES, table_sha256
 from audit.floor.safetensors import CONFIG_FILE, INDEX_FILE, Checkpoint, parse_json, read_checkpoint
 from audit.jsonl import dumps_pretty, sha256_bytes
@@ -35,11 +35,11 @@ TABLE_FILE = "floor.txt"
 CHECKPOINT_DIR = "checkpoint"
 
 
-def report_json(report: FloorReport) -> str:
+def report_json(report: FloorReportV1) -> str:
     return dumps_pretty(report.model_dump(mode="json"))
 
 
-def table_text(report: FloorReport) -> str:
+def table_text(report: FloorReportV1) -> str:
     return "\n".join(render(report)) + "\n"
 
 
@@ -69,13 +69,13 @@ def write_package(ckpt: Checkpoint, report: FloorReport, out: str | os.PathLike[
 class CheckResult:
     identical: bool
     differences: list[str]
-    report: FloorReport | None = None
+    report: FloorReportV1 | None = None
     """The recorded floor.json, parsed from the bytes that were compared (what a reader may use)."""
     digest: str | None = None
     """The content digest of the package that was read."""
 
 
-def _parse_report(data: bytes, label: str) -> FloorReport:
+def _parse_report(data: bytes, label: str) -> FloorReportV1:
     try:
         obj = parse_json(data, "file")
     except ValueError as e:
@@ -84,8 +84,11 @@ def _parse_report(data: bytes, label: str) -> FloorReport:
     if isinstance(version, int) and version > FLOOR_REPORT_SCHEMA_VERSION:
         raise AuditError(f"schema_version {version} is newer than this audit reads "
                          f"({FLOOR_REPORT_SCHEMA_VERSION}); upgrade audit", path=f"{label}/{REPORT_FILE}")
+    if version not in (1, FLOOR_REPORT_SCHEMA_VERSION):
+        raise AuditError(f"schema_version {version!r:.40} is not 1 or {FLOOR_REPORT_SCHEMA_VERSION}",
+                         path=f"{label}/{REPORT_FILE}", field="schema_version")
     try:
-        return FloorReport.model_validate(obj)
+        return (FloorReportV1 if version == 1 else FloorReport).model_validate(obj)
     except pydantic.ValidationError as e:
         first = e.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -142,7 +145,8 @@ def check_opened(pkg: Package, label: str) -> CheckResult:
                         with_mtp=recorded.options.with_mtp,
                         engine_dtypes=tuple(recorded.options.engine_dtypes.items()),
                         role_table=table.table,
-                        role_overrides=tuple((r.role, r.pattern) for r in table.overrides))
+                        role_overrides=tuple((r.role, r.pattern) for r in table.overrides),
+                        report_version=recorded.schema_version)
     ckpt = read_checkpoint(pkg.root / CHECKPOINT_DIR)
     _read_as_listed(pkg, ckpt, label)
     again = compute_floor(ckpt, Bandwidth(recorded.bandwidth.tbps_per_gpu, recorded.bandwidth), opts)

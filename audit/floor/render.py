@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audit.floor.report import BandwidthRef, FloorReport
+from audit.floor.report import BandwidthRef, FloorReport, FloorReportV1, WeightRowV2
 
 
 def bandwidth_label(ref: BandwidthRef) -> str:
@@ -22,8 +22,15 @@ def _sig(x: float) -> str:
     return f"{x:.4g}" if x >= 1e-4 else f"{x:.3e}"
 
 
-def render(report: FloorReport) -> list[str]:
-    """The table lines (no trailing newline on each)."""
+def _parameters(w: object, elements: int) -> str:
+    """v2: the row's parameters, or its scale elements in parentheses when it holds nothing else."""
+    if not isinstance(w, WeightRowV2):
+        return f"{elements:,}"
+    return f"({w.elements:,})" if w.parameters == 0 and w.elements else f"{w.parameters:,}"
+
+
+def render(report: FloorReportV1) -> list[str]:
+    """The table lines (no trailing newline on each); a v1 report renders as v1 did (scales counted)."""
     head = (f"{'role':<30} {'dtype':<16} {'tensors':>8} {'parameters':>17} {'stored bytes':>19}  "
             f"{'read per token':<30} {'bytes/token':>19}")
     lines = [head]
@@ -31,7 +38,7 @@ def render(report: FloorReport) -> list[str]:
         role = w.role if w.role == w.kind else f"{w.role}:{w.kind}"
         dtype = w.dtype if w.dtype == w.engine_dtype else f"{w.dtype}>{w.engine_dtype}"
         tensors = f"{w.tensors:,}" if w.tensors else "-"
-        elements = f"{w.elements:,}" if w.tensors else "-"
+        elements = _parameters(w, w.elements) if w.tensors else "-"
         stored = f"{w.stored_bytes:,}" if w.tensors else "-"
         lines.append(f"{role:<30} {dtype:<16} {tensors:>8} {elements:>17} {stored:>19}  "
                      f"{w.reading:<30} {w.active_bytes:>19,.0f}")
@@ -40,8 +47,12 @@ def render(report: FloorReport) -> list[str]:
         read = f"{c.tokens:,} tok x {c.layers} layers" if c.role == "kv_cache" else f"{c.layers} layers"
         lines.append(f"{role:<30} {c.dtype:<16} {'-':>8} {'-':>17} {'-':>19}  {read:<30} {c.active_bytes:>19,}")
     tensors = sum(w.tensors for w in report.weights)
-    lines.append(f"{'total':<30} {'':<16} {tensors:>8,} {report.total_elements:>17,} "
+    params = report.total_parameters if isinstance(report, FloorReport) else report.total_elements
+    lines.append(f"{'total':<30} {'':<16} {tensors:>8,} {params:>17,} "
                  f"{report.total_stored_bytes:>19,}  {'':<30} {report.floor.bytes_per_token:>19,.0f}")
+    if isinstance(report, FloorReport) and report.quant_scale_elements:
+        lines.append(f"parameters exclude {report.quant_scale_elements:,} elements of quantization scales "
+                     f"(in parentheses where a row holds only scales)")
     lines.append("bytes/token by dtype: " + ", ".join(f"{d} {v:,.0f}" for d, v in report.by_dtype.items()))
     f = report.floor
     gpus = f"{f.gpus} GPU" + ("s" if f.gpus > 1 else "")

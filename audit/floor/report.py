@@ -9,7 +9,9 @@ from pydantic import Field
 from audit.models import Record
 from audit.schemas import register
 
-FLOOR_REPORT_SCHEMA_VERSION = 1
+FLOOR_REPORT_SCHEMA_VERSION = 2
+"""v2 (round 3) reports parameters apart from quantization side tensors (`WeightRowV2.parameters`,
+`total_parameters`, `quant_scale_elements`); v1 reports are still read and recomputed as v1."""
 
 
 class InputRef(Record):
@@ -139,6 +141,14 @@ class WeightRow(Record):
     """Bytes read per decoded token (engine bytes x the fraction `reading` names)."""
 
 
+class WeightRowV2(WeightRow):
+    """A v2 weight row: `elements` split into parameters and quantization side tensors."""
+
+    parameters: int
+    """Elements that are model parameters: `elements` less those of quantization side tensors (FP8 and
+    INT8 scales, zero points, bitsandbytes `SCB`/`weight_format`), which are not parameters."""
+
+
 class CacheRow(Record):
     """Cache bytes read per decoded token: the KV cache at the context length, or a recurrent state."""
 
@@ -210,10 +220,11 @@ class FloorFigures(Record):
     """1000 / ms_per_token: the ceiling on single-sequence decode speed."""
 
 
-class FloorReport(Record):
-    """`floor.json`: a decode bandwidth floor from safetensors headers and config.json, reproducible from them."""
+class FloorReportV1(Record):
+    """`floor.json` v1: a decode bandwidth floor from safetensors headers and config.json, reproducible from
+    them (its parameter figures count quantization scales: v2 reports them apart)."""
 
-    schema_version: int = FLOOR_REPORT_SCHEMA_VERSION
+    schema_version: int = 1
     """Version of this format."""
     kind: Literal["floor_report"] = "floor_report"
     """Always `floor_report`."""
@@ -253,4 +264,18 @@ class FloorReport(Record):
     """Everything a reader must know: assumptions taken, fields missing, checks that disagreed."""
 
 
-register("floor_report.v1", FloorReport)
+class FloorReport(FloorReportV1):
+    """`floor.json`: a decode bandwidth floor from safetensors headers and config.json, reproducible from them."""
+
+    schema_version: int = FLOOR_REPORT_SCHEMA_VERSION
+    """Version of this format."""
+    weights: list[WeightRowV2]  # type: ignore[assignment]
+    """Weights by role, kind and dtype."""
+    total_parameters: int
+    """Elements of every tensor but quantization side tensors: the model's parameter count."""
+    quant_scale_elements: int
+    """Elements of quantization side tensors (scales, zero points, bitsandbytes state), not parameters."""
+
+
+register("floor_report.v1", FloorReportV1)
+register("floor_report.v2", FloorReport)

@@ -76,10 +76,23 @@ _DEFAULT_1: tuple[tuple[str, str], ...] = (
     ("other", r""),
 )
 
-TABLES: dict[str, tuple[tuple[str, str], ...]] = {"default@1": _DEFAULT_1}
+def _default_2() -> tuple[tuple[str, str], ...]:
+    """default@1 and: MiMo's MTP module `model.mtp_layers.{i}.*` (its own namespace, not an extra layer);
+    bitsandbytes' LLM.int8() side tensor `weight_format` as a quantization scale, not as the layer's weight."""
+    rules = []
+    for role, pattern in _DEFAULT_1:
+        if role == "quant_scales" and pattern.endswith("|SCB)$"):
+            pattern = pattern.replace("|SCB)$", "|SCB|weight_format)$")
+        rules.append((role, pattern))
+        if pattern == r"(?:^|\.)mtp\.":
+            rules.append(("mtp", r"(?:^|\.)mtp_layers\.\d+\."))
+    return tuple(rules)
+
+
+TABLES: dict[str, tuple[tuple[str, str], ...]] = {"default@1": _DEFAULT_1, "default@2": _default_2()}
 """Published role tables by `name@version`; never edited once published."""
 
-DEFAULT_TABLE = "default@1"
+DEFAULT_TABLE = "default@2"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,10 @@ from audit.models import unsafe_path_reason
 MAX_HEADER_BYTES = 100_000_000
 """Largest header read, as in the reference implementation (`MAX_HEADER_SIZE`)."""
 
+U64_MAX = 2**64 - 1
+"""Offsets, dimensions, element counts and sizes in bits are `usize` in the reference reader: past this,
+it refuses the file (a parse error or `ValidationOverflow`), so the floor does too."""
+
 DTYPE_BITS: dict[str, int] = {
     "BOOL": 8,
     "F4": 4,  # MXFP4 element (OCP microscaling), two per byte
@@ -174,9 +178,19 @@ def _tensor(file: str, label: str, name: str, entry: Any) -> Tensor:
             or not all(_is_int(o) and o >= 0 for o in offsets)):
         raise bad(f"data_offsets must be [begin, end] of non-negative integers, found {offsets!r}")
     begin, end = offsets
+    if begin > U64_MAX or end > U64_MAX:
+        raise bad(f"data_offsets [{begin}, {end}] are past 2^64")
+    if any(d > U64_MAX for d in shape):
+        raise bad(f"shape {shape} has a dimension past 2^64")
+    elements = 1
+    for d in shape:  # in order, as the reference reader's checked multiplication: [2^40, 2^40, 0] overflows
+        elements *= d
+        if elements > U64_MAX:
+            raise bad(f"shape {shape}: the element count overflows 64 bits")
+    if elements * DTYPE_BITS[dtype] > U64_MAX:
+        raise bad(f"shape {shape} x {dtype}: the size in bits overflows 64 bits")
     if end < begin:
         raise bad(f"data_offsets [{begin}, {end}] are out of order (end before begin)")
-    elements = math.prod(shape)
     size = dtype_bytes(dtype, elements)
     if size is None:
         raise bad(f"{elements:,} elements of {dtype} ({DTYPE_BITS[dtype]} bits) are not a whole number of bytes")
@@ -210,6 +224,8 @@ def read_header(path: Path, file: str, label: str | None = None) -> ShardHeader:
         raise AuditError(f"unreadable: {e.strerror or e}", path=label) from None
     if len(header) != n:  # the file shrank while being read
         raise AuditError(f"header length {n:,} bytes runs past the end of the file", path=label)
+    if not header.startswith(b"{"):  # the reference reader's InvalidHeaderStart
+        raise AuditError("header does not start with '{'", path=label)
     try:
         obj = parse_json(header, "header")
     except ValueError as e:
@@ -296,8 +312,11 @@ def _index_shards(root: Path, label: str, obj: Any) -> tuple[dict[str, list[str]
         raise AuditError("has no weight_map object", path=where, field="weight_map")
     total = None
     meta = obj.get("metadata")
-    if isinstance(meta, dict) and _is_int(meta.get("total_size")):
+    if isinstance(meta, dict) and meta.get("total_size") is not None:
         total = meta["total_size"]
+        if not _is_int(total) or not 0 <= total <= U64_MAX:
+            raise AuditError(f"must be an integer from 0 to 2^64 - 1, found {total!r:.40}",
+                             path=where, field="metadata.total_size")
     by_shard: dict[str, list[str]] = {}
     for name, shard in obj["weight_map"].items():
         if not isinstance(shard, str):
