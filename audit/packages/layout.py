@@ -72,6 +72,48 @@ def content_digest(files: Iterable[FileEntry]) -> str:
     return sha256_bytes(dumps([{"path": p, "sha256": h} for p, h in listing]).encode())
 
 
+class TarTail:
+    """A tar stream read through, keeping its last bytes: tarfile stops at the first zero block and
+    may have buffered past it, so what follows the archive is checked from here (see trailing_problem)."""
+
+    KEEP = 4 * 10240  # more than tarfile reads ahead (one record) plus the end block
+
+    def __init__(self, fh: IO[bytes]):
+        self._fh = fh
+        self.count = 0
+        self._tail = bytearray()
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._fh.read(n)
+        self.count += len(data)
+        self._tail += data
+        if len(self._tail) > self.KEEP:
+            del self._tail[: len(self._tail) - self.KEEP]
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def trailing_problem(self, end: int) -> str | None:
+        """Why the stream after offset `end` (tarfile's offset at the end of the archive) is not only the
+        zero blocks that end it, or None. Reads the rest of the stream (bounded by what it reads through).
+
+        `tar --ignore-zeros` unpacks a second archive after the first (and gzip readers a second
+        member), so anything but zeros after the end is refused, never ignored."""
+        start = end - (self.count - len(self._tail))
+        if start < 0:  # not expected: tarfile reads ahead one record at most
+            return "data after the end of the tar archive could not be checked"
+        if self._tail[start:].count(0) != len(self._tail) - start:
+            return _TRAILING
+        while chunk := self.read(_CHUNK):
+            if chunk.count(0) != len(chunk):
+                return _TRAILING
+        return None
+
+
+_TRAILING = "data after the end of the tar archive (a second archive or garbage; nothing may follow it)"
+
+
 def row_to_json(row: Record) -> dict[str, Any]:
     """A row as a JSON object in schema field order, leaving out empty optional fields."""
     out = row.model_dump(mode="json", by_alias=True)
