@@ -279,12 +279,14 @@ class Grading:
         """The rows as a DataFrame (`span` as tuples, `detail` as canonical JSON text)."""
         return pd.DataFrame(self._sidecar_columns())
 
-    def write(self, out: str | os.PathLike[str], *, parquet: bool | None = None) -> VerdictFile:
+    def write(self, out: str | os.PathLike[str], *, parquet: bool | None = None,
+              overwrite: bool = True) -> VerdictFile:
         """Write the verdict file (and, for large sets or when asked, its Parquet rows beside it, named
-        after their digest); the two appear together or not at all (see `write_verdict_lines`)."""
+        after their digest); the two appear together or not at all (see `write_verdict_lines`, which
+        says what `overwrite` replaces)."""
         side = parquet or (parquet is None and len(self) >= PARQUET_MIN_ROWS)
         return write_verdict_lines(out, self.header, lambda: encode_rows(self.columns),
-                                   sidecar=self._sidecar_columns() if side else None)
+                                   sidecar=self._sidecar_columns() if side else None, overwrite=overwrite)
 
 
 class _GcPause:
@@ -319,8 +321,9 @@ def grade_package(responses: str | os.PathLike[str], config: ResolvedConfig | Gr
                   items: str | os.PathLike[str] | None = None,
                   out: str | os.PathLike[str] | None = None,
                   base_dir: str | os.PathLike[str] | None = None,
-                  parquet: bool | None = None, workers: int | None = None) -> Grading:
-    """Grade a responses package; write the verdict file to `out` (atomically) when given.
+                  parquet: bool | None = None, workers: int | None = None, overwrite: bool = True) -> Grading:
+    """Grade a responses package; write the verdict file to `out` (atomically) when given (an existing
+    one replaced only with `overwrite`, and only when it is a verdict file).
 
     `config` is a `ResolvedConfig` (`audit.specs.resolve_config`: settings and the components
     they name), or a `GradeConfig` whose components are looked up in the registry.
@@ -332,14 +335,14 @@ def grade_package(responses: str | os.PathLike[str], config: ResolvedConfig | Gr
     """
     with _GcPause() as pause:
         return _grade_package(responses, config, pause, items=items, out=out, base_dir=base_dir,
-                              parquet=parquet, workers=workers)
+                              parquet=parquet, workers=workers, overwrite=overwrite)
 
 
 def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig | GradeConfig, pause: _GcPause, *,
                   items: str | os.PathLike[str] | None = None,
                   out: str | os.PathLike[str] | None = None,
                   base_dir: str | os.PathLike[str] | None = None,
-                  parquet: bool | None = None, workers: int | None = None) -> Grading:
+                  parquet: bool | None = None, workers: int | None = None, overwrite: bool = True) -> Grading:
     if isinstance(resolved, GradeConfig):
         resolved = resolve(resolved)
     config = resolved.config
@@ -480,7 +483,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
     del df
     grading = Grading(header, cols)
     if out is not None:
-        grading.header = grading.write(out, parquet=parquet)
+        grading.header = grading.write(out, parquet=parquet, overwrite=overwrite)
     return grading
 
 

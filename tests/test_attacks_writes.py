@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import shutil
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -141,3 +143,249 @@ def test_an_honest_bundle_and_zero_padding_still_validate(tmp_path, cli):
     plain = tmp_path / "plain.tar"
     plain.write_bytes(tar1)
     assert cli("validate", plain).code == 0
+
+
+# --------------------------------------------------------------------------- --force replaces only what audit wrote
+
+RESPONSE = '{"item_id": "q1", "sample": 0, "response": "ANSWER=B"}\n'
+MATH_ITEMS = [{"item_id": "q1", "reference": "B"}]
+
+
+def _jsonl(path: Path) -> Path:
+    path.write_text(RESPONSE, encoding="utf-8")
+    return path
+
+
+def _refused_line(r, target: Path, why: str, what: str = "a package that validates, or an empty folder") -> None:
+    assert (r.code, r.out) == (2, ""), r
+    assert r.err == f"audit: error: {target}: --force replaces only what audit wrote ({what}); not this one: {why}\n"
+
+
+def _pack(cli, tmp_path, out: Path, *extra: str):
+    return cli("pack", out, "--responses", _jsonl(tmp_path / "r.jsonl"), *extra)
+
+
+@attack("writes.force-user-folder")
+def test_pack_force_refuses_a_users_folder(cli, tmp_path):
+    out = tmp_path / "paper"
+    out.mkdir()
+    (out / "draft.tex").write_text("my paper", encoding="utf-8")
+    r = _pack(cli, tmp_path, out, "--force")
+    _refused_line(r, out, "manifest.json: missing: not an audit package (no manifest.json)")
+    assert (out / "draft.tex").read_text(encoding="utf-8") == "my paper"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # nothing left beside it
+
+
+@attack("writes.force-user-folder")
+def test_pack_force_replaces_a_package_or_an_empty_folder(cli, tmp_path):
+    out = tmp_path / "pkg"
+    assert _pack(cli, tmp_path, out).code == 0
+    r = _pack(cli, tmp_path, out)
+    assert r.err == f"audit: error: {out}: already exists (use --force to replace it)\n"
+    assert _pack(cli, tmp_path, out, "--force", "--benchmark", "x").code == 0
+    assert json.loads((out / "manifest.json").read_text())["benchmark"] == "x"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _pack(cli, tmp_path, empty, "--force").code == 0
+    assert (empty / "manifest.json").is_file()
+
+
+@attack("writes.force-package-plus-file")
+def test_force_refuses_a_package_holding_a_users_file(cli, tmp_path):
+    out = tmp_path / "pkg"
+    assert _pack(cli, tmp_path, out).code == 0
+    (out / "notes.md").write_text("mine", encoding="utf-8")
+    r = _pack(cli, tmp_path, out, "--force")
+    _refused_line(r, out, "notes.md: file is not listed in manifest.json")
+    assert (out / "notes.md").read_text(encoding="utf-8") == "mine"
+
+
+@attack("writes.force-symlink")
+@pytest.mark.parametrize("to", ["package", "folder", "missing"])
+def test_force_refuses_a_symlink(cli, tmp_path, to):
+    target = tmp_path / "target"
+    if to == "package":
+        assert _pack(cli, tmp_path, target).code == 0
+    elif to == "folder":
+        target.mkdir()
+        (target / "draft.tex").write_text("x", encoding="utf-8")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    r = _pack(cli, tmp_path, link, "--force")
+    _refused_line(r, link, "it is a symbolic link")
+    assert link.is_symlink()
+    assert to == "missing" or any(target.iterdir())
+    r = _pack(cli, tmp_path, link)  # without --force a link (even a dangling one) is an existing output
+    assert r.err == f"audit: error: {link}: already exists (use --force to replace it)\n"
+
+
+@attack("writes.force-parent-of-input")
+def test_force_refuses_the_folder_that_holds_the_input(cli, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    src = _jsonl(work / "responses.jsonl")
+    r = cli("pack", work, "--responses", src, "--force")
+    _refused_line(r, work, "manifest.json: missing: not an audit package (no manifest.json)")
+    assert src.read_text(encoding="utf-8") == RESPONSE
+
+
+@attack("writes.force-json-name")
+@pytest.mark.parametrize("content", ['{"results": "mine"}', "not json", None])
+def test_grade_force_refuses_a_file_that_is_not_a_verdict_file(cli, tmp_path, content):
+    pkg = make_package(tmp_path / "p", items=MATH_ITEMS, responses=[{"item_id": "q1", "response": "ANSWER=B"}])
+    out = tmp_path / "results.json"
+    if content is None:
+        out.mkdir()
+    else:
+        out.write_text(content, encoding="utf-8")
+    r = cli("grade", pkg, "--benchmark", "math", "-o", out, "--force")
+    assert (r.code, r.out) == (2, ""), r
+    assert r.err.startswith(f"audit: error: {out}: --force replaces only what audit wrote (a verdict file); not "
+                            f"this one: "), r.err
+    assert r.err.count("\n") == 1
+    assert out.is_dir() if content is None else out.read_text(encoding="utf-8") == content
+
+
+@attack("writes.force-json-name")
+def test_grade_force_replaces_a_verdict_file(cli, tmp_path):
+    pkg = make_package(tmp_path / "p", items=MATH_ITEMS, responses=[{"item_id": "q1", "response": "ANSWER=B"}])
+    out = tmp_path / "results.json"
+    assert cli("grade", pkg, "--benchmark", "math", "-o", out).code == 0
+    assert cli("grade", pkg, "--benchmark", "math", "-o", out, "--force").code == 0
+    link = tmp_path / "link.json"
+    link.symlink_to(out)
+    r = cli("grade", pkg, "--benchmark", "math", "-o", link, "--force")
+    assert r.err == (f"audit: error: {link}: --force replaces only what audit wrote (a verdict file); not this "
+                     f"one: it is a symbolic link\n")
+
+
+def _user_folder(tmp_path: Path, name: str = "mine") -> Path:
+    d = tmp_path / name
+    d.mkdir()
+    (d / "draft.tex").write_text("my paper", encoding="utf-8")
+    return d
+
+
+@attack("writes.force-every-writer")
+def test_every_package_writer_refuses_a_users_folder(cli, tmp_path):
+    from tests.floor_helpers import TINY_LLAMA
+    from tests.trace_builders import TraceBuilder, decode_steps
+
+    b = TraceBuilder()
+    decode_steps(b, steps=3)
+    trace = b.write(tmp_path / "decode.json")
+
+    table = tmp_path / "t.jsonl"
+    table.write_text('{"item_id": "a", "reference": "B"}\n', encoding="utf-8")
+    pkg = make_package(tmp_path / "p", items=MATH_ITEMS, responses=[{"item_id": "q1", "response": "ANSWER=B"}])
+    verdicts = tmp_path / "v.json"
+    assert cli("grade", pkg, "--benchmark", "math", "-o", verdicts).code == 0
+    calls = {
+        "import table": ["import", "table", table, "--kind", "items"],
+        "release": ["release", verdicts, "--public"],
+        "floor": ["floor", TINY_LLAMA, "--hbm-tbps", "4.8"],
+        "trace": ["trace", trace],
+    }
+    for name, args in calls.items():
+        d = _user_folder(tmp_path, name.replace(" ", "-"))
+        r = cli(*args, "-o", d, "--force")
+        assert (r.code, r.err) == (2, f"audit: error: {d}: --force replaces only what audit wrote (a package "
+                                      f"that validates, or an empty folder); not this one: manifest.json: missing: "
+                                      f"not an audit package (no manifest.json)\n"), (name, r)
+        assert (d / "draft.tex").read_text(encoding="utf-8") == "my paper"
+    tgz = tmp_path / "b.tar.gz"
+    tgz.write_text("my file", encoding="utf-8")
+    r = cli("bundle", pkg, "-o", tgz)
+    assert r.err == f"audit: error: {tgz}: already exists (use --force to replace it)\n"
+    r = cli("bundle", pkg, "-o", tgz, "--force")
+    assert r.code == 2 and r.err.startswith(f"audit: error: {tgz}: --force replaces only what audit wrote (a "
+                                            f"bundled package that validates); not this one: "), r.err
+    assert tgz.read_text(encoding="utf-8") == "my file"
+    tgz.unlink()
+    assert cli("bundle", pkg, "-o", tgz).code == 0
+    assert cli("bundle", pkg, "-o", tgz, "--force").code == 0
+
+
+@attack("writes.force-every-writer")
+def test_import_verdicts_and_recorded_refuse_a_users_json(cli, tmp_path):
+    src = tmp_path / "v.jsonl"
+    src.write_text('{"item_id": "a", "correct": true}\n', encoding="utf-8")
+    out = tmp_path / "out.json"
+    out.write_text('{"mine": 1}', encoding="utf-8")
+    r = cli("import", "verdicts", src, "--benchmark", "b", "--tool", "t", "-o", out, "--force")
+    assert r.code == 2 and r.err.startswith(f"audit: error: {out}: --force replaces only what audit wrote (a "
+                                            f"verdict file); not this one: "), r.err
+    assert out.read_text(encoding="utf-8") == '{"mine": 1}'
+    out.unlink()
+    assert cli("import", "verdicts", src, "--benchmark", "b", "--tool", "t", "-o", out).code == 0
+    assert cli("import", "verdicts", src, "--benchmark", "b", "--tool", "t", "-o", out, "--force").code == 0
+
+
+@attack("writes.force-every-writer")
+def test_force_proves_again_after_moving_aside(tmp_path, monkeypatch):
+    """A folder swapped in between the first check and the publish is put back, untouched."""
+    import audit.outputs as outputs
+
+    out = tmp_path / "pkg"
+    out.mkdir()  # empty: passes the first check
+    tmp = tmp_path / ".new"
+    tmp.mkdir()
+    (out / "draft.tex").write_text("my paper", encoding="utf-8")  # ... then a user's file arrives
+    with pytest.raises(outputs.AuditError, match="not this one: manifest.json: missing"):
+        outputs.publish(tmp, out, force=True)
+    assert (out / "draft.tex").read_text(encoding="utf-8") == "my paper"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".new", "pkg"]
+
+
+# --------------------------------------------------------------------------- two writers, one name
+
+AUDIT = Path(sys.executable).with_name("audit")
+
+
+def _race(*args: list[object]) -> list[tuple[int, str]]:
+    """Start the `audit` commands together; their (exit code, stderr)."""
+    procs = [subprocess.Popen([str(AUDIT), *map(str, a)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True) for a in args]
+    return [(p.wait(timeout=120), p.communicate()[1]) for p in procs]
+
+
+@attack("writes.race-no-force")
+def test_two_grades_racing_for_one_file_one_fails(tmp_path):
+    pkg = make_package(tmp_path / "p", items=MATH_ITEMS, responses=[{"item_id": "q1", "response": "ANSWER=B"}])
+    for trial in range(3):
+        out = tmp_path / f"r{trial}.json"
+        res = _race(*[["grade", pkg, "--benchmark", "math", "-o", out, "-q"]] * 2)
+        assert sorted(c for c, _ in res) == [0, 2], res
+        assert next(e for c, e in res if c == 2) == f"audit: error: {out}: already exists (use --force to replace it)\n"
+
+
+@attack("writes.race-every-writer")
+def test_two_packs_racing_for_one_folder_one_fails(tmp_path):
+    src = _jsonl(tmp_path / "r.jsonl")
+    for trial in range(3):
+        out = tmp_path / f"pkg{trial}"
+        res = _race(["pack", out, "--responses", src, "--benchmark", "a"],
+                    ["pack", out, "--responses", src, "--benchmark", "b"])
+        assert sorted(c for c, _ in res) == [0, 2], res
+        assert next(e for c, e in res if c == 2) in (
+            f"audit: error: {out}: already exists (use --force to replace it)\n",
+            f"audit: error: {out}: appeared while this was being written (another writer?); not replaced (use "
+            f"--force to replace it)\n")
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@attack("writes.race-every-writer")
+def test_publish_never_replaces_an_empty_folder_or_a_dangling_link(tmp_path):
+    from audit.errors import AuditError
+    from audit.outputs import publish
+
+    for make in (lambda p: p.mkdir(), lambda p: p.symlink_to(tmp_path / "nowhere")):
+        out = tmp_path / "out"
+        make(out)
+        new = tmp_path / ".new"
+        new.mkdir()
+        with pytest.raises(AuditError, match="appeared while this was being written"):
+            publish(new, out, force=False)  # os.rename would replace an empty folder
+        assert new.is_dir() and (out.is_symlink() or not any(out.iterdir()))
+        new.rmdir()
+        out.unlink() if out.is_symlink() else out.rmdir()

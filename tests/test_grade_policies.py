@@ -280,14 +280,14 @@ def test_grade_refuses_to_overwrite_and_writes_nothing_on_error(tmp_path, cli):
     assert r.code == 2 and not out.exists()
     out.write_text("keep me")
     r = cli("grade", pkg, "--benchmark", "math", "-o", out)
-    assert (r.code, r.err) == (2, f"audit: error: {out}: already exists (use --force to overwrite)\n")
+    assert (r.code, r.err) == (2, f"audit: error: {out}: already exists (use --force to replace it)\n")
     assert out.read_text() == "keep me"
 
 
 def test_grade_into_a_missing_directory_fails_before_grading(tmp_path, cli):
     pkg = make_package(tmp_path / "p", items=ITEMS, responses=[{"item_id": "q1", "response": "ANSWER=B"}])
     r = cli("grade", pkg, "--benchmark", "math", "-o", tmp_path / "nope" / "r.json")
-    assert (r.code, r.out, r.err) == (2, "", f"audit: error: {tmp_path / 'nope'}: directory does not exist\n")
+    assert (r.code, r.out, r.err) == (2, "", f"audit: error: {tmp_path / 'nope'}: parent directory does not exist\n")
 
 
 def test_partial_texts_are_not_graded_as_complete(tmp_path):

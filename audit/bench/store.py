@@ -27,6 +27,7 @@ from audit.bench.throughput import RunResult, hardware_of
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import JsonError, dumps_pretty, json_differences, loads_strict, read_document
 from audit.models import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuSampleRow, Manifest, Provenance
+from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, content_digest, open_package
 
 REQUESTS = "requests.jsonl"
@@ -60,10 +61,7 @@ def check_outputs(out: Path, tel_out: Path | None, force: bool) -> None:
     for p in (out, tel_out):
         if p is None:
             continue
-        if p.exists() and not force:
-            raise AuditError("already exists (use --force to replace it)", path=str(p))
-        if not p.parent.is_dir():
-            raise AuditError("parent directory does not exist", path=str(p.parent))
+        check_output(p, force=force)
 
 
 def write(result: RunResult, out: Path, tel_out: Path | None, *, force: bool = False) -> tuple[Manifest, Manifest | None]:

@@ -27,7 +27,7 @@ from audit.packages import bundle, open_package
               help="Provenance JSON: model, engine, hardware, dataset, sampling as sent.")
 @click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from kind, benchmark and content).")
 @click.option("--gzip", "use_gzip", is_flag=True, help="Store data files as .jsonl.gz.")
-@click.option("--force", is_flag=True, help="Replace OUT_DIR if it exists.")
+@click.option("--force", is_flag=True, help="Replace OUT_DIR if it exists and is a package (or empty).")
 def pack(out_dir: Path, kind: str, benchmark: str | None, responses: Path | None, items: Path | None,
          provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool) -> int:
     """Build a package in OUT_DIR from plain JSONL files.
@@ -202,11 +202,15 @@ def _summarise_responses(pkg) -> None:
 @click.argument("pkg_dir", type=click.Path(path_type=Path, file_okay=False))
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, metavar="OUT.tar.gz",
               help="Tarball to write.")
-def bundle_cmd(pkg_dir: Path, output: Path) -> int:
+@click.option("--force", is_flag=True, help="Replace OUT.tar.gz if it exists and is a bundled package.")
+def bundle_cmd(pkg_dir: Path, output: Path, force: bool) -> int:
     """Write a validated package directory as a reproducible .tar.gz."""
+    from audit.outputs import check_output
+
     if not output.name.endswith((".tar.gz", ".tgz")):
         raise click.UsageError("the output must end in .tar.gz or .tgz")
-    bundle(pkg_dir, output)
+    check_output(output, force=force, kind="bundle")
+    bundle(pkg_dir, output, overwrite=force)
     click.echo(f"wrote {output}")
     return 0
 
