@@ -518,6 +518,10 @@ class Reproduction:
     environment_dependent: list[str] = dataclasses.field(default_factory=list)
     """Rows that differ only because a grading hit its time budget in one run and not in the other
     (`timeout` on one side): they depend on the machine, not on the code or the inputs."""
+    not_rederived: list[str] = dataclasses.field(default_factory=list)
+    """What the comparison took from the file as it records it, in words: its producer (who graded; the
+    environment is compared and a difference noted) and any package whose digest, of the old scheme,
+    covers only its files (its manifest's provenance is not pinned)."""
 
 
 def _resolve(recorded: PackageRef | None, override: str | os.PathLike[str] | None, base: Path,
@@ -545,7 +549,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
     rows disagree (see `load_verdict_file`), so no reader of either copy is left unchecked.
     """
     from audit import lock
-    from audit.packages import content_digest, load_manifest, unpacked
+    from audit.packages import digest_scope, load_manifest, package_digest, unpacked
     from audit.verdicts import load_verdict_file
 
     vpath = Path(verdict_path)
@@ -555,16 +559,23 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
     base = vpath.resolve().parent
     resp_path = _resolve(vf.responses_package, package, base, "package")
     items_path = _resolve(vf.items_package, items, base, "items")
-    for ref, path in ((vf.responses_package, resp_path), (vf.items_package, items_path)):
+    prod = vf.producer
+    unchecked = [f"producer {prod.tool} {prod.version}"
+                 + (f" {prod.git_commit[:12]}{' (dirty)' if prod.git_dirty else ''}" if prod.git_commit else "")
+                 + ": who graded, as the file records it (this run's own producer is not compared)"]
+    for what, ref, path in (("responses", vf.responses_package, resp_path), ("items", vf.items_package, items_path)):
         if ref is None or path is None:
             continue
         with unpacked(path) as (root, problems):
             manifest, more = load_manifest(root, "") if not problems else (None, problems)
         if manifest is None:
             raise AuditError(str((problems or more)[0]), path=str(path))
-        digest = content_digest(manifest.files)
+        digest = package_digest(manifest)
         if digest != ref.digest:
             raise _content_differs(digest, ref.digest, path)
+        scope = digest_scope(manifest)
+        if scope is not None and (what == "responses" or ref != vf.responses_package):
+            unchecked.append(f"{what} package {ref.package_id}: {scope}")
     notes = []
     # Who graded, in which environment, and where the packages were found do not decide the result;
     # nor does where a version's code lives: a fingerprint its lock accepts is the same version.
@@ -603,7 +614,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
         again = Path(tmp) / "again.json"
         write_verdict_file(again, new.header.model_copy(update=same_refs), new.iter_rows())
         if again.read_text(encoding="utf-8") == dump_verdict_file(vf.model_copy(update={"rows_file": None})):
-            return Reproduction(True, [], notes)
+            return Reproduction(True, [], notes, not_rederived=unchecked)
     diffs, timeouts = [], []
     old_rows = {(r.item_id, r.sample): r for r in vf.items}
     for r in sorted(new.items, key=lambda r: (natural_key(r.item_id), r.sample)):  # listed as people read ids
@@ -617,7 +628,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
               for k in sorted(old_rows, key=lambda k: (natural_key(k[0]), k[1]))]
     if not diffs and not timeouts:
         diffs.append("rows are identical; the header or summary differs")
-    return Reproduction(False, diffs, notes, timeouts)
+    return Reproduction(False, diffs, notes, timeouts, unchecked)
 
 
 def _only_timeout_differs(old: VerdictRow, new: VerdictRow) -> bool:

@@ -9,7 +9,8 @@ With --force only what audit wrote is replaced, proven before anything is destro
 - a package folder: an empty folder, or one that validates as a package (every file listed and
   pinned: a package holding a user's extra file does not);
 - a verdict file: a file whose header reads as one (its sidecars are audit's, named by digest);
-- a bundle: a `.tar.gz` that validates as a package.
+- a bundle: a `.tar.gz` that validates as a package;
+- a release's generated salt file: one line of 64 hex digits.
 A symbolic link, a user's folder or file, or a file that merely has a `.json` name is refused with
 one line naming it. A replaced folder is renamed aside, proven again there (a folder swapped in
 after the first check is put back, untouched), and only then removed.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import re
 import shutil
 import stat
 import uuid
@@ -28,7 +30,7 @@ from typing import Literal
 
 from audit.errors import AuditError
 
-Kind = Literal["package", "verdicts", "bundle"]
+Kind = Literal["package", "verdicts", "bundle", "salt"]
 
 EXISTS = "already exists (use --force to replace it)"
 """The one wording of an output that exists, without --force."""
@@ -37,7 +39,10 @@ _WHAT = {
     "package": "a package that validates, or an empty folder",
     "verdicts": "a verdict file",
     "bundle": "a bundled package that validates",
+    "salt": "a salt file audit generated: 64 hex digits",
 }
+
+_SALT = re.compile(rb"[0-9a-f]{64}\n")
 
 
 def not_ours(path: Path, kind: Kind) -> str | None:
@@ -63,6 +68,13 @@ def not_ours(path: Path, kind: Kind) -> str | None:
         return f"{problems[0]}" if problems else None
     if not stat.S_ISREG(st.st_mode):
         return "it is not a regular file"
+    if kind == "salt":
+        try:
+            with open(path, "rb") as f:
+                head = f.read(66)
+        except OSError as e:
+            return f"unreadable: {e.strerror or e}"
+        return None if _SALT.fullmatch(head) else "not one line of 64 hex digits"
     if kind == "verdicts":
         from audit.verdicts import read_verdict_header
 

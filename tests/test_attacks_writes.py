@@ -389,3 +389,115 @@ def test_publish_never_replaces_an_empty_folder_or_a_dangling_link(tmp_path):
         assert new.is_dir() and (out.is_symlink() or not any(out.iterdir()))
         new.rmdir()
         out.unlink() if out.is_symlink() else out.rmdir()
+
+
+# --------------------------------------------------------------------------- a package's identity covers its manifest
+
+
+def _relabel(pkg: Path, edit) -> None:
+    m = json.loads((pkg / "manifest.json").read_text(encoding="utf-8"))
+    edit(m)
+    (pkg / "manifest.json").write_text(json.dumps(m, indent=2), encoding="utf-8")
+
+
+def _digest(cli, pkg: Path) -> str:
+    r = cli("validate", pkg)
+    assert r.code == 0, r
+    return r.out.splitlines()[0].split("digest ")[1]
+
+
+@attack("id.manifest-relabel")
+def test_relabelling_model_and_sampling_changes_the_digest_and_reproduce_refuses(cli, tmp_path):
+    src = _jsonl(tmp_path / "r.jsonl")
+    prov = tmp_path / "prov.json"
+    prov.write_text(json.dumps({"model": "small-model", "sampling": {"max_tokens": 512}}), encoding="utf-8")
+    pkg = tmp_path / "pkg"
+    items = make_package(tmp_path / "items", items=MATH_ITEMS)
+    assert cli("pack", pkg, "--responses", src, "--provenance", prov).code == 0
+    out = tmp_path / "r.json"
+    assert cli("grade", pkg, "--items", items, "--benchmark", "math", "-o", out, "-q").code == 0
+    before = _digest(cli, pkg)
+
+    def forge(m):
+        m["provenance"]["model"] = "frontier-model"
+        m["provenance"]["sampling"]["max_tokens"] = 32768
+
+    _relabel(pkg, forge)
+    assert _digest(cli, pkg) != before
+    r = cli("reproduce", out)
+    assert r.code == 2 and r.err.startswith(f"audit: error: {pkg}: package content differs from the one graded"), r
+    assert "identical" not in r.out
+
+
+@attack("id.manifest-other-fields")
+@pytest.mark.parametrize("field, edit", [
+    ("benchmark", lambda m: m.update(benchmark="other")),
+    ("package_id", lambda m: m.update(package_id="responses-forged")),
+    ("producer", lambda m: m["producer"].update(git_dirty=not m["producer"]["git_dirty"])),
+    ("engine", lambda m: m["provenance"].update(engine="forged-engine")),
+    ("hardware", lambda m: m["provenance"].update(hardware="8x B200")),
+    ("schema_version", lambda m: m.update(schema_version=1)),  # a downgrade to the old scheme: another digest
+    ("created", lambda m: m.update(created="2001-01-01T00:00:00Z")),
+])
+def test_every_manifest_field_but_created_is_in_the_identity(cli, tmp_path, field, edit):
+    pkg = make_package(tmp_path / "pkg", responses=[{"item_id": "q1", "response": "x"}])
+    before = _digest(cli, pkg)
+    _relabel(pkg, edit)
+    after = _digest(cli, pkg)
+    assert (after == before) == (field == "created")
+
+
+@attack("id.manifest-relabel")
+def test_old_packages_keep_their_pinned_digest_and_say_what_it_covers(cli):
+    from tests.conftest import REPO
+
+    pkg = REPO / "packages" / "demo-lab-note" / "math500"
+    r = cli("validate", pkg)
+    assert r.code == 0
+    assert r.out.splitlines()[1] == ("note: its digest is of the old scheme (manifest schema_version 1): it covers "
+                                     "file paths and hashes only, not the manifest's provenance, producer, kind or "
+                                     "row counts")
+    assert f"sha256: {_digest(cli, pkg)}" in (REPO / "packages" / "claims.yaml").read_text(encoding="utf-8")
+
+
+@attack("writes.force-every-writer")
+def test_claims_page_replaces_only_its_own_files(cli, mini, tmp_path):  # noqa: F811
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("<html>my home page</html>", encoding="utf-8")
+    r = cli("claims", "page", "claims.yaml", "-o", site)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (f"audit: error: {site / 'index.html'}: not replaced: it was not written by `audit claims "
+                     f"page` (move it, or write the page to another folder)\n")
+    assert (site / "index.html").read_text(encoding="utf-8") == "<html>my home page</html>"
+    (site / "index.html").unlink()
+    assert cli("claims", "page", "claims.yaml", "-o", site).code == 0
+    assert cli("claims", "page", "claims.yaml", "-o", site).code == 0  # its own page is replaced
+    plots = tmp_path / "plots"
+    plots.mkdir()
+    (plots / "claim-G1.png").write_bytes(b"mine")
+    r = cli("claims", "page", "claims.yaml", "-o", plots)
+    assert r.code == 2 and "claim plots with no page of `audit claims page` beside them" in r.err
+    assert (plots / "claim-G1.png").read_bytes() == b"mine"
+
+
+@attack("writes.force-every-writer")
+def test_release_force_replaces_only_a_generated_salt(cli, tmp_path):
+    items = make_package(tmp_path / "items", items=MATH_ITEMS)
+    pkg = make_package(tmp_path / "p", responses=[{"item_id": "q1", "response": "ANSWER=B"}])
+    verdicts = tmp_path / "v.json"
+    assert cli("grade", pkg, "--items", items, "--benchmark", "math", "-o", verdicts).code == 0
+    out = tmp_path / "rel"
+    salt = tmp_path / "rel.salt"
+    salt.write_text("my own notes\n", encoding="utf-8")
+    r = cli("release", verdicts, "--public", "--hash-ids", "-o", out, "--force")
+    assert (r.code, r.err) == (2, f"audit: error: {salt}: --force replaces only what audit wrote (a salt file "
+                                  f"audit generated: 64 hex digits); not this one: not one line of 64 hex digits\n")
+    assert salt.read_text(encoding="utf-8") == "my own notes\n" and not out.exists()
+    salt.unlink()
+    assert cli("release", verdicts, "--public", "--hash-ids", "-o", out).code == 0
+    first = salt.read_text(encoding="utf-8")
+    r = cli("release", verdicts, "--public", "--hash-ids", "-o", out)
+    assert r.err == f"audit: error: {salt}: already exists (use --force to replace it)\n"
+    assert cli("release", verdicts, "--public", "--hash-ids", "-o", out, "--force").code == 0
+    assert salt.read_text(encoding="utf-8") != first

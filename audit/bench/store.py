@@ -28,7 +28,7 @@ from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import JsonError, dumps_pretty, json_differences, loads_strict, read_document
 from audit.models import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuSampleRow, Manifest, Provenance
 from audit.outputs import check_output
-from audit.packages import Package, PackageWriter, content_digest, open_package
+from audit.packages import Package, PackageWriter, open_package, package_digest
 
 REQUESTS = "requests.jsonl"
 WINDOWS = "windows.jsonl"
@@ -134,7 +134,7 @@ def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifes
     gpu_rows = [GpuSampleRow(**r) for r in tel.gpu_rows]
     gpm_rows = [GpmSampleRow(**r) for r in tel.gpm_rows]
     windows = [(w.window, w.start, w.end) for w in result.windows]
-    link = (throughput.package_id, content_digest(throughput.files))
+    link = (throughput.package_id, package_digest(throughput))
     summary = telemetry.summarize(link, tel.status, len(tel.devices), windows, gpu_rows, gpm_rows)
     extra = {
         "throughput": {"package_id": link[0], "digest": link[1]},

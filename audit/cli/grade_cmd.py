@@ -80,6 +80,8 @@ def reproduce(results: Path, package: Path | None, items: Path | None) -> int:
         click.echo(f"note: {note}")
     if outcome.identical:
         click.echo(f"identical: {results}")
+        for line in outcome.not_rederived:
+            click.echo(f"not re-derived: {line}")
         return 0
     env = outcome.environment_dependent
     if outcome.differences:
@@ -92,6 +94,8 @@ def reproduce(results: Path, package: Path | None, items: Path | None) -> int:
         click.echo(f"  {line}")
     for line in env[:50]:
         click.echo(f"  environment-dependent (timeout): {line}")
+    for line in outcome.not_rederived:
+        click.echo(f"not re-derived: {line}")
     return 1
 
 

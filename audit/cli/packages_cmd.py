@@ -11,7 +11,7 @@ from audit.cli import cli
 from audit.errors import printable
 from audit.jsonl import jsonl_source
 from audit.pack import Table, build_package, load_provenance
-from audit.packages import bundle, open_package
+from audit.packages import bundle, digest_scope, open_package
 
 
 @cli.command()
@@ -61,7 +61,7 @@ def validate(path: Path) -> int:
 
     Exit 0 when valid; exit 1 with one line per problem (file, row, field).
     """
-    from audit.packages.layout import content_digest
+    from audit.packages.layout import digest_scope, package_digest
     from audit.packages.validate import unpacked, validate_tree
 
     # One validation: "valid" and the digest it prints describe the bytes that were checked (a second
@@ -79,7 +79,9 @@ def validate(path: Path) -> int:
     assert m is not None
     rows = sum(f.rows or 0 for f in m.files)
     click.echo(f"valid: {m.kind} package {m.package_id}, {len(m.files)} files, {rows} rows, "
-               f"digest {content_digest(m.files)}")
+               f"digest {package_digest(m)}")
+    if (scope := digest_scope(m)) is not None:
+        click.echo(f"note: {scope}")
     return 0
 
 
@@ -116,7 +118,8 @@ def show(path: Path) -> int:
         prod = m.producer
         commit = f" {prod.git_commit[:12]}{'+dirty' if prod.git_dirty else ''}" if prod.git_commit else ""
         echo(f"producer   {prod.tool} {prod.version}{commit}")
-        echo(f"digest     {pkg.digest}")
+        echo(f"digest     {pkg.digest}" + (" (old scheme: file paths and hashes only)"
+                                               if digest_scope(m) is not None else ""))
         pv = m.provenance
         for label, value in (("model", pv.model), ("engine", " ".join(x for x in (pv.engine, pv.engine_version) if x)),
                              ("hardware", pv.hardware), ("source", pv.source)):

@@ -30,7 +30,7 @@ from audit.jsonl import (
     open_regular,
     sha256_bytes,
 )
-from audit.models import FileEntry, Record
+from audit.models import FileEntry, Manifest, Record
 
 MANIFEST = "manifest.json"
 
@@ -63,13 +63,42 @@ def document_model(schema: str) -> type[Record]:
 
 
 def content_digest(files: Iterable[FileEntry]) -> str:
-    """The package's content identity: sha256 over its files' paths and hashes, sorted by path.
-
-    The manifest's `created`, `producer` and `provenance` are not part of it, so
-    rebuilding the same data elsewhere gives the same digest.
-    """
+    """sha256 over files' paths and hashes, sorted by path: the identity of a schema_version 1 package
+    (see `package_digest`), and the suffix of a package id derived from its content."""
     listing = sorted((f.path, f.sha256) for f in files)
     return sha256_bytes(dumps([{"path": p, "sha256": h} for p, h in listing]).encode())
+
+
+MANIFEST_IDENTITY_SINCE = 2
+"""The manifest schema_version from which a package's digest covers its whole manifest."""
+
+_IDENTITY_TAG = b"audit package identity: manifest.json but created\n"
+"""Before the manifest's JSON in the identity's preimage: never the JSON list an old digest hashes."""
+
+
+def package_digest(manifest: Manifest) -> str:
+    """A package's identity, by the scheme of its manifest's schema_version.
+
+    From schema_version 2: sha256 over the whole manifest but its `created` time (kind, benchmark,
+    package id, producer, provenance with model and sampling, every file's path, hash, size, rows
+    and schema), so relabelling any of them gives another digest. Packages of schema_version 1,
+    written before, keep the digest they were pinned by: their files' paths and hashes only
+    (`content_digest`); `digest_scope` says so. Editing schema_version changes the scheme and so the
+    digest: a pin of a version 2 package is never met by a relabelled version 1 copy.
+    """
+    if manifest.schema_version < MANIFEST_IDENTITY_SINCE:
+        return content_digest(manifest.files)
+    data = manifest.model_dump(mode="json", by_alias=True)
+    del data["created"]
+    return sha256_bytes(_IDENTITY_TAG + dumps(data).encode())
+
+
+def digest_scope(manifest: Manifest) -> str | None:
+    """None when the package's digest covers its manifest; else what it covers, in words for output."""
+    if manifest.schema_version >= MANIFEST_IDENTITY_SINCE:
+        return None
+    return (f"its digest is of the old scheme (manifest schema_version {manifest.schema_version}): it covers "
+            f"file paths and hashes only, not the manifest's provenance, producer, kind or row counts")
 
 
 class TarTail:

@@ -151,10 +151,10 @@ def load_manifest(root: Path, label: str) -> tuple[Manifest | None, list[Problem
         return None, [Problem(name, "missing or non-integer schema_version", field="schema_version")]
     if version > MANIFEST_SCHEMA_VERSION:
         return None, [Problem(name, f"schema_version {version} is newer than this audit reads "
-                                    f"({MANIFEST_SCHEMA_VERSION}); upgrade audit", field="schema_version")]
+                                    f"(1 to {MANIFEST_SCHEMA_VERSION}); upgrade audit", field="schema_version")]
     if version < 1:
         return None, [Problem(name, f"schema_version {version} is not one this audit reads "
-                                    f"({MANIFEST_SCHEMA_VERSION})", field="schema_version")]
+                                    f"(1 to {MANIFEST_SCHEMA_VERSION})", field="schema_version")]
     try:
         return Manifest.model_validate(obj), []
     except pydantic.ValidationError as e:
