@@ -501,3 +501,28 @@ def test_release_force_replaces_only_a_generated_salt(cli, tmp_path):
     assert r.err == f"audit: error: {salt}: already exists (use --force to replace it)\n"
     assert cli("release", verdicts, "--public", "--hash-ids", "-o", out, "--force").code == 0
     assert salt.read_text(encoding="utf-8") != first
+
+
+# --------------------------------------------------------------------------- reproduce says what it takes as recorded
+
+
+@attack("reproduce.recorded-fields-copied")
+def test_reproduce_names_the_producer_it_does_not_rederive_and_compares_the_environment(cli, tmp_path):
+    pkg = make_package(tmp_path / "p", items=MATH_ITEMS, responses=[{"item_id": "q1", "response": "ANSWER=B"}])
+    out = tmp_path / "r.json"
+    assert cli("grade", pkg, "--benchmark", "math", "-o", out, "-q").code == 0
+    text = out.read_text(encoding="utf-8")
+    dirty = '"git_dirty": true' in text
+    flipped = text.replace(f'"git_dirty": {str(dirty).lower()}', f'"git_dirty": {str(not dirty).lower()}', 1)
+    assert flipped != text
+    out.write_text(flipped, encoding="utf-8")
+    r = cli("reproduce", out)
+    assert r.code == 0 and r.out.splitlines()[0] == f"identical: {out}"
+    producer_line = r.out.splitlines()[1]
+    assert producer_line.startswith("not re-derived: producer audit ") and producer_line.endswith(
+        ": who graded, as the file records it (this run's own producer is not compared)")
+    assert ("(dirty)" in producer_line) == (not dirty)  # the recorded flag, shown as recorded
+    env = json.loads(flipped.split('\n  "items": ')[0].rstrip(",") + "}")["environment"]
+    out.write_text(flipped.replace(f'"python": "{env["python"]}"', '"python": "2.7"', 1), encoding="utf-8")
+    r = cli("reproduce", out)
+    assert r.out.splitlines()[0] == f"note: environment differs: python 2.7 -> {env['python']}"
