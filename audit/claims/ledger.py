@@ -72,7 +72,7 @@ class Tolerance(Record):
         1e-9·|recorded| a zero tolerance let 10,000,000,007 recompute as 10,000,000,000)."""
         diff = abs(recomputed - recorded)
         bound = self.absolute if self.absolute is not None else self.relative * abs(recorded)  # type: ignore[operator]
-        if float(recorded).is_integer() and float(recomputed).is_integer():
+        if all(float(v).is_integer() and abs(v) < 2 ** 53 for v in (recorded, recomputed)):  # counts, exactly held
             return diff <= bound
         return diff <= bound + 4 * math.ulp(max(abs(recorded), abs(recomputed)))
 
