@@ -57,12 +57,13 @@ def not_ours(path: Path, kind: Kind) -> str | None:
     if kind == "package":
         if not stat.S_ISDIR(st.st_mode):
             return "it is not a folder"
-        if not any(os.scandir(path)):
-            return None
         from audit.packages.validate import validate_tree
 
         try:
-            _, problems = validate_tree(path, rows=False)
+            with os.scandir(path) as entries:
+                if next(entries, None) is None:
+                    return None  # an empty folder
+            _, problems = validate_tree(Path(path), rows=False)
         except OSError as e:
             return f"unreadable: {e.strerror or e}"
         return f"{problems[0]}" if problems else None
