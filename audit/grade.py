@@ -284,12 +284,14 @@ class Grading:
         """The rows as a DataFrame (`span` as tuples, `detail` as canonical JSON text)."""
         return pd.DataFrame(self._sidecar_columns())
 
-    def write(self, out: str | os.PathLike[str], *, parquet: bool | None = None) -> VerdictFile:
+    def write(self, out: str | os.PathLike[str], *, parquet: bool | None = None,
+              overwrite: bool = True) -> VerdictFile:
         """Write the verdict file (and, for large sets or when asked, its Parquet rows beside it, named
-        after their digest); the two appear together or not at all (see `write_verdict_lines`)."""
+        after their digest); the two appear together or not at all (see `write_verdict_lines`, which
+        says what `overwrite` replaces)."""
         side = parquet or (parquet is None and len(self) >= PARQUET_MIN_ROWS)
         return write_verdict_lines(out, self.header, lambda: encode_rows(self.columns),
-                                   sidecar=self._sidecar_columns() if side else None)
+                                   sidecar=self._sidecar_columns() if side else None, overwrite=overwrite)
 
 
 class _GcPause:
@@ -324,8 +326,9 @@ def grade_package(responses: str | os.PathLike[str], config: ResolvedConfig | Gr
                   items: str | os.PathLike[str] | None = None,
                   out: str | os.PathLike[str] | None = None,
                   base_dir: str | os.PathLike[str] | None = None,
-                  parquet: bool | None = None, workers: int | None = None) -> Grading:
-    """Grade a responses package; write the verdict file to `out` (atomically) when given.
+                  parquet: bool | None = None, workers: int | None = None, overwrite: bool = True) -> Grading:
+    """Grade a responses package; write the verdict file to `out` (atomically) when given (an existing
+    one replaced only with `overwrite`, and only when it is a verdict file).
 
     `config` is a `ResolvedConfig` (`audit.specs.resolve_config`: settings and the components
     they name), or a `GradeConfig` whose components are looked up in the registry.
@@ -337,14 +340,14 @@ def grade_package(responses: str | os.PathLike[str], config: ResolvedConfig | Gr
     """
     with _GcPause() as pause:
         return _grade_package(responses, config, pause, items=items, out=out, base_dir=base_dir,
-                              parquet=parquet, workers=workers)
+                              parquet=parquet, workers=workers, overwrite=overwrite)
 
 
 def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig | GradeConfig, pause: _GcPause, *,
                   items: str | os.PathLike[str] | None = None,
                   out: str | os.PathLike[str] | None = None,
                   base_dir: str | os.PathLike[str] | None = None,
-                  parquet: bool | None = None, workers: int | None = None) -> Grading:
+                  parquet: bool | None = None, workers: int | None = None, overwrite: bool = True) -> Grading:
     if isinstance(resolved, GradeConfig):
         resolved = resolve(resolved)
     config = resolved.config
@@ -485,7 +488,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
     del df
     grading = Grading(header, cols)
     if out is not None:
-        grading.header = grading.write(out, parquet=parquet)
+        grading.header = grading.write(out, parquet=parquet, overwrite=overwrite)
     return grading
 
 
@@ -520,6 +523,10 @@ class Reproduction:
     environment_dependent: list[str] = dataclasses.field(default_factory=list)
     """Rows that differ only because a grading hit its time budget in one run and not in the other
     (`timeout` on one side): they depend on the machine, not on the code or the inputs."""
+    not_rederived: list[str] = dataclasses.field(default_factory=list)
+    """What the comparison took from the file as it records it, in words: its producer (who graded; the
+    environment is compared and a difference noted) and any package whose digest, of the old scheme,
+    covers only its files (its manifest's provenance is not pinned)."""
 
 
 def _resolve(recorded: PackageRef | None, override: str | os.PathLike[str] | None, base: Path,
@@ -547,7 +554,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
     rows disagree (see `load_verdict_file`), so no reader of either copy is left unchecked.
     """
     from audit import lock
-    from audit.packages import content_digest, load_manifest, unpacked
+    from audit.packages import digest_scope, load_manifest, package_digest, unpacked
     from audit.verdicts import load_verdict_file
 
     vpath = Path(verdict_path)
@@ -557,16 +564,23 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
     base = vpath.resolve().parent
     resp_path = _resolve(vf.responses_package, package, base, "package")
     items_path = _resolve(vf.items_package, items, base, "items")
-    for ref, path in ((vf.responses_package, resp_path), (vf.items_package, items_path)):
+    prod = vf.producer
+    unchecked = [f"producer {prod.tool} {prod.version}"
+                 + (f" {prod.git_commit[:12]}{' (dirty)' if prod.git_dirty else ''}" if prod.git_commit else "")
+                 + ": who graded, as the file records it (this run's own producer is not compared)"]
+    for what, ref, path in (("responses", vf.responses_package, resp_path), ("items", vf.items_package, items_path)):
         if ref is None or path is None:
             continue
         with unpacked(path) as (root, problems):
             manifest, more = load_manifest(root, "") if not problems else (None, problems)
         if manifest is None:
             raise AuditError(str((problems or more)[0]), path=str(path))
-        digest = content_digest(manifest.files)
+        digest = package_digest(manifest)
         if digest != ref.digest:
             raise _content_differs(digest, ref.digest, path)
+        scope = digest_scope(manifest)
+        if scope is not None and (what == "responses" or ref != vf.responses_package):
+            unchecked.append(f"{what} package {ref.package_id}: {scope}")
     notes = []
     # Who graded, in which environment, and where the packages were found do not decide the result;
     # nor does where a version's code lives: a fingerprint its lock accepts is the same version.
@@ -605,7 +619,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
         again = Path(tmp) / "again.json"
         write_verdict_file(again, new.header.model_copy(update=same_refs), new.iter_rows())
         if again.read_text(encoding="utf-8") == dump_verdict_file(vf.model_copy(update={"rows_file": None})):
-            return Reproduction(True, [], notes)
+            return Reproduction(True, [], notes, not_rederived=unchecked)
     diffs, timeouts = [], []
     old_rows = {(r.item_id, r.sample): r for r in vf.items}
     for r in sorted(new.items, key=lambda r: (natural_key(r.item_id), r.sample)):  # listed as people read ids
@@ -619,7 +633,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
               for k in sorted(old_rows, key=lambda k: (natural_key(k[0]), k[1]))]
     if not diffs and not timeouts:
         diffs.append("rows are identical; the header or summary differs")
-    return Reproduction(False, diffs, notes, timeouts)
+    return Reproduction(False, diffs, notes, timeouts, unchecked)
 
 
 def _only_timeout_differs(old: VerdictRow, new: VerdictRow) -> bool:

@@ -16,7 +16,6 @@ So every published byte is the checked release's or fixed text: the leak check a
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import uuid
@@ -57,11 +56,10 @@ def build_hf_release(verdicts: str | Path, out: str | Path, *, overwrite: bool =
         raise AuditError("--format hf needs datasets: pip install 'audit[hf]'") from None
     from audit.release import INFO_FILE, README_FILE, ROWS_FILE, build_release
 
+    from audit.outputs import check_output, publish
+
     dest = Path(out)
-    if dest.exists() and not overwrite:
-        raise AuditError("already exists (use --force to replace it)", path=str(dest))
-    if not dest.resolve().parent.is_dir():
-        raise AuditError("parent directory does not exist", path=str(dest.parent))
+    check_output(dest, force=overwrite, kind="hf-release")
     stage = dest.parent / f".{dest.name}.hf-{uuid.uuid4().hex[:8]}"
     stage.mkdir()
     try:
@@ -85,13 +83,7 @@ def build_hf_release(verdicts: str | Path, out: str | Path, *, overwrite: bool =
         info = json.loads((release / INFO_FILE).read_text(encoding="utf-8"))
         card = _card(info, (release / README_FILE).read_text(encoding="utf-8"))
         (stage / "README.md").write_text(card, encoding="utf-8")
-        if dest.exists():
-            trash = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:8]}"
-            os.rename(dest, trash)
-            os.rename(stage, dest)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.rename(stage, dest)
+        publish(stage, dest, force=overwrite, kind="hf-release")
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

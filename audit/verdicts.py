@@ -28,6 +28,7 @@ from pydantic import Field
 from audit.errors import AuditError, ValidationFailed
 from audit.jsonl import JsonError, dumps, fsync_dir, loads_strict, parse_object, read_regular, sha256_bytes
 from audit.models import MAX_COUNT, Count, Int64, Producer, Record, Verdict, unsafe_path_reason
+from audit.outputs import EXISTS, not_ours, refusal
 from audit.schemas import register
 
 VERDICT_FILE_SCHEMA_VERSION = 2
@@ -306,13 +307,15 @@ VERDICT_ROW_FIELDS = tuple(VerdictRow.model_fields)
 """Key order of a row in the file (the model's field order)."""
 
 
-def write_verdict_file(path: str | Path, header: VerdictFile, rows: Iterable[dict[str, Any]]) -> None:
+def write_verdict_file(path: str | Path, header: VerdictFile, rows: Iterable[dict[str, Any]], *,
+                       overwrite: bool = True) -> None:
     """Stream a verdict file to `path` atomically: `header` (its `items` ignored) then `rows`.
 
     Each row is a dict with every VERDICT_ROW_FIELDS key in that order, as `model_dump(mode="json")`
     gives; the bytes equal `dump_verdict_file` of the same content, without building a model per row.
+    `overwrite`: see `write_verdict_lines`.
     """
-    write_verdict_lines(path, header, (dumps(row) for row in rows))
+    write_verdict_lines(path, header, (dumps(row) for row in rows), overwrite=overwrite)
 
 
 def _items_section(lines: Iterable[str]) -> Iterator[str]:
@@ -334,13 +337,17 @@ def items_section_sha256(lines: Iterable[str]) -> str:
 
 def write_verdict_lines(path: str | Path, header: VerdictFile,
                         lines: Iterable[str] | Callable[[], Iterable[str]],
-                        sidecar: dict[str, list[Any]] | None = None) -> VerdictFile:
+                        sidecar: dict[str, list[Any]] | None = None, *, overwrite: bool = True) -> VerdictFile:
     """`write_verdict_file` with each row already serialised as `dumps(row)` (see `encode_rows`);
     `lines` may be a function giving them afresh (they are read twice when a sidecar is written).
 
     With `sidecar` (the rows as columns, see `write_rows_parquet`), the rows are also written as
     Parquet beside the file and the header names it (`rows_file`, both pins). Returns the header
     written. The file and its sidecar appear together or not at all (see `_publish`).
+
+    An existing `path` is replaced only when `overwrite` is set and it is a verdict file (audit's own:
+    a user's file with a .json name is refused, see `audit.outputs`); without `overwrite` the file
+    is published with a no-replace link, so of two writers racing for one name the second fails.
     """
     p = Path(path)
     fresh = lines if callable(lines) else (lambda: lines)
@@ -367,7 +374,7 @@ def write_verdict_lines(path: str | Path, header: VerdictFile,
                     f.write(piece)
                 f.flush()
                 os.fsync(f.fileno())
-            _publish(p, tmp_json, tmp_side, header.rows_file.path if header.rows_file else None)
+            _publish(p, tmp_json, tmp_side, header.rows_file.path if header.rows_file else None, overwrite)
         finally:
             tmp_json.unlink(missing_ok=True)
     finally:
@@ -385,7 +392,7 @@ def _temp_name(folder: Path, name: str) -> Path:
     return folder / f".{name}.tmp-{uuid.uuid4().hex}"
 
 
-def _publish(p: Path, tmp_json: Path, tmp_side: Path | None, side_name: str | None) -> None:
+def _publish(p: Path, tmp_json: Path, tmp_side: Path | None, side_name: str | None, overwrite: bool) -> None:
     """Move a verdict file (and its sidecar) into place so that readers see the old pair or the new one.
 
     The sidecar's name holds its digest, so it never replaces the sidecar the current file names: it
@@ -394,17 +401,32 @@ def _publish(p: Path, tmp_json: Path, tmp_side: Path | None, side_name: str | No
     (flock on its descriptor: no lock file, released when a writer dies), so one never removes the
     sidecar of a pair another is putting in place; a writer killed at any point leaves the old pair
     (and at worst an unnamed sidecar, removed by the next write).
+
+    The switch replaces only a verdict file, proven under the lock, and only with `overwrite`; without
+    it, it is a hard link that fails when the name exists (the check and the publish are one step).
     """
     fd = os.open(p.parent, os.O_RDONLY)
     placed: Path | None = None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.path.lexists(p):
+            if not overwrite:
+                raise AuditError(EXISTS, path=str(p))
+            why = not_ours(p, "verdicts")
+            if why is not None:
+                raise refusal(p, "verdicts", why)
         if tmp_side is not None and side_name is not None:
             final = p.parent / side_name
             existed = final.exists()  # the same content (its name holds its digest), maybe named by the file
             os.replace(tmp_side, final)
             placed = None if existed else final
-        os.replace(tmp_json, p)
+        if overwrite:
+            os.replace(tmp_json, p)
+        else:
+            try:
+                os.link(tmp_json, p)  # fails when `p` exists: no writer's file is ever replaced
+            except FileExistsError:
+                raise AuditError(EXISTS, path=str(p)) from None
         placed = None
         fsync_dir(p.parent)
         stem = _stem(p)

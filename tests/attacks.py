@@ -140,6 +140,34 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "added", "succeeded"),
     ("floor.header-offsets", "safetensors offsets or dims past 2^64, a shape product overflow, a header not "
                              "starting with '{', non-ASCII digits", "issue", "succeeded"),
+    # ---- round 3 (r3-writes)
+    ("writes.force-user-folder", "`audit pack DIR --force` over a folder holding a paper draft deletes it", "issue",
+     "succeeded"),
+    ("writes.force-every-writer", "--force of every writer (import, release, bench, floor, trace, generate, grade, "
+                                  "claims page, extract, judge) replacing a file or folder audit did not write",
+     "issue", "succeeded"),
+    ("writes.force-package-plus-file", "--force over a package folder that also holds a user's file", "added",
+     "succeeded"),
+    ("writes.force-symlink", "--force over a symlink to a user's folder or file", "added", "succeeded"),
+    ("writes.force-json-name", "--force over a file that merely has a .json name", "added", "succeeded"),
+    ("writes.force-parent-of-input", "--force naming the folder that holds the input as the output", "added",
+     "succeeded"),
+    ("writes.race-no-force", "two `audit grade -o SAME.json` started together both exit 0, one result replaced",
+     "issue", "succeeded"),
+    ("writes.race-every-writer", "two writers without --force racing for one package or file name", "added",
+     "succeeded"),
+    ("id.manifest-relabel", "provenance.model and sampling relabelled in a manifest: same digest, reproduce "
+                            "says identical", "issue", "succeeded"),
+    ("id.manifest-other-fields", "kind, benchmark, package_id, producer or a file's rows relabelled under the "
+                                 "same digest", "added", "succeeded"),
+    ("pkg.tar-trailing-archive", "a second archive after the first in the same gzip stream", "issue", "succeeded"),
+    ("pkg.tar-trailing-data", "a second gzip member or garbage after a tarball's end", "added", "succeeded"),
+    ("reproduce.recorded-fields-copied", "reproduce copies producer and environment from the file it checks",
+     "issue", "succeeded"),
+    ("claims.zero-tolerance-slack", "tolerance {absolute: 0} lets 10,000,000,007 recompute as 10,000,000,000",
+     "issue", "succeeded"),
+    ("claims.arithmetic-crash", "claims arithmetic max(5), abs(1, 2), huge numbers crashing with a traceback",
+     "issue", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -283,12 +283,12 @@ def test_verify_recomputes_from_the_verdict_file_whose_sha256_it_checked(tmp_pat
 
 @attack("kinds.toctou-claims")
 def test_verify_reads_a_package_table_as_the_manifest_pins_it(tmp_path, monkeypatch, cli):
-    from audit.packages import PackageWriter, content_digest
+    from audit.packages import PackageWriter, package_digest
 
     rows = [("a", 10, 5), ("b", 12, 6), ("c", 9, 4.5)]
     with PackageWriter(tmp_path / "bench", kind="throughput", package_id="bench-agentic") as w:
         w.add_text("durations.csv", "task,baseline_s,mtp_s\n" + "".join(f"{t},{a},{b}\n" for t, a, b in rows))
-    digest = content_digest(w.manifest.files)
+    digest = package_digest(w.manifest)
     ledger = _mini_ledger(tmp_path, [], [
         {"id": "S", "text": "speed-up", "value": 2.0, "unit": "ratio", "status": "measured",
          "sources": ["bench-agentic"], "recipe": {"name": "stats.paired_log_ratio", "args": {
@@ -311,7 +311,7 @@ def test_verify_reads_a_package_table_as_the_manifest_pins_it(tmp_path, monkeypa
 
 @attack("kinds.dup-key-claims-table")
 def test_a_duplicate_key_in_a_table_read_by_verify_is_refused(tmp_path, cli):
-    from audit.packages import PackageWriter, content_digest
+    from audit.packages import PackageWriter, package_digest
 
     text = ('{"task": "a", "baseline_s": 10, "mtp_s": 5}\n'
             '{"task": "b", "baseline_s": 1, "baseline_s": 12, "mtp_s": 6}\n')  # one reader sees 1, another 12
@@ -322,7 +322,7 @@ def test_a_duplicate_key_in_a_table_read_by_verify_is_refused(tmp_path, cli):
          "sources": ["bench-agentic"], "recipe": {"name": "stats.paired_log_ratio", "args": {
              "package": "bench-agentic", "file": "durations.jsonl", "numerator": "baseline_s",
              "denominator": "mtp_s"}}, "tolerance": {"absolute": 1e-9}}],
-        packages=[{"id": "bench-agentic", "path": "bench", "sha256": content_digest(w.manifest.files)}])
+        packages=[{"id": "bench-agentic", "path": "bench", "sha256": package_digest(w.manifest)}])
     r = cli("verify", ledger)
     assert r.code == 1, r.out
     assert ("cannot recompute: bench-agentic/durations.jsonl: row 2: field baseline_s: duplicate key in a JSON "

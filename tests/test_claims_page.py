@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from tests.claims_helpers import PAGE, copy_shipped, edit
+from tests.conftest import REPO
 
 MATPLOTLIB_OF_COMMITTED_PLOTS = "3.11.2"
 """The matplotlib that drew packages/claims/*.png: PNG bytes are compared only under the same version."""
@@ -174,6 +175,7 @@ def test_a_claim_that_does_not_survive_is_shown_so(shipped, cli):
 def test_stale_plots_go_and_other_files_stay(shipped, cli):
     out = shipped / "claims"
     out.mkdir()
+    shutil.copyfile(REPO / "packages" / "claims" / "index.html", out / "index.html")  # a page rendered before
     (out / "screenshot.png").write_bytes(b"mine")
     (out / "claim-Z9.png").write_bytes(b"old plot")
     (out / "README.md").write_text("notes", encoding="utf-8")

@@ -241,7 +241,7 @@ def test_an_unwritable_output_is_one_line_not_a_traceback(tmp_path, cli, monkeyp
     make_package(tmp_path / "p", responses=[{"item_id": "i1", "response": "The answer is (A)."}],
                  items=[{"item_id": "i1", "reference": "A", "num_choices": 4}])
     r = cli("bundle", "p", "-o", "no/such/dir/p.tar.gz")
-    assert (r.code, r.out, r.err) == (2, "", "audit: error: no/such/dir: directory does not exist\n")
+    assert (r.code, r.out, r.err) == (2, "", "audit: error: no/such/dir: parent directory does not exist\n")
 
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device", "p.tar.gz")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from audit.verdicts import load_verdict_file
+from audit.packages import content_digest, open_package
+from audit.verdicts import PackageRef, load_verdict_file
 from tests.builders import make_package
 
 
@@ -23,7 +24,9 @@ def test_recorded_verdicts_become_a_verdict_file(cli, tmp_path):
     assert (r.code, r.out) == (0, f"wrote {out}: x, 2 items x 1 samples, recorded accuracy 50.00% (1/2)\n")
     vf = load_verdict_file(out)
     assert vf.extractor is None and vf.grader is None
-    assert vf.responses_package.package_id == "responses-test-" + vf.responses_package.digest[:12]
+    with open_package(pkg) as p:  # the id names the files' content; the digest covers the whole manifest
+        assert vf.responses_package == PackageRef(package_id="responses-test-" + content_digest(p.manifest.files)[:12],
+                                                  digest=p.digest, path=vf.responses_package.path)
     assert [(x.item_id, x.verdict, x.attempt, x.reason) for x in vf.items] == [
         ("a", "incorrect", None, "recorded by lab runner"), ("b", "correct", None, "recorded by lab runner")]
 

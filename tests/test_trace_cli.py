@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.packages import content_digest, open_package, validate_package
+from audit.packages import open_package, package_digest, validate_package
 from tests.trace_builders import TraceBuilder, decode_steps
 
 EXPECTED = """\
@@ -72,7 +72,7 @@ def test_same_trace_gives_byte_identical_content(cli, decode, tmp_path, monkeypa
     for f in files:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
     with open_package(tmp_path / "a") as a, open_package(tmp_path / "b") as b:
-        assert a.digest == b.digest == content_digest(a.manifest.files)
+        assert a.digest == b.digest == package_digest(a.manifest)
 
 
 def test_large_trace_is_pinned_not_copied(cli, decode, tmp_path):

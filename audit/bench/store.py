@@ -27,7 +27,8 @@ from audit.bench.throughput import RunResult, hardware_of
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import JsonError, dumps_pretty, json_differences, loads_strict, read_document
 from audit.models import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuSampleRow, Manifest, Provenance
-from audit.packages import Package, PackageWriter, content_digest, open_package
+from audit.outputs import check_output
+from audit.packages import Package, PackageWriter, open_package, package_digest
 
 REQUESTS = "requests.jsonl"
 WINDOWS = "windows.jsonl"
@@ -60,10 +61,7 @@ def check_outputs(out: Path, tel_out: Path | None, force: bool) -> None:
     for p in (out, tel_out):
         if p is None:
             continue
-        if p.exists() and not force:
-            raise AuditError("already exists (use --force to replace it)", path=str(p))
-        if not p.parent.is_dir():
-            raise AuditError("parent directory does not exist", path=str(p.parent))
+        check_output(p, force=force)
 
 
 def write(result: RunResult, out: Path, tel_out: Path | None, *, force: bool = False) -> tuple[Manifest, Manifest | None]:
@@ -136,7 +134,7 @@ def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifes
     gpu_rows = [GpuSampleRow(**r) for r in tel.gpu_rows]
     gpm_rows = [GpmSampleRow(**r) for r in tel.gpm_rows]
     windows = [(w.window, w.start, w.end) for w in result.windows]
-    link = (throughput.package_id, content_digest(throughput.files))
+    link = (throughput.package_id, package_digest(throughput))
     summary = telemetry.summarize(link, tel.status, len(tel.devices), windows, gpu_rows, gpm_rows)
     extra = {
         "throughput": {"package_id": link[0], "digest": link[1]},

@@ -65,11 +65,16 @@ class Tolerance(Record):
         return self
 
     def allows(self, recorded: float, recomputed: float) -> bool:
-        """True when `recomputed` is within the tolerance of `recorded` (a float's last bits forgiven)."""
+        """True when `recomputed` is within the tolerance of `recorded`.
+
+        Two whole numbers (counts) are compared exactly; otherwise only a float's last bits are forgiven
+        (a few units in the last place of the larger value, never a slack that grows past them: with
+        1e-9·|recorded| a zero tolerance let 10,000,000,007 recompute as 10,000,000,000)."""
         diff = abs(recomputed - recorded)
-        slack = 1e-9 * max(1.0, abs(recorded))
         bound = self.absolute if self.absolute is not None else self.relative * abs(recorded)  # type: ignore[operator]
-        return diff <= bound + slack
+        if all(float(v).is_integer() and abs(v) < 2 ** 53 for v in (recorded, recomputed)):  # counts, exactly held
+            return diff <= bound
+        return diff <= bound + 4 * math.ulp(max(abs(recorded), abs(recomputed)))
 
     def text(self, unit: str) -> str:
         """The tolerance in words: `±0.005%`, `±0.01 pts`, `exact`, `±1% relative`."""
@@ -539,14 +544,21 @@ def parse_expression(expr: str) -> tuple[ast.Expression, list[str]]:
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             walk(node.operand)
         elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
-            pass
+            if not math.isfinite(_number(node.value)):
+                shown = ast.get_source_segment(expr, node) or ""
+                raise ValueError(f"the number {shown if len(shown) <= 30 else shown[:30] + '…'} is out of range")
         elif isinstance(node, ast.Name):
             if node.id not in names:
                 names.append(node.id)
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ARITH_FUNCS
-              and not node.keywords and node.args):
+              and not node.keywords):
             for a in node.args:
                 walk(a)
+            name, n = node.func.id, len(node.args)
+            if name in ("min", "max") and n < 2:
+                raise ValueError(f"{name} takes at least 2 arguments (got {n})")
+            if name not in ("min", "max") and n != 1:
+                raise ValueError(f"{name} takes 1 argument (got {n})")
         else:
             what = type(node.op).__name__ if isinstance(node, (ast.BinOp, ast.UnaryOp)) else type(node).__name__
             raise ValueError(f"{what} is not allowed (numbers, claim ids, + - * /, parentheses and "
@@ -554,6 +566,14 @@ def parse_expression(expr: str) -> tuple[ast.Expression, list[str]]:
 
     walk(tree)
     return tree, names
+
+
+def _number(value: int | float) -> float:
+    """A constant as a float; inf when it has none (an integer literal of hundreds of digits)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
 
 
 def evaluate(tree: ast.Expression, values: dict[str, float]) -> float:

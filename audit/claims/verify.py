@@ -50,6 +50,8 @@ class InputCheck:
     sha256: str
     actual: str | None = None
     problems: list[str] = field(default_factory=list)
+    files_only: bool = False
+    """A package whose digest is of the old scheme: the pin covers its files, not its manifest."""
 
     @property
     def ok(self) -> bool:
@@ -103,7 +105,7 @@ def _first_problems(problems: list[Any], root: Path) -> list[str]:
 
 
 def _check_package(led: LoadedLedger, entry: Any, opened: dict[str, Any]) -> InputCheck:
-    from audit.packages import open_package
+    from audit.packages import digest_scope, open_package
 
     check = InputCheck(entry.id, "package", entry.path, entry.sha256)
     try:
@@ -119,6 +121,7 @@ def _check_package(led: LoadedLedger, entry: Any, opened: dict[str, Any]) -> Inp
         check.problems = [str(e)]
         return check
     check.actual = pkg.digest
+    check.files_only = digest_scope(pkg.manifest) is not None
     if pkg.manifest.package_id != entry.id:
         check.problems.append(f"its manifest names package {pkg.manifest.package_id!r}, the ledger {entry.id!r}")
     if pkg.digest != entry.sha256:
@@ -309,11 +312,15 @@ def render_text(v: Verification) -> str:
     rows = [["kind", "id", "path", "check"]]
     for i in v.inputs:
         if i.ok:
-            what = "valid, digest matches" if i.kind == "package" else "sha256 matches"
+            what = ("sha256 matches" if i.kind != "package" else
+                    "valid, digest matches" + (" (files only)" if i.files_only else ""))
         else:
             what = "FAILED"
         rows.append([i.kind, i.id, i.path, what])
     lines += text_table(rows, indent="  ")
+    if any(i.files_only and i.ok for i in v.inputs):
+        lines.append("  (files only): a package digest of the old scheme (manifest schema_version 1) pins file paths "
+                     "and hashes, not the manifest's provenance or producer")
     for i in v.inputs:
         for p in i.problems:
             lines.append(f"  {i.id}: {p}")
@@ -352,6 +359,9 @@ class InputReport(Record):
     """True when every check passed."""
     problems: list[str]
     """What failed, one line each."""
+    digest_covers: Literal["manifest", "files"] | None = None
+    """For a package: what its digest pins. `files` (old scheme, manifest schema_version 1): file paths and
+    hashes only, not the manifest's provenance or producer; `manifest`: the whole manifest but its time."""
 
 
 class ClaimReport(Record):
@@ -432,7 +442,9 @@ def to_report(v: Verification) -> VerifyReport:
             recipe=c.claim.recipe.call(), basis=r.basis if r else "", inputs=list(r.inputs) if r else [],
             tolerance=c.claim.tolerance, survives=c.survives, reasons=c.reasons, diff=c.diff))
     inputs = [InputReport(id=i.id, kind=i.kind, path=i.path, sha256=i.sha256, actual_sha256=i.actual, ok=i.ok,
-                          problems=i.problems) for i in v.inputs]
+                          problems=i.problems,
+                          digest_covers=None if i.kind != "package" or i.actual is None else
+                          "files" if i.files_only else "manifest") for i in v.inputs]
     return VerifyReport(ledger=v.label, ledger_sha256=sha, title=v.loaded.ledger.title, inputs=inputs,
                         claims=claims, survivors=v.survivors)
 

@@ -43,17 +43,16 @@ def floor(checkpoint: Path, out: Path, gpus: int, hbm_tbps: float | None, from_n
     checkpoint-headers package holding floor.json, the table and a header-only copy of the checkpoint
     (`audit floor-check PACKAGE` recomputes it). Bad headers are refused with one line, nothing written.
     """
-    from audit.errors import AuditError
     from audit.floor import (
         FloorOptions, compute_floor, from_flag, parse_engine_dtype, parse_override, read_checkpoint, write_package,
     )
     from audit.floor import from_nvml as nvml
     from audit.floor.render import render
+    from audit.outputs import check_output
 
     if (hbm_tbps is None) == (not from_nvml):
         raise click.UsageError("give one of --hbm-tbps X or --from-nvml")
-    if out.exists() and not force:
-        raise AuditError("already exists (use --force to replace it)", path=str(out))
+    check_output(out, force=force)
     from audit.floor.compute import check_counts
 
     check_counts(gpus, context)

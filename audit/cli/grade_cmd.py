@@ -26,7 +26,7 @@ from audit.cli import cli
               help="Also write the rows as Parquet beside the file (default: for 100,000 rows or more).")
 @click.option("--workers", type=click.IntRange(1, 64), metavar="N",
               help="Worker processes for symbolic grading (default: the CPUs available).")
-@click.option("--force", is_flag=True, help="Overwrite RESULTS.json if it exists.")
+@click.option("--force", is_flag=True, help="Replace RESULTS.json if it exists and is a verdict file.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the path written.")
 def grade(package: Path, benchmark: str, items: Path | None, output: Path, extractor: str | None,
           grader: str | None, policies: tuple[str, ...], reference_field: str | None, parquet: bool | None,
@@ -36,17 +36,15 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     The file names every input by digest, the extractor and grader by version and fingerprint, and
     every policy; identical inputs give a byte-identical file.
     """
-    from audit.errors import AuditError
     from audit.grade import format_summary, grade_package
+    from audit.outputs import check_output
     from audit.specs import resolve_config
 
-    if output.exists() and not force:
-        raise AuditError("already exists (use --force to overwrite)", path=str(output))
-    if not output.resolve().parent.is_dir():
-        raise AuditError("directory does not exist", path=str(output.parent))
+    check_output(output, force=force, kind="verdicts")
     config = resolve_config(benchmark, extractor=extractor, grader=grader, policies=policies,
                             reference_field=reference_field)
-    grading = grade_package(package, config, items=items, out=output, parquet=parquet, workers=workers)
+    grading = grade_package(package, config, items=items, out=output, parquet=parquet, workers=workers,
+                            overwrite=force)
     vf = grading.header
     click.echo(f"wrote {output}" + (f" and {vf.rows_file.path}" if vf.rows_file else ""))
     if not quiet:
@@ -82,6 +80,8 @@ def reproduce(results: Path, package: Path | None, items: Path | None) -> int:
         click.echo(f"note: {note}")
     if outcome.identical:
         click.echo(f"identical: {results}")
+        for line in outcome.not_rederived:
+            click.echo(f"not re-derived: {line}")
         return 0
     env = outcome.environment_dependent
     if outcome.differences:
@@ -94,6 +94,8 @@ def reproduce(results: Path, package: Path | None, items: Path | None) -> int:
         click.echo(f"  {line}")
     for line in env[:50]:
         click.echo(f"  environment-dependent (timeout): {line}")
+    for line in outcome.not_rederived:
+        click.echo(f"not re-derived: {line}")
     return 1
 
 

@@ -110,14 +110,10 @@ def _collapsed_problems(srcs: tuple[Path, ...] | list[Path] = (), *, hint: bool 
 
 
 def _check_recorded(recorded: Path | None, force: bool) -> None:
-    from audit.errors import AuditError
+    from audit.outputs import check_output
 
-    if recorded is None:
-        return
-    if recorded.exists() and not force:
-        raise AuditError("already exists (use --force to replace it)", path=str(recorded))
-    if not recorded.resolve().parent.is_dir():
-        raise AuditError("parent directory does not exist", path=str(recorded.parent))
+    if recorded is not None:
+        check_output(recorded, force=force, kind="verdicts")
 
 
 def _write_all(outputs: list, force: bool, recorded: Path | None, write_recorded: Any) -> tuple[list[Manifest], Any]:
@@ -224,7 +220,8 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: 
 
         def write(package: Path, rel: str) -> Any:
             return write_recorded(recorded, rows, benchmark=benchmark, tool="TIGER-AI-Lab/MMLU-Pro (pred)",
-                                  source=source, package=package, package_path=rel, subject_of=subjects)
+                                  source=source, package=package, package_path=rel, subject_of=subjects,
+                                  overwrite=force)
     with _collapsed_problems():
         manifests, header = _write_all(outputs, force, recorded, write)
         _report(manifests, [o.out for o in outputs], bad_rows)
@@ -307,7 +304,7 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
         def write(package: Path, rel: str) -> Any:
             return write_recorded(recorded, verdict_rows, benchmark=benchmark, tool=f"lm-evaluation-harness ({used})",
                                   source=f"{imp.src.name} sha256:{imp.src.sha256}", package=package,
-                                  package_path=rel)
+                                  package_path=rel, overwrite=force)
     with _collapsed_problems():
         manifests, header = _write_all(outputs, force, recorded, write)
         _report(manifests, [o.out for o in outputs], imp.bad_rows)
@@ -471,7 +468,7 @@ def import_table(src: Path, kind: str, maps: tuple[str, ...], consts: tuple[str,
               help="Responses package the verdicts were computed from (pinned by digest).")
 @click.option("-o", "--output", "out", type=click.Path(path_type=Path, dir_okay=False), required=True,
               metavar="OUT.json", help="Verdict file to write.")
-@click.option("--force", is_flag=True, help="Overwrite OUT.json if it exists.")
+@click.option("--force", is_flag=True, help="Replace OUT.json if it exists and is a verdict file.")
 @_mapping
 def import_verdicts_cmd(src: Path, benchmark: str, tool: str, package: Path | None, out: Path, force: bool,
                         maps: tuple[str, ...], where: tuple[str, ...]) -> int:
@@ -484,15 +481,15 @@ def import_verdicts_cmd(src: Path, benchmark: str, tool: str, package: Path | No
     from audit.errors import AuditError
     from audit.importers.detect import wrong_importer_for_verdicts
     from audit.importers.verdicts import FIELDS, import_verdicts
+    from audit.outputs import check_output
 
-    if out.exists() and not force:
-        raise AuditError("already exists (use --force to overwrite)", path=str(out))
+    check_output(out, force=force, kind="verdicts")
     rmap = _record_map(maps, where, FIELDS)
     if not rmap:
         hint = wrong_importer_for_verdicts(src)
         if hint is not None:
             raise AuditError(hint, path=str(src))
-    header = import_verdicts(src, out, benchmark=benchmark, tool=tool, package=package, rmap=rmap)
+    header = import_verdicts(src, out, benchmark=benchmark, tool=tool, package=package, rmap=rmap, overwrite=force)
     overall = next(f for f in header.summary.figures if f.name == "accuracy")
     click.echo(f"wrote {out}: {benchmark}, {header.summary.items} items x {header.summary.samples} samples, "
                f"recorded accuracy {100 * overall.value:.2f}% ({overall.correct}/{overall.total})")

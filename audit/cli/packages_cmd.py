@@ -11,7 +11,7 @@ from audit.cli import cli
 from audit.errors import printable
 from audit.jsonl import jsonl_source
 from audit.pack import Table, build_package, load_provenance
-from audit.packages import bundle, open_package
+from audit.packages import bundle, digest_scope, open_package
 
 
 @cli.command()
@@ -27,7 +27,7 @@ from audit.packages import bundle, open_package
               help="Provenance JSON: model, engine, hardware, dataset, sampling as sent.")
 @click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from kind, benchmark and content).")
 @click.option("--gzip", "use_gzip", is_flag=True, help="Store data files as .jsonl.gz.")
-@click.option("--force", is_flag=True, help="Replace OUT_DIR if it exists.")
+@click.option("--force", is_flag=True, help="Replace OUT_DIR if it exists and is a package (or empty).")
 def pack(out_dir: Path, kind: str, benchmark: str | None, responses: Path | None, items: Path | None,
          provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool) -> int:
     """Build a package in OUT_DIR from plain JSONL files.
@@ -61,7 +61,7 @@ def validate(path: Path) -> int:
 
     Exit 0 when valid; exit 1 with one line per problem (file, row, field).
     """
-    from audit.packages.layout import content_digest
+    from audit.packages.layout import digest_scope, package_digest
     from audit.packages.validate import unpacked, validate_tree
 
     # One validation: "valid" and the digest it prints describe the bytes that were checked (a second
@@ -79,7 +79,9 @@ def validate(path: Path) -> int:
     assert m is not None
     rows = sum(f.rows or 0 for f in m.files)
     click.echo(f"valid: {m.kind} package {m.package_id}, {len(m.files)} files, {rows} rows, "
-               f"digest {content_digest(m.files)}")
+               f"digest {package_digest(m)}")
+    if (scope := digest_scope(m)) is not None:
+        click.echo(f"note: {scope}")
     return 0
 
 
@@ -116,7 +118,8 @@ def show(path: Path) -> int:
         prod = m.producer
         commit = f" {prod.git_commit[:12]}{'+dirty' if prod.git_dirty else ''}" if prod.git_commit else ""
         echo(f"producer   {prod.tool} {prod.version}{commit}")
-        echo(f"digest     {pkg.digest}")
+        echo(f"digest     {pkg.digest}" + (" (old scheme: file paths and hashes only)"
+                                               if digest_scope(m) is not None else ""))
         pv = m.provenance
         for label, value in (("model", pv.model), ("engine", " ".join(x for x in (pv.engine, pv.engine_version) if x)),
                              ("hardware", pv.hardware), ("source", pv.source)):
@@ -202,11 +205,15 @@ def _summarise_responses(pkg) -> None:
 @click.argument("pkg_dir", type=click.Path(path_type=Path, file_okay=False))
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, metavar="OUT.tar.gz",
               help="Tarball to write.")
-def bundle_cmd(pkg_dir: Path, output: Path) -> int:
+@click.option("--force", is_flag=True, help="Replace OUT.tar.gz if it exists and is a bundled package.")
+def bundle_cmd(pkg_dir: Path, output: Path, force: bool) -> int:
     """Write a validated package directory as a reproducible .tar.gz."""
+    from audit.outputs import check_output
+
     if not output.name.endswith((".tar.gz", ".tgz")):
         raise click.UsageError("the output must end in .tar.gz or .tgz")
-    bundle(pkg_dir, output)
+    check_output(output, force=force, kind="bundle")
+    bundle(pkg_dir, output, overwrite=force)
     click.echo(f"wrote {output}")
     return 0
 

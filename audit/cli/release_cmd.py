@@ -34,12 +34,10 @@ def _new_salt_file(path: Path, force: bool) -> tuple[str, Path]:
     import os
     import uuid
 
+    from audit.outputs import check_output
     from audit.release import generate_salt
 
-    if path.exists() and not force:
-        raise AuditError("already exists (a salt file is never overwritten without --force)", path=str(path))
-    if not path.parent.is_dir():
-        raise AuditError("directory does not exist", path=str(path.parent))
+    check_output(path, force=force, kind="salt")
     salt = generate_salt()
     tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -88,8 +86,7 @@ def release(verdicts: Path, out: Path, items: Path | None, responses: Path | Non
     with a generated secret, written to DIR.salt (mode 0600), keyed per release so a reused salt does
     not link releases; a --salt-file others can read is refused.
     """
-    import os
-
+    from audit.outputs import publish
     from audit.release import build_release
 
     if (salt is not None or salt_file is not None) and not hash_ids:
@@ -108,7 +105,7 @@ def release(verdicts: Path, out: Path, items: Path | None, responses: Path | Non
                             public=public, hash_ids=hash_ids, salt=salt, no_response_check=no_response_check,
                             package_id=package_id, overwrite=force)
         if new_salt is not None:
-            os.replace(*new_salt)
+            publish(*new_salt, force=force, kind="salt")
     finally:
         if new_salt is not None and new_salt[0].exists():
             new_salt[0].unlink()

@@ -87,6 +87,7 @@ from audit.generate.vllm_server import (
 )
 from audit.jsonl import dumps, dumps_pretty, sha256_file, write_atomic
 from audit.models import DatasetRef, ItemRow, Manifest, Provenance, ResponseRow
+from audit.outputs import check_output
 from audit.packages import PackageWriter, open_package, row_to_json
 from audit.specs import prompt_for
 
@@ -245,6 +246,18 @@ class Runtime:
 
 
 # --------------------------------------------------------------------------- journal
+
+
+def _check_run_dir(work: Path) -> None:
+    """Refuse unless `work` is an unfinished run's folder (a run.json of this format inside, not a link)."""
+    try:
+        ok = not work.is_symlink() and json.loads((work / "run.json").read_text(encoding="utf-8")).get(
+            "format") == RUN_FORMAT
+    except (OSError, ValueError, AttributeError):
+        ok = False
+    if not ok:
+        raise AuditError("--force replaces only what audit wrote; this is not an unfinished run's folder "
+                         "(no run.json of an audit run)", path=str(work))
 
 
 def work_dir(out: Path) -> Path:
@@ -936,14 +949,12 @@ def start(out: Path, cfg: RunConfig, rt: Runtime, *, force: bool = False, given:
     prompt_for(cfg.benchmark, cfg.prompt)  # unknown benchmark or template: refuse before anything else
     out = Path(out)
     work = work_dir(out)
-    if out.exists() and not force:
-        raise AuditError("already exists (use --force to replace it)", path=str(out))
-    if not out.parent.is_dir():
-        raise AuditError("parent directory does not exist", path=str(out.parent))
+    check_output(out, force=force)
     if work.exists():
         if not force:
             raise AuditError(f"an unfinished run is in {work}: continue it with `audit generate --resume {out}` "
                              "or start over with --force", path=str(out))
+        _check_run_dir(work)  # --force removes an unfinished run, never a user's folder of that name
         shutil.rmtree(work)
     gen = read_generation_config(cfg.model)
     if cfg.use_model_defaults:

@@ -34,6 +34,7 @@ from typing import Any
 from audit.errors import AuditError
 from audit.importers.sources import SourceFile
 from audit.models import Manifest, Provenance
+from audit.outputs import check_output, publish
 from audit.pack import Table, build_package
 
 
@@ -84,10 +85,7 @@ def write_outputs(outputs: list[Output], *, overwrite: bool = False) -> list[Man
     if len({os.path.abspath(d) for d in dests}) != len(dests):
         raise AuditError("two outputs name the same path", path=str(dests[0]))
     for d in dests:
-        if d.exists() and not overwrite:
-            raise AuditError("already exists (use --force to replace it)", path=str(d))
-        if not d.parent.is_dir():
-            raise AuditError("parent directory does not exist", path=str(d.parent))
+        check_output(d, force=overwrite)
         if d.name.endswith((".tar.gz", ".tgz")):
             raise AuditError("write the package as a directory; tar it with `audit bundle`", path=str(d))
     if len(outputs) == 1:
@@ -103,13 +101,7 @@ def write_outputs(outputs: list[Output], *, overwrite: bool = False) -> list[Man
                                            provenance=o.provenance, package_id=o.package_id))
             staged.append((stage, o.out))
         for stage, dest in staged:
-            if dest.exists():
-                trash = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:8]}"
-                os.rename(dest, trash)
-                os.rename(stage, dest)
-                shutil.rmtree(trash, ignore_errors=True)
-            else:
-                os.rename(stage, dest)
+            publish(stage, dest, force=overwrite)
     except BaseException:
         for stage, _ in staged:
             shutil.rmtree(stage, ignore_errors=True)

@@ -82,7 +82,8 @@ FIELDS = ("item_id", "sample", "answer", "correct", "verdict", "status", "reason
 
 
 def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: str,
-                    package: str | Path | None = None, rmap: RecordMap | None = None) -> VerdictFile:
+                    package: str | Path | None = None, rmap: RecordMap | None = None,
+                    overwrite: bool = True) -> VerdictFile:
     """Write `out` (a verdict file) from a table of recorded verdicts; errors name file, row and field.
 
     A `subject` column (one per item) gives the file its per-subject figures. `rmap` (`--map`, `--where`)
@@ -116,7 +117,8 @@ def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: s
         raise AuditError("no verdict rows", path=str(src))
     return write_recorded(out, rows, benchmark=benchmark, tool=tool, source=f"{sf.name} sha256:{sf.sha256}",
                           package=package, package_path=package_path_from(out, package) if package is not None else None,
-                          subject_of=subject_of, mapping=json.dumps(rmap.as_json(), ensure_ascii=False) if rmap else None)
+                          subject_of=subject_of, mapping=json.dumps(rmap.as_json(), ensure_ascii=False) if rmap else None,
+                          overwrite=overwrite)
 
 
 def package_path_from(out: str | Path, package: str | Path) -> str:
@@ -136,7 +138,8 @@ def recorded_row(item_id: str, sample: int, *, answer: str | None, verdict: str,
 
 def write_recorded(out: str | Path, rows: list[dict[str, Any]], *, benchmark: str, tool: str, source: str,
                    package: str | Path | None = None, package_path: str | None = None,
-                   subject_of: dict[str, str | None] | None = None, mapping: str | None = None) -> VerdictFile:
+                   subject_of: dict[str, str | None] | None = None, mapping: str | None = None,
+                   overwrite: bool = True) -> VerdictFile:
     """Write the verdict file of recorded rows (VERDICT_ROW_FIELDS dicts, unique by item and sample), pinned to
     the responses `package` when given (recorded at `package_path`); `source` names the input by sha256."""
     rows = sorted(rows, key=lambda r: (r["item_id"], r["sample"]))
@@ -153,5 +156,5 @@ def write_recorded(out: str | Path, rows: list[dict[str, Any]], *, benchmark: st
         benchmark=benchmark, responses_package=responses_ref, extractor=None, grader=None, producer=producer(),
         environment={"imported_from": source, "recorded_by": tool, **({"mapping": mapping} if mapping else {})},
         policies=Policies(), summary=summarize(df, subject_of or {}), items=[])
-    write_verdict_file(out, header, rows)
+    write_verdict_file(out, header, rows, overwrite=overwrite)
     return header

@@ -18,7 +18,9 @@ from audit.packages.layout import (
     MANIFEST,
     ROW_KEYS,
     content_digest,
+    digest_scope,
     document_model,
+    package_digest,
     row_to_json,
 )
 from audit.packages.read import Package, load_package, open_package
@@ -35,6 +37,7 @@ from audit.packages.write import PackageWriter, bundle, created_now
 
 __all__ = [
     "DATA_SUFFIXES", "DOCUMENT_SCHEMAS", "MANIFEST", "MAX_PROBLEMS_PER_FILE", "ROW_KEYS", "Package", "PackageWriter", "bundle",
-    "content_digest", "created_now", "document_model", "load_manifest", "load_package", "open_package", "pydantic_problems",
+    "content_digest", "created_now", "digest_scope", "document_model", "load_manifest", "load_package", "open_package",
+    "package_digest", "pydantic_problems",
     "row_to_json", "unpacked", "validate_package", "validate_rows", "validate_tree", "write_atomic",
 ]

@@ -30,7 +30,7 @@ from audit.jsonl import (
     open_regular,
     sha256_bytes,
 )
-from audit.models import FileEntry, Record
+from audit.models import FileEntry, Manifest, Record
 
 MANIFEST = "manifest.json"
 
@@ -63,13 +63,84 @@ def document_model(schema: str) -> type[Record]:
 
 
 def content_digest(files: Iterable[FileEntry]) -> str:
-    """The package's content identity: sha256 over its files' paths and hashes, sorted by path.
-
-    The manifest's `created`, `producer` and `provenance` are not part of it, so
-    rebuilding the same data elsewhere gives the same digest.
-    """
+    """sha256 over files' paths and hashes, sorted by path: the identity of a schema_version 1 package
+    (see `package_digest`), and the suffix of a package id derived from its content."""
     listing = sorted((f.path, f.sha256) for f in files)
     return sha256_bytes(dumps([{"path": p, "sha256": h} for p, h in listing]).encode())
+
+
+MANIFEST_IDENTITY_SINCE = 2
+"""The manifest schema_version from which a package's digest covers its whole manifest."""
+
+_IDENTITY_TAG = b"audit package identity: manifest.json but created\n"
+"""Before the manifest's JSON in the identity's preimage: never the JSON list an old digest hashes."""
+
+
+def package_digest(manifest: Manifest) -> str:
+    """A package's identity, by the scheme of its manifest's schema_version.
+
+    From schema_version 2: sha256 over the whole manifest but its `created` time (kind, benchmark,
+    package id, producer, provenance with model and sampling, every file's path, hash, size, rows
+    and schema), so relabelling any of them gives another digest. Packages of schema_version 1,
+    written before, keep the digest they were pinned by: their files' paths and hashes only
+    (`content_digest`); `digest_scope` says so. Editing schema_version changes the scheme and so the
+    digest: a pin of a version 2 package is never met by a relabelled version 1 copy.
+    """
+    if manifest.schema_version < MANIFEST_IDENTITY_SINCE:
+        return content_digest(manifest.files)
+    data = manifest.model_dump(mode="json", by_alias=True)
+    del data["created"]
+    return sha256_bytes(_IDENTITY_TAG + dumps(data).encode())
+
+
+def digest_scope(manifest: Manifest) -> str | None:
+    """None when the package's digest covers its manifest; else what it covers, in words for output."""
+    if manifest.schema_version >= MANIFEST_IDENTITY_SINCE:
+        return None
+    return (f"its digest is of the old scheme (manifest schema_version {manifest.schema_version}): it covers "
+            f"file paths and hashes only, not the manifest's provenance, producer, kind or row counts")
+
+
+class TarTail:
+    """A tar stream read through, keeping its last bytes: tarfile stops at the first zero block and
+    may have buffered past it, so what follows the archive is checked from here (see trailing_problem)."""
+
+    KEEP = 4 * 10240  # more than tarfile reads ahead (one record) plus the end block
+
+    def __init__(self, fh: IO[bytes]):
+        self._fh = fh
+        self.count = 0
+        self._tail = bytearray()
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._fh.read(n)
+        self.count += len(data)
+        self._tail += data
+        if len(self._tail) > self.KEEP:
+            del self._tail[: len(self._tail) - self.KEEP]
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def trailing_problem(self, end: int) -> str | None:
+        """Why the stream after offset `end` (tarfile's offset at the end of the archive) is not only the
+        zero blocks that end it, or None. Reads the rest of the stream (bounded by what it reads through).
+
+        `tar --ignore-zeros` unpacks a second archive after the first (and gzip readers a second
+        member), so anything but zeros after the end is refused, never ignored."""
+        start = end - (self.count - len(self._tail))
+        if start < 0:  # not expected: tarfile reads ahead one record at most
+            return "data after the end of the tar archive could not be checked"
+        if self._tail[start:].count(0) != len(self._tail) - start:
+            return _TRAILING
+        while chunk := self.read(_CHUNK):
+            if chunk.count(0) != len(chunk):
+                return _TRAILING
+        return None
+
+
+_TRAILING = "data after the end of the tar archive (a second archive or garbage; nothing may follow it)"
 
 
 def row_to_json(row: Record) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.jsonl import MAX_DOCUMENT_BYTES, JsonError, loads_strict, open_regular, parse_object, sha256_bytes
 from audit.models import ROW_MODELS, FileEntry, Manifest
-from audit.packages.layout import PinnedRead, content_digest, fast_object, fast_row
+from audit.packages.layout import PinnedRead, fast_object, fast_row, package_digest
 from audit.packages.validate import check_document, prefixed, unpacked, validate_tree
 
 
@@ -146,7 +146,7 @@ def load_package(path: str | os.PathLike[str]) -> tuple[Package | None, list[Pro
         cm.__exit__(None, None, None)
         return None, problems
     assert manifest is not None
-    return Package(src, root, manifest, content_digest(manifest.files), cm), []
+    return Package(src, root, manifest, package_digest(manifest), cm), []
 
 
 def open_package(path: str | os.PathLike[str], *, kind: str | None = None) -> Package:

@@ -33,6 +33,7 @@ from audit.packages.layout import (
     ROW_KEYS,
     PinnedBytes,
     PinnedRead,
+    TarTail,
     document_model,
     fast_row,
 )
@@ -150,10 +151,10 @@ def load_manifest(root: Path, label: str) -> tuple[Manifest | None, list[Problem
         return None, [Problem(name, "missing or non-integer schema_version", field="schema_version")]
     if version > MANIFEST_SCHEMA_VERSION:
         return None, [Problem(name, f"schema_version {version} is newer than this audit reads "
-                                    f"({MANIFEST_SCHEMA_VERSION}); upgrade audit", field="schema_version")]
+                                    f"(1 to {MANIFEST_SCHEMA_VERSION}); upgrade audit", field="schema_version")]
     if version < 1:
         return None, [Problem(name, f"schema_version {version} is not one this audit reads "
-                                    f"({MANIFEST_SCHEMA_VERSION})", field="schema_version")]
+                                    f"(1 to {MANIFEST_SCHEMA_VERSION})", field="schema_version")]
     try:
         return Manifest.model_validate(obj), []
     except pydantic.ValidationError as e:
@@ -347,7 +348,8 @@ def _unpack(p: Path, dest: Path) -> tuple[Path, list[Problem]]:
             return True
 
         try:
-            tf = tarfile.open(fileobj=counted, mode="r|")
+            tail = TarTail(counted)
+            tf = tarfile.open(fileobj=tail, mode="r|")
             for m in tf:
                 name = m.name
                 while name.startswith("./"):
@@ -410,6 +412,8 @@ def _unpack(p: Path, dest: Path) -> tuple[Path, list[Problem]]:
                     before.append((name, m.size))
                 if not problems:
                     _extract(tf, m, target)
+            if not problems and (why := tail.trailing_problem(tf.offset)):
+                problems.append(Problem("", why))
         except _TooMuch:
             problems.append(Problem(name, f"the archive decompresses past {counted.limit:,} bytes: more than its "
                                           f"manifest.json declares (or than the limit before it)"))

@@ -36,6 +36,7 @@ from audit.jsonl import (
     write_atomic,
 )
 from audit.models import ROW_MODELS, TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
+from audit.outputs import check_output, publish
 from audit.packages.layout import DOCUMENT_SCHEMAS, JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
 from audit.packages.validate import prefixed, pydantic_problems
 from audit.producer import producer
@@ -63,11 +64,8 @@ class PackageWriter:
         if self.out.name.endswith((".tar.gz", ".tgz")):
             raise AuditError("write the package as a directory; tar it with `audit bundle`",
                              path=str(self.out))
-        if self.out.exists() and not overwrite:
-            raise AuditError("already exists (use --force to replace it)", path=str(self.out))
+        check_output(self.out, force=overwrite)
         parent = self.out.parent
-        if not parent.is_dir():
-            raise AuditError("parent directory does not exist", path=str(parent))
         self.kind = kind
         self.benchmark = benchmark
         self.provenance = provenance or Provenance()
@@ -143,13 +141,7 @@ class PackageWriter:
             raise AuditError(str(pydantic_problems(MANIFEST, None, e)[0])) from None
         write_atomic(self.tmp / MANIFEST, dumps_pretty(manifest_json(manifest)))
         fsync_dir(self.tmp)
-        if self.out.exists():
-            trash = self.out.parent / f".{self.out.name}.old-{uuid.uuid4().hex[:8]}"
-            os.rename(self.out, trash)
-            os.rename(self.tmp, self.out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.rename(self.tmp, self.out)
+        publish(self.tmp, self.out, force=self.overwrite)
         fsync_dir(self.out.parent)
         self.manifest = manifest
         return manifest
@@ -292,13 +284,14 @@ def manifest_json(manifest: Manifest) -> dict[str, Any]:
     return data
 
 
-def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None:
+def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, overwrite: bool = False) -> None:
     """Write a validated package directory as a reproducible `.tar.gz` (manifest.json first, then sorted;
     zeroed owners and times).
 
     The files tarred are the ones the manifest lists, each hashed as it is written and compared with its
     pin, and manifest.json is the validated one: a file changed or added after validation is refused
-    (nothing is written), never bundled under the validated digest."""
+    (nothing is written), never bundled under the validated digest. An existing `out` is replaced only
+    with `overwrite`, and only when it is a bundled package (see `audit.outputs`)."""
     from audit.packages.validate import validate_tree  # looked up per call: tests/test_attacks_kinds.py replaces it
 
     src = Path(pkg_dir)
@@ -309,8 +302,7 @@ def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None
         raise ValidationFailed(str(src), [prefixed(src, p) for p in problems])
     assert manifest is not None
     out = Path(out)
-    if not out.parent.is_dir():
-        raise AuditError("directory does not exist", path=str(out.parent))
+    check_output(out, force=overwrite, kind="bundle")
     tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
 
     def changed(rel: str, why: str) -> AuditError:
@@ -346,7 +338,7 @@ def bundle(pkg_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> None
                 if source.sha.hexdigest() != entry.sha256:
                     raise changed(entry.path, f"sha256 is {source.sha.hexdigest()}, manifest.json says "
                                               f"{entry.sha256}")
-        os.replace(tmp, out)
+        publish(tmp, out, force=overwrite, kind="bundle")
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

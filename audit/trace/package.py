@@ -21,6 +21,7 @@ from pathlib import Path
 from audit.errors import AuditError
 from audit.jsonl import sha256_file
 from audit.models import Manifest, ProfileKernelRow, ProfileStepRow, Provenance
+from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, open_package
 from audit.trace.analyze import TraceOptions, TraceResult, analyze
 from audit.trace.models import TRACE_SUMMARY_SCHEMA_VERSION, TraceSummary
@@ -84,10 +85,7 @@ def summarize_to_package(trace_path: str | Path, out: str | Path, options: Trace
                          force: bool = False) -> tuple[Manifest, TraceSummary]:
     """Analyse a trace file and write its `profile` package. Nothing is written on bad input."""
     out = Path(out)
-    if out.exists() and not force:  # refuse before reading a large trace
-        raise AuditError("already exists (use --force to replace it)", path=str(out))
-    if not out.parent.is_dir():
-        raise AuditError("parent directory does not exist", path=str(out.parent))
+    check_output(out, force=force)  # refuse before reading a large trace
     result = analyze(trace_path, options)
     return write_profile(result, trace_path, out, force=force)
 
