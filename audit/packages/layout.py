@@ -25,6 +25,7 @@ from audit.jsonl import (
     JsonError,
     ParseError,
     dumps,
+    gzip_limit,
     iter_raw_lines,
     loads_strict,
     open_regular,
@@ -145,22 +146,23 @@ class PinnedRead:
                 if self.entry.path.endswith(".parquet"):
                     yield from self._parquet(_read_all(raw, size))
                 else:
-                    yield from self._jsonl(raw)
+                    yield from self._jsonl(raw, size)
                 raw.drain()
             finally:
                 self.sha256, self.size = raw.sha.hexdigest(), raw.bytes
 
-    def _jsonl(self, raw: HashingReader) -> Iterator[Item]:
+    def _jsonl(self, raw: HashingReader, size: int) -> Iterator[Item]:
         entry = self.entry
         gz = entry.path.endswith(".gz")
         fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, _CHUNK)
-        # A plain file is bounded by its size on disk; a gzip'd one only by what the manifest says:
-        # no more lines (blank ones included) than its rows, no more bytes than its uncompressed_bytes.
+        # A plain file is bounded by its size on disk; a gzip'd one by what the manifest says (no more
+        # lines, blank ones included, than its rows; no more bytes than its uncompressed_bytes) and,
+        # whatever it says, by gzip_limit of its size, and by the line limit (an over-long line ends it).
         max_lines = entry.rows if gz else None
         max_bytes = entry.uncompressed_bytes if gz else None
         lines = total = 0
         try:
-            for line in iter_raw_lines(fh, keep_blank=gz):
+            for line in iter_raw_lines(fh, keep_blank=gz, max_total=gzip_limit(size) if gz else None):
                 lines += 1
                 total += len(line.data) if line.data is not None else line.size or 0
                 if max_lines is not None and lines > max_lines:
@@ -170,6 +172,10 @@ class PinnedRead:
                 if max_bytes is not None and total > max_bytes:
                     self.problems.append((f"decompresses to more than the {max_bytes:,} bytes manifest.json says",
                                           "uncompressed_bytes"))
+                    self.stopped = True
+                    return
+                if line.bound:
+                    self.problems.append((f"line {line.lineno}: {line.error}", None))
                     self.stopped = True
                     return
                 if line.error:
@@ -188,9 +194,14 @@ class PinnedRead:
         import pyarrow.parquet as pq
 
         try:  # parsed from the bytes hashed, never from the path again
-            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)))
+            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)), thrift_container_size_limit=PARQUET_MAX_LIST)
         except Exception as e:  # pyarrow raises several types for damaged files
             yield 0, None, None, f"not a readable Parquet file: {e}"
+            return
+        refused = parquet_shape_problem(pf.metadata, len(data))
+        if refused:
+            self.problems.append((refused, None))
+            self.stopped = True
             return
         if self.entry.rows is not None and pf.metadata.num_rows > self.entry.rows:
             self.problems.append((f"has {pf.metadata.num_rows:,} rows, more than the {self.entry.rows:,} "
@@ -209,6 +220,40 @@ class PinnedRead:
                     yield item
         except Exception as e:  # a damaged column chunk surfaces only while reading
             yield 0, None, None, f"not a readable Parquet file after row {n}: {e}"
+
+
+PARQUET_MAX_LIST = 65_536
+"""Longest list in a Parquet file's footer (row groups, columns, ...), refused while it is parsed."""
+
+PARQUET_MAX_ROW_GROUPS = 10_000
+PARQUET_MAX_COLUMNS = 512
+PARQUET_MAX_DEPTH = 16
+"""Deepest nesting of a Parquet column (its definition level); audit's rows nest 3 deep at most."""
+
+
+def parquet_shape_problem(md: Any, size: int) -> str | None:
+    """Why a Parquet file is refused before any of it is decoded, from its footer alone, or None: too many
+    row groups or columns, nesting too deep, or decoding past gzip_limit of its size (bounded like a .gz
+    file: a 14 KiB file holding one 400 MiB value is refused unread). The sizes are the footer's own: a
+    footer understating them is not caught here."""
+    if md.num_row_groups > PARQUET_MAX_ROW_GROUPS:
+        return f"has {md.num_row_groups:,} row groups, more than the {PARQUET_MAX_ROW_GROUPS:,} read"
+    if md.num_columns > PARQUET_MAX_COLUMNS:
+        return f"has {md.num_columns:,} columns, more than the {PARQUET_MAX_COLUMNS:,} read"
+    schema = md.schema
+    for i in range(md.num_columns):
+        col = schema.column(i)
+        if col.max_definition_level > PARQUET_MAX_DEPTH or col.max_repetition_level > PARQUET_MAX_DEPTH:
+            return f"column {col.path} is nested deeper than {PARQUET_MAX_DEPTH} levels"
+    limit = gzip_limit(size)
+    total = 0
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        total += sum(max(0, rg.column(c).total_uncompressed_size) for c in range(rg.num_columns))
+        if total > limit:
+            return (f"decodes to more than {limit:,} bytes (its footer says), the most a {size:,}-byte file may "
+                    "expand to")
+    return None
 
 
 def _read_all(raw: HashingReader, size: int) -> memoryview:
