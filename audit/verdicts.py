@@ -83,6 +83,10 @@ class Policies(Record):
 
     truncation: Literal["wrong", "exclude"] = "wrong"
     """A response cut at the output ceiling (finish_reason `length`) is never credited: counted wrong, or excluded."""
+    at_budget: Literal["count", "truncated"] = "count"
+    """A response that used exactly `max_tokens` and said `stop` (see ResponseRow.at_budget): graded as any
+    other (`count`, its row's detail says `at_budget`), or taken as cut at the ceiling (`truncated`, under
+    the truncation policy). Written in the file only when not `count`."""
     resampling: Literal["original", "longer-only"] = "original"
     """Which attempt counts when a (item, sample) has several: the original, or `longer-only` (a re-run
     longer than the original's cut replaces it, else the original stays)."""
@@ -285,6 +289,8 @@ def _header_data(header: VerdictFile) -> dict[str, Any]:
     """The header as JSON values in the layout of its own schema version (`items` removed)."""
     data = header.model_dump(mode="json", by_alias=True)
     data.pop("items")
+    if data.get("policies", {}).get("at_budget") == "count":
+        data["policies"].pop("at_budget")  # the default, older than the key: files graded before it reproduce
     if data.get("schema_version", VERDICT_FILE_SCHEMA_VERSION) < 2:
         data["summary"].pop("subjects", None)  # version 1 had no such key: its files reproduce byte for byte
     return data

@@ -137,6 +137,9 @@ def verdict_file_view(path: str | Path) -> list[str]:
     shown = [f for f in vf.summary.figures if vf.summary.samples != 1 or f.sample is None]
     lines += ["  " + x for x in figure_lines(shown)]
     lines.append("statuses   " + ", ".join(f"{k}={v:,}" for k, v in vf.summary.statuses.items()))
+    from audit.grade import at_budget_lines
+
+    lines += at_budget_lines(table.column("reason").to_pylist(), vf.policies.at_budget)
     lines += subject_lines(vf.summary.subjects)
     if vf.extractor is not None:
         counts = Counter(table.column("rule").to_pylist())

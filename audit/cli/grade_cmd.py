@@ -20,7 +20,8 @@ from audit.cli import cli
 @click.option("--grader", metavar="NAME[@VERSION]", help="Override the spec's grader.")
 @click.option("--policy", "policies", multiple=True, metavar="KEY=VALUE",
               help="Override a policy: truncation=wrong|exclude, resampling=original|longer-only, "
-                   "no_answer=wrong|random-guess, guess_seed=N, exclude=ID,ID, scope=items|responses.")
+                   "no_answer=wrong|random-guess, guess_seed=N, exclude=ID,ID, scope=items|responses, "
+                   "at_budget=count|truncated (a stop at exactly max_tokens).")
 @click.option("--reference-field", metavar="FIELD", help="Item field holding the gold answer: reference or extra.KEY.")
 @click.option("--parquet/--no-parquet", default=None,
               help="Also write the rows as Parquet beside the file (default: for 100,000 rows or more).")
@@ -37,7 +38,7 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     every policy; identical inputs give a byte-identical file.
     """
     from audit.errors import AuditError
-    from audit.grade import format_summary, grade_package
+    from audit.grade import at_budget_lines, format_summary, grade_package
     from audit.specs import resolve_config
 
     if output.exists() and not force:
@@ -53,7 +54,7 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
         ex, gr = vf.extractor, vf.grader
         click.echo(f"{vf.benchmark}: {len(grading)} rows, {vf.summary.items} items x {vf.summary.samples} samples; "
                    f"extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")
-        for line in format_summary(vf):
+        for line in format_summary(vf) + at_budget_lines(grading.columns["reason"], vf.policies.at_budget):
             click.echo(line)
         from collections import Counter
 
