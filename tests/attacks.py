@@ -123,6 +123,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "succeeded"),
     ("gen.at-budget", "a reply using exactly max_tokens that says stop, credited like any other", "issue",
      "succeeded"),
+    ("gen.huge-log", "a server log grown by gigabytes between polls, or one 50 KB (real: GB) log line", "added",
+     "succeeded"),
     ("fmt.unicode-digits-generate", "non-ASCII digits in generate's numeric options, launch --port, "
                                     "generation_config.json, CUDA_VISIBLE_DEVICES, SOURCE_DATE_EPOCH", "issue",
      "succeeded"),
