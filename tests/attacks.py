@@ -110,8 +110,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "succeeded"),
     ("pkg.gz-input", "a .jsonl.gz input (import, judge) of endless blank lines, rows or one line", "added",
      "succeeded"),
-    ("pkg.parquet-huge-value", "a 14 KiB Parquet file holding one 400 MiB value (80 MiB here)", "issue",
-     "succeeded"),
+    ("pkg.parquet-huge-value", "a 14 KiB Parquet file holding one 400 MiB value (80 MiB here), or one 1 MiB "
+                               "value repeated 2,000 times through a dictionary in 800 bytes", "issue", "succeeded"),
     ("pkg.parquet-shape", "a Parquet data file of 100,000 row groups, 5,000 columns or nesting 200 deep", "added",
      "succeeded"),
     ("gen.endless-stream", "an endless token stream, and an endless stream of empty chunks", "issue", "succeeded"),

@@ -18,7 +18,7 @@ from tests.attacks import attack
 
 from audit.errors import AuditError
 from audit.jsonl import GzipBound, jsonl_source, open_binary
-from audit.models import FileEntry
+from audit.models import FileEntry, ResponseRow
 from audit.packages.layout import PinnedRead
 
 
@@ -182,3 +182,66 @@ def test_parquet_files_of_absurd_shape_are_refused_from_the_footer(tmp_path, sha
     reader = PinnedRead(tmp_path, _entry("r.parquet", data, rows=10_001))
     assert list(reader) == [] and reader.stopped
     assert message in reader.problems[0][0]
+
+
+@attack("pkg.parquet-huge-value")
+def test_one_value_repeated_through_a_parquet_dictionary_is_counted_decoded(tmp_path):
+    import pyarrow as pa
+
+    value = "x" * MIB
+    data = _parquet(pa.table({"item_id": [f"q{i}" for i in range(2000)],
+                              "response": pa.array([value] * 2000).dictionary_encode()}), compression="zstd")
+    assert len(data) < 32 * 1024  # 2 GiB decoded
+    (tmp_path / "r.parquet").write_bytes(data)
+    before = pa.total_allocated_bytes()
+    reader = PinnedRead(tmp_path, _entry("r.parquet", data, rows=2000))
+    assert list(reader) == [] and reader.stopped
+    assert reader.problems == [(f"decodes to more than 67,108,864 bytes by row 2,000, the most a {len(data):,}-byte "
+                                "file may expand to", None)]
+    assert pa.total_allocated_bytes() - before < 16 * MIB
+
+
+@attack("pkg.parquet-huge-value")
+def test_a_parquet_value_over_the_row_limit_is_refused_before_it_is_decoded(tmp_path):
+    import pyarrow as pa
+
+    import audit.jsonl as j
+
+    rows = [{"item_id": "q1", "response": "x" * (70 * MIB)}]
+    data = _parquet(pa.Table.from_pylist(rows))  # (uncompressed: the file is as large as its value)
+    (tmp_path / "r.parquet").write_bytes(data)
+    reader = PinnedRead(tmp_path, _entry("r.parquet", data, rows=1))
+    assert list(reader) == [] and reader.stopped
+    assert reader.problems == [(f"rows 1 to 1 hold a value of {70 * MIB:,} bytes, over the {j.MAX_LINE_BYTES:,}-byte "
+                                "limit for a row", None)]
+
+
+def test_a_valid_parquet_package_reads_the_same_rows(tmp_path):
+    from audit.pack import Table, build_package
+    from audit.packages import open_package
+    from tests.builders import rows_source
+
+    rows = [{"item_id": f"q{i}", "response": "The answer is (B)." if i % 2 else None, "finish_reason": "stop",
+             "extra": {"k": [1, 2]}} for i in range(20_000)]
+    build_package(tmp_path / "p", kind="responses",
+                  tables=[Table("responses.parquet", "response_row.v1", rows_source(rows, "r"))])
+    with open_package(tmp_path / "p", kind="responses") as pkg:
+        got = list(pkg.iter_rows("response_row.v1"))
+    assert got == [ResponseRow.model_validate(r) for r in rows]
+
+
+@attack("pkg.parquet-huge-value")
+def test_the_page_headers_bound_the_size_when_the_footer_understates_it():
+    """The reader sizes its buffers by the page headers: they are read too (a forged footer could say 1 byte)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from audit.packages.layout import parquet_pages_problem
+
+    data = _parquet(pa.table({"item_id": ["q1"], "response": ["x" * (80 * MIB)]}), compression="zstd")
+    md = pq.ParquetFile(io.BytesIO(data)).metadata
+    assert parquet_pages_problem(md, memoryview(data)) == (
+        f"decodes to more than 67,108,864 bytes (its page headers say), the most a {len(data):,}-byte file may "
+        "expand to")
+    small = _parquet(pa.table({"item_id": [f"q{i}" for i in range(50_000)]}), row_group_size=10_000)
+    assert parquet_pages_problem(pq.ParquetFile(io.BytesIO(small)).metadata, memoryview(small)) is None
