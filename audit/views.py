@@ -128,6 +128,8 @@ def verdict_file_view(path: str | Path) -> list[str]:
         lines.append("graded by  " + (f"{who} (imported: no extractor or grader is named)" if who else
                                       "unknown (imported: no extractor or grader is named)"))
     policies = vf.policies.model_dump()
+    if policies.get("at_budget") == "count":
+        policies.pop("at_budget")  # the default, not written in the file either
     lines.append("policies   " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
                                            for k, v in policies.items() if v not in ([],)))
     prod = vf.producer
