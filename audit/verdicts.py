@@ -83,10 +83,6 @@ class Policies(Record):
 
     truncation: Literal["wrong", "exclude"] = "wrong"
     """A response cut at the output ceiling (finish_reason `length`) is never credited: counted wrong, or excluded."""
-    at_budget: Literal["count", "truncated"] = "count"
-    """A response that used exactly `max_tokens` and said `stop` (see ResponseRow.at_budget): graded as any
-    other (`count`, its row's detail says `at_budget`), or taken as cut at the ceiling (`truncated`, under
-    the truncation policy). Written in the file only when not `count`."""
     resampling: Literal["original", "longer-only"] = "original"
     """Which attempt counts when a (item, sample) has several: the original, or `longer-only` (a re-run
     longer than the original's cut replaces it, else the original stays)."""
@@ -99,6 +95,10 @@ class Policies(Record):
     scope: Literal["items", "responses"] = "items"
     """Which items are in the denominator: every item of the items package (an item without a
     response in some run is a `missing` row), or only items with at least one response row."""
+    at_budget: Literal["count", "truncated"] = "count"
+    """A response that used exactly `max_tokens` and said `stop` (see ResponseRow.at_budget): graded as any
+    other (`count`, its row's detail says `at_budget`), or taken as cut at the ceiling (`truncated`, under
+    the truncation policy). Written in the file only when not `count`."""
 
 
 class VerdictRow(Record):
