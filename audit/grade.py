@@ -130,6 +130,8 @@ class AttemptMeta:
     """completion_tokens as the row reports it (None when it does not)."""
     chars: int | None = None
     """Characters of the response text (None when not read: then `length` is compared)."""
+    at_budget: bool = False
+    """The reply used exactly max_tokens and said `stop` (recorded or read from those fields)."""
 
 
 def choose_attempt(attempts: list[AttemptMeta], policy: str) -> tuple[AttemptMeta, dict[str, Any]]:
@@ -187,12 +189,29 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, judgment
         return "ungraded", "error", f"the response carries an error: {meta.error}", {}
     if meta.finish_reason in INCOMPLETE_FINISH_REASONS:
         return "ungraded", "error", f"generation ended with finish_reason {meta.finish_reason!r}: the text is partial", {}
-    if meta.finish_reason == "length":
+    if meta.finish_reason == "length" or (meta.at_budget and policies.at_budget == "truncated"):
         cut = f"cut at the output ceiling (max_tokens={meta.max_tokens})" if meta.max_tokens else \
             "cut at the output ceiling"
+        if meta.finish_reason != "length":
+            cut = f"used all max_tokens={meta.max_tokens} and said stop; taken as cut (--policy at_budget=truncated)"
+        more = {"at_budget": True} if meta.at_budget else {}
         if policies.truncation == "exclude":
-            return "ungraded", "truncated", f"{cut}; excluded by policy", {}
-        return "incorrect", "truncated", f"{cut}; never credited", {}
+            return "ungraded", "truncated", f"{cut}; excluded by policy", more
+        return "incorrect", "truncated", f"{cut}; never credited", more
+    decided = _decide_graded(meta, ex, judgment, item, item_id, sample, policies)
+    if meta.at_budget:
+        verdict, status, reason, detail = decided
+        return verdict, status, reason + AT_BUDGET_NOTE.format(meta.max_tokens), {**detail, "at_budget": True}
+    return decided
+
+
+AT_BUDGET_NOTE = "; at budget: used all max_tokens={} and said stop"
+"""Ends the reason of a row graded although its reply used exactly max_tokens and said stop."""
+
+
+def _decide_graded(meta: AttemptMeta, ex: extractors.Extraction | None, judgment: graders.Judgment | None,
+                   item: ItemInfo, item_id: str, sample: int,
+                   policies: Policies) -> tuple[str, str, str, dict[str, Any]]:
     assert ex is not None
     if ex.answer is None:
         if policies.no_answer == "random-guess" and item.options:
@@ -400,7 +419,8 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
                 has_text, get("excluded"), get("error"), get("max_tokens"),
                 extractor.extract(text, finish_reason=finish),
                 sha256(text.encode("utf-8")).hexdigest() if has_text else None,
-                tokens if isinstance(tokens, int) else None, len(text) if has_text else 0)
+                tokens if isinstance(tokens, int) else None, len(text) if has_text else 0,
+                finish == "stop" and isinstance(tokens, int) and tokens == get("max_tokens"))
             key = (item_id, get("sample", 0))
             prev = reads.setdefault(key, meta)
             if prev is not meta:
@@ -498,6 +518,18 @@ def _package_ref(pkg: Package, out_dir: Path) -> PackageRef:
     except ValueError:  # another drive
         rel = str(pkg.source.resolve())
     return PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest, path=Path(rel).as_posix())
+
+
+def at_budget_lines(reasons: Iterable[str | None], policy: str) -> list[str]:
+    """A note on rows whose reply used exactly max_tokens and said `stop`, if any, from the rows' reasons."""
+    head, tail = AT_BUDGET_NOTE.split("{}")
+    cut = "used all max_tokens="
+    n = sum(1 for r in reasons if r and ((head in r and r.endswith(tail)) or (r.startswith(cut) and "at_budget" in r)))
+    if not n:
+        return []
+    how = ("taken as cut (at_budget=truncated)" if policy == "truncated" else
+           "graded as any other; --policy at_budget=truncated takes them as cut")
+    return [f"at budget: {n:,} row{'s' if n != 1 else ''} used exactly max_tokens and said stop: {how}"]
 
 
 def format_summary(vf: VerdictFile) -> list[str]:

@@ -33,7 +33,24 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 """Largest single JSON document read whole (manifest, provenance file)."""
 
+MAX_BLANK_LINES = 1_000_000
+"""Most blank lines skipped in one file: each costs a read, so a file of newlines (8 GiB from 8 MB of
+gzip) would take an hour without making a row."""
+
+MAX_GZIP_RATIO = 200
+"""Most bytes a `.gz` file may decompress to per compressed byte, whatever its manifest says: JSONL rows
+compress 3 to 30 times; a bomb (one gzip member repeated, a run of one byte) a thousand times."""
+
+MAX_GZIP_BYTES = 16 * 1024 * 1024 * 1024
+"""Most bytes any `.gz` file may decompress to, whatever its size and its manifest say."""
+
 _CHUNK = 1024 * 1024
+
+
+def gzip_limit(compressed: int) -> int:
+    """Most bytes a `.gz` file of `compressed` bytes is read to (see MAX_GZIP_RATIO, MAX_GZIP_BYTES); a
+    small file may still hold one line of the longest length."""
+    return min(MAX_GZIP_BYTES, max(MAX_LINE_BYTES, compressed * MAX_GZIP_RATIO))
 
 READ_ERRORS = (OSError, EOFError, zlib.error)
 """What reading a damaged file or gzip stream raises (zlib.error is not an OSError)."""
@@ -48,28 +65,68 @@ class RawLine:
     error: str | None = None
     size: int | None = None
     """Bytes of an over-long line that was skipped (data is then None)."""
+    bound: bool = False
+    """True when reading stopped here, at a bound of a compressed stream (see iter_raw_lines)."""
 
 
 def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
     """Open a file for binary reading, transparently un-gzipping `*.gz`."""
     p = str(path)
     if p.endswith(".gz"):
-        return gzip.open(p, "rb")
+        return io.BufferedReader(_BoundedGzip(p), _CHUNK)
     # A large buffer: skipping an over-long line with an 8 KiB one is 3x slower.
     return open(p, "rb", buffering=_CHUNK)
 
 
+class GzipBound(OSError):
+    """A `.gz` stream decompressed past gzip_limit of its size (an OSError: readers report it as unreadable)."""
+
+
+class _BoundedGzip(io.RawIOBase):
+    """A gzip file's decompressed bytes that raise GzipBound past gzip_limit of its size on disk, so no
+    reader of it (importers, judges, inputs) can be kept decompressing a bomb."""
+
+    def __init__(self, path: str):
+        self._gz = gzip.open(path, "rb")
+        self._limit = gzip_limit(os.path.getsize(path))
+        self._n = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = self._gz.readinto(b)
+        self._n += n
+        if self._n > self._limit:
+            raise GzipBound(f"decompresses to more than {self._limit:,} bytes, the most this file may expand to "
+                            f"(at most {MAX_GZIP_RATIO} times its size, {MAX_GZIP_BYTES:,} bytes in all)")
+        return n
+
+    def close(self) -> None:
+        self._gz.close()
+        super().close()
+
+
 def iter_raw_lines(fh: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES,
-                   keep_blank: bool = False) -> Iterator[RawLine]:
+                   keep_blank: bool = False, max_total: int | None = None) -> Iterator[RawLine]:
     """Yield each non-blank line (every line with `keep_blank`) with its number; an over-long line
-    yields an error and is skipped."""
-    lineno = 0
+    yields an error and is skipped.
+
+    `max_total` is for a decompressed stream, which can expand without end: an over-long line then
+    ends reading (skipping it would decompress all of it: a 48 GiB line from 49 MiB), and so does
+    passing `max_total` bytes; the last line yielded then has `bound` set."""
+    lineno = total = blank = 0
+    readline, cap = fh.readline, max_line_bytes + 1
     while True:
-        line = fh.readline(max_line_bytes + 1)
+        line = readline(cap)
         if not line:
             return
         lineno += 1
         if len(line) > max_line_bytes and not line.endswith(b"\n"):
+            if max_total is not None:
+                yield RawLine(lineno, None, f"line is over the {max_line_bytes:,}-byte limit (decompressed); "
+                                            "reading stopped there", len(line), bound=True)
+                return
             # Skip the rest of the line in bounded chunks.
             skipped = len(line)
             while True:
@@ -80,8 +137,20 @@ def iter_raw_lines(fh: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES,
             yield RawLine(lineno, None, f"line is {skipped:,} bytes, over the {max_line_bytes:,}-byte limit",
                           skipped)
             continue
+        if max_total is not None and (total := total + len(line)) > max_total:
+            yield RawLine(lineno, None, f"decompresses to more than {max_total:,} bytes, the most this file "
+                                        f"may expand to (at most {MAX_GZIP_RATIO} times its size, "
+                                        f"{MAX_GZIP_BYTES:,} bytes in all); reading stopped there", len(line),
+                          bound=True)
+            return
         if keep_blank or not line.isspace():  # (isspace: no copy of a long line, unlike strip)
             yield RawLine(lineno, line)
+        else:
+            blank += 1
+            if blank > MAX_BLANK_LINES:
+                yield RawLine(lineno, None, f"more than {MAX_BLANK_LINES:,} blank lines; reading stopped there",
+                              bound=True)
+                return
 
 
 def decode_utf8(data: bytes) -> tuple[str | None, str | None]:
@@ -454,13 +523,17 @@ class SourceRow:
 
 
 def jsonl_source(path: str | os.PathLike[str]) -> Iterator[SourceRow]:
-    """Rows of a JSONL (or .jsonl.gz) input file, with line numbers; never raises on bad lines."""
+    """Rows of a JSONL (or .jsonl.gz) input file, with line numbers; never raises on bad lines, but a
+    .gz file is read only to its bounds (see iter_raw_lines), past which it raises AuditError."""
     p = str(path)
     if not Path(p).is_file():
         raise AuditError("no such file", path=p)
+    limit = gzip_limit(os.path.getsize(p)) if p.endswith(".gz") else None
     with open_binary(p) as fh:
         try:
-            for raw in iter_raw_lines(fh):
+            for raw in iter_raw_lines(fh, max_total=limit):
+                if raw.bound:
+                    raise AuditError(raw.error or "", path=p, row=raw.lineno)
                 if raw.error:
                     yield SourceRow(p, raw.lineno, None, raw.error)
                     continue

@@ -216,8 +216,24 @@ class ResponseRow(Record):
     """Reason this item was not sent (e.g. the prompt did not fit the context); `response` is then null."""
     error: str | None = None
     """Error that left this row without a usable response (server error, malformed reply)."""
+    at_budget: bool | None = None
+    """True when the reply used exactly `max_tokens` and still said `stop`: the engine may have stopped
+    for its budget or at a real end (vLLM can report either way), so policies and reports see it. Absent
+    otherwise; when present it must agree with finish_reason, completion_tokens and max_tokens."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Importer- or engine-specific fields with no place above (e.g. an upstream extractor's letter)."""
+
+    @model_validator(mode="after")
+    def _at_budget_is_the_fact(self) -> ResponseRow:
+        if self.at_budget is None:
+            return self
+        fact = self.finish_reason == "stop" and self.max_tokens is not None and \
+            self.completion_tokens == self.max_tokens
+        if self.at_budget != fact:
+            raise ValueError(f"at_budget is {str(self.at_budget).lower()} but finish_reason is "
+                             f"{self.finish_reason!r}, completion_tokens {self.completion_tokens}, max_tokens "
+                             f"{self.max_tokens}")
+        return self
 
 
 class ItemRow(Record):

@@ -178,6 +178,8 @@ def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies
             data[key] = [v for v in value.split(",") if v]
         elif key == "guess_seed":
             try:
+                if not value.strip().isascii():  # (int() reads "٣" as 3)
+                    raise ValueError
                 data[key] = int(value)
             except ValueError:
                 raise AuditError(f"--policy {item!r}: guess_seed must be an integer") from None

@@ -98,6 +98,10 @@ class Policies(Record):
     scope: Literal["items", "responses"] = "items"
     """Which items are in the denominator: every item of the items package (an item without a
     response in some run is a `missing` row), or only items with at least one response row."""
+    at_budget: Literal["count", "truncated"] = "count"
+    """A response that used exactly `max_tokens` and said `stop` (see ResponseRow.at_budget): graded as any
+    other (`count`, its row's detail says `at_budget`), or taken as cut at the ceiling (`truncated`, under
+    the truncation policy). Written in the file only when not `count`."""
 
 
 class VerdictRow(Record):
@@ -288,6 +292,8 @@ def _header_data(header: VerdictFile) -> dict[str, Any]:
     """The header as JSON values in the layout of its own schema version (`items` removed)."""
     data = header.model_dump(mode="json", by_alias=True)
     data.pop("items")
+    if data.get("policies", {}).get("at_budget") == "count":
+        data["policies"].pop("at_budget")  # the default, older than the key: files graded before it reproduce
     if data.get("schema_version", VERDICT_FILE_SCHEMA_VERSION) < 2:
         data["summary"].pop("subjects", None)  # version 1 had no such key: its files reproduce byte for byte
     return data

@@ -128,6 +128,8 @@ def verdict_file_view(path: str | Path) -> list[str]:
         lines.append("graded by  " + (f"{who} (imported: no extractor or grader is named)" if who else
                                       "unknown (imported: no extractor or grader is named)"))
     policies = vf.policies.model_dump()
+    if policies.get("at_budget") == "count":
+        policies.pop("at_budget")  # the default, not written in the file either
     lines.append("policies   " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
                                            for k, v in policies.items() if v not in ([],)))
     prod = vf.producer
@@ -137,6 +139,9 @@ def verdict_file_view(path: str | Path) -> list[str]:
     shown = [f for f in vf.summary.figures if vf.summary.samples != 1 or f.sample is None]
     lines += ["  " + x for x in figure_lines(shown)]
     lines.append("statuses   " + ", ".join(f"{k}={v:,}" for k, v in vf.summary.statuses.items()))
+    from audit.grade import at_budget_lines
+
+    lines += at_budget_lines(table.column("reason").to_pylist(), vf.policies.at_budget)
     lines += subject_lines(vf.summary.subjects)
     if vf.extractor is not None:
         counts = Counter(table.column("rule").to_pylist())

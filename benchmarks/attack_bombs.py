@@ -10,6 +10,8 @@ runs the bombs at the size the issue names, each built in seconds from repeated 
   gz-rows-10g     a package whose .jsonl.gz repeats one valid row out to 10 GiB (rows: 1 declared)
   members-200k    200,000 empty members after manifest.json (none listed), and before it
   listed-50k/200k a valid tarball whose manifest lists 50,000 / 200,000 empty files: linear?
+  gz-line-48g     (issue 19) a 49 MB .jsonl.gz of one 48 GiB line, uncompressed_bytes null
+  parquet-400m    (issue 19) a 14 KiB Parquet file holding one 400 MiB value
 
 Each run has RLIMIT_FSIZE set to 300 MiB, so a defence that unpacked a bomb first fails with
 EFBIG instead of filling the disk, and a timeout (default 120 s, the issue's bound). Printed per
@@ -79,6 +81,18 @@ def build(d: Path) -> dict[str, Path]:
         p = d / f"listed-{n // 1000}k.tar.gz"
         p.write_bytes(many_empty_members_tar_gz(n, [("manifest.json", mm), ("responses.jsonl", ROW)]))
         cases[f"listed-{n // 1000}k"] = p
+    line = gzip_repeated(b"x" * MIB, 48 * 1024)  # one 48 GiB line in 49 MB, as in the issue
+    cases["gz-line-48g"] = write_package(d / "gz-line-48g", {"responses.jsonl.gz": line},
+                                         rows={"responses.jsonl.gz": 1})
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"item_id": ["q1"], "response": ["x" * (400 * MIB)]}), buf, compression="zstd")
+    cases["parquet-400m"] = write_package(d / "parquet-400m", {"responses.parquet": buf.getvalue()},
+                                          rows={"responses.parquet": 1})
     return cases
 
 

@@ -168,6 +168,31 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "issue", "succeeded"),
     ("claims.arithmetic-crash", "claims arithmetic max(5), abs(1, 2), huge numbers crashing with a traceback",
      "issue", "succeeded"),
+    # ---- round 3 (r3-bounds)
+    ("pkg.gz-long-line", "a .jsonl.gz of one 48 GiB line (8 GiB here; uncompressed_bytes null), or a one-member "
+                         "gzip of a newline-free run", "issue", "succeeded"),
+    ("pkg.gz-ratio", "a .jsonl.gz of valid rows expanding past 200x its size (manifest rows 10**9)", "added",
+     "succeeded"),
+    ("pkg.gz-input", "a .jsonl.gz input (import, judge) of endless blank lines, rows or one line", "added",
+     "succeeded"),
+    ("pkg.parquet-huge-value", "a 14 KiB Parquet file holding one 400 MiB value (80 MiB here), or one 1 MiB "
+                               "value repeated 2,000 times through a dictionary in 800 bytes", "issue", "succeeded"),
+    ("pkg.parquet-shape", "a Parquet data file of 100,000 row groups, 5,000 columns or nesting 200 deep", "added",
+     "succeeded"),
+    ("gen.endless-stream", "an endless token stream, and an endless stream of empty chunks", "issue", "succeeded"),
+    ("gen.drip", "a stream sent one byte at a time despite --request-timeout", "issue", "succeeded"),
+    ("gen.huge-line", "one 800 MiB SSE line (64 MiB here)", "issue", "succeeded"),
+    ("gen.huge-reply", "a stream of many small events, or a /v1/models reply, past the byte limit", "added",
+     "succeeded"),
+    ("gen.lying-usage", "usage.completion_tokens fewer than the chunks of text the stream carried", "added",
+     "succeeded"),
+    ("gen.at-budget", "a reply using exactly max_tokens that says stop, credited like any other", "issue",
+     "succeeded"),
+    ("gen.huge-log", "a server log grown by gigabytes between polls, or one 50 KB (real: GB) log line", "added",
+     "succeeded"),
+    ("fmt.unicode-digits-generate", "non-ASCII digits in generate's numeric options, launch --port, "
+                                    "generation_config.json, CUDA_VISIBLE_DEVICES, SOURCE_DATE_EPOCH", "issue",
+     "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

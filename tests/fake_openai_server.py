@@ -20,6 +20,10 @@ fault, disarms it across restarts): `500`, `drop` (close without a reply),
 `truncate` (cut the stream before `[DONE]`), `badjson` (an event that is not JSON),
 `no_usage`, `error_event` (a 500 error inside the stream), `die` (the process exits),
 `stall` (the stream pauses `seconds` after `after` chunks, then goes on).
+Hostile streams (each ends after `seconds`, default 30, or when the client hangs up): `endless`
+(text chunks without end), `endless_empty` (chunks with empty text), `drip` (a valid stream sent one
+byte every `interval` seconds), `huge_line` (one `data:` line of `bytes` bytes), `lying_usage` (usage
+says `completion_tokens` whatever was sent); `at_budget` (a reply using all of max_tokens says `stop`).
 
 For `audit bench`: `stream_options.continuous_usage_stats` puts a cumulative `usage` on
 every chunk, as vLLM v0.26.0 does (the end-of-sequence token then comes as a last chunk
@@ -316,6 +320,8 @@ class Handler(BaseHTTPRequestHandler):
             st.log(f"INFO [request_logger.py:65] Received request {rid}: params: {_repr_params(params)}, "
                    "lora_request: None.")
         pieces, finish, stop_reason, n_out = self._sample(text, params)
+        if fault == "at_budget" and n_out == params["max_tokens"]:
+            finish = "stop"  # as vLLM may say when the end-of-sequence token is the budget's last
         usage = {"prompt_tokens": n_prompt + st.prompt_tokens_delta, "total_tokens": n_prompt + n_out,
                  "completion_tokens": n_out}
         if not body.get("stream"):
@@ -393,6 +399,10 @@ class Handler(BaseHTTPRequestHandler):
                 c["stop_reason"] = stop_reason
             return {"id": rid, "object": obj, "created": created, "model": st.model, "choices": [c]}
 
+        if fault in ("endless", "endless_empty", "drip", "huge_line"):
+            return self._stream_hostile(fault, fault_spec, chunk)
+        if fault == "lying_usage":
+            usage = {**usage, "completion_tokens": fault_spec.get("completion_tokens", 1)}
         opts = body.get("stream_options") or {}
         if opts.get("include_usage") and opts.get("continuous_usage_stats") and not st.no_chunk_usage:
             return self._stream_counted(rid, chat, pieces, finish, stop_reason, usage, obj, created, chunk,
@@ -428,6 +438,33 @@ class Handler(BaseHTTPRequestHandler):
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")
         except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _stream_hostile(self, fault: str, spec: dict[str, Any], chunk: Any) -> None:
+        """A stream that never ends by itself (bounded here by `seconds`, so a test cannot hang)."""
+        end = time.monotonic() + spec.get("seconds", 30)
+        try:
+            if fault == "huge_line":
+                left = spec.get("bytes", 64 << 20)
+                self._chunk(b'data: {"choices": [{"index": 0, "text": "')
+                while left > 0 and time.monotonic() < end:
+                    n = min(left, 1 << 20)
+                    self._chunk(b"x" * n)
+                    left -= n
+                self._chunk(b'"}]}\n\n')
+            elif fault == "drip":
+                event = b"data: " + json.dumps(chunk("x")).encode() + b"\n\n"
+                i = 0
+                while time.monotonic() < end:
+                    self._chunk(event[i % len(event):i % len(event) + 1])
+                    i += 1
+                    time.sleep(spec.get("interval", 0.2))
+            else:
+                while time.monotonic() < end:
+                    self._event(chunk("" if fault == "endless_empty" else " x"))
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")
+        except (BrokenPipeError, ConnectionResetError, OSError):
             pass
 
     def _stream_counted(self, rid: str, chat: bool, pieces: list[str], finish: str, stop_reason: Any,

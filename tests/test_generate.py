@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import REPO, shared_path
+from tests.attacks import attack
 from tests.fake_openai_server import FakeOpenAIServer, chat_template, count_tokens
 
 from audit.generate import runner as gen
@@ -597,3 +598,178 @@ def test_progress_bar_on_a_terminal():
     text = stream.getvalue()
     assert text.startswith("\rattempt 0 [") and "4/4 rows" in text and "tok/s" in text and text.endswith("\n")
     assert "[" + "#" * 24 + "]" in text
+
+
+# --------------------------------------------------------------------------- hostile streams (issue 19)
+
+
+@attack("gen.endless-stream")
+@pytest.mark.parametrize("fault, spec, timeout, message", [
+    ("endless", {}, "30", "cut: POST /v1/chat/completions: the stream carried more than 40 chunks of text, "
+                          "over max_tokens 40"),
+    ("endless_empty", {}, "2", "cut: POST /v1/chat/completions: no complete reply within 2 s (the request timeout)"),
+])
+def test_an_endless_stream_is_cut_and_the_run_goes_on(cli, tmp_path, math_items, fault, spec, timeout, message):
+    item = _math_items(1)[0]
+    with FakeOpenAIServer(max_model_len=300, stop_prob=0.02,
+                          faults=[{"kind": fault, "match": item["question"][:40], "times": 99, "seconds": 20,
+                                   **spec}]) as srv:
+        t = time.monotonic()
+        r = cli(*base_args(math_items, tmp_path / "out", "--server", srv.url, "--limit", "2",
+                           "--request-timeout", timeout))
+        wall = time.monotonic() - t
+    assert r.code == 0, r.err
+    rows = rows_of(tmp_path / "out")
+    assert rows[0].response is None and rows[0].error == message
+    assert rows[1].error is None and rows[1].response is not None
+    assert wall < 10  # the stream goes on for 20 s
+
+
+@attack("gen.drip")
+def test_a_one_byte_at_a_time_stream_is_cut_at_the_request_timeout(cli, tmp_path, math_items):
+    item = _math_items(1)[0]
+    with FakeOpenAIServer(max_model_len=300, stop_prob=0.02,
+                          faults=[{"kind": "drip", "match": item["question"][:40], "times": 99, "seconds": 20,
+                                   "interval": 0.05}]) as srv:
+        t = time.monotonic()
+        r = cli(*base_args(math_items, tmp_path / "out", "--server", srv.url, "--limit", "2",
+                           "--request-timeout", "2"))
+        wall = time.monotonic() - t
+    assert r.code == 0, r.err
+    rows = rows_of(tmp_path / "out")
+    assert rows[0].error == "cut: POST /v1/chat/completions: no complete reply within 2 s (the request timeout)"
+    assert rows[1].error is None
+    assert wall < 10
+
+
+@attack("gen.huge-line")
+def test_a_huge_stream_line_is_cut_at_the_line_limit(cli, tmp_path, math_items):
+    item = _math_items(1)[0]
+    with FakeOpenAIServer(max_model_len=300, stop_prob=0.02,
+                          faults=[{"kind": "huge_line", "match": item["question"][:40], "times": 99, "seconds": 20,
+                                   "bytes": 64 << 20}]) as srv:
+        r = cli(*base_args(math_items, tmp_path / "out", "--server", srv.url, "--limit", "2"))
+    assert r.code == 0, r.err
+    rows = rows_of(tmp_path / "out")
+    assert rows[0].error == "cut: POST /v1/chat/completions: a stream line is over the 8,388,608-byte limit"
+    assert rows[1].error is None
+
+
+@attack("gen.huge-reply")
+def test_a_stream_and_a_reply_are_cut_at_their_byte_limits():
+    from audit.generate.openai_http import Cut, OpenAIServer
+
+    with FakeOpenAIServer(max_model_len=300, stop_prob=0.0,
+                          faults=[{"kind": "endless_empty", "times": 1, "seconds": 20}]) as srv:
+        client = OpenAIServer(srv.url, timeout=5, deadline=30, max_reply_bytes=1 << 20)
+        body = {"model": "fake-model", "prompt": "hi", "max_tokens": 5, "stream": True,
+                "stream_options": {"include_usage": True}}
+        with pytest.raises(Cut, match="^cut: POST /v1/completions: the stream is over the 1,048,576-byte limit$"):
+            client.generate("/v1/completions", body, chat=False)
+        client = OpenAIServer(srv.url, timeout=5, deadline=30, max_reply_bytes=100)
+        with pytest.raises(Cut, match="^cut: GET /v1/models: reply is over the 100-byte limit$"):
+            client.models()
+
+
+@attack("gen.lying-usage")
+def test_usage_counting_fewer_tokens_than_the_stream_carried_is_an_error(cli, tmp_path, math_items):
+    item = _math_items(1)[0]
+    with FakeOpenAIServer(max_model_len=300, stop_prob=0.0,
+                          faults=[{"kind": "lying_usage", "match": item["question"][:40], "times": 99,
+                                   "completion_tokens": 3}]) as srv:
+        r = cli(*base_args(math_items, tmp_path / "out", "--server", srv.url, "--limit", "2"))
+    assert r.code == 0, r.err
+    rows = rows_of(tmp_path / "out")
+    assert rows[0].error == ("POST /v1/chat/completions: usage.completion_tokens is 3, fewer than the 40 chunks of "
+                             "text the stream carried")
+    assert rows[1].error is None
+
+
+@attack("gen.drip")
+def test_headers_sent_one_byte_at_a_time_are_cut_at_the_deadline():
+    import socket
+    import threading
+
+    from audit.generate.openai_http import Cut, OpenAIServer
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            while not stop.wait(0.05):
+                try:
+                    conn.sendall(b"x")
+                except OSError:
+                    return
+
+    threading.Thread(target=drip, daemon=True).start()
+    client = OpenAIServer(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=30, deadline=1)
+    t = time.monotonic()
+    try:
+        with pytest.raises(Cut, match=r"^cut: GET /v1/models: no complete reply within 1 s \(the request timeout\)$"):
+            client.models()
+    finally:
+        stop.set()
+        listener.close()
+    assert time.monotonic() - t < 3
+
+
+@attack("gen.at-budget")
+def test_a_stop_at_exactly_max_tokens_is_recorded_as_at_budget(cli, tmp_path, math_items):
+    item = _math_items(1)[0]
+    with FakeOpenAIServer(max_model_len=300, stop_prob=0.0,
+                          faults=[{"kind": "at_budget", "match": item["question"][:40], "times": 99}]) as srv:
+        r = cli(*base_args(math_items, tmp_path / "out", "--server", srv.url, "--limit", "2"))
+    assert r.code == 0, r.err
+    rows = rows_of(tmp_path / "out")
+    assert (rows[0].finish_reason, rows[0].completion_tokens, rows[0].max_tokens, rows[0].at_budget) == \
+        ("stop", 40, 40, True)
+    assert (rows[1].finish_reason, rows[1].at_budget) == ("length", None)
+
+
+# --------------------------------------------------------------------------- non-ASCII digits (issue 19)
+
+
+@attack("fmt.unicode-digits-generate")
+@pytest.mark.parametrize("option, value, kind", [
+    ("--max-tokens", "٣", "an integer"), ("--samples", "１", "an integer"), ("--seed", "1_000", "an integer"),
+    ("--temperature", "٠.٧", "a number"), ("--top-p", "０.９", "a number"), ("--request-timeout", "٥", "a number"),
+])
+def test_numeric_options_in_other_digits_are_refused(cli, tmp_path, math_items, option, value, kind):
+    args = base_args(math_items, tmp_path / "out", "--server", "http://127.0.0.1:9")
+    if option in args:
+        args[args.index(option) + 1] = value
+    else:
+        args += [option, value]
+    r = cli(*args)
+    assert (r.code, r.err) == (2, f"audit: error: Invalid value for '{option}': '{value}' is not {kind} in ASCII "
+                                  "digits\n")
+    assert not (tmp_path / "out").exists()
+
+
+@attack("fmt.unicode-digits-generate")
+def test_a_launch_port_or_a_generation_config_in_other_digits_is_refused(tmp_path):
+    from audit.errors import AuditError
+    from audit.generate.vllm_server import LaunchedServer
+
+    with pytest.raises(AuditError, match=r"^--launch: --port '٨١٢٣' is not a port number in ASCII digits$"):
+        LaunchedServer(program=["python3"], model="m", args=["--port", "٨١٢٣"], log_path=tmp_path / "log")
+    sampling = gen.Sampling(temperature=1.0)
+    with pytest.raises(AuditError, match=r"^generation_config.json: top_k is '٣', not an integer$"):
+        gen.apply_model_defaults(sampling, set(), {"top_k": "٣"})
+    with pytest.raises(AuditError, match=r"^generation_config.json: temperature is '0.6', not a number$"):
+        gen.apply_model_defaults(sampling, set(), {"temperature": "0.6"})
+    assert gen.apply_model_defaults(sampling, set(), {"top_k": 20, "temperature": 0.6}).top_k == 20
+
+
+@attack("fmt.unicode-digits-generate")
+def test_source_date_epoch_in_other_digits_is_not_read(monkeypatch):
+    from audit.packages.write import created_now
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "٣")
+    assert created_now() != "1970-01-01T00:00:03Z"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "3")
+    assert created_now() == "1970-01-01T00:00:03Z"

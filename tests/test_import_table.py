@@ -300,7 +300,7 @@ def test_mapping_errors_are_one_line(cli, tmp_path):
         (["--map", "nonsense=id"],
          "--map nonsense: not a field of response_row.v1 (fields: item_id, sample, attempt, response, "
          "finish_reason, prompt_tokens, completion_tokens, max_tokens, seed, prompt_sha256, started_at, "
-         "first_token_s, finished_at, excluded, error, extra.KEY)"),
+         "first_token_s, finished_at, excluded, error, at_budget, extra.KEY)"),
         (["--map", "item_id=id"],
          f"{src}: row 1: field response: required field response is not mapped and the source has no column "
          f"'response' (use --map response=COLUMN)"),

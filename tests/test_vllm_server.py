@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.attacks import attack
 
 from audit.errors import AuditError
 from audit.generate.vllm_server import (
@@ -62,6 +63,21 @@ def test_log_watcher_reads_a_growing_file_line_by_line(tmp_path):
     w.poll()
     assert w.lookup("audit-1a2b3c4d-0-7-s1-a0-t0")["seed"] == 3
     assert w.lookup("audit-9-0-7-s1-a0-t0")["top_k"] == 20  # completions ids end in -0
+
+
+@attack("gen.huge-log")
+def test_log_watcher_reads_a_huge_log_in_bounded_pieces_and_skips_over_long_lines(tmp_path, monkeypatch):
+    monkeypatch.setattr(LogWatcher, "CHUNK", 4096)
+    monkeypatch.setattr(LogWatcher, "MAX_LINE", 10_000)
+    forged = RECEIVED.replace("chatcmpl-audit-1a2b3c4d", "chatcmpl-audit-forged")
+    log = tmp_path / "server.log"
+    # A line over the limit (its end holds a whole request line), then a real one.
+    log.write_text("x" * 50_000 + forged + "\n" + RECEIVED + "\n")
+    w = LogWatcher(log)
+    w.poll()
+    assert w.lookup("audit-1a2b3c4d-0-7-s1-a0-t0")["seed"] == 3
+    assert w.lookup("audit-forged-0-7-s1-a0-t0") is None
+    assert len(w._partial) == 0
 
 
 def test_launch_arguments():

@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import click
 
 from audit.cli import cli
+
+
+class _Number(click.ParamType):
+    """click's INT or FLOAT, written in ASCII only: Python's int() and float() read "٣" as 3 and
+    "1_000" as 1000, so a look-alike digit would pass as a number nobody typed."""
+
+    def __init__(self, base: click.ParamType, pattern: str):
+        self.base, self.name = base, base.name
+        self._pattern = re.compile(pattern, re.ASCII)
+
+    def convert(self, value, param, ctx):  # noqa: ANN001 - click's signature
+        if isinstance(value, str) and not self._pattern.fullmatch(value):
+            self.fail(f"{value!r} is not {'an integer' if self.name == 'integer' else 'a number'} "
+                      "in ASCII digits", param, ctx)
+        return self.base.convert(value, param, ctx)
+
+
+INT = _Number(click.INT, r"[+-]?[0-9]+")
+FLOAT = _Number(click.FLOAT, r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 SAMPLING_OPTIONS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
                     "frequency_penalty", "min_tokens", "stop")
@@ -33,34 +53,35 @@ FIXED_ON_RESUME = ("benchmark", "items", "model", "launch", "launch_program", "s
 @click.option("--mode", type=click.Choice(["chat", "completion"]), default="chat",
               help="Chat endpoint (the server's chat template) or completions endpoint (the raw prompt).")
 @click.option("--prompt", metavar="NAME[@VERSION]", help="Prompt template (default: the benchmark's).")
-@click.option("--max-tokens", type=int, metavar="CAP",
+@click.option("--max-tokens", type=INT, metavar="CAP",
               help="Output ceiling; each request gets min(CAP, context window - prompt tokens).")
-@click.option("--temperature", type=float, help="Sampling temperature (required: nothing is left to defaults).")
-@click.option("--top-p", type=float, default=1.0)
-@click.option("--top-k", type=int, default=0, help="0 disables top-k.")
-@click.option("--min-p", type=float, default=0.0)
-@click.option("--repetition-penalty", type=float, default=1.0)
-@click.option("--presence-penalty", type=float, default=0.0)
-@click.option("--frequency-penalty", type=float, default=0.0)
-@click.option("--min-tokens", type=int, default=0)
+@click.option("--temperature", type=FLOAT, help="Sampling temperature (required: nothing is left to defaults).")
+@click.option("--top-p", type=FLOAT, default=1.0)
+@click.option("--top-k", type=INT, default=0, help="0 disables top-k.")
+@click.option("--min-p", type=FLOAT, default=0.0)
+@click.option("--repetition-penalty", type=FLOAT, default=1.0)
+@click.option("--presence-penalty", type=FLOAT, default=0.0)
+@click.option("--frequency-penalty", type=FLOAT, default=0.0)
+@click.option("--min-tokens", type=INT, default=0)
 @click.option("--stop", multiple=True, metavar="STRING", help="Stop string (repeatable).")
 @click.option("--use-model-defaults", is_flag=True,
               help="Take sampling parameters not given here from the model's generation_config.json "
                    "(as vLLM would) and send them explicitly.")
-@click.option("--seed", type=int, default=0, help="Base seed; a request's seed is SEED + attempt*K + sample.")
-@click.option("--samples", type=int, default=1, metavar="K", help="Responses per item, each with its own seed.")
-@click.option("--resample-truncated", type=int, default=0, metavar="N",
+@click.option("--seed", type=INT, default=0, help="Base seed; a request's seed is SEED + attempt*K + sample.")
+@click.option("--samples", type=INT, default=1, metavar="K", help="Responses per item, each with its own seed.")
+@click.option("--resample-truncated", type=INT, default=0, metavar="N",
               help="Re-run responses cut at the ceiling up to N times, keeping every attempt.")
-@click.option("--resample-budget", type=int, metavar="TOKENS", help="Output ceiling of the re-runs.")
-@click.option("--limit", type=int, metavar="N", help="Only the first N items.")
-@click.option("--concurrency", type=int, default=1,
+@click.option("--resample-budget", type=INT, metavar="TOKENS", help="Output ceiling of the re-runs.")
+@click.option("--limit", type=INT, metavar="N", help="Only the first N items.")
+@click.option("--concurrency", type=INT, default=1,
               help="Requests in flight at once on each server (1 for measurement runs).")
-@click.option("--retries", type=int, default=4, help="Retries of a failed request (with backoff).")
-@click.option("--retry-backoff", type=float, default=0.5, metavar="S",
+@click.option("--retries", type=INT, default=4, help="Retries of a failed request (with backoff).")
+@click.option("--retry-backoff", type=FLOAT, default=0.5, metavar="S",
               help="Wait before the first retry; each further retry waits twice as long.")
-@click.option("--request-timeout", type=float, default=600.0, metavar="S",
-              help="Seconds a connection may stay silent.")
-@click.option("--launch-timeout", type=float, default=900.0, metavar="S",
+@click.option("--request-timeout", type=FLOAT, default=3600.0, metavar="S",
+              help="Seconds one request may take in all (connect, headers, the whole stream; a read gets as "
+                   "long): a request past it is cut, its row records the error, and the run goes on.")
+@click.option("--launch-timeout", type=FLOAT, default=900.0, metavar="S",
               help="Seconds to wait for a launched server's /health.")
 @click.option("--launch-program", default="{python} -m vllm.entrypoints.openai.api_server", metavar="CMD",
               help="The command that starts the server ({python}: this interpreter).")

@@ -20,7 +20,8 @@ from audit.cli import cli
 @click.option("--grader", metavar="NAME[@VERSION]", help="Override the spec's grader.")
 @click.option("--policy", "policies", multiple=True, metavar="KEY=VALUE",
               help="Override a policy: truncation=wrong|exclude, resampling=original|longer-only, "
-                   "no_answer=wrong|random-guess, guess_seed=N, exclude=ID,ID, scope=items|responses.")
+                   "no_answer=wrong|random-guess, guess_seed=N, exclude=ID,ID, scope=items|responses, "
+                   "at_budget=count|truncated (a stop at exactly max_tokens).")
 @click.option("--reference-field", metavar="FIELD", help="Item field holding the gold answer: reference or extra.KEY.")
 @click.option("--parquet/--no-parquet", default=None,
               help="Also write the rows as Parquet beside the file (default: for 100,000 rows or more).")
@@ -36,7 +37,7 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     The file names every input by digest, the extractor and grader by version and fingerprint, and
     every policy; identical inputs give a byte-identical file.
     """
-    from audit.grade import format_summary, grade_package
+    from audit.grade import at_budget_lines, format_summary, grade_package
     from audit.outputs import check_output
     from audit.specs import resolve_config
 
@@ -51,7 +52,7 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
         ex, gr = vf.extractor, vf.grader
         click.echo(f"{vf.benchmark}: {len(grading)} rows, {vf.summary.items} items x {vf.summary.samples} samples; "
                    f"extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")
-        for line in format_summary(vf):
+        for line in format_summary(vf) + at_budget_lines(grading.columns["reason"], vf.policies.at_budget):
             click.echo(line)
         from collections import Counter
 

@@ -26,14 +26,22 @@ Protocol details follow vLLM v0.26.0 (commit ffd46bfab, the wheel's `vllm/_versi
 Errors are sorted by what the caller should do: `Transient` (connection refused or
 dropped, 5xx, a stream cut before `[DONE]`) may succeed when retried; `Rejected`
 (4xx) will not; `Malformed` (a reply that is not the protocol: bad JSON, missing
-fields) is recorded as that request's error.
+fields) is recorded as that request's error, and so is `Cut` (a reply cut at a bound).
+
+Every request is bounded whatever the server does: by total time (connect, headers and
+the whole body: a watchdog shuts the socket at the deadline, so a server dripping one
+byte a second is cut there, not after each read), by bytes per line and in all, and a
+stream by its text: more chunks of text than `max_tokens` (each carries at least one
+token) end it.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import math
 import socket
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -55,6 +63,58 @@ class Rejected(ServerError):
 
 class Malformed(ServerError):
     """The reply does not follow the protocol (bad JSON, missing or mistyped fields)."""
+
+
+class Cut(ServerError):
+    """The reply passed a bound (total time, bytes, tokens) and was cut there: the row's error, not retried."""
+
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""Longest line of a streamed reply read (a vLLM event carries a few tokens: hundreds of bytes)."""
+
+MAX_REPLY_BYTES = 256 * 1024 * 1024
+"""Most bytes of one reply read (a 65,536-token stream is about 20 MB of events)."""
+
+
+class _Deadline:
+    """A request's deadline: at it, a watchdog thread shuts the connection's socket down, which ends
+    any read blocked on it (a per-read timeout would let a server dripping bytes go on forever)."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds
+        self.at = math.inf if seconds is None else time.monotonic() + seconds
+        self.passed = False
+        self._timer: threading.Timer | None = None
+
+    def left(self, cap: float) -> float:
+        """Seconds one socket operation may block: `cap`, or less as the deadline nears."""
+        return max(0.001, min(cap, self.at - time.monotonic()))
+
+    def watch(self, sock: socket.socket) -> None:
+        """Start the watchdog on a connected socket (held here: http.client drops its own reference
+        to it once a `Connection: close` reply has begun)."""
+        if self.seconds is None:
+            return
+
+        def fire() -> None:
+            self.passed = True
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        self._timer = threading.Timer(max(0.0, self.at - time.monotonic()), fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def check(self, what: str) -> None:
+        if self.passed or time.monotonic() >= self.at:
+            self.passed = True
+            raise Cut(f"cut: {what}: no complete reply within {self.seconds:g} s (the request timeout)")
 
 
 _CONNECTION_ERRORS = (ConnectionError, socket.timeout, TimeoutError, http.client.HTTPException, OSError)
@@ -105,6 +165,14 @@ class OpenAIServer:
     url: str
     timeout: float = 600.0
     """Seconds a connect or a single read may block (a stream gets this long between events)."""
+    deadline: float | None = None
+    """Seconds one request may take in all: connect, headers and the whole reply (streamed or not);
+    None: only `timeout` per read. A request given its own timeout (health, tokenize) takes it per read
+    and, when shorter than this, in all."""
+    max_line_bytes: int = MAX_LINE_BYTES
+    """Longest line of a streamed reply; a longer one cuts the request."""
+    max_reply_bytes: int = MAX_REPLY_BYTES
+    """Most bytes of one reply; more cut the request."""
     _parts: urllib.parse.SplitResult = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -129,28 +197,49 @@ class OpenAIServer:
         return f"{base}{path}"
 
     def _request(self, method: str, path: str, body: Any = None, *, timeout: float | None = None,
-                 headers: dict[str, str] | None = None) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
-        conn = self._connection(self.timeout if timeout is None else timeout)
+                 headers: dict[str, str] | None = None
+                 ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse, _Deadline]:
+        """Send a request and read the status and headers, under a deadline the caller must cancel."""
+        total = [t for t in (self.deadline, timeout) if t is not None]
+        deadline = _Deadline(min(total) if total else None)
+        conn = self._connection(deadline.left(self.timeout if timeout is None else timeout))
         hdrs = {"Accept": "application/json", **(headers or {})}
         data = None
         if body is not None:
             data = json.dumps(body, ensure_ascii=False).encode("utf-8")
             hdrs["Content-Type"] = "application/json"
         try:
+            conn.connect()  # (bounded by the socket timeout: at most the time left)
+            deadline.watch(conn.sock)
             conn.request(method, self._path(path), body=data, headers=hdrs)
             resp = conn.getresponse()
         except _CONNECTION_ERRORS as e:
+            deadline.cancel()
             conn.close()
+            deadline.check(f"{method} {path}")
             raise Transient(f"{method} {path}: {type(e).__name__}: {e}") from None
-        return conn, resp
+        except BaseException:
+            deadline.cancel()
+            conn.close()
+            raise
+        return conn, resp, deadline
+
+    def _read_body(self, resp: http.client.HTTPResponse, deadline: _Deadline, what: str) -> bytes:
+        """A whole (non-streamed) reply body, at most `max_reply_bytes`."""
+        try:
+            raw = resp.read(self.max_reply_bytes + 1)
+        except _CONNECTION_ERRORS as e:
+            deadline.check(what)
+            raise Transient(f"{what}: reply cut off: {type(e).__name__}: {e}") from None
+        deadline.check(what)
+        if len(raw) > self.max_reply_bytes:
+            raise Cut(f"cut: {what}: reply is over the {self.max_reply_bytes:,}-byte limit")
+        return raw
 
     def _json(self, method: str, path: str, body: Any = None, *, timeout: float | None = None) -> Any:
-        conn, resp = self._request(method, path, body, timeout=timeout)
+        conn, resp, deadline = self._request(method, path, body, timeout=timeout)
         try:
-            try:
-                raw = resp.read()
-            except _CONNECTION_ERRORS as e:
-                raise Transient(f"{method} {path}: reply cut off: {type(e).__name__}: {e}") from None
+            raw = self._read_body(resp, deadline, f"{method} {path}")
             if resp.status >= 500:
                 raise Transient(f"{method} {path}: {_error_message(resp.status, raw)}")
             if resp.status >= 400:
@@ -160,6 +249,7 @@ class OpenAIServer:
             except (json.JSONDecodeError, UnicodeDecodeError) as e:
                 raise Malformed(f"{method} {path}: reply is not JSON ({e})") from None
         finally:
+            deadline.cancel()
             conn.close()
 
     # ------------------------------------------------------------------ endpoints
@@ -167,15 +257,16 @@ class OpenAIServer:
     def health(self, timeout: float = 5.0) -> bool:
         """True when `GET /health` answers 200."""
         try:
-            conn, resp = self._request("GET", "/health", timeout=timeout)
-        except Transient:
+            conn, resp, deadline = self._request("GET", "/health", timeout=timeout)
+        except (Transient, Cut):
             return False
         try:
-            resp.read()
+            self._read_body(resp, deadline, "GET /health")
             return resp.status == 200
-        except _CONNECTION_ERRORS:
+        except ServerError:
             return False
         finally:
+            deadline.cancel()
             conn.close()
 
     def version(self) -> str | None:
@@ -236,22 +327,31 @@ class OpenAIServer:
         headers = {"Accept": "text/event-stream"}
         if request_id:
             headers["X-Request-Id"] = request_id
-        conn, resp = self._request("POST", path, body, headers=headers)
+        conn, resp, deadline = self._request("POST", path, body, headers=headers)
+        what = f"POST {path}"
         try:
             if resp.status != 200:
                 try:
-                    raw = resp.read()
-                except _CONNECTION_ERRORS:
+                    raw = self._read_body(resp, deadline, what)
+                except ServerError:
                     raw = b""
                 err = Transient if resp.status >= 500 else Rejected
-                raise err(f"POST {path}: {_error_message(resp.status, raw)}")
+                raise err(f"{what}: {_error_message(resp.status, raw)}")
+            total = 0
             while True:
                 try:
-                    line = resp.readline()
+                    line = resp.readline(self.max_line_bytes + 1)
                 except _CONNECTION_ERRORS as e:
-                    raise Transient(f"POST {path}: stream cut off: {type(e).__name__}: {e}") from None
+                    deadline.check(what)
+                    raise Transient(f"{what}: stream cut off: {type(e).__name__}: {e}") from None
+                deadline.check(what)  # (a socket shut by the watchdog reads as the end of the stream)
                 if not line:
-                    raise Transient(f"POST {path}: stream ended before data: [DONE]")
+                    raise Transient(f"{what}: stream ended before data: [DONE]")
+                total += len(line)
+                if len(line) > self.max_line_bytes:
+                    raise Cut(f"cut: {what}: a stream line is over the {self.max_line_bytes:,}-byte limit")
+                if total > self.max_reply_bytes:
+                    raise Cut(f"cut: {what}: the stream is over the {self.max_reply_bytes:,}-byte limit")
                 line = line.strip()
                 if not line or line.startswith(b":"):
                     continue
@@ -264,11 +364,12 @@ class OpenAIServer:
                     event = json.loads(payload)
                 except (json.JSONDecodeError, UnicodeDecodeError):
                     shown = payload[:120].decode("utf-8", "replace")
-                    raise Malformed(f"POST {path}: stream event is not JSON: {shown!r}") from None
+                    raise Malformed(f"{what}: stream event is not JSON: {shown!r}") from None
                 if not isinstance(event, dict):
-                    raise Malformed(f"POST {path}: stream event is not a JSON object")
+                    raise Malformed(f"{what}: stream event is not a JSON object")
                 yield event
         finally:
+            deadline.cancel()
             conn.close()
 
     def generate(self, path: str, body: dict[str, Any], *, chat: bool,
@@ -287,6 +388,10 @@ class OpenAIServer:
         usage: dict[str, Any] | None = None
         rid = model = None
         n = 0
+        # Each chunk of text carries at least one token: more chunks than max_tokens is a stream
+        # that does not stop (or a server ignoring its budget); cut it there.
+        budget = body.get("max_completion_tokens", body.get("max_tokens"))
+        texts = 0
         for event in self.stream(path, body, request_id=request_id):
             n += 1
             if "error" in event:
@@ -312,6 +417,7 @@ class OpenAIServer:
                 else:
                     piece = choice.get("text")
                     think = None
+                has_text = False
                 for value, sink in ((piece, pieces), (think, reasoning)):
                     if value is None:
                         continue
@@ -319,7 +425,12 @@ class OpenAIServer:
                         raise Malformed(f"POST {path}: generated text is {type(value).__name__}, not a string")
                     if value and first is None:
                         first = time.monotonic() - t0
+                    has_text = has_text or bool(value)
                     sink.append(value)
+                texts += has_text
+                if isinstance(budget, int) and texts > budget:
+                    raise Cut(f"cut: POST {path}: the stream carried more than {budget} chunks of text, "
+                              f"over max_tokens {budget}")
                 if choice.get("finish_reason") is not None:
                     finish = choice["finish_reason"]
                     stop_reason = choice.get("stop_reason")
@@ -336,6 +447,9 @@ class OpenAIServer:
         for name, v in (("prompt_tokens", pt), ("completion_tokens", ct)):
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise Malformed(f"POST {path}: usage.{name} is {v!r}, not a count")
+        if ct < texts:
+            raise Malformed(f"POST {path}: usage.completion_tokens is {ct}, fewer than the {texts} chunks of text "
+                            "the stream carried")
         return StreamResult(
             text="".join(pieces), finish_reason=finish, prompt_tokens=pt, completion_tokens=ct,
             started_at=started, first_token_s=first, finished_at=finished, response_id=rid, model=model,

@@ -75,7 +75,7 @@ from typing import IO, Any
 import pydantic
 
 from audit.errors import AuditError
-from audit.generate.openai_http import Malformed, OpenAIServer, Rejected, ServerError, StreamResult, Transient
+from audit.generate.openai_http import Cut, Malformed, OpenAIServer, Rejected, ServerError, StreamResult, Transient
 from audit.generate.prompts import PromptTemplate, chat_messages, prompt_sha256
 from audit.generate.vllm_server import (
     DEFAULT_PROGRAM,
@@ -240,7 +240,8 @@ class Runtime:
     retries: int = 4
     backoff_s: float = 0.5
     """First retry waits this long; each further retry twice as long (with jitter)."""
-    request_timeout: float = 600.0
+    request_timeout: float = 3600.0
+    """Seconds one request may take in all (connect, headers, the whole stream); a request past it is cut."""
     launch_timeout: float = 900.0
     progress: bool = True
 
@@ -363,6 +364,10 @@ def apply_model_defaults(sampling: Sampling, given: set[str], gen: dict[str, Any
     if not gen:
         return sampling
     values = {k: gen[k] for k in SAMPLING_FROM_GENERATION_CONFIG if k not in given and gen.get(k) is not None}
+    for k, v in values.items():  # (int("٣") is 3: a number given as text is refused, not read)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (k == "top_k" and v != int(v)):
+            kind = "an integer" if k == "top_k" else "a number"
+            raise AuditError(f"generation_config.json: {k} is {v!r}, not {kind}")
     if "top_k" in values:
         values["top_k"] = max(0, int(values["top_k"]))
     return replace(sampling, **values)
@@ -380,7 +385,7 @@ def detect_hardware() -> str | None:
         return None
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible:
-        idx = [int(x) for x in visible.split(",") if x.strip().isdigit()]
+        idx = [int(x) for x in visible.split(",") if x.strip().isascii() and x.strip().isdigit()]
         names = [names[i] for i in idx if i < len(names)] or names
     counts = Counter(names)
     return ", ".join(f"{n}x {name}" for name, n in counts.items())
@@ -550,7 +555,7 @@ class GenerateRun:
             self.note(f"starting the server: {' '.join(srv.command)}")
             srv.start()
             # In the slots from now on, so that stop_servers() stops it whatever happens next.
-            self.slots = [ServerSlot(0, OpenAIServer(srv.url, timeout=self.rt.request_timeout), launched=srv)]
+            self.slots = [ServerSlot(0, self._client(srv.url), launched=srv)]
             session["launch"]["pid"] = srv.pid
             self._save_state()
             t0 = time.monotonic()
@@ -561,7 +566,7 @@ class GenerateRun:
                 self.watchers = [LogWatcher(srv.log_path)]
         else:
             urls = self.state.get("server_override") or cfg.servers
-            self.slots = [ServerSlot(i, OpenAIServer(u, timeout=self.rt.request_timeout)) for i, u in enumerate(urls)]
+            self.slots = [ServerSlot(i, self._client(u)) for i, u in enumerate(urls)]
             if cfg.log_check and cfg.server_logs:
                 self.watchers = [LogWatcher(Path(p)) for p in cfg.server_logs]
         for slot in self.slots:
@@ -569,6 +574,10 @@ class GenerateRun:
             session["servers"].append(slot.info)
         self._check_servers_agree()
         self._save_state()
+
+    def _client(self, url: str) -> OpenAIServer:
+        # --request-timeout bounds each read and each request in all (a server dripping bytes is cut).
+        return OpenAIServer(url, timeout=self.rt.request_timeout, deadline=self.rt.request_timeout)
 
     def _describe(self, slot: ServerSlot) -> dict[str, Any]:
         c = slot.client
@@ -715,7 +724,7 @@ class GenerateRun:
         base = dict(item_id=task.item_id, sample=task.sample, attempt=task.attempt, prompt_sha256=sha)
         try:
             n_prompt = self.token_count(task.item_id, slot)
-        except (Rejected, Malformed) as e:
+        except (Rejected, Malformed, Cut) as e:
             return Outcome(task, row=ResponseRow(**base, response=None, error=f"counting prompt tokens: {e}"),
                            server=slot.index)
         except _TaskFailed as e:
@@ -749,7 +758,7 @@ class GenerateRun:
                 if attempt < self.rt.retries:
                     time.sleep(self.rt.backoff_s * 2 ** attempt * (1 + random.random() / 2))
                 continue
-            except (Rejected, Malformed) as e:
+            except (Rejected, Malformed, Cut) as e:  # (a cut stream would be cut again: not retried)
                 row = ResponseRow(**base, response=None, max_tokens=max_tokens, seed=seed, started_at=started,
                                   finished_at=time.time(), error=str(e),
                                   extra=self._extra(slot, rid, attempt + 1))
@@ -760,11 +769,14 @@ class GenerateRun:
                 extra["stop_reason"] = res.stop_reason
             if res.reasoning is not None:
                 extra["reasoning"] = res.reasoning
+            # A `stop` at exactly max_tokens is recorded as such: whether the text ended or the budget
+            # did cannot be told from the reply, so the row says so and policies decide.
+            at_budget = res.finish_reason == "stop" and res.completion_tokens == max_tokens
             row = ResponseRow(**base, response=res.text, finish_reason=res.finish_reason,
                               prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens,
                               max_tokens=max_tokens, seed=seed, started_at=res.started_at,
                               first_token_s=None if res.first_token_s is None else round(res.first_token_s, 6),
-                              finished_at=res.finished_at, extra=extra)
+                              finished_at=res.finished_at, at_budget=True if at_budget else None, extra=extra)
             sent = {k: body[k] for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty",
                                          "presence_penalty", "frequency_penalty", "min_tokens", "stop", "n", "seed")}
             sent["max_tokens"] = max_tokens

@@ -131,6 +131,8 @@ class LaunchedServer:
     def __post_init__(self) -> None:
         given = flag_value(self.args, "--port")
         if given is not None:
+            if not (given.isascii() and given.isdigit()):  # (int() reads "٨٠٠٠" as 8000)
+                raise AuditError(f"--launch: --port {given!r} is not a port number in ASCII digits")
             self.port = int(given)
         elif self.port is None:
             self.port = free_port()
@@ -308,26 +310,40 @@ def logged_ids(request_id: str) -> tuple[str, ...]:
 class LogWatcher:
     """Reads a growing server log and collects the parameters logged for each request id."""
 
+    MAX_LINE = 1024 * 1024
+    """Longest log line read (a `Received request` line is a few hundred bytes); longer ones are skipped."""
+    CHUNK = 16 * 1024 * 1024
+    """A poll reads the log's new bytes this many at a time, so a log grown by gigabytes is not loaded whole."""
+
     def __init__(self, path: Path):
         self.path = path
         self._offset = 0
         self._partial = b""
+        self._skipping = False
         self.applied: dict[str, dict[str, Any]] = {}
 
     def poll(self) -> None:
         try:
-            with open(self.path, "rb") as f:
-                f.seek(self._offset)
-                data = f.read()
+            f = open(self.path, "rb")
         except OSError:
             return
-        if not data:
-            return
-        self._offset += len(data)
-        data = self._partial + data
-        lines = data.split(b"\n")
+        with f:
+            f.seek(self._offset)
+            while data := f.read(self.CHUNK):
+                self._offset += len(data)
+                self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
+        lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
+        if self._skipping and lines:
+            lines.pop(0)  # the end of an over-long line
+            self._skipping = False
+        if len(self._partial) > self.MAX_LINE:
+            self._partial, self._skipping = b"", True
         for raw in lines:
+            if len(raw) > self.MAX_LINE:
+                continue
             if b"Received request" not in raw:
                 continue
             got = parse_received(raw.decode("utf-8", "replace"))

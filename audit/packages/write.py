@@ -45,7 +45,7 @@ from audit.producer import producer
 def created_now() -> str:
     """ISO 8601 UTC creation time; honours SOURCE_DATE_EPOCH for reproducible builds."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    t = int(epoch) if epoch and epoch.isdigit() else int(time.time())
+    t = int(epoch) if epoch and epoch.isascii() and epoch.isdigit() else int(time.time())
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
