@@ -103,6 +103,17 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("kinds.dup-key-claims-table", "a duplicate key in a JSONL table `audit verify` reads", "added", "succeeded"),
     ("pkg.toctou-bundle", "a file rewritten between `audit bundle`'s validation and its tarring", "added",
      "succeeded"),
+    # ---- round 3 (trace)
+    ("trace.gzip-whitespace-bomb", "a small .json.gz trace that expands to gigabytes of blank space", "issue",
+     "succeeded"),
+    ("trace.plain-whitespace-cap", "a plain .json trace of more blank space than the JSON-text limit", "added",
+     "succeeded"),
+    ("trace.numeric-ts", 'a trace event whose ts is "Infinity", 1e999999999 or 10**300', "issue", "succeeded"),
+    ("trace.numeric-class", "dur, ts, correlation, stream, device, pid/tid: NaN, negative, bool, strings, "
+     "thousands of digits, out-of-range ids", "added", "succeeded"),
+    ("trace.dup-key-event", 'a trace event naming "dur" twice', "issue", "succeeded"),
+    ("trace.dup-key-class", "a key twice in an event's args, with blank space before its colon, in a metadata "
+     "value, at the top level", "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -17,6 +17,7 @@ is left out, and with fewer than two markers per-step figures are refused, never
 
 from __future__ import annotations
 
+import json
 import re
 from array import array
 from bisect import bisect_right
@@ -46,7 +47,7 @@ from audit.trace.models import (
     TraceSummary,
 )
 from audit.trace import DEFAULT_STEP_MARKER
-from audit.trace.reader import MAX_JSON_CHARS, TraceError, TraceReader, to_id, to_ns
+from audit.trace.reader import MAX_JSON_CHARS, MAX_NS, TraceError, TraceReader, to_id, to_ns
 
 
 VLLM_STEP_MARKER = r"^execute_context_"
@@ -233,8 +234,12 @@ def _bad(reader: TraceReader, index: int, event: dict[str, Any], what: str) -> T
 
 def _field(e: dict[str, Any], key: str) -> str:
     """A numeric field's value as the error shows it (cut short)."""
-    v = e.get(key)
-    return "missing" if v is None and key not in e else repr(v)[:40]
+    if key not in e:
+        return "missing"
+    v = e[key]
+    text = v if type(v) is str else json.dumps(v) if type(v) is not int or v.bit_length() < 200 else \
+        f"an integer of {v.bit_length()} bits"
+    return text if len(text) <= 40 else text[:40] + "…"
 
 
 def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Iterable[str] = MARKER_CATEGORIES,
@@ -297,8 +302,15 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
             stream = to_id(args.get("stream", e.get("tid")))
             if stream is None:
                 raise _bad(reader, index, e, "no stream: args.stream (or tid) must be an integer from 0 to 2**62")
-            dev = args.get("device", e.get("pid"))
-            corr = to_id(args.get("correlation"))
+            dev = args.get("device")
+            dev = (to_id(e.get("pid")) or 0) if dev is None else to_id(dev)
+            if dev is None:
+                raise _bad(reader, index, e, f"args.device {_field(args, 'device')} is not an id from 0 to 2**62")
+            corr = args.get("correlation")
+            if type(corr) is int and corr >= MAX_NS:  # negative: no correlation, as before
+                raise _bad(reader, index, e, f"args.correlation {_field(args, 'correlation')} is not an id from 0 "
+                                             f"to 2**62")
+            corr = to_id(corr)
             nid = name_ids.get(name)
             if nid is None:
                 nid = name_ids[name] = len(names)
@@ -307,17 +319,18 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
             g_cat(gpu)
             g_ts(ts)
             g_dur(dur)
-            g_dev(to_id(dev) or 0)
+            g_dev(dev)
             g_stream(stream)
             g_corr(corr if corr is not None else _MISSING_CORRELATION)
             g_thread(thread_id(e.get("pid"), e.get("tid")))
         elif kind[2]:
             args = e.get("args")
             corr = args.get("correlation") if type(args) is dict else None
-            if type(corr) is not int or ph != "X":
+            if type(corr) is not int or corr < 0 or ph != "X":
                 continue
-            if to_id(corr) is None:
-                raise _bad(reader, index, e, f"args.correlation {corr!r:.40} is not an id from 0 to 2**62")
+            if corr >= MAX_NS:
+                raise _bad(reader, index, e, f"args.correlation {_field(args, 'correlation')} is not an id from 0 "
+                                             f"to 2**62")
             ts = to_ns(e.get("ts"))
             if ts is None or ts < 0:
                 raise _bad(reader, index, e, f"'ts' is not a time ({_field(e, 'ts')}): a number of µs, "
