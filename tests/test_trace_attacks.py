@@ -167,7 +167,7 @@ def test_a_key_named_twice_is_refused(cli, tmp_path, case):
 
 
 def test_a_name_holding_blank_then_colon_still_reads_exactly(tmp_path):
-    """`" :` inside a string switches the reader to exact decoding; the figures do not change."""
+    """A name holding `" :` (which looks like a key before its colon) reads as any other name."""
     from audit.trace.analyze import analyze
 
     b = TraceBuilder()
