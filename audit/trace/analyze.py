@@ -5,7 +5,10 @@ One pass over the trace collects what the figures need, in compact arrays:
   correlation id;
 - launch events (CPU `cuda_runtime` / `cuda_driver` events with `args.correlation`): their start,
   and whether they launch a CUDA graph;
-- step markers: CPU annotations (`user_annotation`, `cpu_op`) whose name matches the marker pattern;
+- step markers: CPU events (`user_annotation`, `cpu_op`, `python_function`, ...) whose name matches the
+  marker pattern;
+- communication ops (`nccl:*`, `c10d::*`, `vllm::*`, `record_param_comms`): their span and kind, which
+  classify the NCCL/RCCL kernels launched inside them that the kernel name leaves unclassified;
 - `ac2g` flow events, used only for GPU events that lack `args.correlation`.
 
 A GPU event belongs to the step in which the CPU event that launched it started: matched through
@@ -13,6 +16,8 @@ the correlation id, never by the GPU event's own timestamp (the GPU runs behind 
 more than a step). Step k runs from marker k's start to marker k+1's start, so n markers bound
 n − 1 complete steps; work launched after the last marker belongs to a step without an end and
 is left out, and with fewer than two markers per-step figures are refused, never estimated.
+`step_span="marker"` reads each marker's own span (start to start + dur) as the step instead: HTA's
+reading, under which one marker is one step; it is recorded in the summary's config.
 """
 
 from __future__ import annotations
