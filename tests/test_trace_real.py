@@ -190,3 +190,21 @@ def test_step_span_marker_needs_marker_durations(tmp_path):
     with pytest.raises(TraceError, match=r"--step-span marker: the step marker 'ProfilerStep#0' \(traceEvents\[0\]\) "
                                          r"has no duration"):
         analyze(b.write(tmp_path / "t.json"), TraceOptions(step_span="marker"))
+
+
+def test_the_evidence_package_of_analysis_1_still_recomputes_as_written():
+    """packages/evidence-h200-trace/profile-decode-tp1 was written before `config.analysis`: it reads as 1 and
+    the claims recipe recomputes it with analysis 1's options (audit verify's M13 and M15 rest on it)."""
+    from pathlib import Path
+
+    from audit.claims.recipes_trace import _recomputed
+    from audit.packages import open_package
+
+    pkg_dir = Path(__file__).resolve().parent.parent / "packages/evidence-h200-trace/profile-decode-tp1"
+    with open_package(pkg_dir, kind="profile") as pkg:
+        loaded, how = _recomputed(pkg, "profile-decode-tp1")
+    cfg = loaded.summary.config
+    assert (cfg.analysis, cfg.step_span, cfg.collective_ops) == (1, "next_marker", {})
+    assert "python_function" not in cfg.marker_categories
+    assert how.startswith("recomputed from the trace in the package")
+    assert loaded.summary.steps.kernels_per_step.median == 436
