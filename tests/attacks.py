@@ -193,6 +193,17 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("fmt.unicode-digits-generate", "non-ASCII digits in generate's numeric options, launch --port, "
                                     "generation_config.json, CUDA_VISIBLE_DEVICES, SOURCE_DATE_EPOCH", "issue",
      "succeeded"),
+    # ---- round 3 (trace)
+    ("trace.gzip-whitespace-bomb", "a small .json.gz trace that expands to gigabytes of blank space", "issue",
+     "succeeded"),
+    ("trace.plain-whitespace-cap", "a plain .json trace of more blank space than the JSON-text limit", "added",
+     "succeeded"),
+    ("trace.numeric-ts", 'a trace event whose ts is "Infinity", 1e999999999 or 10**300', "issue", "succeeded"),
+    ("trace.numeric-class", "dur, ts, correlation, stream, device, pid/tid: NaN, negative, bool, strings, "
+     "thousands of digits, out-of-range ids", "added", "succeeded"),
+    ("trace.dup-key-event", 'a trace event naming "dur" twice', "issue", "succeeded"),
+    ("trace.dup-key-class", "a key twice in an event's args, with blank space before its colon, in a metadata "
+     "value, at the top level", "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

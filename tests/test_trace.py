@@ -74,7 +74,8 @@ def test_alexnet_trace_has_no_step_markers_so_per_step_figures_are_refused(share
     r = analyze(shared(ALEXNET))
     s = r.summary
     assert s.steps is None and r.steps == [] and s.collectives == []
-    assert s.markers.refused == "no event matches the step marker /^ProfilerStep#\\d+$/"
+    assert s.markers.refused == ("no event matches the step marker /^ProfilerStep#\\d+$/ (markers are read from "
+                                 "user_annotation, cpu_op, cpu_instant_event, operator, python_function events)")
     assert (s.trace.kernels, s.trace.memcpy, s.trace.memset) == (79, 16, 3)
     assert s.trace.devices == ["0: NVIDIA A100-PG509-200"]
     assert s.main_stream.window == "trace" and s.main_stream.stream == "7"

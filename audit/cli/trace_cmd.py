@@ -23,12 +23,13 @@ class _TraceGroup(click.Group):
 
 
 def _options(step_marker: str, step_filter: str | None, collective: tuple[str, ...], main_stream: str | None,
-             embed_limit_mb: float = 20.0):
+             step_span: str, max_json_mb: float, embed_limit_mb: float = 20.0):
     from audit.trace.analyze import DEFAULT_COLLECTIVES, TraceOptions, with_collectives
 
     return TraceOptions(step_marker=step_marker, step_filter=step_filter,
                         collectives=with_collectives(DEFAULT_COLLECTIVES, collective), main_stream=main_stream,
-                        embed_limit_bytes=int(round(embed_limit_mb * 1_000_000)))
+                        embed_limit_bytes=int(round(embed_limit_mb * 1_000_000)), step_span=step_span,
+                        max_json_chars=int(max_json_mb * 1_000_000))
 
 
 def _step_options(f):
@@ -37,17 +38,28 @@ def _step_options(f):
     f = click.option("--main-stream", metavar="STREAM",
                      help="Stream whose busy time and gaps are reported (default: the one that ran the most "
                           "kernels); `DEVICE:STREAM` when the trace spans several GPUs.")(f)
+    f = click.option("--max-json-mb", type=click.FloatRange(min=1), default=4000.0, show_default=True,
+                     metavar="MB", help="Refuse a trace of more JSON text than this (after gzip).")(f)
+    f = click.option("--step-span", type=click.Choice(["next_marker", "marker"]), default="next_marker",
+                     show_default=True,
+                     help="next_marker: a step runs from its marker to the next one (N markers, N-1 steps); "
+                          "marker: a step is its marker's own span (HTA's reading; one marker, one step).")(f)
     f = click.option("--collective", multiple=True, metavar="KIND=REGEX",
-                     help="Add a kernel-name pattern (case-insensitive) to a collective kind, e.g. "
-                          "all_reduce=my_ar_kernel; repeatable. Built in: all_reduce (NCCL AllReduce, vLLM "
-                          "cross_device_reduce, symmetric-memory all_reduce), all_gather, reduce_scatter, "
-                          "all_to_all, send_recv, broadcast.")(f)
+                     help="Add a kernel-name pattern (case-insensitive re.search) to a collective kind, e.g. "
+                          "all_reduce=my_ar_kernel; repeatable. Built in, by kernel family (never a word inside "
+                          "a fused kernel's name): all_reduce (NCCL AllReduce, vLLM cross_device_reduce, "
+                          "symmetric-memory all_reduce), all_gather, reduce_scatter, all_to_all, send_recv, "
+                          "broadcast. An NCCL/RCCL kernel whose name says no kind (ncclDevKernel_Generic) takes "
+                          "the kind of the communication op enclosing its launch (nccl:*, c10d::*, vllm::*, "
+                          "record_param_comms).")(f)
     f = click.option("--step-filter", metavar="REGEX",
                      help="Count only steps whose marker name matches, e.g. '_context_0\\(0\\)_generation_[1-9]' for "
                           "vLLM's decode-only steps; the other markers still bound steps.")(f)
     f = click.option("--step-marker", metavar="REGEX", default=DEFAULT_STEP_MARKER, show_default=True,
-                     help="CPU annotation that starts a step (re.search on user_annotation/cpu_op names). "
-                          "vLLM 0.26 marks each engine step with '^execute_context_'.")(f)
+                     help="CPU event that starts a step (re.search on the names of user_annotation, cpu_op, "
+                          "cpu_instant_event, operator and python_function events). vLLM 0.26 marks each engine "
+                          "step with '^execute_context_'; older vLLM V1 traces taken with Python stacks with "
+                          "'gpu_worker\\.py\\(\\d+\\): execute_model$'.")(f)
     return f
 
 
@@ -73,15 +85,16 @@ def trace() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (schemas/trace_summary.v1.json).")
 @click.option("--force", is_flag=True, help="Replace PACKAGE if it exists.")
 def summarize(trace_file: Path, output: Path, step_marker: str, step_filter: str | None,
-              collective: tuple[str, ...], main_stream: str | None, embed_limit_mb: float, as_json: bool,
-              force: bool) -> int:
+              collective: tuple[str, ...], main_stream: str | None, step_span: str, max_json_mb: float,
+              embed_limit_mb: float, as_json: bool, force: bool) -> int:
     """Summarise one trace into a profile package.
 
     Steps run from one step marker's start to the next one's: N markers bound N-1 complete
-    steps. Every GPU kernel, memcpy and memset counts in the step where the CPU event that
-    launched it started (matched through its correlation id, or its ac2g flow), never by its
-    own timestamp; CUDA-graph replays count in the step of their graph launch. With fewer than
-    two markers, per-step figures are refused, not estimated. Reports kernels per step (per
+    steps (or, with --step-span marker, each marker's own span is a step). Every GPU kernel,
+    memcpy and memset counts in the step where the CPU event that launched it started (matched
+    through its correlation id, or its ac2g flow), never by its own timestamp; CUDA-graph
+    replays count in the step of their graph launch. Without a complete step, per-step figures
+    are refused, not estimated. Reports kernels per step (per
     stream, and whether constant), median step and kernel durations, the main stream's busy
     fraction and gaps, CUDA-graph replays, and collectives by position within the step.
 
@@ -94,7 +107,7 @@ def summarize(trace_file: Path, output: Path, step_marker: str, step_filter: str
     from audit.trace.package import summarize_to_package
     from audit.trace.report import render_summary
 
-    options = _options(step_marker, step_filter, collective, main_stream, embed_limit_mb)
+    options = _options(step_marker, step_filter, collective, main_stream, step_span, max_json_mb, embed_limit_mb)
     manifest, summary = summarize_to_package(trace_file, output, options, force=force)
     if as_json:
         click.echo(dumps_pretty(summary.model_dump(mode="json")), nl=False)
@@ -114,7 +127,7 @@ def summarize(trace_file: Path, output: Path, step_marker: str, step_filter: str
 @click.option("--top", type=click.IntRange(min=0), default=40, show_default=True, metavar="N",
               help="Kernel names printed in text (largest time change first); 0 for all.")
 def diff(a: Path, b: Path, step_marker: str, step_filter: str | None, collective: tuple[str, ...],
-         main_stream: str | None, fmt: str, top: int) -> int:
+         main_stream: str | None, step_span: str, max_json_mb: float, fmt: str, top: int) -> int:
     """Per-kernel-name count and time changes between A and B (trace files or profile packages).
 
     Per step when both sides have complete steps (each side divided by its own step count),
@@ -126,7 +139,7 @@ def diff(a: Path, b: Path, step_marker: str, step_filter: str | None, collective
     from audit.trace.diff import diff_traces
     from audit.trace.report import render_diff
 
-    report = diff_traces(a, b, _options(step_marker, step_filter, collective, main_stream))
+    report = diff_traces(a, b, _options(step_marker, step_filter, collective, main_stream, step_span, max_json_mb))
     if fmt == "json":
         click.echo(dumps_pretty(report.model_dump(mode="json")), nl=False)
     else:

@@ -5,7 +5,10 @@ One pass over the trace collects what the figures need, in compact arrays:
   correlation id;
 - launch events (CPU `cuda_runtime` / `cuda_driver` events with `args.correlation`): their start,
   and whether they launch a CUDA graph;
-- step markers: CPU annotations (`user_annotation`, `cpu_op`) whose name matches the marker pattern;
+- step markers: CPU events (`user_annotation`, `cpu_op`, `python_function`, ...) whose name matches the
+  marker pattern;
+- communication ops (`nccl:*`, `c10d::*`, `vllm::*`, `record_param_comms`): their span and kind, which
+  classify the NCCL/RCCL kernels launched inside them that the kernel name leaves unclassified;
 - `ac2g` flow events, used only for GPU events that lack `args.correlation`.
 
 A GPU event belongs to the step in which the CPU event that launched it started: matched through
@@ -13,12 +16,16 @@ the correlation id, never by the GPU event's own timestamp (the GPU runs behind 
 more than a step). Step k runs from marker k's start to marker k+1's start, so n markers bound
 n − 1 complete steps; work launched after the last marker belongs to a step without an end and
 is left out, and with fewer than two markers per-step figures are refused, never estimated.
+`step_span="marker"` reads each marker's own span (start to start + dur) as the step instead: HTA's
+reading, under which one marker is one step; it is recorded in the summary's config.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from array import array
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -45,27 +52,69 @@ from audit.trace.models import (
     TraceSummary,
 )
 from audit.trace import DEFAULT_STEP_MARKER
-from audit.trace.reader import TraceError, TraceReader, to_ns
+from audit.trace.reader import MAX_JSON_CHARS, MAX_NS, TraceError, TraceReader, to_id, to_ns
 
 
 VLLM_STEP_MARKER = r"^execute_context_"
 """vLLM's per-step annotation (`execute_context_N(T)_generation_M(T)`, gpu_worker.annotate_profile)."""
 
-MARKER_CATEGORIES = ("user_annotation", "cpu_op", "cpu_instant_event", "operator")
+VLLM_WORKER_STEP_MARKER = r"gpu_worker\.py\(\d+\): execute_model$"
+"""Older vLLM V1 traces taken with Python stacks: each engine step is a `python_function` event
+`vllm/v1/worker/gpu_worker.py(N): execute_model` (the model runner's own execute_model nests in it)."""
+
+MARKER_CATEGORIES = ("user_annotation", "cpu_op", "cpu_instant_event", "operator", "python_function")
 """CPU event categories that may hold step markers (GPU-side copies of annotations never do)."""
 
+MARKER_CATEGORIES_V1 = ("user_annotation", "cpu_op", "cpu_instant_event", "operator")
+"""The categories of analysis 1 (packages written before python_function markers were read)."""
+
+ANALYSIS_VERSION = 2
+"""Version of the analysis a new summary records (`config.analysis`). 1: collectives by a substring of the
+kernel name only; 2: by kernel family, then NCCL/RCCL kernels by the communication op enclosing their launch,
+python_function markers, marker-span steps, refusals that say what the trace holds. A package recomputes with
+the version and options it records, so old packages keep reproducing."""
+
+_FAMILY = r"(?:^|[\s:&*])"
+"""Start of a kernel's own identifier (after `void `, a namespace `::`, or nothing): a pattern anchored here
+matches a kernel family, never a word inside a fused name such as Inductor's
+`triton_poi_fused_add_all_reduce_...`."""
+
 DEFAULT_COLLECTIVES: dict[str, tuple[str, ...]] = {
-    # NCCL (ncclDevKernel_AllReduce_Sum_bf16_RING_LL, older ncclKernel_AllReduce_...), vLLM's custom
-    # all-reduce (cross_device_reduce_1stage/2stage), torch symmetric memory (one_shot_all_reduce,
-    # two_shot_all_reduce, multimem_all_reduce), FlashInfer/TensorRT-LLM (allreduce_fusion...).
-    "all_reduce": (r"allreduce", r"all_reduce", r"cross_device_reduce"),
-    "all_gather": (r"allgather", r"all_gather"),
-    "reduce_scatter": (r"reducescatter", r"reduce_scatter"),
-    "all_to_all": (r"alltoall", r"all_to_all"),
-    "send_recv": (r"sendrecv", r"nccl(?:Dev)?Kernel_Send", r"nccl(?:Dev)?Kernel_Recv"),
-    "broadcast": (r"nccl(?:Dev)?Kernel_Broadcast",),
+    # NCCL/RCCL (ncclDevKernel_AllReduce_Sum_bf16_RING_LL, older ncclKernel_AllReduce_...), vLLM's custom
+    # all-reduce (vllm::cross_device_reduce_1stage/2stage), torch symmetric memory (one_shot_all_reduce,
+    # two_shot_all_reduce, multimem_all_reduce), FlashInfer/TensorRT-LLM (allreduce_fusion_kernel...).
+    "all_reduce": (_FAMILY + r"nccl(?:Dev)?Kernel_AllReduce", _FAMILY + r"cross_device_reduce_",
+                   _FAMILY + r"(?:one_shot|two_shot|multimem)_all_reduce", _FAMILY + r"allreduce_fusion"),
+    "all_gather": (_FAMILY + r"nccl(?:Dev)?Kernel_AllGather", _FAMILY + r"multimem_all_gather"),
+    "reduce_scatter": (_FAMILY + r"nccl(?:Dev)?Kernel_ReduceScatter", _FAMILY + r"(?:two_shot|multimem)_reduce_scatter"),
+    "all_to_all": (_FAMILY + r"nccl(?:Dev)?Kernel_AllToAll",),
+    "send_recv": (_FAMILY + r"nccl(?:Dev)?Kernel_(?:SendRecv|Send|Recv)",),
+    "broadcast": (_FAMILY + r"nccl(?:Dev)?Kernel_Broadcast",),
 }
-"""Collective kinds and their kernel-name patterns (case-insensitive `re.search`); extend with --collective."""
+"""Collective kinds and their kernel-family patterns (case-insensitive `re.search`, anchored at the start of
+an identifier); extend with --collective."""
+
+_OP = r"(?:nccl:|c10d::|vllm::|record_param_comms:)_?"
+DEFAULT_COLLECTIVE_OPS: dict[str, tuple[str, ...]] = {
+    "all_reduce": (_OP + r"all_?reduce(?:_coalesced)?_?",),
+    "all_gather": (_OP + r"all_?gather(?:_base|_into_tensor(?:_coalesced)?|_coalesced)?_?",),
+    "reduce_scatter": (_OP + r"reduce_?scatter(?:_base|_tensor(?:_coalesced)?)?_?",),
+    "all_to_all": (_OP + r"all_?to_?all(?:_base|_single)?_?",),
+    "send_recv": (_OP + r"(?:send|recv(?:_any_source)?|batch_isend_irecv)_?",),
+    "broadcast": (_OP + r"broadcast_?",),
+}
+"""Communication ops (CPU `cpu_op`/`user_annotation` names, `re.fullmatch`, case-insensitive) and the kind of
+the NCCL/RCCL kernels launched inside them: `nccl:all_reduce`, `c10d::allreduce_`, `vllm::all_reduce`, and
+`record_param_comms` by its `Collective name` argument (read as `record_param_comms:NAME`). Only a kernel whose
+name says NCCL/RCCL but no kind (`ncclDevKernel_Generic_2`) is classified so: a copy kernel that a
+communication op launches is no collective."""
+
+_OP_PREFIXES = ("nccl:", "c10d::", "vllm::", "record_param_comms")
+_NCCL_KERNEL = re.compile(r"^(?:void\s+)?[nr]ccl", re.IGNORECASE)
+
+STEP_SPANS = ("next_marker", "marker")
+"""`next_marker`: a step runs from its marker's start to the next marker's start (n markers, n − 1 steps);
+`marker`: a step is its marker's own span, start to start + dur (HTA's reading; one marker, one step)."""
 
 EMBED_LIMIT_BYTES = 20_000_000
 """Trace files up to this size are copied into the package; larger ones are pinned by sha256 only."""
@@ -89,6 +138,23 @@ class TraceOptions:
     collectives: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_COLLECTIVES))
     main_stream: str | None = None
     embed_limit_bytes: int = EMBED_LIMIT_BYTES
+    marker_categories: tuple[str, ...] = MARKER_CATEGORIES
+    collective_ops: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_COLLECTIVE_OPS))
+    step_span: str = "next_marker"
+    analysis: int = ANALYSIS_VERSION
+    max_json_chars: int = MAX_JSON_CHARS
+
+    def ops_compiled(self) -> list[tuple[str, re.Pattern[str]]]:
+        """The communication-op patterns, one alternation per kind."""
+        out = []
+        for kind, pats in self.collective_ops.items():
+            if pats:
+                try:
+                    out.append((kind, re.compile("|".join(f"(?:{p})" for p in pats), re.IGNORECASE)))
+                except re.error as e:
+                    raise TraceError(f"collective op pattern for {kind} is not a valid regular expression: {e}"
+                                     ) from None
+        return out
 
     def compiled(self) -> tuple[re.Pattern[str], re.Pattern[str] | None, list[tuple[str, re.Pattern[str]]]]:
         def comp(pattern: str, what: str, flags: int = 0) -> re.Pattern[str]:
@@ -97,6 +163,10 @@ class TraceOptions:
             except re.error as e:
                 raise TraceError(f"{what} {pattern!r} is not a valid regular expression: {e}") from None
 
+        if self.step_span not in STEP_SPANS:
+            raise TraceError(f"--step-span {self.step_span!r}: expected one of {', '.join(STEP_SPANS)}")
+        if self.analysis not in (1, ANALYSIS_VERSION):
+            raise TraceError(f"analysis version {self.analysis} is not one this audit runs (1, {ANALYSIS_VERSION})")
         marker = comp(self.step_marker, "--step-marker")
         flt = comp(self.step_filter, "--step-filter") if self.step_filter is not None else None
         coll = [(kind, comp("|".join(f"(?:{p})" for p in pats), f"--collective {kind}=", re.IGNORECASE))
@@ -138,21 +208,27 @@ class _Collected:
     g_stream: array = field(default_factory=lambda: array("q"))
     g_corr: array = field(default_factory=lambda: array("q"))
     g_thread: array = field(default_factory=lambda: array("q"))
-    # launches: correlation id -> start (ns); graph launches by correlation id
+    # launches: correlation id -> start (ns), and the thread that launched; graph launches by correlation id
     launches: dict[int, int] = field(default_factory=dict)
+    launch_threads: dict[int, int] = field(default_factory=dict)
     graph_launches: set[int] = field(default_factory=set)
     # step markers: (start ns, event index, name, thread id, end ns or None)
     markers: list[tuple[int, int, str, int, int | None]] = field(default_factory=list)
+    # communication ops: thread id -> [(start ns, end ns, kind index)]
+    comm_ops: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
     # ac2g flow ends: (thread id, ts ns) -> flow id
     flow_ends: dict[tuple[int, int], int] = field(default_factory=dict)
     threads: dict[tuple[Any, Any], int] = field(default_factory=dict)
     categories: Counter[str] = field(default_factory=Counter)
     vllm_annotations: int = 0
+    vllm_worker_steps: int = 0
+    vllm_functions: int = 0
     events: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
 _MISSING_CORRELATION = -1
+_VLLM_WORKER = re.compile(VLLM_WORKER_STEP_MARKER)
 
 
 def _bad(reader: TraceReader, index: int, event: dict[str, Any], what: str) -> TraceError:
@@ -161,15 +237,28 @@ def _bad(reader: TraceReader, index: int, event: dict[str, Any], what: str) -> T
     return TraceError(f"traceEvents[{index}] ({event.get('cat')}{shown}): {what}", path=reader.label)
 
 
-def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
-    """One streaming pass over the trace."""
+def _field(e: dict[str, Any], key: str) -> str:
+    """A numeric field's value as the error shows it (cut short)."""
+    if key not in e:
+        return "missing"
+    v = e[key]
+    text = v if type(v) is str else json.dumps(v) if type(v) is not int or v.bit_length() < 200 else \
+        f"an integer of {v.bit_length()} bits"
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Iterable[str] = MARKER_CATEGORIES,
+            ops: list[tuple[str, re.Pattern[str]]] | None = None) -> _Collected:
+    """One streaming pass over the trace. `ops`: communication-op patterns by kind (none: not collected)."""
     c = _Collected()
     names, name_ids, threads = c.names, c.name_ids, c.threads
     g_name, g_cat, g_ts, g_dur = c.g_name.append, c.g_cat.append, c.g_ts.append, c.g_dur.append
     g_dev, g_stream, g_corr, g_thread = c.g_dev.append, c.g_stream.append, c.g_corr.append, c.g_thread.append
-    launches, graph_launches = c.launches, c.graph_launches
+    launches, launch_threads, graph_launches = c.launches, c.launch_threads, c.graph_launches
     categories = c.categories
-    kind_of: dict[Any, list[Any]] = {}  # cat -> [label, gpu code, launch?, marker?, events seen]
+    marker_cats = {m.lower() for m in marker_categories}
+    op_cats = {"cpu_op", "user_annotation"} if ops else set()
+    kind_of: dict[Any, list[Any]] = {}  # cat -> [label, gpu code, launch?, marker?, events seen, comm op?]
     kinds: list[list[Any]] = []
     marker_search = marker.search
 
@@ -190,7 +279,8 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
         if kind is None:
             label = cat if isinstance(cat, str) else "(none)"
             low = label.lower()
-            kind = [label, _GPU_CATEGORIES.get(low), low in _LAUNCH_CATEGORIES, low in MARKER_CATEGORIES, 0]
+            kind = [label, _GPU_CATEGORIES.get(low), low in _LAUNCH_CATEGORIES, low in marker_cats, 0,
+                    low in op_cats, low == "python_function"]
             kinds.append(kind)
             if type(cat) is str or cat is None:
                 kind_of[cat] = kind
@@ -205,18 +295,27 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
             dur = to_ns(e.get("dur"))
             if type(name) is not str:
                 raise _bad(reader, index, e, "no 'name' string")
-            if ts is None:
-                raise _bad(reader, index, e, "missing or non-numeric 'ts'")
+            if ts is None or ts < 0:
+                raise _bad(reader, index, e, f"'ts' is not a time ({_field(e, 'ts')}): a number of µs, "
+                                             f"0 or more")
             if dur is None or dur < 0:
-                raise _bad(reader, index, e, "missing, negative or non-numeric 'dur'")
+                raise _bad(reader, index, e, f"'dur' is not a duration ({_field(e, 'dur')}): a number of µs, "
+                                             f"0 or more")
             args = e.get("args")
             if type(args) is not dict:
                 args = {}
-            stream = args.get("stream", e.get("tid"))
-            if type(stream) is not int:
-                raise _bad(reader, index, e, "no integer stream (args.stream or tid)")
-            dev = args.get("device", e.get("pid"))
+            stream = to_id(args.get("stream", e.get("tid")))
+            if stream is None:
+                raise _bad(reader, index, e, "no stream: args.stream (or tid) must be an integer from 0 to 2**62")
+            dev = args.get("device")
+            dev = (to_id(e.get("pid")) or 0) if dev is None else to_id(dev)
+            if dev is None:
+                raise _bad(reader, index, e, f"args.device {_field(args, 'device')} is not an id from 0 to 2**62")
             corr = args.get("correlation")
+            if type(corr) is int and corr >= MAX_NS:  # negative: no correlation, as before
+                raise _bad(reader, index, e, f"args.correlation {_field(args, 'correlation')} is not an id from 0 "
+                                             f"to 2**62")
+            corr = to_id(corr)
             nid = name_ids.get(name)
             if nid is None:
                 nid = name_ids[name] = len(names)
@@ -225,38 +324,60 @@ def collect(reader: TraceReader, marker: re.Pattern[str]) -> _Collected:
             g_cat(gpu)
             g_ts(ts)
             g_dur(dur)
-            g_dev(dev if type(dev) is int else 0)
+            g_dev(dev)
             g_stream(stream)
-            g_corr(corr if type(corr) is int and corr >= 0 else _MISSING_CORRELATION)
+            g_corr(corr if corr is not None else _MISSING_CORRELATION)
             g_thread(thread_id(e.get("pid"), e.get("tid")))
         elif kind[2]:
             args = e.get("args")
             corr = args.get("correlation") if type(args) is dict else None
-            if type(corr) is not int or ph != "X":
+            if type(corr) is not int or corr < 0 or ph != "X":
                 continue
+            if corr >= MAX_NS:
+                raise _bad(reader, index, e, f"args.correlation {_field(args, 'correlation')} is not an id from 0 "
+                                             f"to 2**62")
             ts = to_ns(e.get("ts"))
-            if ts is None:
-                raise _bad(reader, index, e, "missing or non-numeric 'ts'")
+            if ts is None or ts < 0:
+                raise _bad(reader, index, e, f"'ts' is not a time ({_field(e, 'ts')}): a number of µs, "
+                                             f"0 or more")
             launches[corr] = ts
+            launch_threads[corr] = thread_id(e.get("pid"), e.get("tid"))
             name = e.get("name")
             if type(name) is str and "GraphLaunch" in name:
                 graph_launches.add(corr)
-        elif kind[3]:
+        elif kind[3] or kind[5]:
             name = e.get("name")
             if type(name) is not str:
                 continue
-            if name.startswith("execute_context_"):
+            if kind[6]:
+                if "vllm" in name:
+                    c.vllm_functions += 1
+                    if name.endswith("execute_model") and _VLLM_WORKER.search(name):
+                        c.vllm_worker_steps += 1
+            elif name.startswith("execute_context_"):
                 c.vllm_annotations += 1
-            if ph in ("X", "i", "I") and marker_search(name):
+            if kind[5] and ph == "X" and name.startswith(_OP_PREFIXES):
+                op = name
+                if name == "record_param_comms":
+                    args = e.get("args")
+                    cn = args.get("Collective name") if type(args) is dict else None
+                    op = f"record_param_comms:{cn}" if type(cn) is str else name
+                ck = next((i for i, (_, r) in enumerate(ops) if r.fullmatch(op)), -1)
+                ts, dur = to_ns(e.get("ts")), to_ns(e.get("dur"))
+                if ck >= 0 and ts is not None and dur is not None and dur >= 0:
+                    c.comm_ops.setdefault(thread_id(e.get("pid"), e.get("tid")), []).append((ts, ts + dur, ck))
+            if kind[3] and ph in ("X", "i", "I") and marker_search(name):
                 ts = to_ns(e.get("ts"))
                 if ts is None:
-                    raise _bad(reader, index, e, "step marker without a numeric 'ts'")
+                    raise _bad(reader, index, e, f"step marker whose 'ts' is not a time ({_field(e, 'ts')})")
                 dur = to_ns(e.get("dur")) if ph == "X" else None
+                if dur is not None and dur < 0:
+                    raise _bad(reader, index, e, f"step marker with a negative 'dur' ({_field(e, 'dur')})")
                 c.markers.append((ts, index, name, thread_id(e.get("pid"), e.get("tid")),
                                   ts + dur if dur is not None else None))
         elif ph == "f" and kind[0] == "ac2g":
-            fid, ts = e.get("id"), to_ns(e.get("ts"))
-            if type(fid) is int and ts is not None:
+            fid, ts = to_id(e.get("id")), to_ns(e.get("ts"))
+            if fid is not None and ts is not None:
                 c.flow_ends[(thread_id(e.get("pid"), e.get("tid")), ts)] = fid
     for kind in kinds:
         categories[kind[0]] += kind[4]
@@ -309,8 +430,9 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
     """Summarise one trace file. Raises TraceError (one line) on bad input."""
     options = options or TraceOptions()
     marker_re, filter_re, collective_res = options.compiled()
-    reader = TraceReader(path)
-    c = collect(reader, marker_re)
+    reader = TraceReader(path, options.max_json_chars)
+    v2 = options.analysis >= 2
+    c = collect(reader, marker_re, options.marker_categories, options.ops_compiled() if v2 else None)
     notes: list[str] = []
 
     g_name = np.frombuffer(c.g_name, dtype=np.int64)
@@ -322,9 +444,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
     g_corr = np.frombuffer(c.g_corr, dtype=np.int64).copy()
     n_gpu = len(g_ts)
     if n_gpu == 0:
-        hint = " (vLLM's API-server process writes one: *.async_llm.*)" if c.categories else ""
-        raise TraceError(f"no GPU activity (kernel, gpu_memcpy, gpu_memset events): a CPU-only trace{hint}",
-                         path=reader.label)
+        raise TraceError(_no_gpu_activity(c, Path(reader.path).name), path=reader.label)
     g_sidx, stream_labels = _stream_labels(g_dev, np.frombuffer(c.g_stream, dtype=np.int64))
 
     # ---- link GPU events to their launch: correlation id, else the ac2g flow ending on the event
@@ -366,12 +486,25 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
         if b[0] == a[0] or (a[4] is not None and b[0] < a[4]):
             raise TraceError(f"step markers overlap: {a[2]!r} and {b[2]!r} (traceEvents[{a[1]}], [{b[1]}]); "
                              f"use a --step-marker that matches one event per step", path=reader.label)
+    by_span = options.step_span == "marker"
+    if by_span:
+        no_dur = next((m for m in markers if m[4] is None), None)
+        if no_dur is not None:
+            raise TraceError(f"--step-span marker: the step marker {no_dur[2]!r} (traceEvents[{no_dur[1]}]) has "
+                             f"no duration", path=reader.label)
     starts = [m[0] for m in markers]
-    n_steps = max(len(markers) - 1, 0)
+    n_steps = len(markers) if by_span else max(len(markers) - 1, 0)
+    ends = [m[4] for m in markers] if by_span else starts[1:]
     step_of = np.full(n_gpu, -3, dtype=np.int64)  # -3 unlinked, -2 before first marker, -1 after last
+    between = 0
     if markers:
         idx = np.searchsorted(np.asarray(starts, dtype=np.int64), launch_ts, side="right") - 1
         step_of = np.where(idx < 0, -2, np.where(idx >= n_steps, -1, idx))
+        if by_span:  # launched after its marker's span ended: in no step (-4)
+            end_of = np.asarray(ends, dtype=np.int64)[np.clip(idx, 0, None)]
+            gap = (idx >= 0) & (launch_ts >= end_of)
+            step_of = np.where(gap & (idx < n_steps - 1), -4, np.where(gap, -1, step_of))
+            between = int(((step_of == -4) & linked).sum())
         step_of[~linked] = -3
     else:
         step_of[linked] = -2
@@ -383,9 +516,13 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
     refused = None
     if not markers:
         refused = f"no event matches the step marker /{options.step_marker}/"
-    elif len(markers) == 1:
+        if v2:
+            refused += f" (markers are read from {', '.join(options.marker_categories)} events)"
+    elif len(markers) == 1 and not by_span:
         refused = (f"only one step marker ({markers[0][2]!r}): a step needs a marker at each end, so no step "
                    f"is complete")
+        if v2 and markers[0][4] is not None:
+            refused += "; --step-span marker counts the marker's own span as one step (as HTA does)"
     elif n_sel == 0:
         refused = f"no complete step's marker matches --step-filter /{options.step_filter}/"
     elif not in_sel.any():
@@ -393,6 +530,12 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
     if refused and c.vllm_annotations and options.step_marker != VLLM_STEP_MARKER:
         notes.append(f"the trace has {c.vllm_annotations:,} vLLM step annotations (execute_context_…): "
                      f"try --step-marker '{VLLM_STEP_MARKER}'")
+    elif refused and v2 and c.vllm_worker_steps and options.step_marker != VLLM_WORKER_STEP_MARKER:
+        notes.append(f"the trace has {c.vllm_worker_steps:,} vLLM engine steps (python_function "
+                     f"…gpu_worker.py(N): execute_model): try --step-marker '{VLLM_WORKER_STEP_MARKER}'")
+    if between:
+        notes.append(f"{between:,} GPU events were launched between step markers' spans (--step-span marker): "
+                     f"they are in no step")
     if refused:
         notes.append(f"no per-step figures: {refused}")
     marker_info = Markers(
@@ -429,7 +572,18 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
     step_rows: list[ProfileStepRow] = []
     windows: list[tuple[int, int, int]] = []  # (step, start, end) GPU windows of selected steps
     n_streams = len(stream_labels)
-    g_coll = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[g_name]
+    kinds_all = [k for k, _ in collective_res]
+    g_coll = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[g_name] if n_gpu else \
+        np.zeros(0, dtype=np.int64)
+    if v2:
+        kinds_all += [k for k in options.collective_ops if k not in kinds_all]
+        g_coll, left_out = _by_enclosing_op(c, options, kinds_all, g_name, g_cat, g_corr, g_coll)
+        collective_res = [(k, None) for k in kinds_all]
+        if left_out:
+            notes.append(f"{len(left_out):,} NCCL/RCCL kernels ({int(g_dur[left_out].sum()) / 1e6:,.3f} ms) are not "
+                         f"counted as "
+                         f"collectives: neither their name nor a communication op enclosing their launch "
+                         f"(nccl:*, c10d::*, vllm::*, record_param_comms) names a collective kind")
     if n_steps:
         sk = step_of >= 0
         k_idx = step_of[sk]
@@ -472,7 +626,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
                 if selected[k]:
                     windows.append((k, start, end))
             step_rows.append(ProfileStepRow(
-                step=k, marker=markers[k][2], start_ns=starts[k], duration_us=_us(starts[k + 1] - starts[k]),
+                step=k, marker=markers[k][2], start_ns=starts[k], duration_us=_us(ends[k] - starts[k]),
                 selected=bool(selected[k]), kernels=int(per_kernel[k]),
                 kernels_by_stream={stream_labels[s]: int(per_stream[k, s]) for s in range(n_streams)
                                    if per_stream[k, s]},
@@ -492,7 +646,7 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
             counts = np.array([r.kernels_by_stream.get(stream_labels[s], 0) for r in rows])
             if counts.any():
                 per_stream_spread[stream_labels[s]] = _spread(counts)
-        step_ns = np.array([starts[k + 1] - starts[k] for k in sel_steps], dtype=np.int64)
+        step_ns = np.array([ends[k] - starts[k] for k in sel_steps], dtype=np.int64)
         win_ns = np.array([e - s for _, s, e in windows], dtype=np.int64)
         step_figures = StepFigures(
             steps=n_sel,
@@ -584,12 +738,69 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
         source=TraceSource(file=Path(reader.path).name, sha256=reader.sha256, bytes=reader.bytes,
                            gzip=reader.gzip, json_chars=reader.text_chars, included=None),
         config=TraceConfig(step_marker=options.step_marker, step_filter=options.step_filter,
-                           marker_categories=list(MARKER_CATEGORIES),
+                           marker_categories=list(options.marker_categories),
                            collectives={k: list(v) for k, v in options.collectives.items()},
-                           main_stream=options.main_stream, embed_limit_bytes=options.embed_limit_bytes),
+                           main_stream=options.main_stream, embed_limit_bytes=options.embed_limit_bytes,
+                           **({"analysis": options.analysis, "step_span": options.step_span,
+                               "collective_ops": {k: list(v) for k, v in options.collective_ops.items()}}
+                              if v2 else {})),
         trace=info, linking=linking, markers=marker_info, steps=step_figures, main_stream=main_stream,
         cuda_graphs=cuda_graphs, collectives=coll_kinds, notes=notes)
     return TraceResult(summary, step_rows, kernel_rows, coll_rows)
+
+
+def _no_gpu_activity(c: _Collected, file: str) -> str:
+    """Why a trace without kernels, copies or memsets is refused, naming what it holds instead."""
+    cats = c.categories
+    held = ", ".join(f"{k} {n:,}" for k, n in cats.most_common(4)) or "no events"
+    what = "no GPU activity (kernel, gpu_memcpy, gpu_memset events)"
+    if cats.get("cuda_profiler_range"):
+        return (f"{what}: a CUPTI range-profiler trace ({cats['cuda_profiler_range']:,} cuda_profiler_range "
+                f"events hold counters per range, not kernels); take the trace with CUDA activity "
+                f"(ProfilerActivity.CUDA) and without the range profiler")
+    device = sorted(k for k in cats if k.lower().startswith(("mtia", "xpu", "hpu", "npu", "tpu")))
+    if device:
+        shown = ", ".join(f"{k} {cats[k]:,}" for k in device)
+        return (f"{what}: the device activity is {shown} (an accelerator other than a CUDA or ROCm GPU), which "
+                f"audit trace does not read")
+    hint = ""
+    if "async_llm" in file or c.vllm_functions:
+        hint = "; a vLLM server's API process writes such a trace (*.async_llm.*): the GPU workers' traces hold the kernels"
+    return f"{what}: a CPU-only trace (it holds {held}){hint}"
+
+
+def _by_enclosing_op(c: _Collected, options: TraceOptions, kinds: list[str], g_name: np.ndarray,
+                     g_cat: np.ndarray, g_corr: np.ndarray, g_coll: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """Give NCCL/RCCL kernels that their name leaves unclassified the kind of the innermost communication op
+    enclosing their launch on the launching thread; returns the kinds and the kernels still left out."""
+    op_kinds = [kinds.index(k) for k, _ in options.ops_compiled()]
+    nccl_names = np.array([bool(_NCCL_KERNEL.match(n)) for n in c.names], dtype=bool)
+    todo = np.flatnonzero((g_coll < 0) & (g_cat == KERNEL) & nccl_names[g_name] if len(g_name) else
+                          np.zeros(0, dtype=bool))
+    if not len(todo):
+        return g_coll, []
+    g_coll = g_coll.copy()
+    per_thread = {t: sorted(v) for t, v in c.comm_ops.items()}
+    starts = {t: [o[0] for o in v] for t, v in per_thread.items()}
+    longest = {t: max(o[1] - o[0] for o in v) for t, v in per_thread.items()}
+    left = []
+    for i in todo.tolist():
+        corr = int(g_corr[i])
+        ts, thread = c.launches.get(corr), c.launch_threads.get(corr)
+        ops = per_thread.get(thread)
+        kind = -1
+        if ts is not None and ops:
+            j = bisect_right(starts[thread], ts) - 1
+            while j >= 0 and ops[j][0] >= ts - longest[thread]:
+                if ops[j][1] >= ts:  # the latest-starting op still open at the launch: the innermost
+                    kind = op_kinds[ops[j][2]]
+                    break
+                j -= 1
+        if kind >= 0:
+            g_coll[i] = kind
+        else:
+            left.append(i)
+    return g_coll, left
 
 
 def _int_or_none(v: Any) -> int | None:
@@ -682,7 +893,8 @@ def _kernel_rows(names: list[str], g_name: np.ndarray, g_cat: np.ndarray, g_dur:
     key = g_name * 3 + g_cat
     rows = []
     n_sel = len(sel_steps)
-    step_pos = np.full(max(int(step_of.max()) + 1, 1), -1, dtype=np.int64)
+    # a selected step may have launched no GPU activity, so size by both
+    step_pos = np.full(max(int(step_of.max()) + 1, int(sel_steps.max()) + 1 if n_sel else 0, 1), -1, dtype=np.int64)
     step_pos[sel_steps] = np.arange(n_sel)
     order = np.lexsort((g_dur, key))
     key_sorted = key[order]
@@ -698,10 +910,10 @@ def _kernel_rows(names: list[str], g_name: np.ndarray, g_cat: np.ndarray, g_dur:
         if n_sel:
             counts = np.bincount(step_pos[step_of[sel]], minlength=n_sel)
             per_min, per_max = int(counts.min()), int(counts.max())
-        ck = int(g_coll[grp[0]])
+        cks = sorted({int(x) for x in g_coll[grp].tolist()} - {-1}) if cat == KERNEL else []
         rows.append(ProfileKernelRow(
             name=names[nid], category=CATEGORY_NAMES[cat],
-            collective=coll_res[ck][0] if ck >= 0 and cat == KERNEL else None,
+            collective="+".join(sorted(coll_res[ck][0] for ck in cks)) or None,
             count=int(len(sel)), total_us=_us(int(d_sel.sum())),
             median_us=_us(float(np.median(d_sel))) if len(sel) else None,
             min_us=_us(int(d_sel[0])) if len(sel) else None, max_us=_us(int(d_sel[-1])) if len(sel) else None,

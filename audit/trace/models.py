@@ -73,11 +73,20 @@ class TraceConfig(Record):
     marker_categories: list[str]
     """Event categories that may hold step markers."""
     collectives: dict[str, list[str]]
-    """Collective kinds and the regular expressions (case-insensitive) of their kernel names."""
+    """Collective kinds and the regular expressions (case-insensitive `re.search`) of their kernel names."""
     main_stream: str | None
     """Stream given with `--main-stream`; null to pick the stream that ran the most kernels."""
     embed_limit_bytes: int
     """Largest trace file copied into the package."""
+    analysis: int = 1
+    """Version of the analysis (`audit.trace.analyze.ANALYSIS_VERSION`); 1 when absent (packages written before
+    it was recorded): collectives by kernel-name substring only."""
+    step_span: Literal["next_marker", "marker"] = "next_marker"
+    """`next_marker`: a step runs from its marker's start to the next marker's start (n markers bound n − 1
+    steps); `marker`: a step is its marker's own span (HTA's reading: one marker is one step)."""
+    collective_ops: dict[str, list[str]] = {}
+    """Communication ops (`re.fullmatch`, case-insensitive, on CPU op names; `record_param_comms:NAME` for
+    record_param_comms) whose enclosed NCCL/RCCL kernels take their kind when the kernel name names none."""
 
 
 class TraceInfo(Record):
@@ -138,7 +147,7 @@ class Markers(Record):
     thread: str | None
     """`PID/TID` of the thread the markers are on."""
     complete_steps: int = Field(ge=0)
-    """Steps with a marker at each end (markers − 1)."""
+    """Steps with a marker at each end (markers − 1); with `step_span` `marker`, one per marker."""
     selected_steps: int = Field(ge=0)
     """Complete steps that `step_filter` keeps."""
     gpu_events_before_first: int = Field(ge=0)

@@ -54,17 +54,23 @@ def render_summary(s: TraceSummary) -> str:
         span = m.first if m.found == 1 else f"{m.first} … {m.last}"
         add(f"markers     {m.found:,} matching {pattern} on thread {m.thread}: {span}")
     else:
-        add(f"markers     none matching {pattern}")
+        add(f"markers     none matching {pattern} among {', '.join(s.config.marker_categories)} events")
     if s.steps is None:
         add(f"steps       per-step figures refused: {m.refused}")
     else:
         st = s.steps
         filt = f" ({m.selected_steps:,} selected by /{s.config.step_filter}/)" if s.config.step_filter else ""
-        add(f"steps       {m.complete_steps:,} complete{filt}; GPU events launched before the first marker: "
-            f"{m.gpu_events_before_first:,}, after the last (a step without an end): {m.gpu_events_after_last:,}")
+        if s.config.step_span == "marker":
+            add(f"steps       {m.complete_steps:,}, each a marker's own span (--step-span marker){filt}; GPU events "
+                f"launched before the first marker: {m.gpu_events_before_first:,}, after the last one's span: "
+                f"{m.gpu_events_after_last:,}")
+        else:
+            add(f"steps       {m.complete_steps:,} complete{filt}; GPU events launched before the first marker: "
+                f"{m.gpu_events_before_first:,}, after the last (a step without an end): {m.gpu_events_after_last:,}")
         by_stream = ", ".join(f"{k}: {_spread(v)}" for k, v in st.kernels_per_step_by_stream.items())
         add(f"kernels     per step: {_spread(st.kernels_per_step)}; by stream {by_stream}")
-        add(f"step time   median {fmt_us(st.step_us.median_us)} (marker to marker), GPU window median "
+        span = "marker's span" if s.config.step_span == "marker" else "marker to marker"
+        add(f"step time   median {fmt_us(st.step_us.median_us)} ({span}), GPU window median "
             f"{fmt_us(st.gpu_window_us.median_us)}")
         add(f"kernel time median {fmt_us(st.kernel_us.median_us)} over {st.kernel_us.count:,} kernels")
     ms = s.main_stream
