@@ -57,6 +57,23 @@ ENVIRONMENT_PACKAGES = ("sympy", "latex2sympy2_extended", "math-verify", "antlr4
 """Libraries whose versions can change a grader's judgments; recorded in every verdict file."""
 
 
+_SENTENCE_END = frozenset(".!?…。！？)]}>*$`\"'”’»|")
+"""Last characters after which a response reads as finished (closing marks included: `(C)`, `**B**`, `$x$`)."""
+
+
+def possibly_cut(text: str | None, finish_reason: str | None) -> bool:
+    """A labelled heuristic, never a verdict: the row records no finish reason and its text stops mid-sentence
+    (its last visible character ends no sentence: "… so the answer is the", "B-cells are", "65°C,").
+
+    With a finish reason the engine said why it stopped (`length` is a cut, and policies handle it); without
+    one (upstream MMLU-Pro files keep none) a cut at the output ceiling is invisible but for how the text ends.
+    """
+    if finish_reason is not None or not text:
+        return False
+    tail = text.rstrip()
+    return bool(tail) and tail[-1] not in _SENTENCE_END
+
+
 def _ref(component: Any) -> ComponentRef | None:
     if component is None:
         return None
@@ -127,6 +144,8 @@ class AttemptMeta:
     """completion_tokens as the row reports it (None when it does not)."""
     chars: int | None = None
     """Characters of the response text (None when not read: then `length` is compared)."""
+    cut: bool = False
+    """`possibly_cut`: no finish reason and the text stops mid-sentence (a heuristic for reports only)."""
 
 
 def choose_attempt(attempts: list[AttemptMeta], policy: str) -> tuple[AttemptMeta, dict[str, Any]]:
@@ -244,6 +263,9 @@ class Grading:
 
     header: VerdictFile
     columns: dict[str, list[Any]]
+    possibly_cut: dict[str | None, int] = dataclasses.field(default_factory=dict)
+    """Graded rows whose response has no finish reason and stops mid-sentence, by the rule that read them: a
+    labelled heuristic for reports (`audit grade` prints it), never part of a verdict or of the file."""
 
     @property
     def summary(self) -> Any:
@@ -392,7 +414,8 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
                 has_text, get("excluded"), get("error"), get("max_tokens"),
                 extractor.extract(text, finish_reason=finish),
                 sha256(text.encode("utf-8")).hexdigest() if has_text else None,
-                tokens if isinstance(tokens, int) else None, len(text) if has_text else 0)
+                tokens if isinstance(tokens, int) else None, len(text) if has_text else 0,
+                finish is None and has_text and possibly_cut(text, finish))
             key = (item_id, get("sample", 0))
             prev = reads.setdefault(key, meta)
             if prev is not meta:
@@ -435,6 +458,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
             judgments[key] = dict(zip(todo, _grade_all(grader, todo, workers)))
 
     cols: dict[str, list[Any]] = {k: [] for k in VERDICT_ROW_FIELDS}
+    cut: dict[str | None, int] = {}
     (add_item, add_sample, add_attempt, add_sha, add_answer, add_rule, add_span, add_verdict, add_status,
      add_reason, add_reference, add_detail) = [cols[k].append for k in _ROW_ORDER]
     for item_id in item_ids:
@@ -453,6 +477,8 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
             else:
                 ex = meta.extraction
                 judgment = graded.get((ex.answer, reference, info.options))
+                if meta.cut:
+                    cut[ex.rule] = cut.get(ex.rule, 0) + 1
                 add_attempt(meta.attempt)
                 add_sha(meta.digest)
                 add_answer(ex.answer)
@@ -478,7 +504,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
         reference_field=config.reference_field, producer=producer(), environment=environment(),
         policies=policies, summary=summarize(df, {i: info.subject for i, info in item_info.items()}), items=[])
     del df
-    grading = Grading(header, cols)
+    grading = Grading(header, cols, cut)
     if out is not None:
         grading.header = grading.write(out, parquet=parquet)
     return grading
@@ -490,6 +516,72 @@ def _package_ref(pkg: Package, out_dir: Path) -> PackageRef:
     except ValueError:  # another drive
         rel = str(pkg.source.resolve())
     return PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest, path=Path(rel).as_posix())
+
+
+# --------------------------------------------------------------------------- does the spec fit the responses?
+
+FIT_THRESHOLD = 0.5
+"""`fit_check` speaks when more than this share of the rows with a response read no answer."""
+FIT_SAMPLE = 1000
+"""At most this many no-answer responses are re-read with the other registered extractors."""
+
+
+@dataclass(frozen=True)
+class FitCheck:
+    """Most rows read no answer: the spec's extractor does not fit these responses' format."""
+
+    no_answer: int
+    """Rows with a response from which the extractor read no answer."""
+    read: int
+    """Rows with a response it read (with or without an answer)."""
+    extractor: str
+    """The extractor `name@version` used, and"""
+    expects: str
+    """the format it expects, in its own words."""
+    sampled: int
+    """No-answer responses re-read with the other extractors."""
+    better: list[tuple[str, int]]
+    """Registered extractors (latest versions) that read an answer statement or format match in some of them,
+    with how many, most first."""
+
+
+def fit_check(grading: Grading, responses: str | os.PathLike[str], config: ResolvedConfig | GradeConfig,
+              *, threshold: float = FIT_THRESHOLD, sample: int = FIT_SAMPLE) -> FitCheck | None:
+    """None when the spec's extractor reads an answer in most rows; else how many rows read none, and which
+    registered extractors read more of them (re-reading at most `sample` of those responses)."""
+    if isinstance(config, GradeConfig):
+        config = resolve(config)
+    statuses = grading.header.summary.statuses
+    no_answer = statuses.get("no_answer", 0) + statuses.get("random_guess", 0)
+    read = sum(v for k, v in statuses.items() if k not in ("missing", "excluded", "error", "truncated"))
+    if not read or no_answer / read <= threshold:
+        return None
+    cols = grading.columns
+    keys = {(i, sm, a) for i, sm, a, ans, st in zip(cols["item_id"], cols["sample"], cols["attempt"], cols["answer"],
+                                                      cols["status"]) if ans is None and st in ("no_answer",
+                                                                                                "random_guess")}
+    used = {c.key for c in (config.extractor, config.mc_extractor) if c is not None and hasattr(c, "key")}
+    names = dict.fromkeys(e.name for e in extractors.all_extractors())
+    others = [extractors.get(n) for n in names if n != "raw"]
+    others = [e for e in others if e.key not in used]
+    counts = dict.fromkeys((e.key for e in others), 0)
+    seen = 0
+    with open_package(responses) as rp:
+        for _, _, obj in rp.iter_objects("response_row.v1"):
+            text = obj.get("response")
+            if seen >= sample or not isinstance(text, str):
+                continue
+            if (obj["item_id"], obj.get("sample", 0), obj.get("attempt", 0)) not in keys:
+                continue
+            seen += 1
+            for e in others:
+                got = e.extract(text, finish_reason=obj.get("finish_reason"))
+                if got.answer is not None and e.strength(got.rule) in ("statement", "format"):
+                    counts[e.key] += 1
+    better = sorted(((k, v) for k, v in counts.items() if v), key=lambda kv: (-kv[1], kv[0]))
+    main = config.extractor
+    return FitCheck(no_answer=no_answer, read=read, extractor=main.key, expects=main.description, sampled=seen,
+                    better=better[:3])
 
 
 def format_summary(vf: VerdictFile) -> list[str]:

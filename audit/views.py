@@ -97,6 +97,44 @@ def rule_lines(counts: Mapping[str | None, int], extractors: list[ComponentRef |
     return lines
 
 
+def strength_lines(counts: Mapping[str | None, int], extractors: list[ComponentRef | None],
+                   cut: Mapping[str | None, int] | None = None) -> list[str]:
+    """The reads by strength (answer statement, format match, fallback) and, when the texts were read, the
+    rows that may have been cut (a labelled heuristic)."""
+    from audit import extractors as registry
+
+    exs = [registry.get(e.key) for e in extractors if e is not None and e.key in registry.REGISTRY]
+    if not exs or not counts:
+        return []
+    total = sum(n for r, n in counts.items() if r is not None)
+    by: dict[str, int] = {}
+    fallback_rules = []
+    for rule, n in counts.items():
+        if rule is None:
+            continue
+        strength = next((x for x in (e.strength(rule) for e in exs) if x), None) or "no answer"
+        by[strength] = by.get(strength, 0) + n
+        if strength == "fallback":
+            fallback_rules.append(rule)
+    order = ("statement", "format", "fallback", "no answer")
+    lines = ["reads by strength: " + ", ".join(f"{k} {by[k]:,} ({pct(by[k] / total)})" for k in order if by.get(k))]
+    if by.get("fallback"):
+        lines.append(f"  {by['fallback']:,} rows rest on a fallback read ({', '.join(sorted(fallback_rules))}): a "
+                     f"read of last resort from text that states no answer")
+    if cut:
+        n_cut = sum(cut.values())
+        parts = []
+        for label, rules in (("fallback reads", fallback_rules),
+                             ("no-answer rows", [r for r in counts if r is not None and not any(
+                                 e.strength(r) for e in exs)])):
+            of = sum(counts[r] for r in rules)
+            if of:
+                parts.append(f"{sum(cut.get(r, 0) for r in rules):,} of the {of:,} {label}")
+        lines.append(f"possibly cut (a heuristic, not a verdict): {n_cut:,} rows have no finish reason and stop "
+                     f"mid-sentence" + (f"; {' and '.join(parts)} are among them" if parts else ""))
+    return lines
+
+
 # --------------------------------------------------------------------------- audit show
 
 

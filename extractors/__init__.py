@@ -32,6 +32,11 @@ RULE_NO_RESPONSE = "no_response"
 """Rule reported when there is no response text at all."""
 RULE_NONE = "none"
 """Rule reported when no step of the extractor matched."""
+STRENGTHS = ("statement", "format", "fallback")
+"""How much a rule's read says about the answer, strongest first: `statement`, the response states its answer
+("the answer is (C)", "Answer: C"); `format`, the text matches the answer format the prompt asked for (`#### 18`,
+`\\boxed{C}`, a final `Answer:` line); `fallback`, a read of last resort from text that states no answer (the last
+standalone capital, the last number). Rules that read no answer have none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +89,26 @@ class Extractor:
         words = getattr(sys.modules.get(self.fn.__module__), "RULE_WORDS", {})
         return words.get(self.name, {}).get(rule)
 
+    def strength(self, rule: str | None) -> str | None:
+        """How strong a read the rule is (one of `STRENGTHS`), from the `RULE_STRENGTH` table beside the
+        extractor's code; None for rules that read no answer, and for extractors that declare no table.
+
+        Like `RULE_WORDS`, the table sits outside the registered function and its fingerprint: it classifies
+        what the rules read for reports (`audit diff`, `audit grade`) and decides no verdict, so declaring or
+        refining it changes no version and no verdict file.
+        """
+        if rule is None:
+            return None
+        table = getattr(sys.modules.get(self.fn.__module__), "RULE_STRENGTH", {})
+        return table.get(self.name, {}).get(rule)
+
+    @property
+    def letters(self) -> str | None:
+        """The option letters a multiple-choice extractor can read (`ABCDEFGHIJ` for MMLU-Pro's cascades),
+        from the `LETTERS_READ` table beside its code; None for extractors that do not read letters, or read
+        as many as the item has. An item whose options run past them cannot be graded with it."""
+        return getattr(sys.modules.get(self.fn.__module__), "LETTERS_READ", {}).get(self.name)
+
     def extract(self, text: str | None, *, finish_reason: str | None = None) -> Extraction:
         if text is None:
             return Extraction(None, RULE_NO_RESPONSE)
@@ -121,4 +146,4 @@ def all_extractors() -> list[Extractor]:
     return list(REGISTRY)
 
 
-__all__ = ["Extraction", "Extractor", "REGISTRY", "RegistryError", "register", "get", "all_extractors"]
+__all__ = ["Extraction", "Extractor", "REGISTRY", "RegistryError", "STRENGTHS", "register", "get", "all_extractors"]

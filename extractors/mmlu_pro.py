@@ -46,6 +46,13 @@ mmlu_pro.official_x@7535b16
     `answer:` consumes the A of `Answer` and the result is A. That script also retries a
     question whose extracted letter is wrong (`--retry-wrong`), which no extractor can undo.
 
+mmlu_pro.statements@1
+    Source: audit. The official cascade's answer statements only: L1 and L2 exactly as
+    mmlu_pro.official@f418b11 reads them, and no L3. The `mmlu_pro_strict` spec grades with it,
+    so a figure's sensitivity to the L3 fallback (a letter from "A decrease", "B-cells", "65°C")
+    is one diff away: every row it leaves unread is a row the official figure credits or
+    blames on a fallback read.
+
 mmlu_pro.lmeval@325f168
     Source: EleutherAI/lm-evaluation-harness `lm_eval/tasks/mmlu_pro/_default_template_yaml`,
     filter `custom-extract` as fixed at commit 325f168cf0877deb08397f5390a3cf25449709eb
@@ -133,6 +140,19 @@ def official_x(text: str, *, finish_reason: str | None = None) -> Extraction:
     return Extraction(None, RULE_NONE)
 
 
+@register("mmlu_pro.statements", "1", rules=("L1", "L2", "none"),
+          description="MMLU-Pro answer statements only: the official 'answer is (X)', then 'Answer: X'; no fallback")
+def statements(text: str, *, finish_reason: str | None = None) -> Extraction:
+    # The official cascade without L3: a letter the response never states as its answer is not read.
+    m = _ANSWER_IS.search(text)
+    if m:
+        return Extraction(m.group(1), "L1", m.span())
+    span = _official_l2(text)
+    if span:
+        return Extraction(text[span[0]:span[1]], "L2", span)
+    return Extraction(None, RULE_NONE)
+
+
 @register("mmlu_pro.lmeval", "325f168", rules=("answer_is", "none"),
           source=SOURCE_LMEVAL,
           description="lm-evaluation-harness mmlu_pro filter: first 'answer is (X)', no fallback")
@@ -156,9 +176,25 @@ RULE_WORDS = {
         "L3": "fallback: the last standalone capital A-J anywhere in the text",
         "none": "no letter found",
     },
+    "mmlu_pro.statements": {
+        "L1": "the first 'answer is (X)' (case-sensitive; the official L1)",
+        "L2": "'Answer: X' on the first line that has one (the official L2)",
+        "none": "no answer statement (the official L3 fallback is not run)",
+    },
     "mmlu_pro.lmeval": {
         "answer_is": "the first 'answer is (X)' (lm-eval's custom-extract filter)",
         "none": "no 'answer is (X)' (lm-eval logs [invalid])",
     },
 }
 """What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""
+
+RULE_STRENGTH = {
+    "mmlu_pro.official": {"L1": "statement", "L2": "statement", "L3": "fallback"},
+    "mmlu_pro.official_x": {"L1": "statement", "L2": "statement", "L3": "fallback"},
+    "mmlu_pro.statements": {"L1": "statement", "L2": "statement"},
+    "mmlu_pro.lmeval": {"answer_is": "statement"},
+}
+"""How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""
+
+LETTERS_READ = {name: "ABCDEFGHIJ" for name in RULE_STRENGTH}
+"""The letters each extractor here can read: MMLU-Pro's ten options (a K or L option is never read)."""

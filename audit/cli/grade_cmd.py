@@ -57,11 +57,34 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
             click.echo(line)
         from collections import Counter
 
-        from audit.views import rule_lines
+        from audit.grade import fit_check
+        from audit.views import rule_lines, strength_lines
 
-        for line in rule_lines(Counter(grading.columns["rule"]), [vf.extractor, vf.mc_extractor]):
+        rules = Counter(grading.columns["rule"])
+        for line in rule_lines(rules, [vf.extractor, vf.mc_extractor]):
             click.echo(line)
+        for line in strength_lines(rules, [vf.extractor, vf.mc_extractor], grading.possibly_cut):
+            click.echo(line)
+        fit = fit_check(grading, package, config)
+        if fit is not None:
+            for line in fit_lines(fit):
+                click.echo(line)
     return 0
+
+
+def fit_lines(fit: object) -> list[str]:
+    """The warning `audit grade` prints when the spec's extractor reads no answer in most rows."""
+    from audit.summary import pct
+
+    lines = [f"warning: {fit.no_answer:,} of {fit.read:,} rows ({pct(fit.no_answer / fit.read)}) read no answer: "
+             f"these responses do not look written in the format {fit.extractor} expects ({fit.expects})"]
+    if fit.better:
+        shown = "; ".join(f"{k} reads an answer in {n:,}" for k, n in fit.better)
+        lines.append(f"  of {fit.sampled:,} of those responses re-read with the other registered extractors: {shown} "
+                     f"(--extractor NAME, or a --benchmark whose spec uses it)")
+    else:
+        lines.append(f"  no other registered extractor reads an answer statement in the {fit.sampled:,} re-read")
+    return lines
 
 
 @cli.command()

@@ -205,6 +205,41 @@ def _paragraph_plan(figures: list[FigureChange]) -> list[tuple[FigureChange, Fig
     return plan
 
 
+def _strength_section(r: DiffResult) -> list[str]:
+    """What the changed verdicts rest on: each side's reads by strength, the fallback warning, possibly cut rows."""
+    if not r.strengths and r.possibly_cut is None:
+        return []
+    lines = ["## What the changed verdicts rest on", ""]
+    fb = r.fallback
+    if fb is not None:
+        side = fb.side.upper()
+        other = "OLD" if fb.side == "new" else "NEW"
+        rules = ", ".join(f"`{x}`" for x in fb.rules) or "fallback rules"
+        chance = (f"; chance for {fb.letters} letters is {pct(fb.chance)} (one-sided exact binomial p = {_p(fb.p_value)})"
+                  if fb.chance is not None and fb.p_value is not None else "")
+        lines += [f"**Every changed verdict rests on fallback reads alone**: {side} read each of the "
+                  f"{_n(fb.changed, 'changed row')} with a fallback rule ({rules} of {fb.extractor}) where {other} read "
+                  f"no answer. Over all {fb.reads:,} such reads, not only the changed ones, {fb.hits:,} are correct: a "
+                  f"hit rate of {pct(fb.hit_rate)}{chance}. The changes show the lucky fallback reads; the "
+                  f"{fb.reads - fb.hits:,} unlucky ones kept their verdict.", ""]
+    if r.strengths:
+        lines += ["| side | read | rows | to correct | to incorrect |", "| --- | --- | ---: | ---: | ---: |"]
+        for c in r.strengths:
+            lines.append(f"| {c.side.upper()} | {c.strength} | {c.rows:,} | {c.to_correct:,} | {c.to_incorrect:,} |")
+        lines += ["", "Reads: `statement` the response states its answer; `format` it matches the answer format "
+                      "asked for; `fallback` a read of last resort from text that states no answer.", ""]
+    pc = r.possibly_cut
+    if pc is not None:
+        if pc.note:
+            lines += [f"Possibly cut: not checked ({pc.note}).", ""]
+        else:
+            shown = ", ".join(_cell(k, 60) for k in pc.items[:20]) + (" …" if len(pc.items) > 20 else "")
+            lines += [f"Possibly cut (a heuristic, not a verdict): {pc.rows:,} of the {pc.checked:,} changed rows "
+                      f"whose text was read have no finish reason and stop mid-sentence"
+                      + (f": {shown}." if pc.rows else "."), ""]
+    return lines
+
+
 def render_markdown(result: DiffResult, max_items: int = 20) -> str:
     """The human report: header, a paragraph per changed figure under a heading that names its direction
     (retractions are the figures that fell), per-subject figures, changed rows by cause, the rules in words.
@@ -235,6 +270,7 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
             lines += [_figure_paragraph(f, twin), ""]
     if not plan:
         lines += ["No figure changed.", ""]
+    lines += _strength_section(r)
     lines += _subject_table(r)
     if n_changed:
         lines += ["## Changed verdicts by cause", "", "| cause | rows | transitions |", "| --- | ---: | --- |"]
