@@ -74,6 +74,19 @@ def possibly_cut(text: str | None, finish_reason: str | None) -> bool:
     return bool(tail) and tail[-1] not in _SENTENCE_END
 
 
+class NoItems(AuditError):
+    """The responses package holds no item rows and no items package was named (the CLI adds its flag)."""
+
+
+class NoPath(AuditError):
+    """A verdict file records no path for a package the caller did not name (the CLI adds its flag)."""
+
+    def __init__(self, what: str):
+        self.what = what
+        noun = "responses" if what == "package" else what  # `what` is also the CLI's flag (--package, --items)
+        super().__init__(f"the verdict file records no path for its {noun} package, and none was given")
+
+
 def _ref(component: Any) -> ComponentRef | None:
     if component is None:
         return None
@@ -190,7 +203,7 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, judgment
             excluded_ids: frozenset[str]) -> tuple[str, str, str, dict[str, Any]]:
     """(verdict, status, reason, detail) for one row: the grader's judgment under the run's policies."""
     if item_id in excluded_ids:
-        return "ungraded", "excluded", "excluded by policy (--policy exclude=...)", {}
+        return "ungraded", "excluded", "excluded by policy (--policy exclude=...)", {}  # row text: kept as recorded
     if meta is None:
         return "ungraded", "missing", f"no response for this item in sample {sample}", {}
     if meta.excluded is not None:
@@ -391,7 +404,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
             item_info = load_items(rp, config.reference_field)
             items_ref = None
         else:
-            raise AuditError("holds no item rows: give --items ITEMS_PACKAGE", path=str(responses))
+            raise NoItems("holds no item rows, and no items package was given", path=str(responses))
         responses_ref = _package_ref(rp, out_dir)
 
         # Item ids are kept once (the items' own strings), with each item's components.
@@ -430,7 +443,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
     excluded_ids = frozenset(policies.exclude)
     unknown = sorted(excluded_ids - item_info.keys())
     if unknown:
-        raise AuditError(f"--policy exclude names {len(unknown)} id(s) that are not items (first: {unknown[0]!r})")
+        raise AuditError(f"the exclude policy names {len(unknown)} id(s) that are not items (first: {unknown[0]!r})")
     item_ids = sorted(item_info) if policies.scope == "items" else sorted({k[0] for k in reads})
     sample_list = sorted({k[1] for k in reads}) or [0]
     chosen: dict[tuple[str, int], tuple[AttemptMeta, dict[str, Any]]] = {
@@ -541,8 +554,8 @@ class FitCheck:
     sampled: int
     """No-answer responses re-read with the other extractors."""
     better: list[tuple[str, int]]
-    """Registered extractors (latest versions) that read an answer statement or format match in some of them,
-    with how many, most first."""
+    """Registered extractors (latest versions; letter readers only when the spec's extractor reads letters)
+    that read an answer statement or format match in some of them, with how many, most first (at most 3)."""
 
 
 def fit_check(grading: Grading, responses: str | os.PathLike[str], config: ResolvedConfig | GradeConfig,
@@ -563,7 +576,9 @@ def fit_check(grading: Grading, responses: str | os.PathLike[str], config: Resol
     used = {c.key for c in (config.extractor, config.mc_extractor) if c is not None and hasattr(c, "key")}
     names = dict.fromkeys(e.name for e in extractors.all_extractors())
     others = [extractors.get(n) for n in names if n != "raw"]
-    others = [e for e in others if e.key not in used]
+    # A letter-reading spec is offered letter readers only (its grader compares letters).
+    letters = getattr(config.extractor, "letters", None)
+    others = [e for e in others if e.key not in used and (not letters or e.letters)]
     counts = dict.fromkeys((e.key for e in others), 0)
     seen = 0
     with open_package(responses) as rp:
@@ -587,9 +602,9 @@ def fit_check(grading: Grading, responses: str | os.PathLike[str], config: Resol
 def format_summary(vf: VerdictFile) -> list[str]:
     """Short human-readable lines: the figures with their intervals (one-sided bounds in words), status
     counts, and the per-subject figures when the items name subjects."""
-    from audit.views import figure_lines, subject_lines
+    from audit.views import coverage_lines, figure_lines, subject_lines
 
-    lines = figure_lines(vf.summary.figures)
+    lines = coverage_lines(vf.summary) + figure_lines(vf.summary.figures)
     lines.append("statuses: " + ", ".join(f"{k}={v}" for k, v in vf.summary.statuses.items()))
     return lines + subject_lines(vf.summary.subjects)
 
@@ -616,7 +631,7 @@ def _resolve(recorded: PackageRef | None, override: str | os.PathLike[str] | Non
     if recorded is None:
         return None
     if not recorded.path:
-        raise AuditError(f"the verdict file records no path for its {what} package; give --{what} PATH")
+        raise NoPath(what)
     return base / recorded.path
 
 

@@ -179,21 +179,21 @@ def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies
         key = key.strip().replace("-", "_")
         if not sep or key not in Policies.model_fields:
             known = ", ".join(Policies.model_fields)
-            raise AuditError(f"--policy {item!r}: expected KEY=VALUE with KEY one of {known}")
+            raise AuditError(f"policy {item!r}: expected KEY=VALUE with KEY one of {known}")
         if key == "exclude":
             data[key] = [v for v in value.split(",") if v]
         elif key == "guess_seed":
             try:
                 data[key] = int(value)
             except ValueError:
-                raise AuditError(f"--policy {item!r}: guess_seed must be an integer") from None
+                raise AuditError(f"policy {item!r}: guess_seed must be an integer") from None
         else:
             data[key] = value
     try:
         return Policies.model_validate(data)
     except pydantic.ValidationError as e:
         err = e.errors(include_url=False)[0]
-        raise AuditError(f"--policy {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        raise AuditError(f"policy {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
 def resolve(config: GradeConfig) -> ResolvedConfig:

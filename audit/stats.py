@@ -8,6 +8,10 @@ Two that account for what those miss:
 - `clustered_t`: question-clustered standard error (average the K samples of each
   question, then sd/√n over questions; Miller 2024, "Adding Error Bars to Evals",
   arXiv:2411.00640), with the t quantile for n − 1 degrees of freedom.
+Two exact-coverage intervals for one run's n rows, beside `binomial_2se` (which collapses at 0 and n and
+overshoots at small n: 1 of 3 gives [0, 87.77]%):
+- `wilson`: the Wilson score interval (Wilson 1927), (p + z²/2n ± z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n).
+- `clopper_pearson`: the exact binomial interval (Clopper & Pearson 1934), from beta quantiles.
 And `zero_failure_upper`: the exact one-sided 95% bound when a run has no failures
 (or no successes), where the 2-SE interval collapses to a point.
 
@@ -45,6 +49,29 @@ def binomial_2se(correct: int, n: int) -> Interval | None:
     se = math.sqrt(p * (1 - p) / n)
     return Interval(method="binomial_2se", formula="p ± 2·√(p(1−p)/n)", low=_clip(p - 2 * se),
                     high=_clip(p + 2 * se), se=se)
+
+
+def wilson(correct: int, n: int, level: float = LEVEL) -> Interval | None:
+    """The Wilson score interval for `correct` of `n` (two-sided, `level`)."""
+    if n <= 0:
+        return None
+    p = correct / n
+    z = float(_special.ndtri(0.5 + level / 2))
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Interval(method="wilson", formula=f"Wilson score interval, {level:g} two-sided",
+                    low=_clip(centre - half), high=_clip(centre + half))
+
+
+def clopper_pearson(correct: int, n: int, level: float = LEVEL) -> Interval | None:
+    """The exact (Clopper–Pearson) interval for `correct` of `n`: beta quantiles, two-sided `level`."""
+    if n <= 0:
+        return None
+    a = (1 - level) / 2
+    low = 0.0 if correct == 0 else float(_special.betaincinv(correct, n - correct + 1, a))
+    high = 1.0 if correct == n else float(_special.betaincinv(correct + 1, n - correct, 1 - a))
+    return Interval(method="clopper_pearson", formula=f"exact binomial (Clopper–Pearson), {level:g} two-sided",
+                    low=low, high=high)
 
 
 def runs_2se(values: Sequence[float]) -> Interval | None:

@@ -41,13 +41,49 @@ def interval_words(iv: Interval) -> str:
     return f"{iv.method} [{100 * iv.low:.2f}, {100 * iv.high:.2f}]"
 
 
+def shown_intervals(f: Figure) -> list[Interval]:
+    """A figure's recorded intervals, with the Wilson and Clopper–Pearson intervals beside `binomial_2se`.
+
+    Those two are computed here from the figure's counts, not stored: verdict files keep the intervals
+    they always had (and reproduce byte for byte), and a one-run figure's counts are all either needs.
+    """
+    from audit import stats
+
+    out: list[Interval] = []
+    for iv in f.intervals:
+        out.append(iv)
+        if iv.method == "binomial_2se":
+            out += [x for x in (stats.wilson(f.correct, f.total), stats.clopper_pearson(f.correct, f.total)) if x]
+    return out
+
+
 def figure_lines(figures: Iterable[Figure]) -> list[str]:
-    """One line per figure: name, value, counts and its intervals."""
+    """One line per figure: name, value, counts and its intervals (Wilson and Clopper–Pearson beside
+    `binomial_2se`)."""
     lines = []
     for f in figures:
-        ivs = "; ".join(interval_words(iv) for iv in f.intervals)
+        ivs = "; ".join(interval_words(iv) for iv in shown_intervals(f))
         lines.append(f"{f.name:<28} {100 * f.value:6.2f}%  ({f.correct}/{f.total})" + (f"  {ivs}" if ivs else ""))
     return lines
+
+
+def coverage_lines(summary: Any) -> list[str]:
+    """The headline when responses cover only some items: how many, and what each figure counts.
+
+    Read from the summary's ungraded rows: an item none of whose samples has a response is uncovered.
+    """
+    samples = max(summary.samples, 1)
+    missing: dict[str, int] = {}
+    for row in summary.excluded:
+        if row.get("status") == "missing":
+            missing[row["item_id"]] = missing.get(row["item_id"], 0) + 1
+    uncovered = sum(1 for n in missing.values() if n >= samples)
+    if not uncovered:
+        return []
+    items = summary.items
+    covered = items - uncovered
+    return [f"coverage: responses cover {covered:,} of {items:,} items ({pct(covered / items)}): `accuracy` is over "
+            f"the rows with a response; `accuracy_all` counts the {uncovered:,} items without one as wrong"]
 
 
 def _rate(f: Figure | None) -> str:
@@ -165,12 +201,17 @@ def verdict_file_view(path: str | Path) -> list[str]:
         who = vf.environment.get("recorded_by")
         lines.append("graded by  " + (f"{who} (imported: no extractor or grader is named)" if who else
                                       "unknown (imported: no extractor or grader is named)"))
-    policies = vf.policies.model_dump()
-    lines.append("policies   " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
-                                           for k, v in policies.items() if v not in ([],)))
+    if vf.extractor is None and vf.grader is None:
+        # An imported file's Policies are placeholders: it applied none of them.
+        lines.append("policies   none applied here (imported verdicts: the run's own rules decided them)")
+    else:
+        policies = vf.policies.model_dump()
+        lines.append("policies   " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
+                                               for k, v in policies.items() if v not in ([],)))
     prod = vf.producer
     commit = f" {prod.git_commit[:12]}{'+dirty' if prod.git_dirty else ''}" if prod.git_commit else ""
     lines.append(f"producer   {prod.tool} {prod.version}{commit}")
+    lines += coverage_lines(vf.summary)
     lines.append("figures" + (" (one run: the run's figures are the overall ones)" if vf.summary.samples == 1 else ""))
     shown = [f for f in vf.summary.figures if vf.summary.samples != 1 or f.sample is None]
     lines += ["  " + x for x in figure_lines(shown)]

@@ -180,3 +180,6 @@ RULE_STRENGTH = {
     "boxed.choice": {"boxed_choice": "format"},
 }
 """How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""
+
+LETTERS_READ = {"boxed.choice": "ABCDEFGHIJ"}
+"""The letters each extractor here can read."""

@@ -166,3 +166,6 @@ RULE_STRENGTH = {
     "hle.choice_answer": {"answer_line": "format"},
 }
 """How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""
+
+LETTERS_READ = {"hle.choice_answer": "ABCDEFGHIJKLMNOPQRSTUVWXYZ"}
+"""The letters each extractor here can read."""

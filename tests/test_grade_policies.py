@@ -315,7 +315,7 @@ def test_random_guess_without_option_count_says_why_it_counts_wrong(tmp_path):
 
 def test_excluding_an_id_that_is_not_an_item_is_an_error(tmp_path):
     pkg = make_package(tmp_path / "p", items=ITEMS, responses=[{"item_id": "q1", "response": "ANSWER=B"}])
-    with pytest.raises(AuditError, match=r"^--policy exclude names 1 id\(s\) that are not items \(first: 'q9'\)$"):
+    with pytest.raises(AuditError, match=r"^the exclude policy names 1 id\(s\) that are not items \(first: 'q9'\)$"):
         grade_package(pkg, config(exclude=["q1", "q9"]))
 
 

@@ -114,3 +114,28 @@ def test_clustered_interval_sees_question_variance_the_runs_interval_misses():
     ivs = {iv.method: iv for iv in {f.name: f for f in figures(_frame(rows))}["accuracy"].intervals}
     assert ivs["runs_2se"].se == 0.0 and ivs["runs_2se"].low == ivs["runs_2se"].high == 0.5
     assert ivs["clustered_t"].se == approx(math.sqrt(40 / 39 * 0.25) / math.sqrt(40))
+
+
+@pytest.mark.parametrize("correct,n", [(1, 3), (0, 3), (3, 3), (44, 345), (6351, 12032), (0, 1), (1, 1)])
+def test_wilson_and_clopper_pearson_match_scipy(correct, n):
+    """Issue 20: beside binomial_2se (1 of 3 gives [0.00, 87.77]%), the two intervals labs ask for."""
+    from scipy.stats import binomtest
+
+    from audit import stats
+
+    res = binomtest(correct, n)
+    for got, method in ((stats.wilson(correct, n), "wilson"), (stats.clopper_pearson(correct, n), "exact")):
+        want = res.proportion_ci(0.95, method)
+        assert got.low == pytest.approx(want.low, abs=1e-12) and got.high == pytest.approx(want.high, abs=1e-12)
+    assert stats.wilson(0, 0) is None and stats.clopper_pearson(0, 0) is None
+
+
+def test_a_one_run_figure_prints_wilson_and_clopper_pearson_beside_binomial_2se():
+    from audit import stats
+    from audit.verdicts import Figure
+    from audit.views import figure_lines
+
+    f = Figure(name="accuracy", sample=None, denominator="graded", correct=1, total=3, value=1 / 3,
+               intervals=[stats.binomial_2se(1, 3)])
+    assert figure_lines([f]) == ["accuracy                      33.33%  (1/3)  binomial_2se [0.00, 87.77]; wilson "
+                                 "[6.15, 79.23]; clopper_pearson [0.84, 90.57]"]

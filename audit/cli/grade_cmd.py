@@ -37,16 +37,27 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     every policy; identical inputs give a byte-identical file.
     """
     from audit.errors import AuditError
-    from audit.grade import format_summary, grade_package
+    from audit.grade import NoItems, format_summary, grade_package
     from audit.specs import resolve_config
 
+    if package.is_file() and not package.name.lower().endswith((".tar.gz", ".tgz")):
+        from audit.importers.detect import PACKAGE, sniff
+
+        found = sniff(package)
+        hint = (found.message(package) if found is not None and found is not PACKAGE else
+                f"import it first (`audit import table {package} --kind responses ... -o PKG`, or "
+                f"`audit import lm-eval` / `audit import mmlu-pro`)")
+        raise AuditError(f"is a file, not a responses package: {hint}", path=str(package))
     if output.exists() and not force:
         raise AuditError("already exists (use --force to overwrite)", path=str(output))
     if not output.resolve().parent.is_dir():
         raise AuditError("directory does not exist", path=str(output.parent))
     config = resolve_config(benchmark, extractor=extractor, grader=grader, policies=policies,
                             reference_field=reference_field)
-    grading = grade_package(package, config, items=items, out=output, parquet=parquet, workers=workers)
+    try:
+        grading = grade_package(package, config, items=items, out=output, parquet=parquet, workers=workers)
+    except NoItems as e:
+        raise AuditError(f"{e.problem.message}: give --items ITEMS_PACKAGE", path=e.problem.path or None) from None
     vf = grading.header
     click.echo(f"wrote {output}" + (f" and {vf.rows_file.path}" if vf.rows_file else ""))
     if not quiet:
@@ -79,8 +90,8 @@ def fit_lines(fit: object) -> list[str]:
     lines = [f"warning: {fit.no_answer:,} of {fit.read:,} rows ({pct(fit.no_answer / fit.read)}) read no answer: "
              f"these responses do not look written in the format {fit.extractor} expects ({fit.expects})"]
     if fit.better:
-        shown = "; ".join(f"{k} reads an answer in {n:,}" for k, n in fit.better)
-        lines.append(f"  of {fit.sampled:,} of those responses re-read with the other registered extractors: {shown} "
+        shown = "; ".join(f"{k} reads one in {n:,}" for k, n in fit.better)
+        lines.append(f"  {fit.sampled:,} of those responses re-read with the other registered extractors: {shown} "
                      f"(--extractor NAME, or a --benchmark whose spec uses it)")
     else:
         lines.append(f"  no other registered extractor reads an answer statement in the {fit.sampled:,} re-read")
@@ -98,9 +109,14 @@ def reproduce(results: Path, package: Path | None, items: Path | None) -> int:
     listed apart as environment-dependent (they depend on the machine's load, not on the code
     or the inputs). Refuses (exit 2) when the package's content digest differs from the recorded one.
     """
+    from audit.errors import AuditError
+    from audit.grade import NoPath
     from audit.grade import reproduce as run
 
-    outcome = run(results, package=package, items=items)
+    try:
+        outcome = run(results, package=package, items=items)
+    except NoPath as e:
+        raise AuditError(f"{e.problem.message}: give --{e.what} PATH") from None
     for note in outcome.notes:
         click.echo(f"note: {note}")
     if outcome.identical:

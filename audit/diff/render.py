@@ -206,8 +206,12 @@ def _paragraph_plan(figures: list[FigureChange]) -> list[tuple[FigureChange, Fig
 
 
 def _strength_section(r: DiffResult) -> list[str]:
-    """What the changed verdicts rest on: each side's reads by strength, the fallback warning, possibly cut rows."""
-    if not r.strengths and r.possibly_cut is None:
+    """What the changed verdicts rest on: each side's reads by strength, the fallback warning, possibly cut rows.
+
+    Printed when it says something: some change rests on a fallback read, or some changed response may have
+    been cut (JSON always holds the counts)."""
+    pc = r.possibly_cut
+    if not any(c.strength == "fallback" for c in r.strengths) and not (pc is not None and pc.rows):
         return []
     lines = ["## What the changed verdicts rest on", ""]
     fb = r.fallback
@@ -228,7 +232,6 @@ def _strength_section(r: DiffResult) -> list[str]:
             lines.append(f"| {c.side.upper()} | {c.strength} | {c.rows:,} | {c.to_correct:,} | {c.to_incorrect:,} |")
         lines += ["", "Reads: `statement` the response states its answer; `format` it matches the answer format "
                       "asked for; `fallback` a read of last resort from text that states no answer.", ""]
-    pc = r.possibly_cut
     if pc is not None:
         if pc.note:
             lines += [f"Possibly cut: not checked ({pc.note}).", ""]
