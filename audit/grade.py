@@ -17,6 +17,7 @@ import gc
 import hashlib
 import os
 import random
+import re
 import tempfile
 import sys
 from collections.abc import Iterable, Iterator
@@ -61,6 +62,10 @@ _SENTENCE_END = frozenset(".!?…。！？)]}>*$`\"'”’»|")
 """Last characters after which a response reads as finished (closing marks included: `(C)`, `**B**`, `$x$`)."""
 
 
+_LETTER_LINE = re.compile(r"[A-Za-z\s*:()'’-]{0,38}[A-Z]")
+"""A short plain-words line ending in a capital letter: `Answer: C`, `I pick B` (not `$dU = T`, `{[A`)."""
+
+
 def possibly_cut(text: str | None, finish_reason: str | None) -> bool:
     """A labelled heuristic, never a verdict: the row records no finish reason and its text stops mid-sentence
     (its last visible character ends no sentence: "… so the answer is the", "B-cells are", "65°C,").
@@ -71,7 +76,12 @@ def possibly_cut(text: str | None, finish_reason: str | None) -> bool:
     if finish_reason is not None or not text:
         return False
     tail = text.rstrip()
-    return bool(tail) and tail[-1] not in _SENTENCE_END
+    if not tail or tail[-1] in _SENTENCE_END:
+        return False
+    # A short last line closing on a lone letter ("Answer: C", "I pick B") is an answer, not a broken sentence
+    # (a long one, "… we find $dU = T", is not).
+    last_line = tail[tail.rfind("\n") + 1:]
+    return not (_LETTER_LINE.fullmatch(last_line) and (len(tail) == 1 or tail[-2] in " \t\n:(*"))
 
 
 class NoItems(AuditError):

@@ -155,7 +155,7 @@ def strength_lines(counts: Mapping[str | None, int], extractors: list[ComponentR
     order = ("statement", "format", "fallback", "no answer")
     lines = ["reads by strength: " + ", ".join(f"{k} {by[k]:,} ({pct(by[k] / total)})" for k in order if by.get(k))]
     if by.get("fallback"):
-        lines.append(f"  {by['fallback']:,} rows rest on a fallback read ({', '.join(sorted(fallback_rules))}): a "
+        lines.append(f"  {by['fallback']:,} row{'s' if by['fallback'] != 1 else ''} rest{'' if by['fallback'] != 1 else 's'} on a fallback read ({', '.join(sorted(fallback_rules))}): a "
                      f"read of last resort from text that states no answer")
     if cut:
         n_cut = sum(cut.values())
@@ -166,8 +166,9 @@ def strength_lines(counts: Mapping[str | None, int], extractors: list[ComponentR
             of = sum(counts[r] for r in rules)
             if of:
                 parts.append(f"{sum(cut.get(r, 0) for r in rules):,} of the {of:,} {label}")
-        lines.append(f"possibly cut (a heuristic, not a verdict): {n_cut:,} rows have no finish reason and stop "
-                     f"mid-sentence" + (f"; {' and '.join(parts)} are among them" if parts else ""))
+        lines.append(f"possibly cut (a heuristic, not a verdict): {n_cut:,} row{'s have' if n_cut != 1 else ' has'} no "
+                     f"finish reason and stop{'s' if n_cut == 1 else ''} mid-sentence"
+                     + (f"; {' and '.join(parts)} are among them" if parts else ""))
     return lines
 
 
