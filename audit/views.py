@@ -19,6 +19,38 @@ from audit.verdicts import ComponentRef, Figure, Interval, SubjectSummary, Verdi
 _LEVEL = re.compile(r"\(1−([0-9.]+)\)")
 
 
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp", "Zs"})
+"""Characters that print as nothing, or as a plain space: control, format (zero-width, bidi), private-use,
+unassigned, surrogate, line and paragraph separators, and every space but U+0020."""
+
+
+def visible(s: str) -> str:
+    """`s` with every invisible character written `<U+XXXX>`: `q3` and `q3\u200b` print apart.
+
+    Escaped: the categories in `_HIDDEN_CATEGORIES`, a combining mark with no base character before it
+    (at the start, after a space or after an escaped character), and a space at either end (a table cell
+    or a line end hides it). Letters, marks on a base (`e\u0301`) and every visible script print as they are.
+    """
+    if s.isascii() and s.isprintable() and s.strip(" ") == s:
+        return s  # the common case, fast
+    import unicodedata
+
+    out: list[str] = []
+    base = False  # whether the previous character can carry a combining mark
+    last = len(s) - 1
+    for i, ch in enumerate(s):
+        cat = unicodedata.category(ch)
+        hidden = (cat in _HIDDEN_CATEGORIES and ch != " ") or (cat in ("Mn", "Me") and not base) \
+            or (ch == " " and (i == 0 or i == last))
+        if hidden:
+            out.append(f"<U+{ord(ch):04X}>")
+            base = False
+        else:
+            out.append(ch)
+            base = ch != " "
+    return "".join(out)
+
+
 def text_table(rows: list[list[str]], indent: str = "") -> list[str]:
     """Rows (the first one the header) as left-aligned columns two spaces apart, trailing spaces cut."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -94,7 +126,7 @@ def subject_lines(subjects: list[SubjectSummary] | None) -> list[str]:
     """The per-subject table (all runs pooled): items, accuracy (ungraded left out), accuracy_all."""
     if not subjects:
         return []
-    names = [s.subject or "(no subject)" for s in subjects]
+    names = [visible(s.subject) if s.subject else "(no subject)" for s in subjects]
     width = max(len("subject"), *map(len, names))
     lines = [f"per subject ({len(subjects)}):", f"  {'subject':<{width}} {'items':>6}  {'accuracy':<22}accuracy_all"]
     for name, s in zip(names, subjects):
@@ -123,10 +155,10 @@ def rule_lines(counts: Mapping[str | None, int], extractors: list[ComponentRef |
         return []
     keys = " and ".join(e.key for e in named)
     lines = [f"rules that fired ({keys}):"]
-    shown = [(r, n) for r, n in counts.items() if r is not None]
+    shown = [(visible(r), n) for r, n in counts.items() if r is not None]
     width = max((len(r) for r, _ in shown), default=4)
     for rule, n in sorted(shown, key=lambda x: (-x[1], x[0])):
-        found = rule_explained(rule, named)
+        found = rule_explained(rule, named)  # (an escaped label is no declared rule: no words)
         lines.append(f"  {rule:<{width}} {n:>8,}" + (f"  {found[1]}" if found else ""))
     if counts.get(None):
         lines.append(f"  {'—':<{width}} {counts[None]:>8,}  no response was read (missing or excluded rows)")
@@ -176,7 +208,8 @@ def strength_lines(counts: Mapping[str | None, int], extractors: list[ComponentR
 
 
 def _ref_line(label: str, ref: Any) -> str:
-    return f"{label:<10} {ref.package_id} (digest {ref.digest[:12]}…)" + (f" at {ref.path}" if ref.path else "")
+    return (f"{label:<10} {visible(ref.package_id)} (digest {ref.digest[:12]}…)"
+            + (f" at {visible(ref.path)}" if ref.path else ""))
 
 
 def verdict_file_view(path: str | Path) -> list[str]:
@@ -185,8 +218,8 @@ def verdict_file_view(path: str | Path) -> list[str]:
 
     header, table, _ = read_verdict_table(path)
     vf: VerdictFile = header
-    lines = [f"verdicts   {path} (verdict file, schema version {vf.schema_version})",
-             f"benchmark  {vf.benchmark}: {table.num_rows:,} rows, {vf.summary.items:,} items x "
+    lines = [f"verdicts   {visible(str(path))} (verdict file, schema version {vf.schema_version})",
+             f"benchmark  {visible(vf.benchmark)}: {table.num_rows:,} rows, {vf.summary.items:,} items x "
              f"{vf.summary.samples} samples"]
     if vf.responses_package is not None:
         lines.append(_ref_line("responses", vf.responses_package))
@@ -197,10 +230,10 @@ def verdict_file_view(path: str | Path) -> list[str]:
     for label, ref in (("extractor", vf.extractor), ("grader", vf.grader), ("mc extr.", vf.mc_extractor),
                        ("mc grader", vf.mc_grader)):
         if ref is not None:
-            lines.append(f"{label:<10} {ref.key} (fingerprint {ref.fingerprint[:12]}…)")
+            lines.append(f"{label:<10} {visible(ref.key)} (fingerprint {ref.fingerprint[:12]}…)")
     if vf.extractor is None and vf.grader is None:
         who = vf.environment.get("recorded_by")
-        lines.append("graded by  " + (f"{who} (imported: no extractor or grader is named)" if who else
+        lines.append("graded by  " + (f"{visible(str(who))} (imported: no extractor or grader is named)" if who else
                                       "unknown (imported: no extractor or grader is named)"))
     if vf.extractor is None and vf.grader is None:
         # An imported file's Policies are placeholders: it applied none of them.
@@ -216,7 +249,7 @@ def verdict_file_view(path: str | Path) -> list[str]:
     lines.append("figures" + (" (one run: the run's figures are the overall ones)" if vf.summary.samples == 1 else ""))
     shown = [f for f in vf.summary.figures if vf.summary.samples != 1 or f.sample is None]
     lines += ["  " + x for x in figure_lines(shown)]
-    lines.append("statuses   " + ", ".join(f"{k}={v:,}" for k, v in vf.summary.statuses.items()))
+    lines.append("statuses   " + ", ".join(f"{visible(k)}={v:,}" for k, v in vf.summary.statuses.items()))
     lines += subject_lines(vf.summary.subjects)
     if vf.extractor is not None:
         counts = Counter(table.column("rule").to_pylist())

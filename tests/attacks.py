@@ -103,6 +103,10 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("kinds.dup-key-claims-table", "a duplicate key in a JSONL table `audit verify` reads", "added", "succeeded"),
     ("pkg.toctou-bundle", "a file rewritten between `audit bundle`'s validation and its tarring", "added",
      "succeeded"),
+    # ---- round 3 (verdicts)
+    ("diff.invisible-ids", "ids, answers and subjects differing only by an invisible character (zero-width, bidi, "
+                           "control, no-break space, lone combining mark) printed alike by diff, grade and show",
+     "issue", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -62,7 +62,9 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     click.echo(f"wrote {output}" + (f" and {vf.rows_file.path}" if vf.rows_file else ""))
     if not quiet:
         ex, gr = vf.extractor, vf.grader
-        click.echo(f"{vf.benchmark}: {len(grading)} rows, {vf.summary.items} items x {vf.summary.samples} samples; "
+        from audit.views import visible
+
+        click.echo(f"{visible(vf.benchmark)}: {len(grading)} rows, {vf.summary.items} items x {vf.summary.samples} samples; "
                    f"extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")
         for line in format_summary(vf):
             click.echo(line)

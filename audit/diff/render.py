@@ -10,16 +10,22 @@ from typing import Any
 from audit.diff.report import CAUSES, DiffResult, FigureChange, SideInfo, component_label, package_label
 from audit.summary import pct
 from audit.verdicts import Figure
+from audit.views import visible
 
 
 def _p(p: float) -> str:
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
+_LINE_BREAKS = re.compile(r"[\t\n\r]+")
+
+
 def _cell(v: Any, width: int = 40) -> str:
     if v is None:
         return "—"
-    s = " ".join(str(v).split())
+    # Line breaks and tabs read as one space in a cell; every other invisible character is escaped, and a
+    # space at either end too, so `q3`, `q3 ` and `q3\u200b` print apart.
+    s = visible(_LINE_BREAKS.sub(" ", str(v)))
     if len(s) > width:
         s = s[: width - 1] + "…"
     return s.replace("|", "\\|") or "\"\""
@@ -68,7 +74,7 @@ def _figure_paragraph(f: FigureChange, twin: FigureChange | None = None) -> str:
 def _side_line(label: str, s: SideInfo) -> str:
     rp = s.responses_package
     resp = package_label(rp) if rp else "not named"
-    return (f"- {label}: `{s.path}` — {s.benchmark}, {_n(s.rows, 'row')} ({s.rows_source}); extractor "
+    return (f"- {label}: `{visible(s.path)}` — {visible(s.benchmark)}, {_n(s.rows, 'row')} ({s.rows_source}); extractor "
             f"{component_label(s.extractor)}, grader {component_label(s.grader)}; responses {resp}")
 
 
@@ -258,7 +264,7 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
     lines.append(f"- rows: {r.aligned:,} compared, {n_changed:,} verdict{'s' if n_changed != 1 else ''} changed, "
                  f"{n_old:,} only in OLD, {n_new:,} only in NEW")
     for note in r.notes:
-        lines.append(f"- note: {note}")
+        lines.append(f"- note: {visible(note)}")
     lines.append("")
     if not r.has_changes:
         lines.append("No figure and no verdict changed.")
@@ -296,7 +302,7 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
             lines.append("")
     if r.rules:
         lines += ["Rules in the changed rows, in words:", ""]
-        lines += [f"- `{w.rule}` ({w.extractor}): {w.words}" for w in r.rules]
+        lines += [f"- `{visible(w.rule)}` ({visible(w.extractor)}): {w.words}" for w in r.rules]
         lines.append("")
     if n_old or n_new:
         lines += ["## Rows in one file only", "", "| file | item_id | sample | verdict |", "| --- | --- | ---: | --- |"]
