@@ -210,14 +210,19 @@ def _guess(policies: Policies, item_id: str, sample: int, options: int) -> tuple
 
 def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, judgment: graders.Judgment | None,
             item: ItemInfo, item_id: str, sample: int, policies: Policies,
-            excluded_ids: frozenset[str]) -> tuple[str, str, str, dict[str, Any]]:
-    """(verdict, status, reason, detail) for one row: the grader's judgment under the run's policies."""
+            excluded_ids: frozenset[str], short_alphabet: str | None = None) -> tuple[str, str, str, dict[str, Any]]:
+    """(verdict, status, reason, detail) for one row: the grader's judgment under the run's policies.
+
+    `short_alphabet` is set (the reason) when the item has more options than the extractor reads letters:
+    such a row is never graded (a K it cannot read, a J read from "D and J are correct")."""
     if item_id in excluded_ids:
         return "ungraded", "excluded", "excluded by policy (--policy exclude=...)", {}  # row text: kept as recorded
     if meta is None:
         return "ungraded", "missing", f"no response for this item in sample {sample}", {}
     if meta.excluded is not None:
         return "ungraded", "excluded", f"not sent: {meta.excluded}", {}
+    if short_alphabet:
+        return "ungraded", "error", short_alphabet, {}
     if not meta.has_text:
         return "ungraded", "error", f"no response text: {meta.error or 'response is null'}", {}
     if meta.error is not None:
@@ -247,6 +252,26 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, judgment
     if judgment.status in ("incorrect", "parse_error_answer", "no_answer"):
         return "incorrect", judgment.status, judgment.reason, {}
     return "ungraded", judgment.status, judgment.reason, {}
+
+
+def alphabet_too_short(extractor: Any, info: ItemInfo) -> str | None:
+    """Why `extractor` cannot grade `info` (it reads fewer letters than the item has options), else None."""
+    letters = getattr(extractor, "letters", None)
+    if not letters:
+        return None
+    if not info.options or info.options <= len(letters):
+        from audit.graders.choice import read_letter
+
+        ref = read_letter(info.reference)
+        if ref is None or ref in letters:
+            return None
+        return (f"the reference {ref} is outside the letters {extractor.key} reads ({letters[0]}–{letters[-1]}): "
+                f"not graded (it could never be credited); use an extractor that reads the item's options "
+                f"(mmlu_pro.options@1)")
+    last = LETTERS[info.options - 1] if info.options <= len(LETTERS) else f"option {info.options}"
+    return (f"the item has {info.options} options (A–{last}); {extractor.key} reads only {letters[0]}–{letters[-1]}: "
+            f"not graded (a letter it cannot read, or a wrong one read instead); use an extractor that reads the "
+            f"item's options (mmlu_pro.options@1)")
 
 
 def _grade_all(grader: Any, tasks: list[tuple[str, str, int | None]],
@@ -426,7 +451,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
             if found is None:
                 raise AuditError(f"item {obj['item_id']!r} is not in the items package",
                                  path=f"{rp.source}/{entry.path}", row=rowno, field="item_id")
-            item_id, _, extractor, _ = found
+            item_id, info, extractor, _ = found
             get = obj.get
             text, finish = get("response"), get("finish_reason")
             has_text = isinstance(text, str)
@@ -435,7 +460,8 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
                 get("attempt", 0), finish,  # max_tokens, extraction, digest, tokens, chars
                 tokens if isinstance(tokens, int) else len(text) if has_text else 0,
                 has_text, get("excluded"), get("error"), get("max_tokens"),
-                extractor.extract(text, finish_reason=finish),
+                extractor.extract(text, finish_reason=finish, options=info.options)
+                if getattr(extractor, "takes_options", False) else extractor.extract(text, finish_reason=finish),
                 sha256(text.encode("utf-8")).hexdigest() if has_text else None,
                 tokens if isinstance(tokens, int) else None, len(text) if has_text else 0,
                 finish is None and has_text and possibly_cut(text, finish))
@@ -485,8 +511,9 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
     (add_item, add_sample, add_attempt, add_sha, add_answer, add_rule, add_span, add_verdict, add_status,
      add_reason, add_reference, add_detail) = [cols[k].append for k in _ROW_ORDER]
     for item_id in item_ids:
-        _, info, _, grader = known[item_id]
+        _, info, extractor, grader = known[item_id]
         graded = judgments.get(grader.key, {})
+        short = alphabet_too_short(extractor, info)
         reference = info.reference
         for sample in sample_list:
             meta, detail = pick((item_id, sample))
@@ -508,7 +535,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
                 add_rule(ex.rule)
                 add_span(ex.span or None)  # a tuple (see Grading)
             decided, status, reason, more = _decide(meta, ex, judgment, info, item_id, sample, policies,
-                                                    excluded_ids)
+                                                    excluded_ids, short)
             if more:
                 detail = {**detail, **more} if detail else more
             add_item(item_id)

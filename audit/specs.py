@@ -171,6 +171,10 @@ def get_spec(name: str) -> BenchmarkSpec:
 # --------------------------------------------------------------------------- resolving
 
 
+class PolicyError(AuditError):
+    """A policy override that does not parse (the CLI names its flag, `--policy`, in front)."""
+
+
 def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies:
     """Apply `key=value` overrides (`exclude=a,b` for lists) to a spec's policies; one-line errors."""
     data = base.model_dump()
@@ -179,21 +183,21 @@ def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies
         key = key.strip().replace("-", "_")
         if not sep or key not in Policies.model_fields:
             known = ", ".join(Policies.model_fields)
-            raise AuditError(f"policy {item!r}: expected KEY=VALUE with KEY one of {known}")
+            raise PolicyError(f"policy {item!r}: expected KEY=VALUE with KEY one of {known}")
         if key == "exclude":
             data[key] = [v for v in value.split(",") if v]
         elif key == "guess_seed":
             try:
                 data[key] = int(value)
             except ValueError:
-                raise AuditError(f"policy {item!r}: guess_seed must be an integer") from None
+                raise PolicyError(f"policy {item!r}: guess_seed must be an integer") from None
         else:
             data[key] = value
     try:
         return Policies.model_validate(data)
     except pydantic.ValidationError as e:
         err = e.errors(include_url=False)[0]
-        raise AuditError(f"policy {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        raise PolicyError(f"policy {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
 def resolve(config: GradeConfig) -> ResolvedConfig:

@@ -69,6 +69,8 @@ class Extractor:
     rules: tuple[str, ...] = ()
     """Every rule `fn` can report (what fired, or why nothing did); `no_response` comes on top for
     every extractor. The golden rows must reach each one."""
+    takes_options: bool = False
+    """`fn` also takes `options=` (the item's option count, or None): its alphabet is the item's own."""
 
     @property
     def key(self) -> str:
@@ -109,12 +111,15 @@ class Extractor:
         as many as the item has. An item whose options run past them cannot be graded with it."""
         return getattr(sys.modules.get(self.fn.__module__), "LETTERS_READ", {}).get(self.name)
 
-    def extract(self, text: str | None, *, finish_reason: str | None = None) -> Extraction:
+    def extract(self, text: str | None, *, finish_reason: str | None = None,
+                options: int | None = None) -> Extraction:
+        """What `text` answers; `options` (the item's option count) reaches only extractors that take it."""
         if text is None:
             return Extraction(None, RULE_NO_RESPONSE)
+        kw: dict[str, Any] = {"options": options} if self.takes_options else {}
         if self.config is not None:
-            return self.fn(text, finish_reason=finish_reason, config=self.config)
-        return self.fn(text, finish_reason=finish_reason)
+            return self.fn(text, finish_reason=finish_reason, config=self.config, **kw)
+        return self.fn(text, finish_reason=finish_reason, **kw)
 
 
 REGISTRY: Registry[Extractor] = table("extractor", home=__name__)
@@ -122,15 +127,15 @@ REGISTRY: Registry[Extractor] = table("extractor", home=__name__)
 
 
 def register(name: str, version: str, *, description: str, rules: tuple[str, ...], source: str = "audit",
-             config: Any = None) -> Callable[[ExtractFn], ExtractFn]:
-    """Register `fn(text, *, finish_reason=None[, config]) -> Extraction` as `name@version`, with every
-    rule it can report."""
+             config: Any = None, takes_options: bool = False) -> Callable[[ExtractFn], ExtractFn]:
+    """Register `fn(text, *, finish_reason=None[, config][, options]) -> Extraction` as `name@version`, with
+    every rule it can report (`takes_options`: it reads the item's option count)."""
     if not rules or len(set(rules)) != len(rules) or RULE_NO_RESPONSE in rules:
         raise RegistryError(f"extractor {name}@{version}: `rules` must list each rule `fn` reports once "
                             f"({RULE_NO_RESPONSE!r} is added for every extractor)")
 
     def deco(fn: ExtractFn) -> ExtractFn:
-        REGISTRY.add(Extractor(name, version, description, source, fn, config, tuple(rules)))
+        REGISTRY.add(Extractor(name, version, description, source, fn, config, tuple(rules), takes_options))
         return fn
 
     return deco

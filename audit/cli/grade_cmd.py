@@ -52,8 +52,13 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
         raise AuditError("already exists (use --force to overwrite)", path=str(output))
     if not output.resolve().parent.is_dir():
         raise AuditError("directory does not exist", path=str(output.parent))
-    config = resolve_config(benchmark, extractor=extractor, grader=grader, policies=policies,
-                            reference_field=reference_field)
+    from audit.specs import PolicyError
+
+    try:
+        config = resolve_config(benchmark, extractor=extractor, grader=grader, policies=policies,
+                                reference_field=reference_field)
+    except PolicyError as e:
+        raise AuditError(f"--{e.problem.message}") from None
     try:
         grading = grade_package(package, config, items=items, out=output, parquet=parquet, workers=workers)
     except NoItems as e:
