@@ -15,6 +15,9 @@ overshoots at small n: 1 of 3 gives [0, 87.77]%):
 And `zero_failure_upper`: the exact one-sided 95% bound when a run has no failures
 (or no successes), where the 2-SE interval collapses to a point.
 
+For several samples per item: `pass_at_k`, the unbiased estimator of Chen et al. 2021 ("Evaluating Large
+Language Models Trained on Code", arXiv:2107.03374): per item 1 − C(n−c, k)/C(n, k), averaged over items.
+
 Paired comparison for two gradings of the same responses: `mcnemar_exact`.
 """
 
@@ -123,6 +126,19 @@ def zero_failure_upper(correct: int, n: int, level: float = LEVEL) -> Interval |
     return Interval(method="zero_failure_upper",
                     formula=f"no successes in n: accuracy ≤ 1−(1−{level:g})^(1/n), one-sided",
                     low=0.0, high=bound)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one item with `c` correct of `n` samples: 1 − C(n−c, k)/C(n, k) (Chen et al. 2021),
+    computed as a running product (no huge binomials)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k})")
+    if n - c < k:
+        return 1.0
+    miss = 1.0
+    for i in range(n - c + 1, n + 1):
+        miss *= 1.0 - k / i
+    return 1.0 - miss
 
 
 def mcnemar_exact(flips_to_correct: int, flips_to_incorrect: int) -> float:

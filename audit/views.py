@@ -99,6 +99,18 @@ def figure_lines(figures: Iterable[Figure]) -> list[str]:
     return lines
 
 
+def sample_figure_lines(figs: list[Any]) -> list[str]:
+    """pass@k and maj@k, each with its named interval (audit.summary.sample_figures)."""
+    if not figs:
+        return []
+    lines = [f"over {figs[0].items:,} items with {figs[-1].name.split('@')[1]} samples each (computed from the rows, "
+             f"not stored):"]
+    for f in figs:
+        iv = f"  {interval_words(f.interval)}" if f.interval is not None else ""
+        lines.append(f"  {f.name:<10} {100 * f.value:6.2f}%{iv}" + (f"  ({f.note})" if f.note else ""))
+    return lines
+
+
 def coverage_lines(summary: Any) -> list[str]:
     """The headline when responses cover only some items: how many, and what each figure counts.
 
@@ -251,6 +263,10 @@ def verdict_file_view(path: str | Path) -> list[str]:
     lines += ["  " + x for x in figure_lines(shown)]
     lines.append("statuses   " + ", ".join(f"{visible(k)}={v:,}" for k, v in vf.summary.statuses.items()))
     lines += subject_lines(vf.summary.subjects)
+    if vf.summary.samples > 1:
+        from audit.summary import sample_figures
+
+        lines += sample_figure_lines(sample_figures(table.select(["item_id", "sample", "verdict", "answer"]).to_pandas()))
     if vf.extractor is not None:
         counts = Counter(table.column("rule").to_pylist())
         lines += rule_lines(counts, [vf.extractor, vf.mc_extractor])

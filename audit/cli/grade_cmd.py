@@ -73,6 +73,16 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
                    f"extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")
         for line in format_summary(vf):
             click.echo(line)
+        if vf.summary.samples > 1:
+            import pandas as pd
+
+            from audit.summary import sample_figures
+            from audit.views import sample_figure_lines
+
+            cols = grading.columns
+            frame = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "answer")})
+            for line in sample_figure_lines(sample_figures(frame)):
+                click.echo(line)
         from collections import Counter
 
         from audit.grade import fit_check
