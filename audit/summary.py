@@ -172,6 +172,6 @@ def sample_figures(df: pd.DataFrame) -> list[SampleFigure]:
         wins += all(v[0] for v in leaders)
     n_items = len(counts)
     out.append(SampleFigure(name=f"maj@{k}", value=wins / n_items, items=n_items, interval=stats.wilson(wins, n_items),
-                            note=f"answers vote as written; a tie counts wrong unless every tied answer is correct ({MAJORITY_TIE_RULE}); "
-                                 f"{ties:,} item{'s' if ties != 1 else ''} tied"))
+                            note=f"answers vote as written; a tie counts wrong unless every tied answer is correct "
+                                 f"({MAJORITY_TIE_RULE}); {ties:,} item{'s' if ties != 1 else ''} tied"))
     return out

@@ -199,8 +199,9 @@ def strength_lines(counts: Mapping[str | None, int], extractors: list[ComponentR
     order = ("statement", "format", "fallback", "no answer")
     lines = ["reads by strength: " + ", ".join(f"{k} {by[k]:,} ({pct(by[k] / total)})" for k in order if by.get(k))]
     if by.get("fallback"):
-        lines.append(f"  {by['fallback']:,} row{'s' if by['fallback'] != 1 else ''} rest{'' if by['fallback'] != 1 else 's'} on a fallback read ({', '.join(sorted(fallback_rules))}): a "
-                     f"read of last resort from text that states no answer")
+        n = by["fallback"]
+        lines.append(f"  {n:,} {'rows rest' if n != 1 else 'row rests'} on a fallback read "
+                     f"({', '.join(sorted(fallback_rules))}): a read of last resort from text that states no answer")
     if cut:
         n_cut = sum(cut.values())
         parts = []
