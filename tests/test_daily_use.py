@@ -139,15 +139,11 @@ Figures that rose: the rows support more than OLD recorded (not retractions).
 
 ## What the changed verdicts rest on
 
-| side | read | rows | to correct | to incorrect |
-| --- | --- | ---: | ---: | ---: |
-| OLD | no read | 2 | 2 | 0 |
-| NEW | statement | 1 | 1 | 0 |
-| NEW | fallback | 1 | 1 | 0 |
+- OLD read them as: no read 2 (2 to correct, 0 to incorrect)
+- NEW read them as: statement 1 (1 to correct, 0 to incorrect), fallback 1 (1 to correct, 0 to incorrect)
+- possibly cut (a heuristic, not a verdict): 0 of the 2 changed rows whose text was read have no finish reason and stop mid-sentence
 
-Reads: `statement` the response states its answer; `format` it matches the answer format asked for; `fallback` a read of last resort from text that states no answer.
-
-Possibly cut (a heuristic, not a verdict): 0 of the 2 changed rows whose text was read have no finish reason and stop mid-sentence.
+(`statement`: the response states its answer; `format`: it matches the format asked for; `fallback`: a read of last resort from text that states no answer; `no read`: no answer read.)
 
 ## By subject
 

@@ -92,7 +92,7 @@ def test_a_revision_resting_on_fallback_reads_alone_says_so_with_their_hit_rate(
             "fallback rule (`L3` of mmlu_pro.official@f418b11) where OLD read no answer. Over all 345 such reads, "
             "not only the changed ones, 44 are correct: a hit rate of 12.75%; chance for 10 letters is 10.00% "
             "(one-sided exact binomial p = 0.057).") in md
-    assert "Possibly cut (a heuristic, not a verdict): 37 of the 44 changed rows" in md
+    assert "- possibly cut (a heuristic, not a verdict): 37 of the 44 changed rows" in md
 
 
 def test_the_strict_spec_shows_the_figure_s_sensitivity_to_fallback_reads(llama, cli):

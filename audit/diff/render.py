@@ -232,20 +232,20 @@ def _strength_section(r: DiffResult) -> list[str]:
                   f"no answer. Over all {fb.reads:,} such reads, not only the changed ones, {fb.hits:,} are correct: a "
                   f"hit rate of {pct(fb.hit_rate)}{chance}. The changes show the lucky fallback reads; the "
                   f"{fb.reads - fb.hits:,} unlucky ones kept their verdict.", ""]
-    if r.strengths:
-        lines += ["| side | read | rows | to correct | to incorrect |", "| --- | --- | ---: | ---: | ---: |"]
-        for c in r.strengths:
-            lines.append(f"| {c.side.upper()} | {c.strength} | {c.rows:,} | {c.to_correct:,} | {c.to_incorrect:,} |")
-        lines += ["", "Reads: `statement` the response states its answer; `format` it matches the answer format "
-                      "asked for; `fallback` a read of last resort from text that states no answer.", ""]
+    for side in ("old", "new"):
+        got = [c for c in r.strengths if c.side == side]
+        if got:
+            lines.append(f"- {side.upper()} read them as: " + ", ".join(
+                f"{c.strength} {c.rows:,} ({c.to_correct:,} to correct, {c.to_incorrect:,} to incorrect)" for c in got))
     if pc is not None:
         if pc.note:
-            lines += [f"Possibly cut: not checked ({pc.note}).", ""]
+            lines.append(f"- possibly cut: not checked ({pc.note})")
         else:
             shown = ", ".join(_cell(k, 60) for k in pc.items[:20]) + (" …" if len(pc.items) > 20 else "")
-            lines += [f"Possibly cut (a heuristic, not a verdict): {pc.rows:,} of the {pc.checked:,} changed rows "
-                      f"whose text was read have no finish reason and stop mid-sentence"
-                      + (f": {shown}." if pc.rows else "."), ""]
+            lines.append(f"- possibly cut (a heuristic, not a verdict): {pc.rows:,} of the {pc.checked:,} changed rows "
+                         f"whose text was read have no finish reason and stop mid-sentence" + (f": {shown}" if pc.rows else ""))
+    lines += ["", "(`statement`: the response states its answer; `format`: it matches the format asked for; `fallback`: "
+                  "a read of last resort from text that states no answer; `no read`: no answer read.)", ""]
     return lines
 
 
