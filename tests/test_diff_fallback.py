@@ -122,3 +122,12 @@ def test_grade_prints_reads_by_strength_and_possibly_cut_rows(llama, cli):
             f"mid-sentence; {on_l3:,} of the 345 fallback reads and {on_none:,} of the 469 no-answer rows are "
             f"among them") in r.out
     assert "warning:" not in r.out  # the spec fits these responses
+
+
+def test_an_imported_file_is_not_said_to_have_applied_a_policy(llama, cli):
+    """Issue 20: the recorded file's policies are placeholders; `diff` said "policy no_answer: wrong ->
+    random-guess" as if upstream had counted null preds wrong by policy."""
+    d, _ = llama
+    doc = json.loads(cli("diff", d / "recorded.json", d / "guess.json", "--format", "json").out)
+    assert doc["notes"] == ["extractor: none (imported) -> mmlu_pro.official@f418b11",
+                            "grader: none (imported) -> choice@1"]

@@ -565,10 +565,13 @@ def _notes(o: _Side, n: _Side, both: Any, packages_differ: bool, same_extractor:
             notes.append(f"{label}: {component_label(x)} -> {component_label(y)}")
     if o.header.reference_field != n.header.reference_field:
         notes.append(f"reference field: {o.header.reference_field} -> {n.header.reference_field}")
-    pa_, pb = o.header.policies.model_dump(), n.header.policies.model_dump()
-    for k in pa_:
-        if pa_[k] != pb[k]:
-            notes.append(f"policy {k}: {_show(pa_[k])} -> {_show(pb[k])}")
+    # An imported file's policies are placeholders (it applied none; its extractor and grader notes say it is
+    # imported): no policy is said to have changed from or to them.
+    if all(h.extractor is not None or h.grader is not None for h in (o.header, n.header)):
+        pa_, pb = o.header.policies.model_dump(), n.header.policies.model_dump()
+        for k in pa_:
+            if pa_[k] != pb[k]:
+                notes.append(f"policy {k}: {_show(pa_[k])} -> {_show(pb[k])}")
     if o.header.benchmark != n.header.benchmark:
         notes.append(f"benchmark: {o.header.benchmark} -> {n.header.benchmark}")
     if not packages_differ and same_extractor and a is not None:
