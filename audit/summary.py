@@ -147,29 +147,29 @@ def sample_figures(df: pd.DataFrame) -> list[SampleFigure]:
     `MAJORITY_TIE_RULE`). Empty for one sample per item or when items have different sample counts."""
     if df.empty:
         return []
-    per = df.groupby("item_id", sort=False)
-    counts = per["sample"].count()
+    counts = df.groupby("item_id", sort=False)["sample"].count()
     k = int(counts.iloc[0])
     if k < 2 or (counts != k).any():
         return []
-    correct = per["verdict"].apply(lambda v: int((v == "correct").sum()))
+    is_correct = df["verdict"] == "correct"
+    correct = is_correct.groupby(df["item_id"], sort=False).sum()
     out = []
     for kk in sorted({1, k}):
         values = [stats.pass_at_k(k, int(c), kk) for c in correct]
         out.append(SampleFigure(name=f"pass@{kk}", value=sum(values) / len(values), items=len(values),
                                 interval=stats.clustered_t(values)))
+    # Votes, in columns: per (item, answer as written) the votes and whether that answer is correct.
+    voting = df["answer"].notna() & (df["verdict"] != "ungraded")
+    v = pd.DataFrame({"item_id": df["item_id"][voting], "answer": df["answer"][voting].str.strip(),
+                      "ok": is_correct[voting]})
     wins = ties = 0
-    for _, rows in per:
-        votes: dict[str, list[bool]] = {}
-        for answer, verdict in zip(rows["answer"], rows["verdict"]):
-            if answer is not None and verdict != "ungraded":
-                votes.setdefault(answer.strip(), []).append(verdict == "correct")
-        if not votes:
-            continue
-        top = max(len(v) for v in votes.values())
-        leaders = [v for v in votes.values() if len(v) == top]
-        ties += len(leaders) > 1
-        wins += all(v[0] for v in leaders)
+    if len(v):
+        tally = v.groupby(["item_id", "answer"], sort=False)["ok"].agg(["size", "min"])
+        top = tally["size"].groupby(level=0).transform("max")
+        leaders = tally[tally["size"] == top]
+        per_item = leaders.groupby(level=0)["min"].agg(["size", "min"])
+        ties = int((per_item["size"] > 1).sum())
+        wins = int(per_item["min"].astype(bool).sum())
     n_items = len(counts)
     out.append(SampleFigure(name=f"maj@{k}", value=wins / n_items, items=n_items, interval=stats.wilson(wins, n_items),
                             note=f"answers vote as written; a tie counts wrong unless every tied answer is correct "
