@@ -216,7 +216,8 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, judgment
     `short_alphabet` is set (the reason) when the item has more options than the extractor reads letters:
     such a row is never graded (a K it cannot read, a J read from "D and J are correct")."""
     if item_id in excluded_ids:
-        return "ungraded", "excluded", "excluded by policy (--policy exclude=...)", {}  # row text: kept as recorded
+        # (a row text that verdict files record: rewording it would stop every such file reproducing)
+        return "ungraded", "excluded", "excluded by policy (--policy exclude=...)", {}
     if meta is None:
         return "ungraded", "missing", f"no response for this item in sample {sample}", {}
     if meta.excluded is not None:

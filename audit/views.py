@@ -25,7 +25,7 @@ unassigned, surrogate, line and paragraph separators, and every space but U+0020
 
 
 def visible(s: str) -> str:
-    """`s` with every invisible character written `<U+XXXX>`: `q3` and `q3\u200b` print apart.
+    r"""`s` with every invisible character written `<U+XXXX>`: `q3` and `q3\u200b` print apart.
 
     Escaped: the categories in `_HIDDEN_CATEGORIES`, a combining mark with no base character before it
     (at the start, after a space or after an escaped character), and a space at either end (a table cell
