@@ -123,6 +123,10 @@ _add(BenchmarkSpec(
     GradeConfig("mmlu_pro_strict", extractor="mmlu_pro.statements@1", grader="choice@1"),
     prompt="mmlu_pro.cot"))
 _add(BenchmarkSpec(
+    "MMLU-Pro+ (up to twelve options A-L): the official cascade over each item's own letters, letter match",
+    GradeConfig("mmlu_pro_plus", extractor="mmlu_pro.options@1", grader="choice@1"),
+    prompt="mmlu_pro.cot"))
+_add(BenchmarkSpec(
     "GPQA Diamond prompted for a final `Answer: X` line; truncated responses never credited",
     GradeConfig("gpqa_diamond", extractor="gpqa.final_line@1", grader="choice@1"),
     prompt="gpqa.simple_evals"))

@@ -46,14 +46,14 @@ def test_an_item_with_more_options_than_the_extractor_reads_is_an_error_never_a_
 
 def test_the_options_extractor_reads_the_item_s_own_letters(tmp_path, cli):
     pkg = make_package(tmp_path / "pkg", responses=RESPONSES, items=ITEMS, benchmark="mmlu_pro")
-    r = cli("grade", pkg, "--benchmark", "mmlu_pro", "--extractor", "mmlu_pro.options@1", "-o", tmp_path / "o.json",
-            "-q")
+    r = cli("grade", pkg, "--benchmark", "mmlu_pro_plus", "-o", tmp_path / "o.json", "-q")
     assert r.code == 0
     rows = _rows(tmp_path / "o.json")
     assert {i: (x["answer"], x["rule"], x["verdict"]) for i, x in rows.items()} == {
         "p1": ("K", "L1", "correct"), "p2": ("K", "L1", "incorrect"), "p3": ("L", "L2", "correct"),
         "p4": ("C", "L1", "correct")}
     assert cli("reproduce", tmp_path / "o.json").code == 0
+    assert json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))["extractor"]["name"] == "mmlu_pro.options"
 
 
 def test_a_reference_outside_the_extractor_s_letters_is_an_error(tmp_path, cli):
