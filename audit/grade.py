@@ -17,6 +17,7 @@ import gc
 import hashlib
 import os
 import random
+import re
 import tempfile
 import sys
 from collections.abc import Iterable, Iterator
@@ -55,6 +56,45 @@ INCOMPLETE_FINISH_REASONS = frozenset({"abort", "error", "content_filter"})
 """Finish reasons after which the text is partial for a reason other than the output ceiling."""
 ENVIRONMENT_PACKAGES = ("sympy", "latex2sympy2_extended", "math-verify", "antlr4-python3-runtime")
 """Libraries whose versions can change a grader's judgments; recorded in every verdict file."""
+
+
+_SENTENCE_END = frozenset(".!?…。！？)]}>*$`\"'”’»|")
+"""Last characters after which a response reads as finished (closing marks included: `(C)`, `**B**`, `$x$`)."""
+
+
+_LETTER_LINE = re.compile(r"[A-Za-z\s*:()'’-]{0,38}[A-Z]")
+"""A short plain-words line ending in a capital letter: `Answer: C`, `I pick B` (not `$dU = T`, `{[A`)."""
+
+
+def possibly_cut(text: str | None, finish_reason: str | None) -> bool:
+    """A labelled heuristic, never a verdict: the row records no finish reason and its text stops mid-sentence
+    (its last visible character ends no sentence: "… so the answer is the", "B-cells are", "65°C,").
+
+    With a finish reason the engine said why it stopped (`length` is a cut, and policies handle it); without
+    one (upstream MMLU-Pro files keep none) a cut at the output ceiling is invisible but for how the text ends.
+    """
+    if finish_reason is not None or not text:
+        return False
+    tail = text.rstrip()
+    if not tail or tail[-1] in _SENTENCE_END:
+        return False
+    # A short last line closing on a lone letter ("Answer: C", "I pick B") is an answer, not a broken sentence
+    # (a long one, "… we find $dU = T", is not).
+    last_line = tail[tail.rfind("\n") + 1:]
+    return not (_LETTER_LINE.fullmatch(last_line) and (len(tail) == 1 or tail[-2] in " \t\n:(*"))
+
+
+class NoItems(AuditError):
+    """The responses package holds no item rows and no items package was named (the CLI adds its flag)."""
+
+
+class NoPath(AuditError):
+    """A verdict file records no path for a package the caller did not name (the CLI adds its flag)."""
+
+    def __init__(self, what: str):
+        self.what = what
+        noun = "responses" if what == "package" else what  # `what` is also the CLI's flag (--package, --items)
+        super().__init__(f"the verdict file records no path for its {noun} package, and none was given")
 
 
 def _ref(component: Any) -> ComponentRef | None:
@@ -132,6 +172,8 @@ class AttemptMeta:
     """Characters of the response text (None when not read: then `length` is compared)."""
     at_budget: bool = False
     """The reply used exactly max_tokens and said `stop` (recorded or read from those fields)."""
+    cut: bool = False
+    """`possibly_cut`: no finish reason and the text stops mid-sentence (a heuristic for reports only)."""
 
 
 def choose_attempt(attempts: list[AttemptMeta], policy: str) -> tuple[AttemptMeta, dict[str, Any]]:
@@ -173,9 +215,13 @@ def _guess(policies: Policies, item_id: str, sample: int, options: int) -> tuple
 
 def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, judgment: graders.Judgment | None,
             item: ItemInfo, item_id: str, sample: int, policies: Policies,
-            excluded_ids: frozenset[str]) -> tuple[str, str, str, dict[str, Any]]:
-    """(verdict, status, reason, detail) for one row: the grader's judgment under the run's policies."""
+            excluded_ids: frozenset[str], short_alphabet: str | None = None) -> tuple[str, str, str, dict[str, Any]]:
+    """(verdict, status, reason, detail) for one row: the grader's judgment under the run's policies.
+
+    `short_alphabet` is set (the reason) when the item has more options than the extractor reads letters:
+    such a row is never graded (a K it cannot read, a J read from "D and J are correct")."""
     if item_id in excluded_ids:
+        # (a row text that verdict files record: rewording it would stop every such file reproducing)
         return "ungraded", "excluded", "excluded by policy (--policy exclude=...)", {}
     if item.bad_input is not None:
         return "ungraded", "bad_input", f"the item's source record is inconsistent: {item.bad_input}", {}
@@ -183,6 +229,8 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, judgment
         return "ungraded", "missing", f"no response for this item in sample {sample}", {}
     if meta.excluded is not None:
         return "ungraded", "excluded", f"not sent: {meta.excluded}", {}
+    if short_alphabet:
+        return "ungraded", "error", short_alphabet, {}
     if not meta.has_text:
         return "ungraded", "error", f"no response text: {meta.error or 'response is null'}", {}
     if meta.error is not None:
@@ -231,6 +279,26 @@ def _decide_graded(meta: AttemptMeta, ex: extractors.Extraction | None, judgment
     return "ungraded", judgment.status, judgment.reason, {}
 
 
+def alphabet_too_short(extractor: Any, info: ItemInfo) -> str | None:
+    """Why `extractor` cannot grade `info` (it reads fewer letters than the item has options), else None."""
+    letters = getattr(extractor, "letters", None)
+    if not letters:
+        return None
+    if not info.options or info.options <= len(letters):
+        from audit.graders.choice import read_letter
+
+        ref = read_letter(info.reference)
+        if ref is None or ref in letters:
+            return None
+        return (f"the reference {ref} is outside the letters {extractor.key} reads ({letters[0]}–{letters[-1]}): "
+                f"not graded (it could never be credited); use an extractor that reads the item's options "
+                f"(mmlu_pro.options@1)")
+    last = LETTERS[info.options - 1] if info.options <= len(LETTERS) else f"option {info.options}"
+    return (f"the item has {info.options} options (A–{last}); {extractor.key} reads only {letters[0]}–{letters[-1]}: "
+            f"not graded (a letter it cannot read, or a wrong one read instead); use an extractor that reads the "
+            f"item's options (mmlu_pro.options@1)")
+
+
 def _grade_all(grader: Any, tasks: list[tuple[str, str, int | None]],
                workers: int | None = None) -> list[graders.Judgment]:
     """Grade (answer, reference, options) tasks in input order: cheap cases in-process, symbolic
@@ -268,6 +336,9 @@ class Grading:
 
     header: VerdictFile
     columns: dict[str, list[Any]]
+    possibly_cut: dict[str | None, int] = dataclasses.field(default_factory=dict)
+    """Graded rows whose response has no finish reason and stops mid-sentence, by the rule that read them: a
+    labelled heuristic for reports (`audit grade` prints it), never part of a verdict or of the file."""
 
     @property
     def summary(self) -> Any:
@@ -396,7 +467,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
             item_info = load_items(rp, config.reference_field)
             items_ref = None
         else:
-            raise AuditError("holds no item rows: give --items ITEMS_PACKAGE", path=str(responses))
+            raise NoItems("holds no item rows, and no items package was given", path=str(responses))
         responses_ref = _package_ref(rp, out_dir)
 
         # Item ids are kept once (the items' own strings), with each item's components.
@@ -408,7 +479,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
             if found is None:
                 raise AuditError(f"item {obj['item_id']!r} is not in the items package",
                                  path=f"{rp.source}/{entry.path}", row=rowno, field="item_id")
-            item_id, _, extractor, _ = found
+            item_id, info, extractor, _ = found
             get = obj.get
             text, finish = get("response"), get("finish_reason")
             has_text = isinstance(text, str)
@@ -417,10 +488,12 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
                 get("attempt", 0), finish,  # max_tokens, extraction, digest, tokens, chars
                 tokens if isinstance(tokens, int) else len(text) if has_text else 0,
                 has_text, get("excluded"), get("error"), get("max_tokens"),
-                extractor.extract(text, finish_reason=finish),
+                extractor.extract(text, finish_reason=finish, options=info.options)
+                if getattr(extractor, "takes_options", False) else extractor.extract(text, finish_reason=finish),
                 sha256(text.encode("utf-8")).hexdigest() if has_text else None,
                 tokens if isinstance(tokens, int) else None, len(text) if has_text else 0,
-                finish == "stop" and isinstance(tokens, int) and tokens == get("max_tokens"))
+                finish == "stop" and isinstance(tokens, int) and tokens == get("max_tokens"),
+                finish is None and has_text and possibly_cut(text, finish))
             key = (item_id, get("sample", 0))
             prev = reads.setdefault(key, meta)
             if prev is not meta:
@@ -435,7 +508,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
     excluded_ids = frozenset(policies.exclude)
     unknown = sorted(excluded_ids - item_info.keys())
     if unknown:
-        raise AuditError(f"--policy exclude names {len(unknown)} id(s) that are not items (first: {unknown[0]!r})")
+        raise AuditError(f"the exclude policy names {len(unknown)} id(s) that are not items (first: {unknown[0]!r})")
     item_ids = sorted(item_info) if policies.scope == "items" else sorted({k[0] for k in reads})
     sample_list = sorted({k[1] for k in reads}) or [0]
     chosen: dict[tuple[str, int], tuple[AttemptMeta, dict[str, Any]]] = {
@@ -463,11 +536,13 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
             judgments[key] = dict(zip(todo, _grade_all(grader, todo, workers)))
 
     cols: dict[str, list[Any]] = {k: [] for k in VERDICT_ROW_FIELDS}
+    cut: dict[str | None, int] = {}
     (add_item, add_sample, add_attempt, add_sha, add_answer, add_rule, add_span, add_verdict, add_status,
      add_reason, add_reference, add_detail) = [cols[k].append for k in _ROW_ORDER]
     for item_id in item_ids:
-        _, info, _, grader = known[item_id]
+        _, info, extractor, grader = known[item_id]
         graded = judgments.get(grader.key, {})
+        short = alphabet_too_short(extractor, info)
         reference = info.reference
         for sample in sample_list:
             meta, detail = pick((item_id, sample))
@@ -481,13 +556,15 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
             else:
                 ex = meta.extraction
                 judgment = graded.get((ex.answer, reference, info.options))
+                if meta.cut:
+                    cut[ex.rule] = cut.get(ex.rule, 0) + 1
                 add_attempt(meta.attempt)
                 add_sha(meta.digest)
                 add_answer(ex.answer)
                 add_rule(ex.rule)
                 add_span(ex.span or None)  # a tuple (see Grading)
             decided, status, reason, more = _decide(meta, ex, judgment, info, item_id, sample, policies,
-                                                    excluded_ids)
+                                                    excluded_ids, short)
             if more:
                 detail = {**detail, **more} if detail else more
             add_item(item_id)
@@ -506,7 +583,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
         reference_field=config.reference_field, producer=producer(), environment=environment(),
         policies=policies, summary=summarize(df, {i: info.subject for i, info in item_info.items()}), items=[])
     del df
-    grading = Grading(header, cols)
+    grading = Grading(header, cols, cut)
     if out is not None:
         grading.header = grading.write(out, parquet=parquet, overwrite=overwrite)
     return grading
@@ -532,12 +609,80 @@ def at_budget_lines(reasons: Iterable[str | None], policy: str) -> list[str]:
     return [f"at budget: {n:,} row{'s' if n != 1 else ''} used exactly max_tokens and said stop: {how}"]
 
 
+# --------------------------------------------------------------------------- does the spec fit the responses?
+
+FIT_THRESHOLD = 0.5
+"""`fit_check` speaks when more than this share of the rows with a response read no answer."""
+FIT_SAMPLE = 1000
+"""At most this many no-answer responses are re-read with the other registered extractors."""
+
+
+@dataclass(frozen=True)
+class FitCheck:
+    """Most rows read no answer: the spec's extractor does not fit these responses' format."""
+
+    no_answer: int
+    """Rows with a response from which the extractor read no answer."""
+    read: int
+    """Rows with a response it read (with or without an answer)."""
+    extractor: str
+    """The extractor `name@version` used, and"""
+    expects: str
+    """the format it expects, in its own words."""
+    sampled: int
+    """No-answer responses re-read with the other extractors."""
+    better: list[tuple[str, int]]
+    """Registered extractors (latest versions; letter readers only when the spec's extractor reads letters)
+    that read an answer statement or format match in some of them, with how many, most first (at most 3)."""
+
+
+def fit_check(grading: Grading, responses: str | os.PathLike[str], config: ResolvedConfig | GradeConfig,
+              *, threshold: float = FIT_THRESHOLD, sample: int = FIT_SAMPLE) -> FitCheck | None:
+    """None when the spec's extractor reads an answer in most rows; else how many rows read none, and which
+    registered extractors read more of them (re-reading at most `sample` of those responses)."""
+    if isinstance(config, GradeConfig):
+        config = resolve(config)
+    statuses = grading.header.summary.statuses
+    no_answer = statuses.get("no_answer", 0) + statuses.get("random_guess", 0)
+    read = sum(v for k, v in statuses.items() if k not in ("missing", "excluded", "error", "truncated"))
+    if not read or no_answer / read <= threshold:
+        return None
+    cols = grading.columns
+    keys = {(i, sm, a) for i, sm, a, ans, st in zip(cols["item_id"], cols["sample"], cols["attempt"], cols["answer"],
+                                                      cols["status"]) if ans is None and st in ("no_answer",
+                                                                                                "random_guess")}
+    used = {c.key for c in (config.extractor, config.mc_extractor) if c is not None and hasattr(c, "key")}
+    names = dict.fromkeys(e.name for e in extractors.all_extractors())
+    others = [extractors.get(n) for n in names if n != "raw"]
+    # A letter-reading spec is offered letter readers only (its grader compares letters).
+    letters = getattr(config.extractor, "letters", None)
+    others = [e for e in others if e.key not in used and (not letters or e.letters)]
+    counts = dict.fromkeys((e.key for e in others), 0)
+    seen = 0
+    with open_package(responses) as rp:
+        for _, _, obj in rp.iter_objects("response_row.v1"):
+            text = obj.get("response")
+            if seen >= sample or not isinstance(text, str):
+                continue
+            if (obj["item_id"], obj.get("sample", 0), obj.get("attempt", 0)) not in keys:
+                continue
+            seen += 1
+            for e in others:
+                got = e.extract(text, finish_reason=obj.get("finish_reason"))
+                if got.answer is not None and e.strength(got.rule) in ("statement", "format"):
+                    counts[e.key] += 1
+    better = sorted(((k, v) for k, v in counts.items() if v), key=lambda kv: (-kv[1], kv[0]))
+    main = config.extractor
+    return FitCheck(no_answer=no_answer, read=read, extractor=main.key, expects=main.description, sampled=seen,
+                    better=better[:3])
+
+
 def format_summary(vf: VerdictFile) -> list[str]:
     """Short human-readable lines: the figures with their intervals (one-sided bounds in words), status
     counts, and the per-subject figures when the items name subjects."""
-    from audit.views import figure_lines, subject_lines
+    from audit.views import coverage_lines, figure_lines, subject_lines
 
-    lines = figure_lines(vf.summary.figures)
+    lines = coverage_lines(vf.summary) + figure_lines(vf.summary.figures)
     lines.append("statuses: " + ", ".join(f"{k}={v}" for k, v in vf.summary.statuses.items()))
     return lines + subject_lines(vf.summary.subjects)
 
@@ -568,7 +713,7 @@ def _resolve(recorded: PackageRef | None, override: str | os.PathLike[str] | Non
     if recorded is None:
         return None
     if not recorded.path:
-        raise AuditError(f"the verdict file records no path for its {what} package; give --{what} PATH")
+        raise NoPath(what)
     return base / recorded.path
 
 

@@ -118,6 +118,15 @@ _add(BenchmarkSpec(
     GradeConfig("mmlu_pro", extractor="mmlu_pro.official@f418b11", grader="choice@1"),
     prompt="mmlu_pro.cot"))
 _add(BenchmarkSpec(
+    "MMLU-Pro, answer statements only ('answer is (X)', 'Answer: X'; the official L3 fallback letter is not read), "
+    "letter match: the sensitivity of a figure to fallback reads",
+    GradeConfig("mmlu_pro_strict", extractor="mmlu_pro.statements@1", grader="choice@1"),
+    prompt="mmlu_pro.cot"))
+_add(BenchmarkSpec(
+    "MMLU-Pro+ (up to twelve options A-L): the official cascade over each item's own letters, letter match",
+    GradeConfig("mmlu_pro_plus", extractor="mmlu_pro.options@1", grader="choice@1"),
+    prompt="mmlu_pro.cot"))
+_add(BenchmarkSpec(
     "GPQA Diamond prompted for a final `Answer: X` line; truncated responses never credited",
     GradeConfig("gpqa_diamond", extractor="gpqa.final_line@1", grader="choice@1"),
     prompt="gpqa.simple_evals"))
@@ -140,9 +149,10 @@ _add(BenchmarkSpec(
     GradeConfig("math", extractor="math.final@1", grader="math.equiv@3"),
     prompt="math.boxed"))
 _add(BenchmarkSpec(
-    "GSM8K: the `#### N` line, else the last number (lm-eval's strict-match, then flexible-extract); the "
-    "reference is the value on the solution's `####` line; exact numbers",
-    GradeConfig("gsm8k", extractor="gsm8k.answer@1", grader="gsm8k.numeric@1")))
+    "GSM8K: the whole number on the `#### N` line (`2/3`, `-3`, `1,000.5`), else the last number; the "
+    "reference is the value on the solution's `####` line; exact rationals",
+    # @2, not @1: @1 reads `#### 2/3` as 2 (as lm-eval's strict-match does) and credits it against a gold of 2.
+    GradeConfig("gsm8k", extractor="gsm8k.answer@2", grader="gsm8k.numeric@2")))
 _add(BenchmarkSpec(
     "Multiple choice with the option already chosen (lm-eval log-likelihood samples, `audit import lm-eval`): the "
     "letter the response holds, letter match",
@@ -165,6 +175,10 @@ def get_spec(name: str) -> BenchmarkSpec:
 # --------------------------------------------------------------------------- resolving
 
 
+class PolicyError(AuditError):
+    """A policy override that does not parse (the CLI names its flag, `--policy`, in front)."""
+
+
 def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies:
     """Apply `key=value` overrides (`exclude=a,b` for lists) to a spec's policies; one-line errors."""
     data = base.model_dump()
@@ -173,7 +187,7 @@ def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies
         key = key.strip().replace("-", "_")
         if not sep or key not in Policies.model_fields:
             known = ", ".join(Policies.model_fields)
-            raise AuditError(f"--policy {item!r}: expected KEY=VALUE with KEY one of {known}")
+            raise PolicyError(f"policy {item!r}: expected KEY=VALUE with KEY one of {known}")
         if key == "exclude":
             data[key] = [v for v in value.split(",") if v]
         elif key == "guess_seed":
@@ -182,14 +196,14 @@ def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies
                     raise ValueError
                 data[key] = int(value)
             except ValueError:
-                raise AuditError(f"--policy {item!r}: guess_seed must be an integer") from None
+                raise PolicyError(f"policy {item!r}: guess_seed must be an integer") from None
         else:
             data[key] = value
     try:
         return Policies.model_validate(data)
     except pydantic.ValidationError as e:
         err = e.errors(include_url=False)[0]
-        raise AuditError(f"--policy {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        raise PolicyError(f"policy {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
 def resolve(config: GradeConfig) -> ResolvedConfig:

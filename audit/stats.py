@@ -8,8 +8,15 @@ Two that account for what those miss:
 - `clustered_t`: question-clustered standard error (average the K samples of each
   question, then sd/√n over questions; Miller 2024, "Adding Error Bars to Evals",
   arXiv:2411.00640), with the t quantile for n − 1 degrees of freedom.
+Two exact-coverage intervals for one run's n rows, beside `binomial_2se` (which collapses at 0 and n and
+overshoots at small n: 1 of 3 gives [0, 87.77]%):
+- `wilson`: the Wilson score interval (Wilson 1927), (p + z²/2n ± z·√(p(1−p)/n + z²/4n²)) / (1 + z²/n).
+- `clopper_pearson`: the exact binomial interval (Clopper & Pearson 1934), from beta quantiles.
 And `zero_failure_upper`: the exact one-sided 95% bound when a run has no failures
 (or no successes), where the 2-SE interval collapses to a point.
+
+For several samples per item: `pass_at_k`, the unbiased estimator of Chen et al. 2021 ("Evaluating Large
+Language Models Trained on Code", arXiv:2107.03374): per item 1 − C(n−c, k)/C(n, k), averaged over items.
 
 Paired comparison for two gradings of the same responses: `mcnemar_exact`.
 """
@@ -45,6 +52,29 @@ def binomial_2se(correct: int, n: int) -> Interval | None:
     se = math.sqrt(p * (1 - p) / n)
     return Interval(method="binomial_2se", formula="p ± 2·√(p(1−p)/n)", low=_clip(p - 2 * se),
                     high=_clip(p + 2 * se), se=se)
+
+
+def wilson(correct: int, n: int, level: float = LEVEL) -> Interval | None:
+    """The Wilson score interval for `correct` of `n` (two-sided, `level`)."""
+    if n <= 0:
+        return None
+    p = correct / n
+    z = float(_special.ndtri(0.5 + level / 2))
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Interval(method="wilson", formula=f"Wilson score interval, {level:g} two-sided",
+                    low=_clip(centre - half), high=_clip(centre + half))
+
+
+def clopper_pearson(correct: int, n: int, level: float = LEVEL) -> Interval | None:
+    """The exact (Clopper–Pearson) interval for `correct` of `n`: beta quantiles, two-sided `level`."""
+    if n <= 0:
+        return None
+    a = (1 - level) / 2
+    low = 0.0 if correct == 0 else float(_special.betaincinv(correct, n - correct + 1, a))
+    high = 1.0 if correct == n else float(_special.betaincinv(correct + 1, n - correct, 1 - a))
+    return Interval(method="clopper_pearson", formula=f"exact binomial (Clopper–Pearson), {level:g} two-sided",
+                    low=low, high=high)
 
 
 def runs_2se(values: Sequence[float]) -> Interval | None:
@@ -96,6 +126,19 @@ def zero_failure_upper(correct: int, n: int, level: float = LEVEL) -> Interval |
     return Interval(method="zero_failure_upper",
                     formula=f"no successes in n: accuracy ≤ 1−(1−{level:g})^(1/n), one-sided",
                     low=0.0, high=bound)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one item with `c` correct of `n` samples: 1 − C(n−c, k)/C(n, k) (Chen et al. 2021),
+    computed as a running product (no huge binomials)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k})")
+    if n - c < k:
+        return 1.0
+    miss = 1.0
+    for i in range(n - c + 1, n + 1):
+        miss *= 1.0 - k / i
+    return 1.0 - miss
 
 
 def mcnemar_exact(flips_to_correct: int, flips_to_incorrect: int) -> float:

@@ -8,6 +8,7 @@ figures of both sides the same way. Works on a pandas DataFrame with columns
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -116,3 +117,61 @@ def summarize(df: pd.DataFrame, subject_of: Mapping[str, str | None] | None = No
     return Summary(samples=int(df["sample"].nunique()) if len(df) else 0, items=int(df["item_id"].nunique()),
                    statuses=statuses, figures=figures(df), excluded=excluded,
                    subjects=subject_summaries(df, subject_of or {}))
+
+
+# --------------------------------------------------------------------------- several samples per item
+
+MAJORITY_TIE_RULE = "tie_wrong"
+"""How maj@k decides a tie between answers: it counts as correct only when every tied answer is correct."""
+
+
+@dataclass(frozen=True)
+class SampleFigure:
+    """pass@k or maj@k over the items of a grading with several samples per item (shown, not stored)."""
+
+    name: str
+    """`pass@1`, `pass@8`, `maj@8`."""
+    value: float
+    """The figure, a fraction."""
+    items: int
+    """Items it averages over."""
+    interval: Interval | None
+    """Its named interval: `clustered_t` over the per-item values for pass@k, `wilson` over items for maj@k."""
+    note: str = ""
+    """What else it needs said (maj@k: the tie rule and how many items tied)."""
+
+
+def sample_figures(df: pd.DataFrame) -> list[SampleFigure]:
+    """pass@1 and pass@K (K samples per item; every row counts, an ungraded one as not correct) and maj@K
+    (the most frequent answer of an item's K samples; rows with no answer do not vote; ties by
+    `MAJORITY_TIE_RULE`). Empty for one sample per item or when items have different sample counts."""
+    if df.empty:
+        return []
+    counts = df.groupby("item_id", sort=False)["sample"].count()
+    k = int(counts.iloc[0])
+    if k < 2 or (counts != k).any():
+        return []
+    is_correct = df["verdict"] == "correct"
+    correct = is_correct.groupby(df["item_id"], sort=False).sum()
+    out = []
+    for kk in sorted({1, k}):
+        values = [stats.pass_at_k(k, int(c), kk) for c in correct]
+        out.append(SampleFigure(name=f"pass@{kk}", value=sum(values) / len(values), items=len(values),
+                                interval=stats.clustered_t(values)))
+    # Votes, in columns: per (item, answer as written) the votes and whether that answer is correct.
+    voting = df["answer"].notna() & (df["verdict"] != "ungraded")
+    v = pd.DataFrame({"item_id": df["item_id"][voting], "answer": df["answer"][voting].str.strip(),
+                      "ok": is_correct[voting]})
+    wins = ties = 0
+    if len(v):
+        tally = v.groupby(["item_id", "answer"], sort=False)["ok"].agg(["size", "min"])
+        top = tally["size"].groupby(level=0).transform("max")
+        leaders = tally[tally["size"] == top]
+        per_item = leaders.groupby(level=0)["min"].agg(["size", "min"])
+        ties = int((per_item["size"] > 1).sum())
+        wins = int(per_item["min"].astype(bool).sum())
+    n_items = len(counts)
+    out.append(SampleFigure(name=f"maj@{k}", value=wins / n_items, items=n_items, interval=stats.wilson(wins, n_items),
+                            note=f"answers vote as written; a tie counts wrong unless every tied answer is correct "
+                                 f"({MAJORITY_TIE_RULE}); {ties:,} item{'s' if ties != 1 else ''} tied"))
+    return out

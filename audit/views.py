@@ -19,6 +19,38 @@ from audit.verdicts import ComponentRef, Figure, Interval, SubjectSummary, Verdi
 _LEVEL = re.compile(r"\(1−([0-9.]+)\)")
 
 
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp", "Zs"})
+"""Characters that print as nothing, or as a plain space: control, format (zero-width, bidi), private-use,
+unassigned, surrogate, line and paragraph separators, and every space but U+0020."""
+
+
+def visible(s: str) -> str:
+    r"""`s` with every invisible character written `<U+XXXX>`: `q3` and `q3\u200b` print apart.
+
+    Escaped: the categories in `_HIDDEN_CATEGORIES`, a combining mark with no base character before it
+    (at the start, after a space or after an escaped character), and a space at either end (a table cell
+    or a line end hides it). Letters, marks on a base (`e\u0301`) and every visible script print as they are.
+    """
+    if s.isascii() and s.isprintable() and s.strip(" ") == s:
+        return s  # the common case, fast
+    import unicodedata
+
+    out: list[str] = []
+    base = False  # whether the previous character can carry a combining mark
+    last = len(s) - 1
+    for i, ch in enumerate(s):
+        cat = unicodedata.category(ch)
+        hidden = (cat in _HIDDEN_CATEGORIES and ch != " ") or (cat in ("Mn", "Me") and not base) \
+            or (ch == " " and (i == 0 or i == last))
+        if hidden:
+            out.append(f"<U+{ord(ch):04X}>")
+            base = False
+        else:
+            out.append(ch)
+            base = ch != " "
+    return "".join(out)
+
+
 def text_table(rows: list[list[str]], indent: str = "") -> list[str]:
     """Rows (the first one the header) as left-aligned columns two spaces apart, trailing spaces cut."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -41,13 +73,61 @@ def interval_words(iv: Interval) -> str:
     return f"{iv.method} [{100 * iv.low:.2f}, {100 * iv.high:.2f}]"
 
 
+def shown_intervals(f: Figure) -> list[Interval]:
+    """A figure's recorded intervals, with the Wilson and Clopper–Pearson intervals beside `binomial_2se`.
+
+    Those two are computed here from the figure's counts, not stored: verdict files keep the intervals
+    they always had (and reproduce byte for byte), and a one-run figure's counts are all either needs.
+    """
+    from audit import stats
+
+    out: list[Interval] = []
+    for iv in f.intervals:
+        out.append(iv)
+        if iv.method == "binomial_2se":
+            out += [x for x in (stats.wilson(f.correct, f.total), stats.clopper_pearson(f.correct, f.total)) if x]
+    return out
+
+
 def figure_lines(figures: Iterable[Figure]) -> list[str]:
-    """One line per figure: name, value, counts and its intervals."""
+    """One line per figure: name, value, counts and its intervals (Wilson and Clopper–Pearson beside
+    `binomial_2se`)."""
     lines = []
     for f in figures:
-        ivs = "; ".join(interval_words(iv) for iv in f.intervals)
+        ivs = "; ".join(interval_words(iv) for iv in shown_intervals(f))
         lines.append(f"{f.name:<28} {100 * f.value:6.2f}%  ({f.correct}/{f.total})" + (f"  {ivs}" if ivs else ""))
     return lines
+
+
+def sample_figure_lines(figs: list[Any]) -> list[str]:
+    """pass@k and maj@k, each with its named interval (audit.summary.sample_figures)."""
+    if not figs:
+        return []
+    lines = [f"over {figs[0].items:,} items with {figs[-1].name.split('@')[1]} samples each (computed from the rows, "
+             f"not stored):"]
+    for f in figs:
+        iv = f"  {interval_words(f.interval)}" if f.interval is not None else ""
+        lines.append(f"  {f.name:<10} {100 * f.value:6.2f}%{iv}" + (f"  ({f.note})" if f.note else ""))
+    return lines
+
+
+def coverage_lines(summary: Any) -> list[str]:
+    """The headline when responses cover only some items: how many, and what each figure counts.
+
+    Read from the summary's ungraded rows: an item none of whose samples has a response is uncovered.
+    """
+    samples = max(summary.samples, 1)
+    missing: dict[str, int] = {}
+    for row in summary.excluded:
+        if row.get("status") == "missing":
+            missing[row["item_id"]] = missing.get(row["item_id"], 0) + 1
+    uncovered = sum(1 for n in missing.values() if n >= samples)
+    if not uncovered:
+        return []
+    items = summary.items
+    covered = items - uncovered
+    return [f"coverage: responses cover {covered:,} of {items:,} items ({pct(covered / items)}): `accuracy` is over "
+            f"the rows with a response; `accuracy_all` counts the {uncovered:,} items without one as wrong"]
 
 
 def _rate(f: Figure | None) -> str:
@@ -58,7 +138,7 @@ def subject_lines(subjects: list[SubjectSummary] | None) -> list[str]:
     """The per-subject table (all runs pooled): items, accuracy (ungraded left out), accuracy_all."""
     if not subjects:
         return []
-    names = [s.subject or "(no subject)" for s in subjects]
+    names = [visible(s.subject) if s.subject else "(no subject)" for s in subjects]
     width = max(len("subject"), *map(len, names))
     lines = [f"per subject ({len(subjects)}):", f"  {'subject':<{width}} {'items':>6}  {'accuracy':<22}accuracy_all"]
     for name, s in zip(names, subjects):
@@ -87,13 +167,53 @@ def rule_lines(counts: Mapping[str | None, int], extractors: list[ComponentRef |
         return []
     keys = " and ".join(e.key for e in named)
     lines = [f"rules that fired ({keys}):"]
-    shown = [(r, n) for r, n in counts.items() if r is not None]
+    shown = [(visible(r), n) for r, n in counts.items() if r is not None]
     width = max((len(r) for r, _ in shown), default=4)
     for rule, n in sorted(shown, key=lambda x: (-x[1], x[0])):
-        found = rule_explained(rule, named)
+        found = rule_explained(rule, named)  # (an escaped label is no declared rule: no words)
         lines.append(f"  {rule:<{width}} {n:>8,}" + (f"  {found[1]}" if found else ""))
     if counts.get(None):
         lines.append(f"  {'—':<{width}} {counts[None]:>8,}  no response was read (missing or excluded rows)")
+    return lines
+
+
+def strength_lines(counts: Mapping[str | None, int], extractors: list[ComponentRef | None],
+                   cut: Mapping[str | None, int] | None = None) -> list[str]:
+    """The reads by strength (answer statement, format match, fallback) and, when the texts were read, the
+    rows that may have been cut (a labelled heuristic)."""
+    from audit import extractors as registry
+
+    exs = [registry.get(e.key) for e in extractors if e is not None and e.key in registry.REGISTRY]
+    if not exs or not counts:
+        return []
+    total = sum(n for r, n in counts.items() if r is not None)
+    by: dict[str, int] = {}
+    fallback_rules = []
+    for rule, n in counts.items():
+        if rule is None:
+            continue
+        strength = next((x for x in (e.strength(rule) for e in exs) if x), None) or "no answer"
+        by[strength] = by.get(strength, 0) + n
+        if strength == "fallback":
+            fallback_rules.append(rule)
+    order = ("statement", "format", "fallback", "no answer")
+    lines = ["reads by strength: " + ", ".join(f"{k} {by[k]:,} ({pct(by[k] / total)})" for k in order if by.get(k))]
+    if by.get("fallback"):
+        n = by["fallback"]
+        lines.append(f"  {n:,} {'rows rest' if n != 1 else 'row rests'} on a fallback read "
+                     f"({', '.join(sorted(fallback_rules))}): a read of last resort from text that states no answer")
+    if cut:
+        n_cut = sum(cut.values())
+        parts = []
+        for label, rules in (("fallback reads", fallback_rules),
+                             ("no-answer rows", [r for r in counts if r is not None and not any(
+                                 e.strength(r) for e in exs)])):
+            of = sum(counts[r] for r in rules)
+            if of:
+                parts.append(f"{sum(cut.get(r, 0) for r in rules):,} of the {of:,} {label}")
+        lines.append(f"possibly cut (a heuristic, not a verdict): {n_cut:,} row{'s have' if n_cut != 1 else ' has'} no "
+                     f"finish reason and stop{'s' if n_cut == 1 else ''} mid-sentence"
+                     + (f"; {' and '.join(parts)} are among them" if parts else ""))
     return lines
 
 
@@ -101,7 +221,8 @@ def rule_lines(counts: Mapping[str | None, int], extractors: list[ComponentRef |
 
 
 def _ref_line(label: str, ref: Any) -> str:
-    return f"{label:<10} {ref.package_id} (digest {ref.digest[:12]}…)" + (f" at {ref.path}" if ref.path else "")
+    return (f"{label:<10} {visible(ref.package_id)} (digest {ref.digest[:12]}…)"
+            + (f" at {visible(ref.path)}" if ref.path else ""))
 
 
 def verdict_file_view(path: str | Path) -> list[str]:
@@ -110,8 +231,8 @@ def verdict_file_view(path: str | Path) -> list[str]:
 
     header, table, _ = read_verdict_table(path)
     vf: VerdictFile = header
-    lines = [f"verdicts   {path} (verdict file, schema version {vf.schema_version})",
-             f"benchmark  {vf.benchmark}: {table.num_rows:,} rows, {vf.summary.items:,} items x "
+    lines = [f"verdicts   {visible(str(path))} (verdict file, schema version {vf.schema_version})",
+             f"benchmark  {visible(vf.benchmark)}: {table.num_rows:,} rows, {vf.summary.items:,} items x "
              f"{vf.summary.samples} samples"]
     if vf.responses_package is not None:
         lines.append(_ref_line("responses", vf.responses_package))
@@ -122,27 +243,36 @@ def verdict_file_view(path: str | Path) -> list[str]:
     for label, ref in (("extractor", vf.extractor), ("grader", vf.grader), ("mc extr.", vf.mc_extractor),
                        ("mc grader", vf.mc_grader)):
         if ref is not None:
-            lines.append(f"{label:<10} {ref.key} (fingerprint {ref.fingerprint[:12]}…)")
+            lines.append(f"{label:<10} {visible(ref.key)} (fingerprint {ref.fingerprint[:12]}…)")
     if vf.extractor is None and vf.grader is None:
         who = vf.environment.get("recorded_by")
-        lines.append("graded by  " + (f"{who} (imported: no extractor or grader is named)" if who else
+        lines.append("graded by  " + (f"{visible(str(who))} (imported: no extractor or grader is named)" if who else
                                       "unknown (imported: no extractor or grader is named)"))
-    policies = vf.policies.model_dump()
-    if policies.get("at_budget") == "count":
-        policies.pop("at_budget")  # the default, not written in the file either
-    lines.append("policies   " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
-                                           for k, v in policies.items() if v not in ([],)))
+    if vf.extractor is None and vf.grader is None:
+        # An imported file's Policies are placeholders: it applied none of them.
+        lines.append("policies   none applied here (imported verdicts: the run's own rules decided them)")
+    else:
+        policies = vf.policies.model_dump()
+        if policies.get("at_budget") == "count":
+            policies.pop("at_budget")  # the default, not written in the file either
+        lines.append("policies   " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
+                                               for k, v in policies.items() if v not in ([],)))
     prod = vf.producer
     commit = f" {prod.git_commit[:12]}{'+dirty' if prod.git_dirty else ''}" if prod.git_commit else ""
     lines.append(f"producer   {prod.tool} {prod.version}{commit}")
+    lines += coverage_lines(vf.summary)
     lines.append("figures" + (" (one run: the run's figures are the overall ones)" if vf.summary.samples == 1 else ""))
     shown = [f for f in vf.summary.figures if vf.summary.samples != 1 or f.sample is None]
     lines += ["  " + x for x in figure_lines(shown)]
-    lines.append("statuses   " + ", ".join(f"{k}={v:,}" for k, v in vf.summary.statuses.items()))
+    lines.append("statuses   " + ", ".join(f"{visible(k)}={v:,}" for k, v in vf.summary.statuses.items()))
     from audit.grade import at_budget_lines
 
     lines += at_budget_lines(table.column("reason").to_pylist(), vf.policies.at_budget)
     lines += subject_lines(vf.summary.subjects)
+    if vf.summary.samples > 1:
+        from audit.summary import sample_figures
+
+        lines += sample_figure_lines(sample_figures(table.select(["item_id", "sample", "verdict", "answer"]).to_pandas()))
     if vf.extractor is not None:
         counts = Counter(table.column("rule").to_pylist())
         lines += rule_lines(counts, [vf.extractor, vf.mc_extractor])

@@ -32,6 +32,11 @@ RULE_NO_RESPONSE = "no_response"
 """Rule reported when there is no response text at all."""
 RULE_NONE = "none"
 """Rule reported when no step of the extractor matched."""
+STRENGTHS = ("statement", "format", "fallback")
+"""How much a rule's read says about the answer, strongest first: `statement`, the response states its answer
+("the answer is (C)", "Answer: C"); `format`, the text matches the answer format the prompt asked for (`#### 18`,
+`\\boxed{C}`, a final `Answer:` line); `fallback`, a read of last resort from text that states no answer (the last
+standalone capital, the last number). Rules that read no answer have none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +69,8 @@ class Extractor:
     rules: tuple[str, ...] = ()
     """Every rule `fn` can report (what fired, or why nothing did); `no_response` comes on top for
     every extractor. The golden rows must reach each one."""
+    takes_options: bool = False
+    """`fn` also takes `options=` (the item's option count, or None): its alphabet is the item's own."""
 
     @property
     def key(self) -> str:
@@ -84,12 +91,35 @@ class Extractor:
         words = getattr(sys.modules.get(self.fn.__module__), "RULE_WORDS", {})
         return words.get(self.name, {}).get(rule)
 
-    def extract(self, text: str | None, *, finish_reason: str | None = None) -> Extraction:
+    def strength(self, rule: str | None) -> str | None:
+        """How strong a read the rule is (one of `STRENGTHS`), from the `RULE_STRENGTH` table beside the
+        extractor's code; None for rules that read no answer, and for extractors that declare no table.
+
+        Like `RULE_WORDS`, the table sits outside the registered function and its fingerprint: it classifies
+        what the rules read for reports (`audit diff`, `audit grade`) and decides no verdict, so declaring or
+        refining it changes no version and no verdict file.
+        """
+        if rule is None:
+            return None
+        table = getattr(sys.modules.get(self.fn.__module__), "RULE_STRENGTH", {})
+        return table.get(self.name, {}).get(rule)
+
+    @property
+    def letters(self) -> str | None:
+        """The option letters a multiple-choice extractor can read (`ABCDEFGHIJ` for MMLU-Pro's cascades),
+        from the `LETTERS_READ` table beside its code; None for extractors that do not read letters, or read
+        as many as the item has. An item whose options run past them cannot be graded with it."""
+        return getattr(sys.modules.get(self.fn.__module__), "LETTERS_READ", {}).get(self.name)
+
+    def extract(self, text: str | None, *, finish_reason: str | None = None,
+                options: int | None = None) -> Extraction:
+        """What `text` answers; `options` (the item's option count) reaches only extractors that take it."""
         if text is None:
             return Extraction(None, RULE_NO_RESPONSE)
+        kw: dict[str, Any] = {"options": options} if self.takes_options else {}
         if self.config is not None:
-            return self.fn(text, finish_reason=finish_reason, config=self.config)
-        return self.fn(text, finish_reason=finish_reason)
+            return self.fn(text, finish_reason=finish_reason, config=self.config, **kw)
+        return self.fn(text, finish_reason=finish_reason, **kw)
 
 
 REGISTRY: Registry[Extractor] = table("extractor", home=__name__)
@@ -97,15 +127,15 @@ REGISTRY: Registry[Extractor] = table("extractor", home=__name__)
 
 
 def register(name: str, version: str, *, description: str, rules: tuple[str, ...], source: str = "audit",
-             config: Any = None) -> Callable[[ExtractFn], ExtractFn]:
-    """Register `fn(text, *, finish_reason=None[, config]) -> Extraction` as `name@version`, with every
-    rule it can report."""
+             config: Any = None, takes_options: bool = False) -> Callable[[ExtractFn], ExtractFn]:
+    """Register `fn(text, *, finish_reason=None[, config][, options]) -> Extraction` as `name@version`, with
+    every rule it can report (`takes_options`: it reads the item's option count)."""
     if not rules or len(set(rules)) != len(rules) or RULE_NO_RESPONSE in rules:
         raise RegistryError(f"extractor {name}@{version}: `rules` must list each rule `fn` reports once "
                             f"({RULE_NO_RESPONSE!r} is added for every extractor)")
 
     def deco(fn: ExtractFn) -> ExtractFn:
-        REGISTRY.add(Extractor(name, version, description, source, fn, config, tuple(rules)))
+        REGISTRY.add(Extractor(name, version, description, source, fn, config, tuple(rules), takes_options))
         return fn
 
     return deco
@@ -121,4 +151,4 @@ def all_extractors() -> list[Extractor]:
     return list(REGISTRY)
 
 
-__all__ = ["Extraction", "Extractor", "REGISTRY", "RegistryError", "register", "get", "all_extractors"]
+__all__ = ["Extraction", "Extractor", "REGISTRY", "RegistryError", "STRENGTHS", "register", "get", "all_extractors"]

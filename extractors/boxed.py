@@ -174,3 +174,12 @@ RULE_WORDS = {
     },
 }
 """What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""
+
+RULE_STRENGTH = {
+    "boxed": {"boxed": "format", "fbox": "format", "boxed_unbraced": "format"},
+    "boxed.choice": {"boxed_choice": "format"},
+}
+"""How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""
+
+LETTERS_READ = {"boxed.choice": "ABCDEFGHIJ"}
+"""The letters each extractor here can read."""

@@ -207,3 +207,14 @@ RULE_WORDS = {
     },
 }
 """What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""
+
+RULE_STRENGTH = {
+    "choice.freeform": {"answer_is": "statement", "answer_label": "statement", "boxed": "statement",
+                        "letter_is_answer": "statement", "answer_is_named": "statement", "is_letter": "fallback",
+                        "named_option": "fallback", "colon_line": "fallback", "option_word": "fallback",
+                        "option_line": "fallback", "paren_letter": "fallback"},
+}
+"""How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""
+
+LETTERS_READ = {"choice.freeform": "ABCD"}
+"""The letters each extractor here can read."""

@@ -132,3 +132,12 @@ RULE_WORDS = {
     },
 }
 """What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""
+
+RULE_STRENGTH = {
+    "gpqa.final_line": {"final_line": "format"},
+    "gpqa.simple_evals": {"answer_pattern": "statement"},
+}
+"""How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""
+
+LETTERS_READ = {"gpqa.final_line": "ABCD", "gpqa.simple_evals": "ABCD"}
+"""The letters each extractor here can read."""

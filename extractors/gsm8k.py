@@ -24,6 +24,16 @@ gsm8k.answer@1
     `last_number`; `.,` is not a number), else `none`.
     The answer is the matched text; the grader (gsm8k.numeric@1) drops `,`, `$` and a trailing
     period as lm-eval's metric does.
+    Trap (fixed in @2): strict-match's `[0-9.,]+` stops at `/`, so `#### 2/3` reads `2`, which
+    lm-eval's strict-match and gsm8k.numeric@1 credit against a gold of 2.
+
+gsm8k.answer@2
+    Source: audit. The same two steps, reading the WHOLE number: after the first `####`
+    (rule `hash_line`; a `$` before the number is allowed), else the last number of the text
+    (rule `last_number`), a number being `-3`, `1,000.5`, `3.5`, `.5`, `2/3` or `−3` (U+2212).
+    When another number follows on the `####` line (`#### 2 2/3`, `#### 3 4`), the answer is
+    the whole run (`2 2/3`): no exact grader takes it for one of its parts. The grader
+    gsm8k.numeric@2 compares these exactly.
 """
 
 from __future__ import annotations
@@ -89,6 +99,24 @@ def answer(text: str, *, finish_reason: str | None = None) -> Extraction:
     return Extraction(None, RULE_NONE)
 
 
+# One number as written: sign, digits (thousands commas allowed), decimals, and a `/ denominator`.
+_NUM = r"[-−]?(?:[0-9]+(?:,[0-9]+)*(?:\.[0-9]+)?|\.[0-9]+)(?:[ \t]*/[ \t]*[0-9]+(?:,[0-9]+)*(?:\.[0-9]+)?)?"
+_HASH_NUMBER = re.compile(r"####[ \t]*\$?[ \t]*(" + _NUM + r"(?:[ \t]+\$?" + _NUM + r")*)")
+_LAST_NUMBER = re.compile(r"(?<![0-9.,])" + _NUM)
+
+
+@register("gsm8k.answer", "2", rules=("hash_line", "last_number", "none"),
+          description="GSM8K: the whole number on the '####' line (2/3, -3, 1,000.5), else the last number")
+def answer_whole(text: str, *, finish_reason: str | None = None) -> Extraction:
+    m = _HASH_NUMBER.search(text)
+    if m:
+        return Extraction(m.group(1), "hash_line", m.span(1))
+    m = last_of(_LAST_NUMBER.finditer(text))
+    if m:
+        return Extraction(m.group(0), "last_number", m.span())
+    return Extraction(None, RULE_NONE)
+
+
 RULE_WORDS = {
     "gsm8k.strict_match": {"strict_match": "the first '#### N' (lm-eval strict-match)", "none": "no '#### N'"},
     "gsm8k.flexible_extract": {"flexible_extract": "the last number-like token (lm-eval flexible-extract)",
@@ -97,3 +125,10 @@ RULE_WORDS = {
                      "none": "no '#### N' and no number"},
 }
 """What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""
+
+RULE_STRENGTH = {
+    "gsm8k.strict_match": {"strict_match": "format"},
+    "gsm8k.flexible_extract": {"flexible_extract": "fallback"},
+    "gsm8k.answer": {"hash_line": "format", "last_number": "fallback"},
+}
+"""How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""

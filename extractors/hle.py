@@ -160,3 +160,12 @@ RULE_WORDS = {
     },
 }
 """What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""
+
+RULE_STRENGTH = {
+    "hle.exact_answer": {"exact_answer_line": "format"},
+    "hle.choice_answer": {"answer_line": "format"},
+}
+"""How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""
+
+LETTERS_READ = {"hle.choice_answer": "ABCDEFGHIJKLMNOPQRSTUVWXYZ"}
+"""The letters each extractor here can read."""

@@ -686,3 +686,10 @@ RULE_WORDS = {
     },
 }
 """What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""
+
+RULE_STRENGTH = {
+    "math.final": {"boxed": "format", "fbox": "format", "boxed_unbraced": "format", "fbox_unbraced": "format",
+                   "boxes": "format", "final_answer": "statement", "answer_is": "statement", "math_env": "fallback",
+                   "math_envs": "fallback", "last_number": "fallback"},
+}
+"""How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""

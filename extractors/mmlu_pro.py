@@ -46,6 +46,20 @@ mmlu_pro.official_x@7535b16
     `answer:` consumes the A of `Answer` and the result is A. That script also retries a
     question whose extracted letter is wrong (`--retry-wrong`), which no extractor can undo.
 
+mmlu_pro.statements@1
+    Source: audit. The official cascade's answer statements only: L1 and L2 exactly as
+    mmlu_pro.official@f418b11 reads them, and no L3. The `mmlu_pro_strict` spec grades with it,
+    so a figure's sensitivity to the L3 fallback (a letter from "A decrease", "B-cells", "65°C")
+    is one diff away: every row it leaves unread is a row the official figure credits or
+    blames on a fallback read.
+
+mmlu_pro.options@1
+    Source: audit. The official cascade (L1, L2, L3 as mmlu_pro.official@f418b11 runs them) over
+    the item's own letters: A up to its last option (A-L for MMLU-Pro+, whose items, lm-eval's
+    `mmlu_pro_plus`, have up to twelve); A-J when the count is unknown. The official versions read
+    A-J only: "both D and J are correct. The answer is (K)." reads J there (L3), K here; grading
+    refuses them on an item with more than ten options (an `error` row, never a silent wrong).
+
 mmlu_pro.lmeval@325f168
     Source: EleutherAI/lm-evaluation-harness `lm_eval/tasks/mmlu_pro/_default_template_yaml`,
     filter `custom-extract` as fixed at commit 325f168cf0877deb08397f5390a3cf25449709eb
@@ -133,6 +147,66 @@ def official_x(text: str, *, finish_reason: str | None = None) -> Extraction:
     return Extraction(None, RULE_NONE)
 
 
+@register("mmlu_pro.statements", "1", rules=("L1", "L2", "none"),
+          description="MMLU-Pro answer statements only: the official 'answer is (X)', then 'Answer: X'; no fallback")
+def statements(text: str, *, finish_reason: str | None = None) -> Extraction:
+    # The official cascade without L3: a letter the response never states as its answer is not read.
+    m = _ANSWER_IS.search(text)
+    if m:
+        return Extraction(m.group(1), "L1", m.span())
+    span = _official_l2(text)
+    if span:
+        return Extraction(text[span[0]:span[1]], "L2", span)
+    return Extraction(None, RULE_NONE)
+
+
+def _item_patterns(options: int | None) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The official cascade's three patterns over the item's own letters (A-J when the count is unknown)."""
+    n = options if options is not None and 1 <= options <= 26 else 10
+    return _PATTERNS[n - 1]
+
+
+_PATTERNS = [(re.compile(rf"answer is \(?([A-{chr(64 + n)}])\)?"), re.compile(rf"\s*([A-{chr(64 + n)}])"),
+              re.compile(rf"\b[A-{chr(64 + n)}]\b")) for n in range(1, 27)]
+
+
+def _l2_letters(text: str, after: re.Pattern[str]) -> tuple[int, int] | None:
+    """`_official_l2` with another letter class after `[aA]nswer:` (same scan, same choice of line)."""
+    line_end = -1
+    found = None
+    i = text.find("nswer:", 1)
+    while i >= 0:
+        key = i - 1
+        if line_end >= 0 and key >= line_end:
+            break
+        if text[key] in "aA":
+            tail = after.match(text, i + 6)
+            if tail is not None:
+                if line_end < 0:
+                    nl = text.find("\n", key)
+                    line_end = len(text) if nl < 0 else nl
+                found = tail.span(1)
+        i = text.find("nswer:", i + 6)
+    return found
+
+
+@register("mmlu_pro.options", "1", rules=("L1", "L2", "L3", "none"), takes_options=True,
+          description="MMLU-Pro's official cascade over the item's own letters (A-L for MMLU-Pro+'s twelve options)")
+def item_options(text: str, *, finish_reason: str | None = None, options: int | None = None) -> Extraction:
+    # The official three steps; only the letter class differs: A up to the item's last option.
+    answer_is, after_colon, standalone = _item_patterns(options)
+    m = answer_is.search(text)
+    if m:
+        return Extraction(m.group(1), "L1", m.span())
+    span = _l2_letters(text, after_colon)
+    if span:
+        return Extraction(text[span[0]:span[1]], "L2", span)
+    m = last_match(standalone, text)
+    if m:
+        return Extraction(m.group(0), "L3", m.span())
+    return Extraction(None, RULE_NONE)
+
+
 @register("mmlu_pro.lmeval", "325f168", rules=("answer_is", "none"),
           source=SOURCE_LMEVAL,
           description="lm-evaluation-harness mmlu_pro filter: first 'answer is (X)', no fallback")
@@ -156,9 +230,33 @@ RULE_WORDS = {
         "L3": "fallback: the last standalone capital A-J anywhere in the text",
         "none": "no letter found",
     },
+    "mmlu_pro.options": {
+        "L1": "the first 'answer is (X)' over the item's letters (case-sensitive)",
+        "L2": "'Answer: X' over the item's letters, on the first line that has one (the last on that line)",
+        "L3": "fallback: the last standalone capital among the item's letters anywhere in the text",
+        "none": "no letter of the item's options found",
+    },
+    "mmlu_pro.statements": {
+        "L1": "the first 'answer is (X)' (case-sensitive; the official L1)",
+        "L2": "'Answer: X' on the first line that has one (the official L2)",
+        "none": "no answer statement (the official L3 fallback is not run)",
+    },
     "mmlu_pro.lmeval": {
         "answer_is": "the first 'answer is (X)' (lm-eval's custom-extract filter)",
         "none": "no 'answer is (X)' (lm-eval logs [invalid])",
     },
 }
 """What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""
+
+RULE_STRENGTH = {
+    "mmlu_pro.official": {"L1": "statement", "L2": "statement", "L3": "fallback"},
+    "mmlu_pro.official_x": {"L1": "statement", "L2": "statement", "L3": "fallback"},
+    "mmlu_pro.statements": {"L1": "statement", "L2": "statement"},
+    "mmlu_pro.options": {"L1": "statement", "L2": "statement", "L3": "fallback"},
+    "mmlu_pro.lmeval": {"answer_is": "statement"},
+}
+"""How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""
+
+LETTERS_READ = {name: "ABCDEFGHIJ" for name in RULE_STRENGTH if name != "mmlu_pro.options"}
+"""The letters each extractor here can read: MMLU-Pro's ten options (a K or L option is never read);
+mmlu_pro.options reads as many as the item has."""

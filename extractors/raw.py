@@ -23,3 +23,6 @@ def raw(text: str, *, finish_reason: str | None = None) -> Extraction:
 
 RULE_WORDS = {"raw": {"whole_response": "the whole response, stripped", "empty": "the response is blank"}}
 """What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""
+
+RULE_STRENGTH = {"raw": {"whole_response": "format"}}
+"""How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""

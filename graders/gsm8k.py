@@ -17,6 +17,16 @@ gsm8k.numeric@1
     Source: audit. The same normalisation; then, when both sides are plain numbers, they are
     compared as exact rationals (`18.00` == `18`, `.5` == `0.5`), never with a tolerance; other
     strings compare as lm-eval's do (lower case, equal).
+    Trap (fixed in @2): commas are dropped before the number is read, and `2/3` is no plain number,
+    so the extractor's `2` of `#### 2/3` is all this grader ever sees (gsm8k.answer@1).
+
+gsm8k.numeric@2
+    Source: audit. For gsm8k.answer@2's whole numbers: each side (the reference after its last
+    `#### `) is read as one exact rational: `-3`, `1,000.5` (commas only between groups of three
+    digits), `3.5`, `.5`, `2/3`, `−3` (U+2212), with a leading `$` and a final period dropped.
+    Equal rationals are correct (`18.00` == `18`, `4/2` == `2`); anything else that is not one
+    number (`2 2/3`, `1,00`, `2/0`) is incorrect with the reason, unless it equals the reference
+    as text after lm-eval's normalisation. Never a tolerance.
 """
 
 from __future__ import annotations
@@ -72,3 +82,42 @@ def numeric(answer: str, reference: str, *, num_choices: int | None = None,
     if a == r:
         return Judgment(True, "correct", f"equal after lm-eval's normalisation: '{a[:40]}'")
     return Judgment(False, "incorrect", f"'{a[:40]}' vs '{r[:40]}' after lm-eval's normalisation")
+
+
+_EXACT = re.compile(r"(?P<num>-?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?|-?\.[0-9]+)"
+                    r"(?:/(?P<den>(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?))?")
+
+
+def _exact_number(s: str) -> Fraction | None:
+    """The one number `s` writes, exactly (see gsm8k.numeric@2), or None."""
+    s = s.strip().replace("−", "-").replace(" ", "").replace("\t", "")
+    s = s.removeprefix("$").removesuffix(".")
+    if s.startswith("-$"):
+        s = "-" + s[2:]
+    m = _EXACT.fullmatch(s)
+    if m is None:
+        return None
+    value = Fraction(m.group("num").replace(",", ""))
+    if m.group("den") is None:
+        return value
+    den = Fraction(m.group("den").replace(",", ""))
+    return value / den if den else None
+
+
+@register("gsm8k.numeric", "2", config=CONFIG, source="audit (GSM8K answers as exact rationals, fractions included)",
+          description="GSM8K: the whole number each side writes (2/3, -3, 1,000.5) as an exact rational; no tolerance")
+def numeric_whole(answer: str, reference: str, *, num_choices: int | None = None,
+                  config: Gsm8kMetricConfig = CONFIG) -> Judgment:
+    ref_text = re.sub(r"(?s).*#### ", "", reference).strip()
+    if not ref_text:
+        return Judgment(None, "parse_error_reference", "the reference has no value after its '#### '")
+    a, r = _exact_number(answer), _exact_number(ref_text)
+    if r is None:
+        if _normalize(answer, config).strip() == _normalize(reference, config).strip():
+            return Judgment(True, "correct", f"equal after lm-eval's normalisation: '{answer.strip()[:40]}'")
+        return Judgment(None, "parse_error_reference", f"the reference '{ref_text[:40]}' is not one number")
+    if a is None:
+        return Judgment(False, "incorrect", f"the answer '{answer.strip()[:40]}' is not one number")
+    if a == r:
+        return Judgment(True, "correct", f"equal numbers: {answer.strip()[:30]} and {ref_text[:30]}")
+    return Judgment(False, "incorrect", f"numbers differ: {answer.strip()[:30]} vs {ref_text[:30]}")

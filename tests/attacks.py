@@ -204,6 +204,10 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("trace.dup-key-event", 'a trace event naming "dur" twice', "issue", "succeeded"),
     ("trace.dup-key-class", "a key twice in an event's args, with blank space before its colon, in a metadata "
      "value, at the top level", "added", "succeeded"),
+    # ---- round 3 (verdicts)
+    ("diff.invisible-ids", "ids, answers and subjects differing only by an invisible character (zero-width, bidi, "
+                           "control, no-break space, lone combining mark) printed alike by diff, grade and show",
+     "issue", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -47,10 +47,10 @@ def graded(tmp_path, monkeypatch, cli):
 GRADE_OUTPUT = """\
 wrote official.json
 mmlu_pro: 4 rows, 4 items x 1 samples; extractor mmlu_pro.official@f418b11, grader choice@1
-accuracy[sample=0]            75.00%  (3/4)  binomial_2se [31.70, 100.00]
-accuracy                      75.00%  (3/4)  binomial_2se [31.70, 100.00]
-accuracy_all[sample=0]        75.00%  (3/4)  binomial_2se [31.70, 100.00]
-accuracy_all                  75.00%  (3/4)  binomial_2se [31.70, 100.00]
+accuracy[sample=0]            75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
+accuracy                      75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
+accuracy_all[sample=0]        75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
+accuracy_all                  75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
 statuses: correct=3, no_answer=1
 per subject (2):
   subject  items  accuracy              accuracy_all
@@ -61,6 +61,9 @@ rules that fired (mmlu_pro.official@f418b11):
   L2          1  'Answer: X' on the first line that has one (the last on that line)
   L3          1  fallback: the last standalone capital A-J anywhere in the text
   none        1  no letter found (upstream then scores a seeded random guess)
+reads by strength: statement 2 (50.00%), fallback 1 (25.00%), no answer 1 (25.00%)
+  1 row rests on a fallback read (L3): a read of last resort from text that states no answer
+possibly cut (a heuristic, not a verdict): 1 row has no finish reason and stops mid-sentence; 0 of the 1 fallback reads and 1 of the 1 no-answer rows are among them
 """
 
 
@@ -93,8 +96,8 @@ grader     choice@1 (fingerprint af31de8356d3…)
 policies   truncation=wrong, resampling=original, no_answer=wrong, guess_seed=12345, scope=items
 producer   {prod.tool} {prod.version}{commit}
 figures (one run: the run's figures are the overall ones)
-  accuracy                      75.00%  (3/4)  binomial_2se [31.70, 100.00]
-  accuracy_all                  75.00%  (3/4)  binomial_2se [31.70, 100.00]
+  accuracy                      75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
+  accuracy_all                  75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
 statuses   correct=3, no_answer=1
 per subject (2):
   subject  items  accuracy              accuracy_all
@@ -133,6 +136,14 @@ def test_a_rise_is_an_upward_revision_listed_in_natural_order_with_subjects_and_
 Figures that rose: the rows support more than OLD recorded (not retractions).
 
 **accuracy** = **accuracy_all** (all runs, both denominators: nothing ungraded): recorded 25.00% (1/4), recomputed 75.00% (3/4), Δ +50.00 points. 2 verdicts changed: 2 extractor. Paired over 4 rows: 2 to correct, 0 to incorrect; McNemar exact p = 0.500.
+
+## What the changed verdicts rest on
+
+- OLD read them as: no read 2 (2 to correct, 0 to incorrect)
+- NEW read them as: statement 1 (1 to correct, 0 to incorrect), fallback 1 (1 to correct, 0 to incorrect)
+- possibly cut (a heuristic, not a verdict): 0 of the 2 changed rows whose text was read have no finish reason and stop mid-sentence
+
+(`statement`: the response states its answer; `format`: it matches the format asked for; `fallback`: a read of last resort from text that states no answer; `no read`: no answer read.)
 
 ## By subject
 
@@ -190,13 +201,15 @@ def test_no_correct_row_names_the_bound_in_words(cli, tmp_path):
     make_package(tmp_path / "pkg", responses=wrong, items=ITEMS, benchmark="mmlu_pro")
     r = cli("grade", tmp_path / "pkg", "--benchmark", "mmlu_pro", "-o", tmp_path / "r.json")
     assert r.code == 0
-    assert r.out.splitlines()[3] == ("accuracy                       0.00%  (0/4)  binomial_2se [0.00, 0.00]; no row "
-                                     "correct: accuracy ≤ 52.71% (exact one-sided 95% upper bound)")
+    assert r.out.splitlines()[3] == ("accuracy                       0.00%  (0/4)  binomial_2se [0.00, 0.00]; wilson "
+                                     "[0.00, 48.99]; clopper_pearson [0.00, 60.24]; no row correct: accuracy ≤ 52.71% "
+                                     "(exact one-sided 95% upper bound)")
     right = [{**r, "response": f"The answer is ({i['reference']})."} for r, i in zip(RESPONSES, ITEMS)]
     make_package(tmp_path / "right", responses=right, items=ITEMS, benchmark="mmlu_pro")
     r = cli("grade", tmp_path / "right", "--benchmark", "mmlu_pro", "-o", tmp_path / "all.json")
-    assert r.out.splitlines()[3] == ("accuracy                     100.00%  (4/4)  binomial_2se [100.00, 100.00]; no "
-                                     "row wrong: accuracy ≥ 47.29% (exact one-sided 95% lower bound)")
+    assert r.out.splitlines()[3] == ("accuracy                     100.00%  (4/4)  binomial_2se [100.00, 100.00]; wilson "
+                                     "[51.01, 100.00]; clopper_pearson [39.76, 100.00]; no row wrong: accuracy ≥ 47.29% "
+                                     "(exact one-sided 95% lower bound)")
 
 
 def test_reproduce_lists_the_rows_that_differ_in_natural_order(graded, cli, tmp_path):
@@ -224,10 +237,14 @@ def test_show_says_what_a_release_holds(cli, tmp_path, monkeypatch):
         "graded by  gpqa.final_line@1 + choice@1",
         "statuses   correct=3, incorrect=1, truncated=2",
         "figures",
-        "  accuracy[sample=0]            50.00%  (3/6)  binomial_2se [9.18, 90.82]",
-        "  accuracy                      50.00%  (3/6)  binomial_2se [9.18, 90.82]",
-        "  accuracy_all[sample=0]        50.00%  (3/6)  binomial_2se [9.18, 90.82]",
-        "  accuracy_all                  50.00%  (3/6)  binomial_2se [9.18, 90.82]"]
+        "  accuracy[sample=0]            50.00%  (3/6)  binomial_2se [9.18, 90.82]; wilson [18.76, 81.24]; "
+        "clopper_pearson [11.81, 88.19]",
+        "  accuracy                      50.00%  (3/6)  binomial_2se [9.18, 90.82]; wilson [18.76, 81.24]; "
+        "clopper_pearson [11.81, 88.19]",
+        "  accuracy_all[sample=0]        50.00%  (3/6)  binomial_2se [9.18, 90.82]; wilson [18.76, 81.24]; "
+        "clopper_pearson [11.81, 88.19]",
+        "  accuracy_all                  50.00%  (3/6)  binomial_2se [9.18, 90.82]; wilson [18.76, 81.24]; "
+        "clopper_pearson [11.81, 88.19]"]
 
 
 EVIDENCE = REPO / "packages"

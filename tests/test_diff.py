@@ -163,7 +163,14 @@ def test_json_rows_exact_and_valid(pair, cli):
                                  '  "subjects": [],', '  "rules": [', "    {",
                                  '      "extractor": "mmlu_pro.official@f418b11",', '      "rule": "none",',
                                  '      "words": "no letter found (upstream then scores a seeded random guess)"',
-                                 "    }", "  ]", "}"]
+                                 "    }", "  ],", '  "strengths": [', "    {", '      "side": "new",',
+                                 '      "strength": "no read",', '      "rows": 1,', '      "to_correct": 1,',
+                                 '      "to_incorrect": 0', "    },", "    {", '      "side": "new",',
+                                 '      "strength": "unknown",', '      "rows": 6,', '      "to_correct": 2,',
+                                 '      "to_incorrect": 3', "    }", "  ],", '  "fallback": null,',
+                                 '  "possibly_cut": {', '    "checked": 0,', '    "rows": 0,', '    "items": [],',
+                                 '    "note": "no responses package of either file could be opened to read the texts"',
+                                 "  }", "}"]
     doc = json.loads(r.out)
     assert list(doc)[:2] == ["schema_version", "kind"] and doc["schema_version"] == 1
     schema = json.loads((SCHEMA_DIR / "diff_report.v1.json").read_text(encoding="utf-8"))

@@ -175,7 +175,7 @@ def test_markdown_of_the_real_diff_is_one_screen_per_figure(mmlu, cli):
     assert (r.code, r.err) == (1, "")
     # Every figure rose: they are upward revisions, not retractions.
     assert "## Retractions" not in r.out
-    rises = r.out.split("## Upward revisions\n\n")[1].split("## By subject")[0]
+    rises = r.out.split("## Upward revisions\n\n")[1].split("## What the changed verdicts rest on")[0]
     lead, *paragraphs = rises.strip().split("\n\n")
     assert lead == "Figures that rose: the rows support more than OLD recorded (not retractions)."
     # Nothing is ungraded here, so each scope's two denominators are one paragraph: 1 overall + 11 runs.
@@ -188,6 +188,13 @@ def test_markdown_of_the_real_diff_is_one_screen_per_figure(mmlu, cli):
     assert "- rows: 13,000 compared, 246 verdicts changed, 0 only in OLD, 0 only in NEW\n" in r.out
     assert "| extractor | 246 | incorrect → correct 246 |" in r.out
     assert "| … 226 more (all are in --format json) | | | | | | | | |" in r.out
+    # What the changes rest on (issue 20): 234 on L3 fallback reads and 12 on L2 statements, so the revision
+    # does not rest on fallback reads alone and no hit-rate paragraph is printed.
+    rest = r.out.split("## What the changed verdicts rest on\n\n")[1].split("\n\n## ")[0]
+    assert "- OLD read them as: no read 246 (246 to correct, 0 to incorrect)\n" in rest
+    assert ("- NEW read them as: statement 12 (12 to correct, 0 to incorrect), fallback 234 (234 to correct, 0 to "
+            "incorrect)\n") in rest
+    assert "fallback reads alone" not in rest
     # Per MMLU-Pro category (the items' subjects, recorded in NEW's verdict file): 14 rows.
     table = r.out.split("## By subject\n\n")[1].split("\n\n## ")[0].splitlines()
     assert table[:3] == ["accuracy_all: every row counts, ungraded rows counted wrong.", "",
@@ -195,7 +202,7 @@ def test_markdown_of_the_real_diff_is_one_screen_per_figure(mmlu, cli):
     assert len(table) == 4 + 14
     assert "| biology | 74 | 68.30% (657/962) | 71.41% (687/962) | +3.12 | 30 | 30 | 0 |" in table
     assert "- `L3` (mmlu_pro.official@f418b11): fallback: the last standalone capital A-J anywhere in the text" in r.out
-    assert len(r.out.splitlines()) < 100
+    assert len(r.out.splitlines()) < 110  # (8 of them say what the changed verdicts rest on)
     assert all(len(line) < 400 for line in r.out.splitlines())
 
 

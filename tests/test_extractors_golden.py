@@ -51,7 +51,7 @@ def _assert_parts_in(answer: str, evidence: str) -> None:
 @pytest.mark.parametrize("where,row", ROWS, ids=[w for w, _ in ROWS])
 def test_golden_row(where, row):
     ex = extractors.get(row["extractor"])
-    got = ex.extract(row["text"], finish_reason=row["finish_reason"])
+    got = ex.extract(row["text"], finish_reason=row["finish_reason"], options=row.get("options"))
     assert (got.answer, got.rule) == (row["answer"], row["rule"]), row["trap"]
     if "span" in row:
         assert got.span == (tuple(row["span"]) if row["span"] else None)
@@ -78,7 +78,8 @@ def test_golden_rows_reach_every_rule_of_every_extractor():
     reached: dict[str, set[str]] = {key: set() for key in declared}
     for _, row in ROWS:
         ex = extractors.get(row["extractor"])
-        reached[ex.key].add(ex.extract(row["text"], finish_reason=row["finish_reason"]).rule)
+        got = ex.extract(row["text"], finish_reason=row["finish_reason"], options=row.get("options"))
+        reached[ex.key].add(got.rule)
     missing = {key: sorted(rules - reached[key]) for key, rules in declared.items() if rules - reached[key]}
     assert not missing
     unexpected = {key: sorted(rules - declared[key] - {extractors.RULE_NO_RESPONSE})

@@ -169,3 +169,29 @@ def test_rule_words_are_no_part_of_the_fingerprint():
         assert code_fingerprint(e.fn) == before
     finally:
         mmlu_pro.RULE_WORDS = saved
+
+
+def test_every_rule_strength_is_declared_for_a_rule_the_extractor_reports():
+    """Issue 20: each answer rule declares how strong a read it is, in a table beside the code (outside the
+    fingerprint, like the rule words); every answer rule the golden rows reach has one."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from audit.extractors import STRENGTHS
+
+    answered: dict[str, set[str]] = {}
+    for path in (Path(__file__).parent / "golden" / "extractors").glob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").split("\n"):
+            if line.strip():
+                row = json.loads(line)
+                if row["answer"] is not None:
+                    answered.setdefault(row["extractor"], set()).add(row["rule"])
+    for ex in extractors.all_extractors():
+        table = getattr(sys.modules[ex.fn.__module__], "RULE_STRENGTH")[ex.name]
+        assert set(table) <= set(ex.rules), ex.key
+        assert set(table.values()) <= set(STRENGTHS), ex.key
+        assert answered.get(ex.key, set()) <= set(table), (ex.key, answered.get(ex.key, set()) - set(table))
+        assert ex.strength(None) is None and ex.strength("none") is None
+    assert extractors.get("mmlu_pro.official@f418b11").strength("L3") == "fallback"
+    assert extractors.get("mmlu_pro.statements@1").strength("L1") == "statement"

@@ -209,10 +209,16 @@ def test_same_inputs_give_byte_identical_files(tmp_path):
 def test_policy_overrides_parse_and_fail_in_one_line():
     p = parse_policy_overrides(Policies(), ["truncation=exclude", "exclude=a,b", "guess_seed=3"])
     assert (p.truncation, p.exclude, p.guess_seed) == ("exclude", ["a", "b"], 3)
-    with pytest.raises(AuditError, match=r"^--policy truncation: Input should be 'wrong' or 'exclude'$"):
+    # A library call's error names no CLI flag (issue 20); `audit grade` puts `--policy` in front.
+    with pytest.raises(AuditError, match=r"^policy truncation: Input should be 'wrong' or 'exclude'$"):
         parse_policy_overrides(Policies(), ["truncation=maybe"])
-    with pytest.raises(AuditError, match=r"^--policy 'colour=red': expected KEY=VALUE"):
+    with pytest.raises(AuditError, match=r"^policy 'colour=red': expected KEY=VALUE"):
         parse_policy_overrides(Policies(), ["colour=red"])
+
+
+def test_the_cli_names_the_policy_flag(tmp_path, cli):
+    r = cli("grade", tmp_path, "--benchmark", "mmlu_pro", "--policy", "truncation=maybe", "-o", tmp_path / "r.json")
+    assert (r.code, r.err) == (2, "audit: error: --policy truncation: Input should be 'wrong' or 'exclude'\n")
 
 
 def test_reproduce_identical_then_refuses_a_changed_package(tmp_path, cli):
@@ -316,7 +322,7 @@ def test_random_guess_without_option_count_says_why_it_counts_wrong(tmp_path):
 
 def test_excluding_an_id_that_is_not_an_item_is_an_error(tmp_path):
     pkg = make_package(tmp_path / "p", items=ITEMS, responses=[{"item_id": "q1", "response": "ANSWER=B"}])
-    with pytest.raises(AuditError, match=r"^--policy exclude names 1 id\(s\) that are not items \(first: 'q9'\)$"):
+    with pytest.raises(AuditError, match=r"^the exclude policy names 1 id\(s\) that are not items \(first: 'q9'\)$"):
         grade_package(pkg, config(exclude=["q1", "q9"]))
 
 

@@ -145,8 +145,30 @@ def test_the_lm_eval_reproductions_agree_item_by_item_where_the_filters_differ(t
     assert {r.item_id: float(r.verdict == "correct") for r in vf.items} == lm_eval
     assert lm_eval == ({"0": 1.0, "1": 0.0, "2": 0.0, "3": 1.0} if filt == "strict-match" else
                        {"0": 0.0, "1": 1.0, "2": 1.0, "3": 0.0})
-    # the spec's own reading: the '####' line, else the last number
+    # the spec's own reading: the whole number on the '####' line (a `$` before it allowed), else the last number
     spec, _ = _grade(cli, tmp_path, path, name="spec.json", filt=filt)
-    assert {r.item_id: (r.rule, r.verdict) for r in spec.items} == {
-        "0": ("hash_line", "correct"), "1": ("last_number", "correct"), "2": ("last_number", "correct"),
-        "3": ("hash_line", "correct")}
+    assert {r.item_id: (r.rule, r.answer, r.verdict) for r in spec.items} == {
+        "0": ("hash_line", "18", "correct"), "1": ("last_number", "3", "correct"),
+        "2": ("hash_line", "70,000", "correct"), "3": ("hash_line", "12", "correct")}
+    assert (spec.extractor.key, spec.grader.key) == ("gsm8k.answer@2", "gsm8k.numeric@2")
+
+
+def test_a_fraction_is_read_whole_and_never_credited_for_its_numerator(tmp_path, cli):
+    """Issue 20: `#### 2/3` against a gold of 2. lm-eval's strict-match reads `2` and credits it; so did
+    gsm8k.answer@1 with gsm8k.numeric@1. The spec's @2 pair reads `2/3` and compares exactly."""
+    doc = {"question": "Tom ate 1/3 of a cake. How much is left?", "answer": "He has 1 - 1/3 = 2/3 left.\n#### 2"}
+    prompt = f"Question: {doc['question']}\nAnswer:"
+    texts = {"0": " 1 - 1/3 = 2/3 of the cake is left.\n#### 2/3", "1": " So 6/3 cakes remain.\n#### 6/3",
+             "2": " #### -3", "3": " That is 1,000.5 dollars.\n#### 1,000.5"}
+    golds = {"0": "#### 2", "1": "#### 2", "2": "#### -3", "3": "#### 1000.5"}
+    path = tmp_path / "samples_gsm8k_fractions.jsonl"
+    path.write_text("".join(json.dumps(_record(int(i), {**doc, "answer": doc["answer"].rsplit("#### ", 1)[0] + golds[i]},
+                                               prompt, t, "strict-match"), ensure_ascii=False) + "\n"
+                            for i, t in texts.items()), encoding="utf-8")
+    spec, lm_eval = _grade(cli, tmp_path, path, filt="strict-match")
+    assert lm_eval == {"0": 1.0, "1": 0.0, "2": 1.0, "3": 1.0}  # lm-eval credits 2/3 as 2 (and misses 6/3 == 2)
+    assert {r.item_id: (r.answer, r.verdict) for r in spec.items} == {
+        "0": ("2/3", "incorrect"), "1": ("6/3", "correct"), "2": ("-3", "correct"), "3": ("1,000.5", "correct")}
+    old, _ = _grade(cli, tmp_path, path, "--extractor", "gsm8k.answer@1", "--grader", "gsm8k.numeric@1",
+                    name="v1.json", filt="strict-match")
+    assert {r.item_id: (r.answer, r.verdict) for r in old.items}["0"] == ("2", "correct")  # the false credit @1 kept

@@ -105,7 +105,7 @@ def test_copa_option_text_targets_and_the_results_file_figure(cli, here):
     r = cli("grade", "copa", "--items", "items", "--benchmark", "selected_choice", "-o", "regraded.json")
     acc = json.loads(COPA_RESULTS.read_text())["results"]["copa"]["acc,none"]
     assert r.out.splitlines()[3] == (f"accuracy                      {100 * acc:.2f}%  (12/20)  "
-                                     f"binomial_2se [38.09, 81.91]")
+                                     f"binomial_2se [38.09, 81.91]; wilson [38.66, 78.12]; clopper_pearson [36.05, 80.88]")
     assert cli("diff", "recorded.json", "regraded.json").code == 0
 
 

@@ -114,3 +114,58 @@ def test_clustered_interval_sees_question_variance_the_runs_interval_misses():
     ivs = {iv.method: iv for iv in {f.name: f for f in figures(_frame(rows))}["accuracy"].intervals}
     assert ivs["runs_2se"].se == 0.0 and ivs["runs_2se"].low == ivs["runs_2se"].high == 0.5
     assert ivs["clustered_t"].se == approx(math.sqrt(40 / 39 * 0.25) / math.sqrt(40))
+
+
+@pytest.mark.parametrize("correct,n", [(1, 3), (0, 3), (3, 3), (44, 345), (6351, 12032), (0, 1), (1, 1)])
+def test_wilson_and_clopper_pearson_match_scipy(correct, n):
+    """Issue 20: beside binomial_2se (1 of 3 gives [0.00, 87.77]%), the two intervals labs ask for."""
+    from scipy.stats import binomtest
+
+    from audit import stats
+
+    res = binomtest(correct, n)
+    for got, method in ((stats.wilson(correct, n), "wilson"), (stats.clopper_pearson(correct, n), "exact")):
+        want = res.proportion_ci(0.95, method)
+        assert got.low == pytest.approx(want.low, abs=1e-12) and got.high == pytest.approx(want.high, abs=1e-12)
+    assert stats.wilson(0, 0) is None and stats.clopper_pearson(0, 0) is None
+
+
+def test_a_one_run_figure_prints_wilson_and_clopper_pearson_beside_binomial_2se():
+    from audit import stats
+    from audit.verdicts import Figure
+    from audit.views import figure_lines
+
+    f = Figure(name="accuracy", sample=None, denominator="graded", correct=1, total=3, value=1 / 3,
+               intervals=[stats.binomial_2se(1, 3)])
+    assert figure_lines([f]) == ["accuracy                      33.33%  (1/3)  binomial_2se [0.00, 87.77]; wilson "
+                                 "[6.15, 79.23]; clopper_pearson [0.84, 90.57]"]
+
+
+@pytest.mark.parametrize("n,c,k", [(8, 3, 1), (8, 3, 4), (8, 0, 8), (8, 8, 1), (20, 5, 10), (100, 1, 50)])
+def test_pass_at_k_is_the_unbiased_estimator(n, c, k):
+    """Chen et al. 2021: 1 - C(n-c, k) / C(n, k); pass@1 is the plain accuracy c/n."""
+    assert stats.pass_at_k(n, c, k) == pytest.approx(1 - math.comb(n - c, k) / math.comb(n, k), abs=1e-12)
+    assert stats.pass_at_k(n, c, 1) == pytest.approx(c / n)
+    with pytest.raises(ValueError):
+        stats.pass_at_k(3, 1, 4)
+
+
+def test_pass_at_k_and_majority_vote_with_the_tie_rule_recorded():
+    from audit.summary import MAJORITY_TIE_RULE, sample_figures
+
+    rows = []
+    # q1: 2 of 4 correct, answers A A B C (majority A, correct); q2: 1 of 4, answers B C C D (majority C, wrong);
+    # q3: a tie between A (correct) and B (wrong): counted wrong; q4: all ungraded (no vote)
+    for item, answers, right in (("q1", "AABC", "A"), ("q2", "BCCD", "B"), ("q3", "AABB", "A"), ("q4", "----", "A")):
+        for s, a in enumerate(answers):
+            verdict = "ungraded" if a == "-" else ("correct" if a == right else "incorrect")
+            rows.append({"item_id": item, "sample": s, "verdict": verdict, "answer": None if a == "-" else a})
+    figs = {f.name: f for f in sample_figures(pd.DataFrame(rows))}
+    assert list(figs) == ["pass@1", "pass@4", "maj@4"]
+    c = [2, 1, 2, 0]
+    assert figs["pass@1"].value == pytest.approx(sum(x / 4 for x in c) / 4)
+    assert figs["pass@4"].value == pytest.approx(3 / 4)
+    assert figs["pass@4"].interval.method == "clustered_t"
+    assert (figs["maj@4"].value, figs["maj@4"].interval.method) == (1 / 4, "wilson")
+    assert MAJORITY_TIE_RULE in figs["maj@4"].note and "1 item tied" in figs["maj@4"].note
+    assert sample_figures(pd.DataFrame(rows[:4] + rows[5:])) == []  # unequal samples per item: not estimated

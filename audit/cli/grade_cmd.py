@@ -37,30 +37,82 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     The file names every input by digest, the extractor and grader by version and fingerprint, and
     every policy; identical inputs give a byte-identical file.
     """
-    from audit.grade import at_budget_lines, format_summary, grade_package
+    from audit.errors import AuditError
+    from audit.grade import NoItems, at_budget_lines, format_summary, grade_package
     from audit.outputs import check_output
     from audit.specs import resolve_config
 
+    if package.is_file() and not package.name.lower().endswith((".tar.gz", ".tgz")):
+        from audit.importers.detect import PACKAGE, sniff
+
+        found = sniff(package)
+        hint = (found.message(package) if found is not None and found is not PACKAGE else
+                f"import it first (`audit import table {package} --kind responses ... -o PKG`, or "
+                f"`audit import lm-eval` / `audit import mmlu-pro`)")
+        raise AuditError(f"is a file, not a responses package: {hint}", path=str(package))
     check_output(output, force=force, kind="verdicts")
-    config = resolve_config(benchmark, extractor=extractor, grader=grader, policies=policies,
-                            reference_field=reference_field)
-    grading = grade_package(package, config, items=items, out=output, parquet=parquet, workers=workers,
-                            overwrite=force)
+    from audit.specs import PolicyError
+
+    try:
+        config = resolve_config(benchmark, extractor=extractor, grader=grader, policies=policies,
+                                reference_field=reference_field)
+    except PolicyError as e:
+        raise AuditError(f"--{e.problem.message}") from None
+    try:
+        grading = grade_package(package, config, items=items, out=output, parquet=parquet, workers=workers,
+                                overwrite=force)
+    except NoItems as e:
+        raise AuditError(f"{e.problem.message}: give --items ITEMS_PACKAGE", path=e.problem.path or None) from None
     vf = grading.header
     click.echo(f"wrote {output}" + (f" and {vf.rows_file.path}" if vf.rows_file else ""))
     if not quiet:
         ex, gr = vf.extractor, vf.grader
-        click.echo(f"{vf.benchmark}: {len(grading)} rows, {vf.summary.items} items x {vf.summary.samples} samples; "
+        from audit.views import visible
+
+        click.echo(f"{visible(vf.benchmark)}: {len(grading)} rows, {vf.summary.items} items x {vf.summary.samples} samples; "
                    f"extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")
         for line in format_summary(vf) + at_budget_lines(grading.columns["reason"], vf.policies.at_budget):
             click.echo(line)
+        if vf.summary.samples > 1:
+            import pandas as pd
+
+            from audit.summary import sample_figures
+            from audit.views import sample_figure_lines
+
+            cols = grading.columns
+            frame = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "answer")})
+            for line in sample_figure_lines(sample_figures(frame)):
+                click.echo(line)
         from collections import Counter
 
-        from audit.views import rule_lines
+        from audit.grade import fit_check
+        from audit.views import rule_lines, strength_lines
 
-        for line in rule_lines(Counter(grading.columns["rule"]), [vf.extractor, vf.mc_extractor]):
+        rules = Counter(grading.columns["rule"])
+        for line in rule_lines(rules, [vf.extractor, vf.mc_extractor]):
             click.echo(line)
+        for line in strength_lines(rules, [vf.extractor, vf.mc_extractor], grading.possibly_cut):
+            click.echo(line)
+        fit = fit_check(grading, package, config)
+        if fit is not None:
+            for line in fit_lines(fit):
+                click.echo(line)
     return 0
+
+
+def fit_lines(fit: object) -> list[str]:
+    """The warning `audit grade` prints when the spec's extractor reads no answer in most rows."""
+    from audit.summary import pct
+
+    lines = [f"warning: {fit.no_answer:,} of {fit.read:,} rows ({pct(fit.no_answer / fit.read)}) read no answer: "
+             f"these responses do not look written in the format {fit.extractor} expects ({fit.expects})"]
+    if fit.better:
+        shown = "; ".join(f"{k} reads one in {n:,}" for k, n in fit.better)
+        lines.append(f"  {fit.sampled:,} of those responses re-read with the other registered extractors: {shown} "
+                     f"(--extractor NAME, or a --benchmark whose spec uses it)")
+    else:
+        lines.append(f"  no other registered extractor reads an answer statement in the {fit.sampled:,} re-read")
+    return lines
 
 
 @cli.command()
@@ -74,9 +126,14 @@ def reproduce(results: Path, package: Path | None, items: Path | None) -> int:
     listed apart as environment-dependent (they depend on the machine's load, not on the code
     or the inputs). Refuses (exit 2) when the package's content digest differs from the recorded one.
     """
+    from audit.errors import AuditError
+    from audit.grade import NoPath
     from audit.grade import reproduce as run
 
-    outcome = run(results, package=package, items=items)
+    try:
+        outcome = run(results, package=package, items=items)
+    except NoPath as e:
+        raise AuditError(f"{e.problem.message}: give --{e.what} PATH") from None
     for note in outcome.notes:
         click.echo(f"note: {note}")
     if outcome.identical:

@@ -36,6 +36,7 @@ the comparisons run in pyarrow/numpy, so a million rows take seconds.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +51,11 @@ from audit.diff.report import (
     SELECTION_STATUSES,
     CauseCount,
     DiffResult,
+    FallbackReads,
     FigureChange,
+    PossiblyCut,
     RuleWords,
+    StrengthCount,
     SideInfo,
     SubjectChange,
     component_label,
@@ -188,11 +192,137 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
                                        transitions={str(k): int(v) for k, v in zip(keys, counts)}))
 
     subjects = _subjects(o, n, changed, notes)
+    strengths, fallback = _strengths(o, n, both, changed)
     return DiffResult(
         old=o.info(), new=n.info(), different_responses=packages_differ, notes=notes, aligned=both.num_rows,
         unchanged=both.num_rows - changed.num_rows, other_changes=other_changes, causes=cause_counts,
         figures=figs, changed=changed, only_old=only_o, only_new=only_n, subjects=subjects,
-        rules=_rule_words(o, n, changed))
+        rules=_rule_words(o, n, changed), strengths=strengths, fallback=fallback,
+        possibly_cut=_possibly_cut(o, n, changed) if changed.num_rows else None)
+
+
+# --------------------------------------------------------------------------- read strength
+
+STRENGTH_ORDER = ("statement", "format", "fallback", "no read", "unknown")
+
+
+def _registered_extractors(h: VerdictFile) -> list[Any]:
+    from audit import extractors as registry
+
+    return [registry.get(ref.key) for ref in (h.extractor, h.mc_extractor)
+            if ref is not None and ref.key in registry.REGISTRY]
+
+
+def _strength_of(h: VerdictFile, rules: list[str | None], answers: list[str | None]) -> list[str] | None:
+    """Each row's read strength under the file's extractors (declared beside their code); None when the
+    file names no registered extractor (imported answers)."""
+    exs = _registered_extractors(h)
+    if not exs:
+        return None
+    cache: dict[str | None, str] = {}
+    out = []
+    for rule, answer in zip(rules, answers):
+        if answer is None:
+            out.append("no read")
+            continue
+        got = cache.get(rule)
+        if got is None:
+            got = cache[rule] = next((x for x in (e.strength(rule) for e in exs) if x), "unknown")
+        out.append(got)
+    return out
+
+
+def _strengths(o: _Side, n: _Side, both: Any, changed: Any) -> tuple[list[StrengthCount], FallbackReads | None]:
+    """Changed rows by read strength per side, and, when every change rests on one side's fallback reads
+    (that side read by a fallback rule where the other read no answer), those reads' hit rate against chance."""
+    col = changed.column
+    vo, vn = col("verdict_o").to_pylist(), col("verdict_n").to_pylist()
+    up = [a != "correct" and b == "correct" for a, b in zip(vo, vn)]
+    down = [a == "correct" and b != "correct" for a, b in zip(vo, vn)]
+    per_side = {}
+    counts: list[StrengthCount] = []
+    for label, side, x in (("old", o, "_o"), ("new", n, "_n")):
+        got = _strength_of(side.header, col("rule" + x).to_pylist(), col("answer" + x).to_pylist())
+        if got is None:
+            continue
+        per_side[label] = got
+        for strength in STRENGTH_ORDER:
+            idx = [i for i, s in enumerate(got) if s == strength]
+            if idx:
+                counts.append(StrengthCount(side=label, strength=strength, rows=len(idx),
+                                            to_correct=sum(up[i] for i in idx), to_incorrect=sum(down[i] for i in idx)))
+    if not changed.num_rows:
+        return counts, None
+    for label, side, x, y in (("new", n, "_n", "_o"), ("old", o, "_o", "_n")):
+        mine = per_side.get(label)
+        other_answers = col("answer" + y).to_pylist()
+        if mine is None or not all(s == "fallback" and a is None for s, a in zip(mine, other_answers)):
+            continue
+        # Every change rests on this side's fallback reads: count all such reads, not only the changed ones.
+        rules_all = both.column("rule" + x).to_pylist()
+        reads = _strength_of(side.header, rules_all, both.column("answer" + x).to_pylist()) or []
+        other_all = both.column("answer" + y).to_pylist()
+        verdicts = both.column("verdict" + x).to_pylist()
+        pop = [i for i, (s, a) in enumerate(zip(reads, other_all)) if s == "fallback" and a is None]
+        hits = sum(verdicts[i] == "correct" for i in pop)
+        exs = _registered_extractors(side.header)
+        letters = next((len(e.letters) for e in exs if e.letters), None)
+        chance = 1 / letters if letters else None
+        p = None
+        if chance is not None and pop:
+            from scipy import stats as _st
+
+            p = float(_st.binomtest(hits, len(pop), chance, alternative="greater").pvalue)
+        ref = side.header.extractor
+        assert ref is not None
+        return counts, FallbackReads(
+            side=label, extractor=ref.key, rules=sorted({rules_all[i] for i in pop if rules_all[i] is not None}),
+            changed=changed.num_rows, reads=len(pop), hits=hits, hit_rate=hits / len(pop) if pop else 0.0,
+            letters=letters, chance=chance, p_value=p)
+    return counts, None
+
+
+def _possibly_cut(o: _Side, n: _Side, changed: Any) -> PossiblyCut:
+    """Changed rows whose response text has no finish reason and stops mid-sentence (a heuristic), read from
+    NEW's responses package (else OLD's) by the text's sha256."""
+    from audit.grade import possibly_cut
+    from audit.ids import natural_sorted
+    from audit.packages import open_package
+
+    keys = list(zip(changed.column("item_id").to_pylist(), changed.column("sample").to_pylist()))
+    for side, x in ((n, "_n"), (o, "_o")):
+        ref = side.header.responses_package
+        if ref is None or not ref.path:
+            continue
+        want = {}
+        for key, sha in zip(keys, changed.column("response_sha256" + x).to_pylist()):
+            if sha is not None:
+                want.setdefault(sha, []).append(key)
+        if not want:
+            continue
+        path = Path(side.path).resolve().parent / ref.path
+        try:
+            pkg = open_package(path)
+        except Exception:  # moved or damaged: the diff itself needs no package
+            continue
+        ids = {k[0] for k in keys}
+        cut: list[str] = []
+        seen: set[str] = set()
+        with pkg:
+            if pkg.manifest.package_id != ref.package_id or pkg.digest != ref.digest:
+                continue
+            for _, _, obj in pkg.iter_objects("response_row.v1"):
+                text = obj.get("response")
+                if obj.get("item_id") not in ids or not isinstance(text, str):
+                    continue
+                sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+                if sha in want and sha not in seen:
+                    seen.add(sha)
+                    if possibly_cut(text, obj.get("finish_reason")):
+                        cut += [f"{i}:{s}" for i, s in want[sha]]
+        checked = sum(len(want[s]) for s in seen)
+        return PossiblyCut(checked=checked, rows=len(cut), items=natural_sorted(cut))
+    return PossiblyCut(checked=0, rows=0, note="no responses package of either file could be opened to read the texts")
 
 
 def _subject_map(side: _Side) -> dict[str, str | None] | None:
@@ -435,10 +565,13 @@ def _notes(o: _Side, n: _Side, both: Any, packages_differ: bool, same_extractor:
             notes.append(f"{label}: {component_label(x)} -> {component_label(y)}")
     if o.header.reference_field != n.header.reference_field:
         notes.append(f"reference field: {o.header.reference_field} -> {n.header.reference_field}")
-    pa_, pb = o.header.policies.model_dump(), n.header.policies.model_dump()
-    for k in pa_:
-        if pa_[k] != pb[k]:
-            notes.append(f"policy {k}: {_show(pa_[k])} -> {_show(pb[k])}")
+    # An imported file's policies are placeholders (it applied none; its extractor and grader notes say it is
+    # imported): no policy is said to have changed from or to them.
+    if all(h.extractor is not None or h.grader is not None for h in (o.header, n.header)):
+        pa_, pb = o.header.policies.model_dump(), n.header.policies.model_dump()
+        for k in pa_:
+            if pa_[k] != pb[k]:
+                notes.append(f"policy {k}: {_show(pa_[k])} -> {_show(pb[k])}")
     if o.header.benchmark != n.header.benchmark:
         notes.append(f"benchmark: {o.header.benchmark} -> {n.header.benchmark}")
     if not packages_differ and same_extractor and a is not None:

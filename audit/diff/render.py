@@ -10,16 +10,22 @@ from typing import Any
 from audit.diff.report import CAUSES, DiffResult, FigureChange, SideInfo, component_label, package_label
 from audit.summary import pct
 from audit.verdicts import Figure
+from audit.views import visible
 
 
 def _p(p: float) -> str:
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
+_LINE_BREAKS = re.compile(r"[\t\n\r]+")
+
+
 def _cell(v: Any, width: int = 40) -> str:
     if v is None:
         return "—"
-    s = " ".join(str(v).split())
+    # Line breaks and tabs read as one space in a cell; every other invisible character is escaped, and a
+    # space at either end too, so `q3`, `q3 ` and `q3\u200b` print apart.
+    s = visible(_LINE_BREAKS.sub(" ", str(v)))
     if len(s) > width:
         s = s[: width - 1] + "…"
     return s.replace("|", "\\|") or "\"\""
@@ -68,7 +74,7 @@ def _figure_paragraph(f: FigureChange, twin: FigureChange | None = None) -> str:
 def _side_line(label: str, s: SideInfo) -> str:
     rp = s.responses_package
     resp = package_label(rp) if rp else "not named"
-    return (f"- {label}: `{s.path}` — {s.benchmark}, {_n(s.rows, 'row')} ({s.rows_source}); extractor "
+    return (f"- {label}: `{visible(s.path)}` — {visible(s.benchmark)}, {_n(s.rows, 'row')} ({s.rows_source}); extractor "
             f"{component_label(s.extractor)}, grader {component_label(s.grader)}; responses {resp}")
 
 
@@ -205,6 +211,44 @@ def _paragraph_plan(figures: list[FigureChange]) -> list[tuple[FigureChange, Fig
     return plan
 
 
+def _strength_section(r: DiffResult) -> list[str]:
+    """What the changed verdicts rest on: each side's reads by strength, the fallback warning, possibly cut rows.
+
+    Printed when it says something: some change rests on a fallback read, or some changed response may have
+    been cut (JSON always holds the counts)."""
+    pc = r.possibly_cut
+    if not any(c.strength == "fallback" for c in r.strengths) and not (pc is not None and pc.rows):
+        return []
+    lines = ["## What the changed verdicts rest on", ""]
+    fb = r.fallback
+    if fb is not None:
+        side = fb.side.upper()
+        other = "OLD" if fb.side == "new" else "NEW"
+        rules = ", ".join(f"`{x}`" for x in fb.rules) or "fallback rules"
+        chance = (f"; chance for {fb.letters} letters is {pct(fb.chance)} (one-sided exact binomial p = {_p(fb.p_value)})"
+                  if fb.chance is not None and fb.p_value is not None else "")
+        lines += [f"**Every changed verdict rests on fallback reads alone**: {side} read each of the "
+                  f"{_n(fb.changed, 'changed row')} with a fallback rule ({rules} of {fb.extractor}) where {other} read "
+                  f"no answer. Over all {fb.reads:,} such reads, not only the changed ones, {fb.hits:,} are correct: a "
+                  f"hit rate of {pct(fb.hit_rate)}{chance}. The changes show the lucky fallback reads; the "
+                  f"{fb.reads - fb.hits:,} unlucky ones kept their verdict.", ""]
+    for side in ("old", "new"):
+        got = [c for c in r.strengths if c.side == side]
+        if got:
+            lines.append(f"- {side.upper()} read them as: " + ", ".join(
+                f"{c.strength} {c.rows:,} ({c.to_correct:,} to correct, {c.to_incorrect:,} to incorrect)" for c in got))
+    if pc is not None:
+        if pc.note:
+            lines.append(f"- possibly cut: not checked ({pc.note})")
+        else:
+            shown = ", ".join(_cell(k, 60) for k in pc.items[:20]) + (" …" if len(pc.items) > 20 else "")
+            lines.append(f"- possibly cut (a heuristic, not a verdict): {pc.rows:,} of the {pc.checked:,} changed rows "
+                         f"whose text was read have no finish reason and stop mid-sentence" + (f": {shown}" if pc.rows else ""))
+    lines += ["", "(`statement`: the response states its answer; `format`: it matches the format asked for; `fallback`: "
+                  "a read of last resort from text that states no answer; `no read`: no answer read.)", ""]
+    return lines
+
+
 def render_markdown(result: DiffResult, max_items: int = 20) -> str:
     """The human report: header, a paragraph per changed figure under a heading that names its direction
     (retractions are the figures that fell), per-subject figures, changed rows by cause, the rules in words.
@@ -220,7 +264,7 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
     lines.append(f"- rows: {r.aligned:,} compared, {n_changed:,} verdict{'s' if n_changed != 1 else ''} changed, "
                  f"{n_old:,} only in OLD, {n_new:,} only in NEW")
     for note in r.notes:
-        lines.append(f"- note: {note}")
+        lines.append(f"- note: {visible(note)}")
     lines.append("")
     if not r.has_changes:
         lines.append("No figure and no verdict changed.")
@@ -235,6 +279,7 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
             lines += [_figure_paragraph(f, twin), ""]
     if not plan:
         lines += ["No figure changed.", ""]
+    lines += _strength_section(r)
     lines += _subject_table(r)
     if n_changed:
         lines += ["## Changed verdicts by cause", "", "| cause | rows | transitions |", "| --- | ---: | --- |"]
@@ -257,7 +302,7 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
             lines.append("")
     if r.rules:
         lines += ["Rules in the changed rows, in words:", ""]
-        lines += [f"- `{w.rule}` ({w.extractor}): {w.words}" for w in r.rules]
+        lines += [f"- `{visible(w.rule)}` ({visible(w.extractor)}): {w.words}" for w in r.rules]
         lines.append("")
     if n_old or n_new:
         lines += ["## Rows in one file only", "", "| file | item_id | sample | verdict |", "| --- | --- | ---: | --- |"]

@@ -189,6 +189,66 @@ class RuleWords(Record):
     """What it means, from the extractor's declared rules."""
 
 
+class StrengthCount(Record):
+    """Changed rows by how strong a read decided them, on one side (see `audit.extractors.STRENGTHS`)."""
+
+    side: Literal["old", "new"]
+    """Whose read: OLD's or NEW's."""
+    strength: Literal["statement", "format", "fallback", "no read", "unknown"]
+    """The read's strength; `no read` when that side read no answer, `unknown` when its extractor is not
+    registered here or declares no strength (imported answers name no rule)."""
+    rows: int
+    """Changed rows whose read on that side has this strength."""
+    to_correct: int
+    """Of those, rows not correct in OLD and correct in NEW."""
+    to_incorrect: int
+    """Of those, rows correct in OLD and not correct in NEW."""
+
+
+class FallbackReads(Record):
+    """Every verdict change rests on fallback reads: how often such reads hit, against chance.
+
+    The fallback reads are the aligned rows one side read with a fallback rule and the other side read no
+    answer at all: the rows where nothing but the fallback decides. A diff lists only those whose verdict
+    changed (the lucky matches, or the unlucky misses); this counts all of them.
+    """
+
+    side: Literal["old", "new"]
+    """The side whose fallback reads decide the changes."""
+    extractor: str
+    """That side's extractor `name@version`."""
+    rules: list[str]
+    """The fallback rules that read them (e.g. `L3`)."""
+    changed: int
+    """Changed rows, all resting on such reads."""
+    reads: int
+    """Aligned rows read by a fallback rule on `side` and read as no answer on the other."""
+    hits: int
+    """Of those, rows correct on `side`."""
+    hit_rate: float
+    """hits / reads."""
+    letters: int | None
+    """Option letters the extractor reads (10 for A-J), when it declares them; null otherwise."""
+    chance: float | None
+    """1 / letters: the hit rate of a letter read at random; null when `letters` is."""
+    p_value: float | None
+    """One-sided exact binomial p of at least `hits` in `reads` at `chance`; null when `chance` is."""
+
+
+class PossiblyCut(Record):
+    """A labelled heuristic, not a verdict: changed rows whose response records no finish reason and stops
+    mid-sentence (its last character ends no sentence), so it may have been cut."""
+
+    checked: int
+    """Changed rows whose response text was read (from NEW's, else OLD's, responses package)."""
+    rows: int
+    """Of those, responses with no finish reason that stop mid-sentence."""
+    items: list[str] = Field(default_factory=list)
+    """Their `item_id:sample` keys, in natural order."""
+    note: str | None = None
+    """Why fewer rows were checked than changed (the responses package could not be opened), if so."""
+
+
 class DiffReport(Record):
     """`audit diff --format json`: every changed figure and every changed row between two verdict files."""
 
@@ -224,6 +284,12 @@ class DiffReport(Record):
     """Per subject, when either file records subjects (verdict file schema version 2), in natural order."""
     rules: list[RuleWords] = Field(default_factory=list)
     """The extractor rules named in the changed rows, in words."""
+    strengths: list[StrengthCount] = Field(default_factory=list)
+    """Changed rows by the strength of each side's read (sides with no registered extractor left out)."""
+    fallback: FallbackReads | None = None
+    """Set when every changed verdict rests on fallback reads of one side: their hit rate against chance."""
+    possibly_cut: PossiblyCut | None = None
+    """Changed rows whose responses may have been cut (no finish reason, mid-sentence end): a heuristic."""
 
     @property
     def has_changes(self) -> bool:
@@ -257,6 +323,9 @@ class DiffResult:
     only_new: Any
     subjects: list[SubjectChange] = dataclasses.field(default_factory=list)
     rules: list[RuleWords] = dataclasses.field(default_factory=list)
+    strengths: list[StrengthCount] = dataclasses.field(default_factory=list)
+    fallback: FallbackReads | None = None
+    possibly_cut: PossiblyCut | None = None
 
     @property
     def has_changes(self) -> bool:
@@ -305,7 +374,10 @@ class DiffResult:
     def tail(self) -> dict[str, Any]:
         """The report fields after the row lists, as JSON values."""
         return {"subjects": [s.model_dump(mode="json") for s in self.subjects],
-                "rules": [r.model_dump(mode="json") for r in self.rules]}
+                "rules": [r.model_dump(mode="json") for r in self.rules],
+                "strengths": [c.model_dump(mode="json") for c in self.strengths],
+                "fallback": self.fallback.model_dump(mode="json") if self.fallback else None,
+                "possibly_cut": self.possibly_cut.model_dump(mode="json") if self.possibly_cut else None}
 
     def to_report(self) -> DiffReport:
         """The validated pydantic report (builds one model per row: for small diffs and tests)."""
