@@ -29,7 +29,8 @@ def test_import_then_grade_gives_the_upstream_readme_figure(cli, here):
     r = cli("grade", "llama", "--benchmark", "mmlu_pro", "--policy", "no_answer=random-guess", "-o", "r.json")
     assert r.code == 0, r.err
     # 52.78%: the figure TIGER-AI-Lab/MMLU-Pro's README gives for Llama-3-70B (random guess for a null pred).
-    assert r.out.splitlines()[2] == "accuracy[sample=0]            52.78%  (6351/12032)  binomial_2se [51.87, 53.69]"
+    assert r.out.splitlines()[2] == ("accuracy[sample=0]            52.78%  (6351/12032)  binomial_2se [51.87, 53.69]; "
+                                     "wilson [51.89, 53.68]; clopper_pearson [51.89, 53.68]")
 
 
 def test_one_inconsistent_record_is_refused_or_recorded_as_bad_input(cli, here):
@@ -61,9 +62,12 @@ def test_one_inconsistent_record_is_refused_or_recorded_as_bad_input(cli, here):
     assert r.code == 0, r.err
     lines = r.out.splitlines()
     assert lines[3:7] == [
-        "accuracy                      64.10%  (7699/12011)  binomial_2se [63.22, 64.97]",
-        "accuracy_all[sample=0]        64.09%  (7699/12012)  binomial_2se [63.22, 64.97]",
-        "accuracy_all                  64.09%  (7699/12012)  binomial_2se [63.22, 64.97]",
+        "accuracy                      64.10%  (7699/12011)  binomial_2se [63.22, 64.97]; wilson [63.24, 64.95]; "
+        "clopper_pearson [63.23, 64.96]",
+        "accuracy_all[sample=0]        64.09%  (7699/12012)  binomial_2se [63.22, 64.97]; wilson [63.23, 64.95]; "
+        "clopper_pearson [63.23, 64.95]",
+        "accuracy_all                  64.09%  (7699/12012)  binomial_2se [63.22, 64.97]; wilson [63.23, 64.95]; "
+        "clopper_pearson [63.23, 64.95]",
         "statuses: bad_input=1, correct=7699, incorrect=4241, no_answer=71",
     ]
     rows = {(x["item_id"]): x for x in json.loads((here / "g.json").read_text())["items"]}
