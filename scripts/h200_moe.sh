@@ -3,9 +3,19 @@
 # state, FP8 experts beside BF16 projections), with vLLM 0.26.0 and --load-format dummy.
 #
 # Before, on this machine: bash scripts/h200_bench_prepare.sh; python3 scripts/h200_moe_models.py .dev/moe
-# (config.json + tokenizer per shape). On the H200 host, from the checkout root, after vLLM's wheels are
-# installed (/tmp/site, ../shared/device/VLLM.md), carrying .dev/moe and .dev/vllm-smoke:
+# (config.json per shape; copy .dev/llama-3.1-8b-shape/tokenizer* into .dev/moe/tokenizer/), and the two
+# wheels VLLM.md's set lacks for any quantized model (vLLM 0.26.0's quantization package imports
+# compressed_tensors at module level, even for `quant_method: fp8`; compressed-tensors needs loguru):
+#   python3 -m pip download --no-deps -d .dev/whl compressed-tensors==0.17.0 loguru==0.7.3
+# On the H200 host, from the checkout root, after vLLM's wheels are installed (/tmp/site, VLLM.md),
+# carrying .dev/moe, .dev/whl and .dev/vllm-smoke:
 #   bash scripts/h200_moe.sh "$OUT"
+# DeepGEMM is off (VLLM_USE_DEEP_GEMM=0): vLLM 0.26.0 picks its vendored DeepGEMM for FP8 block linears on
+# Hopper and JIT-compiles 1,253 kernels at start, which failed here ("NVCC compilation failed") after
+# 2+ minutes; without it vLLM uses CUTLASS block-scaled FP8 GEMMs and the Triton FP8 MoE.
+# Seen on one H200 (2026-12-01): a cold server start takes about 4.5 minutes (imports 100 s, torch.compile
+# 67-74 s, Triton JITs in the first profile run 120 s); with the caches of an earlier start, 115 s. One
+# arm per call fits the 10-minute limit cold; ONLY_BASE=1 runs the base arm alone.
 # Shapes, tried in issue 22's order until one serves (each failure is logged with the server's log):
 #   1. qwen3-next-80b-a3b-fp8   2. glm-4.5-air-fp8   3. qwen3-30b-a3b (base arm) + mimo-7b (MTP arm)
 # Arms (audit bench throughput --launch; each starts its own server): `mtp` (--speculative-config
@@ -35,7 +45,7 @@ if [ "${DRY:-0}" = 1 ]; then
   FAKE_base='{"token_delay": 0.004}'
   FAKE_mtp=${FAKE_mtp:-"{\"token_delay\": 0.004, \"bundle\": [4, 4, 2, 1], \"spec_k\": $K}"}
 else
-  WINDOWS=${WINDOWS:-3}; WINDOW_S=${WINDOW_S:-12}; START_S=${START_S:-200}
+  WINDOWS=${WINDOWS:-3}; WINDOW_S=${WINDOW_S:-10}; START_S=${START_S:-100}
   PROGRAM="{python} -m vllm.entrypoints.openai.api_server"
 fi
 mkdir -p "$OUTDIR" "$WORK"
@@ -49,6 +59,11 @@ if [ "${DRY:-0}" = 1 ]; then
 else
   # shellcheck disable=SC1091
   . .dev/vllm-smoke/env.sh
+  if ls .dev/whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .dev/whl/*.whl || exit 9
+  fi
+  export VLLM_USE_DEEP_GEMM=${VLLM_USE_DEEP_GEMM:-0} VLLM_MOE_USE_DEEP_GEMM=${VLLM_MOE_USE_DEEP_GEMM:-0} \
+    VLLM_DEEP_GEMM_WARMUP=${VLLM_DEEP_GEMM_WARMUP:-skip}
   python3 -c "import sys, vllm; print('python', sys.version.split()[0], 'vllm', vllm.__version__)" || exit 9
   rm -rf /tmp/audit-site
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/audit-site . || exit 8
@@ -57,10 +72,14 @@ else
   nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,power.limit,clocks.max.sm,clocks.max.memory --format=csv
 fi
 audit --version || exit 7
+# TOKENIZER (default $SHAPES_DIR/tokenizer, when there): a tokenizer folder copied into every shape
+TOKENIZER=${TOKENIZER:-$SHAPES_DIR/tokenizer}
 for d in "$SHAPES_DIR"/*/; do
+  [ -f "$d/config.json" ] || continue
+  [ -f "$d/tokenizer_config.json" ] || [ ! -d "$TOKENIZER" ] || cp "$TOKENIZER"/tokenizer* "$d"
   [ -f "$d/tokenizer.json" ] || [ ! -f "$d/tokenizer.json.gz" ] || gunzip -kf "$d/tokenizer.json.gz"
 done
-sha256sum "$SHAPES_DIR"/*/config.json
+sha256sum "$SHAPES_DIR"/*/config.json "$SHAPES_DIR"/*/tokenizer.json 2>/dev/null
 
 # arm SHAPE NAME EXTRA: one audit bench throughput run; 0 when it wrote its package
 arm() {
@@ -102,6 +121,9 @@ for s in $SHAPES; do
   for m in $base_shape $mtp_shape; do
     rm -rf "$WORK/models/$m"; cp -r "$SHAPES_DIR/$m" "$WORK/models/$m" || { echo "missing $SHAPES_DIR/$m"; exit 6; }
   done
+  if [ "${ONLY_BASE:-0}" = 1 ]; then  # a later call for the base arm alone (the mtp arm ran before)
+    arm "$base_shape" base "" && chosen=$s; break
+  fi
   if arm "$mtp_shape" mtp "$MTP"; then
     chosen=$s
     arm "$base_shape" base "" || echo "the base arm of $base_shape did not run"

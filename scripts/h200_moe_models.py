@@ -93,7 +93,7 @@ def _qwen3_30b() -> dict:
 
 def _mimo_7b() -> dict:
     return {
-        "architectures": ["MiMoForCausalLM"], "model_type": "mimo", "attention_bias": True,
+        "architectures": ["MiMoForCausalLM"], "model_type": "qwen2", "attention_bias": True,
         "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645, "hidden_act": "silu",
         "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 11008,
         "max_position_embeddings": 32768, "max_window_layers": 36, "num_attention_heads": 32,
