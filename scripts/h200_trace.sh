@@ -48,6 +48,10 @@ PORT=${PORT:-8013}
 TOKENS=${TOKENS:-32}
 LAUNCH=${LAUNCH:-"--tensor-parallel-size 2 --load-format dummy --max-model-len 2048 --gpu-memory-utilization 0.6"}
 MARKER='^execute_context_'
+# COLLECTIVE: extra `audit trace --collective KIND=REGEX` (e.g. the MoE kernels of issue 22, counted per
+# step and per position like a collective); PROMPT: the profiled request's prompt.
+COLLECTIVE=${COLLECTIVE:-}
+PROMPT=${PROMPT:-The capital of France is}
 DECODE='_context_0\(0\)_generation_[1-9]'
 exec > >(tee "$OUTDIR/h200_trace.log") 2>&1
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S) UTC)"; }
@@ -138,7 +142,7 @@ EOF
   [ "$ok" = 1 ] || { echo "server did not come up"; tail -40 "$OUTDIR/server.log"; kill "$spid"; exit 5; }
   req() {
     curl -sf "localhost:$PORT/v1/completions" -H 'content-type: application/json' \
-      -d "{\"model\":\"trace-model\",\"prompt\":\"The capital of France is\",\"max_tokens\":$1,\"temperature\":0,\"ignore_eos\":true}" \
+      -d "{\"model\":\"trace-model\",\"prompt\":\"$PROMPT\",\"max_tokens\":$1,\"temperature\":0,\"ignore_eos\":true}" \
       | $PY -c "import json,sys; d=json.load(sys.stdin); print('usage', d['usage'])"
   }
   step "warm-up request (not profiled)"
@@ -160,7 +164,8 @@ for rank in $(seq 0 $((TP - 1))); do
   f=$(ls "$PROF"/*rank${rank}.*.pt.trace.json* 2>/dev/null | head -1)
   [ -n "$f" ] || { echo "no trace file for rank $rank"; rc=4; continue; }
   step "audit trace, rank $rank: decode steps between vLLM's execute_context_ markers"
-  audit trace "$f" --step-marker "$MARKER" --step-filter "$DECODE" -o "$OUTDIR/profile-tp$rank" --force || rc=3
+  audit trace "$f" --step-marker "$MARKER" --step-filter "$DECODE" ${COLLECTIVE:+--collective "$COLLECTIVE"} \
+    -o "$OUTDIR/profile-tp$rank" --force || rc=3
   audit validate "$OUTDIR/profile-tp$rank" || rc=3
 done
 f0=$(ls "$PROF"/*rank0.*.pt.trace.json* 2>/dev/null | head -1)

@@ -208,6 +208,21 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("diff.invisible-ids", "ids, answers and subjects differing only by an invisible character (zero-width, bidi, "
                            "control, no-break space, lone combining mark) printed alike by diff, grade and show",
      "issue", "succeeded"),
+    # ---- round 3 (gpu)
+    ("bench.claimed-tokens", "a stream chunk claiming usage.completion_tokens = 10**9 (8 GB of token times)",
+     "issue", "succeeded"),
+    ("bench.endless-warmup", "an endless stream answering the warm-up request (no cut time: the run hangs)", "issue",
+     "succeeded"),
+    ("bench.endless-timed", "an endless stream answering a timed request", "added", "held"),
+    ("bench.tokenize-claims", "/tokenize counts that fall as the prompt grows (a prompt of 10**11 words) or are 0",
+     "added", "succeeded"),
+    ("bench.metrics-bloat", "a /metrics page of unbounded size", "added", "succeeded"),
+    ("bench.metrics-positions", "10,000 per-position spec-decode counters in /metrics", "added", "succeeded"),
+    ("bench.counters-inconsistent", "spec-decode counters that go down or accept more than was drafted", "added",
+     "succeeded"),
+    ("bench.server-strings", "a megabyte /version string recorded in the package", "added", "succeeded"),
+    ("bench.anchor-log-flood", "an anchor command printing without end (its log fills the disk)", "added",
+     "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

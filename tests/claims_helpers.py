@@ -10,7 +10,7 @@ PACKAGES = REPO / "packages"
 LEDGER = PACKAGES / "claims.yaml"
 PAGE = PACKAGES / "claims"
 SHIPPED_FOLDERS = ("demo-lab-note", "evidence-h200-vllm", "evidence-h200-bench", "evidence-h200-trace",
-                   "evidence-h200-floor")
+                   "evidence-h200-floor", "evidence-h200-moe")
 """The folders of packages/ that the shipped ledger reads."""
 
 

@@ -87,7 +87,9 @@ class FakeState:
                  prompt_tokens_delta: int = 0, defaults: dict[str, Any] | None = None, log_stdout: bool = False,
                  log_requests: bool = True, dev_mode: bool = False, bundle: list[int] | None = None,
                  spec_k: int | None = None, metrics: bool = True, first_token_delay: float = 0.0,
-                 no_chunk_usage: bool = False, empty_first_chunk: bool = False):
+                 no_chunk_usage: bool = False, empty_first_chunk: bool = False,
+                 claim_tokens: int | None = None, endless: bool = False, metrics_text: str | None = None,
+                 tokenize_count: int | None = None):
         self.model = model
         self.root = root or model
         self.max_model_len = max_model_len
@@ -109,6 +111,13 @@ class FakeState:
         self.first_token_delay = first_token_delay
         self.no_chunk_usage = no_chunk_usage
         self.empty_first_chunk = empty_first_chunk
+        # Misbehaving modes for `audit bench` (issue 19): a first chunk claiming `claim_tokens` completion
+        # tokens; an endless stream (chunks without tokens, forever); /metrics serving `metrics_text`
+        # verbatim; /tokenize answering `tokenize_count` whatever the text.
+        self.claim_tokens = claim_tokens
+        self.endless = endless
+        self.metrics_text = metrics_text
+        self.tokenize_count = tokenize_count
         self.counters = {"generation": 0, "prompt": 0, "drafts": 0, "draft_tokens": 0, "accepted": 0}
         self.lock = threading.Lock()
         self.generate_requests: list[dict[str, Any]] = []
@@ -260,6 +269,8 @@ class Handler(BaseHTTPRequestHandler):
                       f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine="0",model_name="{st.model}",'
                       f'position="0"}} {float(c["accepted"])}']
         data = ("\n".join(lines) + "\n").encode()
+        if st.metrics_text is not None:
+            data = st.metrics_text.encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
         self.send_header("Content-Length", str(len(data)))
@@ -348,6 +359,8 @@ class Handler(BaseHTTPRequestHandler):
             n = count_tokens(text) + (1 if body.get("add_special_tokens", False) else 0)
         else:
             n = count_tokens(body.get("prompt", "")) + (1 if body.get("add_special_tokens", True) else 0)
+        if st.tokenize_count is not None:
+            return self._json(200, {"count": st.tokenize_count, "max_model_len": st.max_model_len})
         self._json(200, {"count": n, "max_model_len": st.max_model_len, "tokens": list(range(n)),
                          "token_strs": None})
 
@@ -483,6 +496,16 @@ class Handler(BaseHTTPRequestHandler):
         n_prompt = usage["prompt_tokens"]
         done = 0
         try:
+            if st.claim_tokens is not None:
+                c = chunk("x")
+                c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": st.claim_tokens,
+                              "total_tokens": n_prompt + st.claim_tokens}
+                self._event(c)
+            while st.endless:  # chunks that carry no token, until the client goes away
+                c = chunk("")
+                c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": 0, "total_tokens": n_prompt}
+                self._event(c)
+                time.sleep(0.002)
             if st.empty_first_chunk:
                 c = chunk(None if chat else "")
                 c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": 0, "total_tokens": n_prompt}

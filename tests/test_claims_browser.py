@@ -48,9 +48,9 @@ def test_the_page_renders_and_every_link_and_image_resolves(chromium, site):
                                             encoding="utf-8")
     dom = browser.dump_dom(page.with_name("probe.html"))
     # Chromium decoded every plot (a missing or broken file has naturalWidth 0).
-    assert 'data-probe="25 images; broken: none"' in dom
+    assert 'data-probe="35 images; broken: none"' in dom
     links = page_refs(dom)
-    assert len([s for s in links.ids if len(s) <= 3]) == 38  # one section per claim
+    assert len([s for s in links.ids if len(s) <= 3]) == 54  # one section per claim
     assert dom.count("<del>") == 14  # seven retractions: in the table and in their sections
     resolved = 0
     for tag, key, ref in links.refs:
@@ -62,7 +62,7 @@ def test_the_page_renders_and_every_link_and_image_resolves(chromium, site):
         target = (page.parent / unquote(parts.path)).resolve()
         assert target.is_file(), ref
         resolved += 1
-    assert resolved == 25 + 48 + 2  # the plots, every source link, the ledger and the Markdown
+    assert resolved == 35 + 68 + 2  # the plots, every source link, the ledger and the Markdown
 
 
 def test_a_broken_image_is_noticed(chromium, site):
@@ -71,7 +71,7 @@ def test_a_broken_image_is_noticed(chromium, site):
     (site / "claims" / "claim-D1.png").unlink()
     page.with_name("probe.html").write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"),
                                             encoding="utf-8")
-    assert 'data-probe="25 images; broken: claim-D1.png"' in browser.dump_dom(page.with_name("probe.html"))
+    assert 'data-probe="35 images; broken: claim-D1.png"' in browser.dump_dom(page.with_name("probe.html"))
 
 
 def test_a_screenshot_of_the_page(chromium, site, tmp_path):

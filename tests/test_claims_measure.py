@@ -354,7 +354,7 @@ def test_an_edited_throughput_summary_fails_validation_and_names_its_claims(cli,
     assert f"  {GRAPHS}: fails validation: evidence-h200-bench/graphs/summary.json: field sha256: sha256 is " in r.out
     m1 = r.out.split("\nM1 does not survive: ", 1)[1].split("\n\n")[0]
     assert m1.splitlines()[2].startswith(f"  input {GRAPHS} failed its checks: fails validation: ")
-    assert r.out.endswith("\n27 of 38 claims survive.\n")
+    assert r.out.endswith("\n43 of 54 claims survive.\n")
 
 
 def test_a_throughput_file_swapped_after_verify_validated_it_is_never_read(cli, tmp_path, monkeypatch):
@@ -479,7 +479,7 @@ def test_planted_wrong_measurements_are_named(cli, tmp_path, monkeypatch):
     assert failing(r.out) == ["M13", "M4"]
     assert "  recomputed 436, recorded 1,529 (tolerance exact)\n" in r.out
     assert "  recomputed 2.362×, recorded 2.040× (tolerance ±0.005 ratio)\n" in r.out
-    assert r.out.endswith("\n36 of 38 claims survive.\n")
+    assert r.out.endswith("\n52 of 54 claims survive.\n")
 
 
 def test_an_unfounded_measurement_retraction(cli, tmp_path, monkeypatch):

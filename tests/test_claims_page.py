@@ -97,8 +97,10 @@ def test_the_page_command_says_what_it_wrote(cli, shipped):
                      "claim-D2.png, claim-D3.png, claim-D4.png, claim-E1.png, claim-E2.png, claim-E6.png, "
                      "claim-M1.png, claim-M10.png, claim-M11.png, claim-M12.png, claim-M13.png, claim-M14.png, "
                      "claim-M15.png, claim-M16.png, claim-M18.png, claim-M19.png, claim-M2.png, claim-M21.png, "
-                     "claim-M3.png, claim-M4.png, claim-M6.png, claim-M9.png, claims.md, "
-                     "index.html\n38 of 38 claims survive\n")
+                     "claim-M3.png, claim-M4.png, claim-M6.png, claim-M9.png, claim-Q1.png, claim-Q10.png, "
+                     "claim-Q11.png, claim-Q12.png, claim-Q13.png, claim-Q14.png, claim-Q15.png, claim-Q2.png, "
+                     "claim-Q3.png, claim-Q9.png, claims.md, "
+                     "index.html\n54 of 54 claims survive\n")
 
 
 def test_plots_are_byte_stable_and_carry_no_time(cli, rendered, tmp_path, monkeypatch):
@@ -165,9 +167,9 @@ def test_a_claim_that_does_not_survive_is_shown_so(shipped, cli):
     edit(shipped / "claims.yaml", "    value: 19\n", "    value: 18\n")
     r = render(cli, shipped)
     assert r.code == 1
-    assert r.out.endswith("37 of 38 claims survive\n")
+    assert r.out.endswith("53 of 54 claims survive\n")
     html = (shipped / "claims" / "index.html").read_text(encoding="utf-8")
-    assert '<span class="verdict bad">1 of 38 claims do not survive</span>' in html
+    assert '<span class="verdict bad">1 of 54 claims do not survive</span>' in html
     assert '<section class="claim measured fails" id="e3">' in html
     assert '<dt>does not survive</dt><dd class="verdict bad">recomputed 19, recorded 18 (tolerance exact)</dd>' in html
 
@@ -231,7 +233,7 @@ def test_the_page_directory_can_be_copied_with_its_packages(rendered, tmp_path):
     shutil.copytree(rendered, moved)
     html = (moved / "claims" / "index.html").read_text(encoding="utf-8")
     refs = [urlsplit(ref).path for _, _, ref in page_refs(html).refs]
-    assert len([p for p in refs if p]) == 25 + 48 + 2  # plots, sources, the ledger and the Markdown
+    assert len([p for p in refs if p]) == 35 + 68 + 2  # plots, sources, the ledger and the Markdown
     for path in refs:
         if path:
             assert (moved / "claims" / path).is_file(), path

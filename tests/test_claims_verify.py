@@ -65,7 +65,7 @@ def test_json_report(cli, tmp_path, monkeypatch):
     assert (r.code, r.out, r.err) == (0, "", "")
     report = json.loads(out.read_text(encoding="utf-8"))
     jsonschema.validate(report, json.loads((SCHEMA_DIR / "verify_report.v1.json").read_text(encoding="utf-8")))
-    assert report["survivors"] == len(report["claims"]) == 38
+    assert report["survivors"] == len(report["claims"]) == 54
     d1 = report["claims"][0]
     assert (d1["id"], d1["recorded"], d1["corrected"], d1["recomputed"]) == ("D1", 62.5, 87.5, 87.5)
     assert d1["published_recomputed"] == 62.5
@@ -114,7 +114,7 @@ MMLU-Pro accuracy
     demo-mmlu-01 sample 0: answer — → G; incorrect → correct (extractor): letter G
     demo-mmlu-02 sample 0: answer E → C; incorrect → correct (extractor): letter C
 
-37 of 38 claims survive.
+53 of 54 claims survive.
 """
 
 
@@ -129,7 +129,7 @@ def test_a_wrong_recorded_value_is_named(cli, tmp_path, monkeypatch):
     assert "\nD10 does not survive: MATH-500 error bar, 2 standard errors (p ± 2·√(p(1−p)/n), n = 8)\n" in r.out
     assert "  recomputed 23.39 pts, recorded 20.00 pts (tolerance ±0.005 pts)\n" in r.out
     assert "  recomputed 19, recorded 18 (tolerance exact)\n" in r.out
-    assert r.out.endswith("\n36 of 38 claims survive.\n")
+    assert r.out.endswith("\n52 of 54 claims survive.\n")
 
 
 def test_a_wrong_correction_and_an_unfounded_retraction(cli, tmp_path, monkeypatch):

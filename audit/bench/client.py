@@ -7,6 +7,7 @@ which vLLM v0.26.0 puts a cumulative `usage` on every chunk
 before, so a chunk that bundles several tokens (speculative decoding, `--stream-interval`, a slow
 reader) counts each of them at its arrival time, and a chunk that carries no token (empty text
 with no increment) counts none. The time to first token is that of the first chunk with a token.
+A count past the request's `max_tokens` is the server's error, never a list of that many timestamps.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunCloc
     """
     t0 = time.perf_counter()
     out = StreamOutcome(started_at=round(clock.at(t0), 6), finished_at=0.0)
+    # Every token the server claims becomes a timestamp here: no more than were asked for may arrive.
+    asked = int(body["max_tokens"])
     last_event = t0
     done_tokens = 0
     final_usage: dict[str, Any] | None = None
@@ -93,6 +96,9 @@ def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunCloc
                 raise NoChunkUsage(f"POST {PATH}: a chunk came without `usage`: the server does not report usage "
                                    "per chunk (stream_options.continuous_usage_stats), so tokens cannot be timed")
             total = _count(usage.get("completion_tokens"), "usage.completion_tokens")
+            if total > asked:
+                raise Malformed(f"POST {PATH}: the server claims {total} completion tokens; the request asked for "
+                                f"max_tokens {asked}")
             if usage.get("prompt_tokens") is not None:
                 out.prompt_tokens = _count(usage.get("prompt_tokens"), "usage.prompt_tokens")
             new = total - done_tokens

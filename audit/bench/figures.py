@@ -24,6 +24,13 @@ other without gaps, and requests run across their edges without pause):
 - Speculative decoding, per window: the differences of the server's counters read at the window's
   edges: drafts, draft tokens, accepted tokens; acceptance rate = accepted / draft tokens; mean
   acceptance length = 1 + accepted / drafts (vLLM's definition, bonus token included).
+- Engine steps per request (`step_figures`, from the stream, not stored in the summary): vLLM streams
+  one chunk per engine step of a request, so a request's chunks are its steps; tokens sharing an
+  arrival time are one chunk. Its first chunk is the prefill step; tokens per decode step = (output
+  tokens - first chunk's tokens) / (chunks - 1), over the requests the decode figures count. With k
+  draft tokens per step (the counters' draft tokens / drafts, when whole) the ceiling is k + 1 tokens
+  per step; a request ran at the ceiling when every decode chunk but its last carried k + 1 tokens. A
+  chunk over the ceiling means the reader fell behind and vLLM merged steps: chunks are then not steps.
 """
 
 from __future__ import annotations
@@ -158,6 +165,34 @@ class SpecFigures(FiguresDoc):
     """accepted / draft tokens."""
     mean_acceptance_length: float | None = None
     """1 + accepted / drafts."""
+
+
+class StepFigures(FiguresDoc):
+    """Tokens per engine step of each request, read from the stream, beside the server's counters."""
+
+    requests: int
+    """Requests counted: timed, started in a valid window, with at least one decode chunk."""
+    draft_tokens_per_step: int | None = None
+    """k: the counters' draft tokens / drafts over the valid windows, when that is a whole number."""
+    ceiling: int | None = None
+    """k + 1 tokens per step: every draft accepted plus the bonus token; null without k."""
+    per_request_mean: float | None = None
+    """Mean over requests of (output tokens - first chunk's tokens) / (chunks - 1)."""
+    per_request_min: float | None = None
+    """Lowest request."""
+    per_request_max: float | None = None
+    """Highest request."""
+    overall: float | None = None
+    """Decode tokens / decode chunks, summed over the requests."""
+    at_ceiling: int | None = None
+    """Requests whose every decode chunk but the last carried `ceiling` tokens."""
+    over_ceiling_chunks: int | None = None
+    """Chunks carrying more than `ceiling` tokens (steps merged by a slow reader)."""
+    counters_tokens_per_step: float | None = None
+    """1 + accepted / drafts from the server's counters over the valid windows (vLLM's mean acceptance
+    length), the cross-check of `overall`."""
+    overall_over_counters: float | None = None
+    """overall / counters_tokens_per_step."""
 
 
 class AnchorFigures(FiguresDoc):
@@ -358,6 +393,52 @@ def summarize(arm: str, requests: Sequence[BenchRequestRow], windows: Sequence[B
                                error=sum(r.ended == "error" for r in timed)),
         spec=spec,
         anchor=anchor_figures(anchor[1], anchor[0], tok_s.mean, ttft.median_ms) if anchor else None)
+
+
+def chunk_sizes(r: BenchRequestRow) -> list[int]:
+    """Tokens of each chunk of a request: consecutive tokens with one arrival time came in one chunk."""
+    sizes: list[int] = []
+    last = None
+    for t in r.token_times:
+        if sizes and t == last:
+            sizes[-1] += 1
+        else:
+            sizes.append(1)
+        last = t
+    return sizes
+
+
+def step_figures(summary: ThroughputSummary, requests: Sequence[BenchRequestRow]) -> StepFigures:
+    """Tokens per engine step per request (module docstring), with the counters' figure beside it."""
+    valid = [w for w in summary.windows if w.valid]
+    sp = summary.spec
+    k = None
+    if sp is not None and sp.drafts > 0:
+        per = sp.draft_tokens / sp.drafts
+        k = round(per) if abs(per - round(per)) < 1e-9 and round(per) >= 1 else None
+    ceiling = k + 1 if k is not None else None
+    rates, dec_tokens, dec_steps, at, over = [], 0, 0, 0, 0
+    for r in requests:
+        if r.phase != "timed" or not any(w.start <= r.started_at < w.end for w in valid):
+            continue
+        sizes = chunk_sizes(r)
+        if len(sizes) < 2:
+            continue
+        decode = sizes[1:]
+        rates.append(sum(decode) / len(decode))
+        dec_tokens += sum(decode)
+        dec_steps += len(decode)
+        if ceiling is not None:
+            over += sum(n > ceiling for n in sizes)
+            at += all(n == ceiling for n in decode[:-1]) and decode[-1] <= ceiling
+    overall = dec_tokens / dec_steps if dec_steps else None
+    counters = sp.mean_acceptance_length if sp is not None else None
+    return StepFigures(
+        requests=len(rates), draft_tokens_per_step=k, ceiling=ceiling,
+        per_request_mean=math.fsum(rates) / len(rates) if rates else None, per_request_min=min(rates, default=None),
+        per_request_max=max(rates, default=None), overall=overall,
+        at_ceiling=at if ceiling is not None else None, over_ceiling_chunks=over if ceiling is not None else None,
+        counters_tokens_per_step=counters, overall_over_counters=_ratio(overall, counters))
 
 
 def _bundled_tokens(r: BenchRequestRow) -> int:

@@ -54,6 +54,8 @@ class PromptBuilder:
         self.spec = spec
         self.count = count
         self._fillers = max(0, spec.tokens - 2)
+        self.max_fillers = 4 * spec.tokens + 64
+        """Most filler words a prompt may have: a word of text is at least a quarter of a token."""
         self.calls = 0
 
     def build(self, index: int) -> Prompt:
@@ -78,6 +80,10 @@ class PromptBuilder:
             nxt = max(0, k + step)
             if nxt in seen:
                 break
+            if nxt > self.max_fillers:  # counts that fall as the prompt grows would ask for 10**11 words
+                raise AuditError(f"cannot build a prompt of {spec.tokens} tokens: the server's /tokenize counts "
+                                 f"({', '.join(f'{nn} tokens for {kk} filler words' for kk, nn in seen.items())}) "
+                                 f"ask for more than {self.max_fillers:,} filler words")
             k = nxt
         below = max((nn for nn in seen.values() if nn < spec.tokens), default=None)
         above = min((nn for nn in seen.values() if nn > spec.tokens), default=None)

@@ -26,6 +26,9 @@ PREEMPTIONS = "vllm:num_preemptions_total"
 KEPT = (SPEC_DRAFTS, SPEC_DRAFT_TOKENS, SPEC_ACCEPTED, GENERATION_TOKENS, PROMPT_TOKENS, PREEMPTIONS)
 """Counters kept (summed over label sets); per-position acceptance is kept as `NAME{position=P}`."""
 
+MAX_POSITIONS = 32
+"""Per-position acceptance counters kept (positions 0..31: far past any k a server drafts)."""
+
 _LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 _POSITION = re.compile(r'position="(\d+)"')
 
@@ -42,7 +45,7 @@ def parse_counters(text: str) -> dict[str, float]:
         name, labels, raw = m.groups()
         if name == SPEC_PER_POS:
             pos = _POSITION.search(labels or "")
-            if not pos:
+            if not pos or len(pos.group(1)) > 3 or int(pos.group(1)) >= MAX_POSITIONS:
                 continue
             key = f"{name}{{position={pos.group(1)}}}"
         elif name in KEPT:
@@ -64,3 +67,20 @@ def add_counters(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
     for k, v in b.items():
         out[k] = out.get(k, 0.0) + v
     return out
+
+
+def inconsistency(a: dict[str, float], b: dict[str, float]) -> str | None:
+    """Why counters read at two edges cannot both be true, or None: a counter that went down, more draft
+    tokens accepted than drafted, fewer draft tokens than drafts."""
+    for name in sorted(a.keys() & b.keys()):
+        if b[name] < a[name]:
+            return f"{name} went down from {a[name]:g} to {b[name]:g}"
+
+    def d(name: str) -> float:
+        return b.get(name, 0.0) - a.get(name, 0.0)
+
+    if d(SPEC_ACCEPTED) > d(SPEC_DRAFT_TOKENS):
+        return f"{d(SPEC_ACCEPTED):g} draft tokens accepted of {d(SPEC_DRAFT_TOKENS):g} drafted"
+    if d(SPEC_DRAFT_TOKENS) < d(SPEC_DRAFTS):
+        return f"{d(SPEC_DRAFT_TOKENS):g} draft tokens in {d(SPEC_DRAFTS):g} drafts"
+    return None

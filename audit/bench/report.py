@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from audit.bench.figures import Comparison, ThroughputSummary
+from audit.bench.figures import Comparison, ThroughputSummary, step_figures
 from audit.bench.store import Telemetry, Throughput
 from audit.errors import AuditError
 from audit.views import text_table
@@ -76,6 +76,13 @@ def throughput_lines(t: Throughput) -> list[str]:
         lines.append(f"speculative decoding: {sp.draft_tokens:,.0f} draft tokens, {sp.accepted_tokens:,.0f} accepted "
                      f"({_pct(100 * sp.acceptance_rate if sp.acceptance_rate is not None else None)}), mean acceptance "
                      f"length {_f(sp.mean_acceptance_length, 2)} (per window: {per})")
+        st = step_figures(s, t.requests)
+        ceiling = (f"; {st.at_ceiling} of {st.requests} requests ran at the ceiling of {st.ceiling} tokens per step, "
+                   f"{st.over_ceiling_chunks} chunks over it") if st.ceiling is not None else "; ceiling unknown"
+        lines.append(f"engine steps from the stream: {_f(st.overall, 2)} tokens per decode step (per request mean "
+                     f"{_f(st.per_request_mean, 2)}, {_f(st.per_request_min, 2)}–{_f(st.per_request_max, 2)}){ceiling}; "
+                     f"counters {_f(st.counters_tokens_per_step, 2)}, stream / counters "
+                     f"{_f(st.overall_over_counters, 3)}")
     if s.anchor is not None:
         a = s.anchor
         lines.append(f"{a.tool} on the same server: {_f(a.output_tok_s)} tok/s, TTFT median "

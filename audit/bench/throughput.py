@@ -40,6 +40,12 @@ from audit.models import BenchRequestRow, BenchWindowRow
 
 MAX_POOL = 100_000
 """Most prompts a run builds; past them prompts are reused (rows say which one was sent)."""
+MAX_METRICS_BYTES = 4 * 1024 * 1024
+"""Largest `/metrics` page read (vLLM's is tens of kilobytes); a larger one is the window's counters error."""
+MAX_ANCHOR_LOG_BYTES = 16 * 1024 * 1024
+"""Most output of the anchor command kept in anchor.log; the rest is read and dropped."""
+MAX_SERVER_STRING = 512
+"""Longest model id or version string a server may report (they are recorded in the package)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,7 @@ class BenchConfig:
     windows: int = 3
     window_s: float = 60.0
     stall_s: float = 10.0
+    request_timeout_s: float = 600.0
     filler: str = "the"
     marker: str = "#{index:05d}"
     servers: tuple[str, ...] = ()
@@ -81,6 +88,7 @@ class BenchConfig:
             if v < lo:
                 out.append(f"{name} must be >= {lo}")
         for name, v in (("--window-s", self.window_s), ("--stall-s", self.stall_s),
+                        ("--request-timeout-s", self.request_timeout_s),
                         ("--launch-timeout", self.launch_timeout), ("--anchor-timeout", self.anchor_timeout)):
             if not (v > 0 and math.isfinite(v)):
                 out.append(f"{name} must be > 0")
@@ -131,7 +139,10 @@ def fetch_counters(url: str, timeout: float = 5.0) -> dict[str, float]:
     """The kept Prometheus counters of one server (`GET /metrics`)."""
     try:
         with urllib.request.urlopen(f"{url}/metrics", timeout=timeout) as resp:  # noqa: S310 - the user's server
-            return promtext.parse_counters(resp.read().decode("utf-8", "replace"))
+            data = resp.read(MAX_METRICS_BYTES + 1)
+        if len(data) > MAX_METRICS_BYTES:
+            raise ServerError(f"GET /metrics: more than {MAX_METRICS_BYTES:,} bytes")
+        return promtext.parse_counters(data.decode("utf-8", "replace"))
     except urllib.error.HTTPError as e:
         raise ServerError(f"GET /metrics: HTTP {e.code}") from None
     except (OSError, ValueError) as e:
@@ -192,6 +203,10 @@ class _Run:
                 version = client.version()
             except ServerError as e:
                 raise AuditError(f"server {url}: {e}") from None
+            for what, text in [("/version", version), *(("a model id", c["id"]) for c in cards[:1000])]:
+                if isinstance(text, str) and len(text) > MAX_SERVER_STRING:
+                    raise AuditError(f"server {url}: {what} is {len(text):,} characters long (at most "
+                                     f"{MAX_SERVER_STRING} are recorded)")
             if cfg.model:
                 card = next((c for c in cards if c["id"] == cfg.model), None)
                 if card is None:
@@ -267,8 +282,15 @@ class _Run:
                     return
                 if end is not None and self.clock.now() >= end:
                     return
-                row = self._send(slot, self._take_prompt(), phase, end)
+                # Every request has a cut time: the end of the last window, or for a warm-up request its
+                # own timeout (an endless stream would otherwise hold the run forever).
+                cut = end if end is not None else self.clock.now() + self.cfg.request_timeout_s
+                row = self._send(slot, self._take_prompt(), phase, cut)
                 sent += 1
+                if phase == "warmup" and row.ended == "cut":
+                    raise AuditError(f"warm-up request {row.request} did not finish within "
+                                     f"{self.cfg.request_timeout_s:g} s (--request-timeout-s): the server kept "
+                                     f"streaming after {row.output_tokens} tokens")
                 if row.ended == "error":
                     self.check_server()
                     time.sleep(min(1.0, self.cfg.stall_s))  # a failing server must not be hammered
@@ -327,7 +349,8 @@ class _Run:
             if warm:
                 self.build_pool(builder, 0, warm)
                 t0 = time.monotonic()
-                self._join(self._run_slots("warmup", cfg.warmup_requests, None), cfg.stall_s * 3 + 600)
+                self._join(self._run_slots("warmup", cfg.warmup_requests, None),
+                           cfg.warmup_requests * (cfg.request_timeout_s + cfg.stall_s) + 60)
                 self.note(f"warm-up: {warm} requests in {time.monotonic() - t0:.1f} s")
             durations = [r.finished_at - r.started_at for r in self.rows if r.ended == "done"]
             per = statistics.median(durations) if durations else 1.0
@@ -358,6 +381,9 @@ class _Run:
             windows = []
             for k in range(cfg.windows):
                 (s, ca, ea), (t, cb, eb) = edges[k], edges[k + 1]
+                bad = promtext.inconsistency(ca, cb) if ca is not None and cb is not None else None
+                if bad is not None:  # the server's counters contradict themselves: no figure from them
+                    ca, cb, ea = None, None, f"server counters inconsistent: {bad}"
                 windows.append(BenchWindowRow(window=k, start=round(s, 6), end=round(t, 6), server_counters_start=ca,
                                               server_counters_end=cb, counters_error=ea or eb))
             if self.built_late:
@@ -396,16 +422,7 @@ class _Run:
         log_path = self.work / "anchor.log"
         self.note(f"anchor: {shlex.join(argv)}")
         t0 = time.monotonic()
-        with open(log_path, "wb") as logf:
-            try:
-                proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                                      timeout=cfg.anchor_timeout, check=False)
-                code: int | None = proc.returncode
-            except subprocess.TimeoutExpired:
-                code = None
-            except OSError as e:
-                logf.write(f"cannot start: {e}\n".encode())
-                code = 127
+        code = _run_capped(argv, log_path, cfg.anchor_timeout)
         result.anchor = {"command": shlex.join(argv), "exit_code": code, "seconds": round(time.monotonic() - t0, 1)}
         result.anchor_log = log_path
         if code == 0 and result_path.is_file():
@@ -414,6 +431,40 @@ class _Run:
             why = "timed out" if code is None else f"exit code {code}" if code else "wrote no result file"
             self.notes.append(f"the anchor command failed ({why}); see anchor.log")
         self.note(f"anchor finished ({'ok' if result.anchor_result else 'failed'}) in {result.anchor['seconds']} s")
+
+
+def _run_capped(argv: list[str], log_path: Path, timeout: float) -> int | None:
+    """Run `argv` for at most `timeout` s (None: it was killed there), its output into `log_path`, of which
+    at most MAX_ANCHOR_LOG_BYTES are kept (the rest is read and dropped, with a line saying how much)."""
+    with open(log_path, "wb") as logf:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        except OSError as e:
+            logf.write(f"cannot start: {e}\n".encode())
+            return 127
+        dropped = [0]
+
+        def drain() -> None:
+            kept = 0
+            assert proc.stdout is not None
+            while chunk := proc.stdout.read(65536):
+                room = max(0, MAX_ANCHOR_LOG_BYTES - kept)
+                logf.write(chunk[:room])
+                kept += min(room, len(chunk))
+                dropped[0] += len(chunk) - min(room, len(chunk))
+
+        reader = threading.Thread(target=drain, daemon=True, name="audit-bench-anchor-log")
+        reader.start()
+        try:
+            code: int | None = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            code = None
+        reader.join(10)
+        if dropped[0]:
+            logf.write(f"\n[audit: {dropped[0]:,} bytes of more output left out]\n".encode())
+    return code
 
 
 def run(cfg: BenchConfig, *, layer: DeviceLayer | None = None, log: IO[str] | None = None,

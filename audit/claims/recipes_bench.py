@@ -234,6 +234,39 @@ def bench_spec(args: SpecArgs, ctx: Context) -> Result:
     return Result(value=float(value), unit=_spec_unit(args), basis=basis)
 
 
+class StepArgs(ArmArgs):
+    """Arguments of bench.steps."""
+
+    figure: Literal["tokens_per_step", "at_ceiling", "requests", "overall_over_counters"] = "tokens_per_step"
+    """From the stream (each chunk one engine step of its request): `tokens_per_step` (decode tokens / decode
+    chunks over the counted requests), `at_ceiling` (requests whose every decode chunk but the last carried
+    k + 1 tokens), `requests` (requests counted), `overall_over_counters` (tokens_per_step over the counters'
+    1 + accepted / drafts)."""
+
+
+@recipe("bench.steps", unit="tokens | count | ratio (by figure)",
+        unit_of=lambda a: {"tokens_per_step": "tokens", "overall_over_counters": "ratio"}.get(a.figure, "count"))
+def bench_steps(args: StepArgs, ctx: Context) -> Result:
+    """Per-request acceptance read from the stream: tokens per engine step and requests at the ceiling, with
+    the server's spec-decode counters beside it (`audit.bench.figures.step_figures`)."""
+    from audit.bench import figures
+
+    t = throughput(ctx, args.package, "bench.steps")
+    st = figures.step_figures(t.summary, t.requests)
+    value = {"tokens_per_step": st.overall, "at_ceiling": st.at_ceiling, "requests": st.requests,
+             "overall_over_counters": st.overall_over_counters}[args.figure]
+    if value is None:
+        raise RecipeFailed(f"{args.package}: {args.figure} is undefined (no decode chunk, or no speculative-decoding "
+                           "counters to give the ceiling)")
+    ceiling = (f"; {st.at_ceiling} of {st.requests} requests at the ceiling of {st.ceiling} tokens per step"
+               if st.ceiling is not None else "")
+    counters = f"; counters {st.counters_tokens_per_step:.3f}" if st.counters_tokens_per_step is not None else ""
+    basis = (f"arm {t.summary.arm}: {st.overall:.3f} tokens per decode chunk over {st.requests} requests"
+             if st.overall is not None else f"arm {t.summary.arm}") + ceiling + counters
+    unit = {"tokens_per_step": "tokens", "overall_over_counters": "ratio"}.get(args.figure, "count")
+    return Result(value=float(value), unit=unit, n=st.requests, n_label="requests", basis=basis)
+
+
 # --------------------------------------------------------------------------- telemetry.*
 
 PERCENT_COUNTERS = {

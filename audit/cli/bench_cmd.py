@@ -49,6 +49,8 @@ def _interrupt(signum: int, frame: object) -> None:
 @click.option("--window-s", type=float, default=60.0, metavar="S", help="Length of each window.")
 @click.option("--stall-s", type=float, default=10.0, metavar="S",
               help="A window where no token arrives for this long is invalid; also the read timeout.")
+@click.option("--request-timeout-s", type=float, default=600.0, metavar="S",
+              help="Longest a warm-up request may stream (timed ones end with the last window).")
 @click.option("--sample-hz", type=float, default=10.0, metavar="HZ", help="GPU counter readings per second.")
 @click.option("--gpm-interval-s", type=float, default=0.5, metavar="S",
               help="Interval of the GPM metrics (>= 0.1: shorter ones read as zeros or NaN).")
@@ -76,7 +78,7 @@ def throughput(**o) -> int:
     cfg = BenchConfig(
         arm=o["arm"], prompt_tokens=o["prompt_tokens"], max_tokens=o["max_tokens"], ignore_eos=o["ignore_eos"],
         concurrency=o["concurrency"], warmup_requests=o["warmup_requests"], windows=o["windows"],
-        window_s=o["window_s"], stall_s=o["stall_s"], filler=o["filler"], servers=tuple(o["servers"]),
+        window_s=o["window_s"], stall_s=o["stall_s"], request_timeout_s=o["request_timeout_s"], filler=o["filler"], servers=tuple(o["servers"]),
         launch=o["launch"], launch_program=o["launch_program"], launch_timeout=o["launch_timeout"],
         model=o["model"], telemetry=not o["no_telemetry"], sample_hz=o["sample_hz"],
         gpm_interval_s=o["gpm_interval_s"], gpm=not o["no_gpm"], anchor=o["anchor"],
