@@ -204,6 +204,23 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("trace.dup-key-event", 'a trace event naming "dur" twice', "issue", "succeeded"),
     ("trace.dup-key-class", "a key twice in an event's args, with blank space before its colon, in a metadata "
      "value, at the top level", "added", "succeeded"),
+    # ---- round 3 (bounds2)
+    ("verdicts.sidecar-dictionary-bomb", "a verdict file's Parquet sidecar repeating one 8 MiB value through a "
+                                         "dictionary in 120 rows (960 MiB decoded from a few KB)", "added",
+     "succeeded"),
+    ("verdicts.sidecar-huge-value", "a verdict file's Parquet sidecar holding one 80 MiB value in a few KB", "added",
+     "succeeded"),
+    ("import.zip-bomb", "a zip input (import table, verdicts, mmlu-pro) whose member, or members together, expand "
+                        "past 200 times the archive", "added", "succeeded"),
+    ("import.zip-members", "a zip input listing more members than any tool writes", "added", "succeeded"),
+    ("import.zip-member-path", "a zip input member named ../x.jsonl, /etc/x.jsonl or with control characters",
+     "added", "succeeded"),
+    ("import.eval-zip-bomb", "an inspect_ai .eval log whose sample member expands past 200 times the log", "added",
+     "succeeded"),
+    ("import.parquet-bomb", "a Parquet input (import table, lm-eval details) repeating a 1 MiB value through a "
+                            "dictionary 2,000 times, or holding one 80 MiB value", "added", "succeeded"),
+    ("import.csv-gz-bomb", "a .csv.gz input of endless blank lines (pandas' own gzip reader, unbounded)", "added",
+     "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}
