@@ -221,6 +221,7 @@ _TABLE: list[tuple[str, str, str, str]] = [
                             "dictionary 2,000 times, or holding one 80 MiB value", "added", "succeeded"),
     ("import.csv-gz-bomb", "a .csv.gz input of endless blank lines (pandas' own gzip reader, unbounded)", "added",
      "succeeded"),
+    ("salt.file-huge", "a --salt-file of 8 GiB (read whole), or of bytes that are not UTF-8", "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -268,3 +268,24 @@ def test_a_csv_gz_bomb_stops_at_the_gzip_bound(tmp_path):
     assert r.stderr.endswith(f": malformed CSV: decompresses to more than {1 << 20:,} bytes, the most this file may "
                              f"expand to (at most 1 times its size, 17,179,869,184 bytes in all)\n"), r.stderr
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+# --------------------------------------------------------------------------- other files named on the command line
+
+
+@attack("salt.file-huge")
+def test_a_huge_or_binary_salt_file_is_refused_in_one_line(tmp_path):
+    import os
+
+    big = tmp_path / "salt"
+    with open(big, "wb") as f:
+        f.truncate(8 << 30)  # 8 GiB, sparse: read whole before
+    os.chmod(big, 0o600)
+    r = audit_jailed("verify-release", tmp_path / "rel", "--items", tmp_path / "items", "--salt-file", big,
+                     setup=MEMORY, timeout=30)
+    _one_line(r, f"{big}: larger than the 4,096-byte limit for a salt file")
+    binary = tmp_path / "salt2"
+    binary.write_bytes(b"\xff" * 64)
+    os.chmod(binary, 0o600)
+    r = audit_jailed("verify-release", tmp_path / "rel", "--items", tmp_path / "items", "--salt-file", binary)
+    _one_line(r, f"{binary}: not valid UTF-8 at byte 0")
