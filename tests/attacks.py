@@ -222,6 +222,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("import.csv-gz-bomb", "a .csv.gz input of endless blank lines (pandas' own gzip reader, unbounded)", "added",
      "succeeded"),
     ("salt.file-huge", "a --salt-file of 8 GiB (read whole), or of bytes that are not UTF-8", "added", "succeeded"),
+    ("gen.config-huge", "a model's generation_config.json of 8 GiB (read whole), or naming a key twice", "added",
+     "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -85,7 +85,7 @@ from audit.generate.vllm_server import (
     parse_default_overrides,
     parse_launch_args,
 )
-from audit.jsonl import dumps, dumps_pretty, sha256_file, write_atomic
+from audit.jsonl import JsonError, dumps, dumps_pretty, loads_strict, read_document, sha256_file, write_atomic
 from audit.models import DatasetRef, ItemRow, Manifest, Provenance, ResponseRow
 from audit.outputs import check_output
 from audit.packages import PackageWriter, open_package, row_to_json
@@ -330,15 +330,22 @@ def rows_by_key(rows: list[ResponseRow], path: Path) -> dict[tuple[str, int, int
 # --------------------------------------------------------------------------- model files
 
 
+MAX_GENERATION_CONFIG_BYTES = 1 << 20
+
+
 def read_generation_config(model: str) -> dict[str, Any] | None:
     """The model's generation_config.json when `model` is a local directory holding one."""
     p = Path(model) / "generation_config.json"
     if not p.is_file():
         return None
+    # A regular file of at most 1 MiB (a real one is under 1 KB), parsed strictly: a key twice is refused.
+    data, err = read_document(p, MAX_GENERATION_CONFIG_BYTES, what="a generation_config.json")
+    if err:
+        raise AuditError(err, path=str(p))
     try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise AuditError(f"unreadable: {e}", path=str(p)) from None
+        obj = loads_strict(data)
+    except JsonError as e:
+        raise AuditError(f"unreadable: {e}", path=str(p), field=e.field) from None
     if not isinstance(obj, dict):
         raise AuditError("expected a JSON object", path=str(p))
     return obj
