@@ -224,6 +224,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("salt.file-huge", "a --salt-file of 8 GiB (read whole), or of bytes that are not UTF-8", "added", "succeeded"),
     ("gen.config-huge", "a model's generation_config.json of 8 GiB (read whole), or naming a key twice", "added",
      "succeeded"),
+    ("show.deep-json-sniff", "`audit show` or a failed import of a .json nested 200,000 deep (its format "
+                             "guessed: a RecursionError traceback)", "added", "succeeded"),
     ("gen.huge-log-at-stop", "a launched server's log grown by 1 GiB as it stops (read whole for its defaults line)",
      "added", "succeeded"),
 ]

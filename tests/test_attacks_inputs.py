@@ -314,3 +314,16 @@ def test_a_huge_generation_config_is_refused_unread(tmp_path):
     r = _jailed_python("from audit.errors import AuditError\nfrom audit.generate.runner import read_generation_config\n"
                        f"try:\n    read_generation_config({str(cfg.parent)!r})\nexcept AuditError as e:\n    print(e)")
     assert r.stdout == f"{cfg}: field temperature: unreadable: duplicate key in a JSON object\n", r.stdout
+
+
+@attack("show.deep-json-sniff")
+def test_a_json_file_nested_too_deep_is_not_a_traceback_when_its_format_is_guessed(tmp_path):
+    for name, depth in (("small.json", 2_000), ("deep.json", 200_000)):  # read from its head, or whole
+        src = tmp_path / name
+        src.write_text('{"a":' + "[" * depth + "]" * depth + "}")
+        r = audit_jailed("show", src, timeout=30)
+        _one_line(r, f"{src}: not a package or a verdict file: expected a package directory, a .tar.gz or a "
+                     "verdict file")
+        r = audit_jailed("import", "verdicts", src, "-o", tmp_path / "v.json", "--benchmark", "t", timeout=30)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr[-2000:]
+        assert r.stderr.startswith(f"audit: error: {src}") and "Traceback" not in r.stderr
