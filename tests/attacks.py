@@ -226,6 +226,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "succeeded"),
     ("show.deep-json-sniff", "`audit show` or a failed import of a .json nested 200,000 deep (its format "
                              "guessed: a RecursionError traceback)", "added", "succeeded"),
+    ("claims.page-huge-own-file", "an 8 GiB index.html in `audit claims page`'s folder (read whole to look for "
+                                  "the page's footer)", "added", "succeeded"),
     ("gen.huge-log-at-stop", "a launched server's log grown by 1 GiB as it stops (read whole for its defaults line)",
      "added", "succeeded"),
 ]
