@@ -215,6 +215,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("import.zip-members", "a zip input listing more members than any tool writes", "added", "succeeded"),
     ("import.zip-member-path", "a zip input member named ../x.jsonl, /etc/x.jsonl or with control characters",
      "added", "succeeded"),
+    ("import.zip-unreadable-member", "a zip input whose member is encrypted, or of compression method 99 "
+                                     "(a NotImplementedError traceback)", "added", "succeeded"),
     ("import.eval-zip-bomb", "an inspect_ai .eval log whose sample member expands past 200 times the log", "added",
      "succeeded"),
     ("import.parquet-bomb", "a Parquet input (import table, lm-eval details) repeating a 1 MiB value through a "

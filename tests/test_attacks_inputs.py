@@ -327,3 +327,26 @@ def test_a_json_file_nested_too_deep_is_not_a_traceback_when_its_format_is_guess
         r = audit_jailed("import", "verdicts", src, "-o", tmp_path / "v.json", "--benchmark", "t", timeout=30)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr[-2000:]
         assert r.stderr.startswith(f"audit: error: {src}") and "Traceback" not in r.stderr
+
+
+def _patched_zip(path: Path, local: int, central: int, value: int) -> Path:
+    """A one-member zip whose 2-byte field at `local` in the local header and `central` in the central
+    directory entry is `value` (the flags, the compression method)."""
+    import struct
+
+    _zip(path, [("r.jsonl", ROW)], level=0)
+    data = bytearray(path.read_bytes())
+    i, j = data.find(b"PK\x03\x04"), data.find(b"PK\x01\x02")
+    data[i + local:i + local + 2] = struct.pack("<H", value)
+    data[j + central:j + central + 2] = struct.pack("<H", value)
+    path.write_bytes(bytes(data))
+    return path
+
+
+@attack("import.zip-unreadable-member")
+def test_an_encrypted_zip_member_or_an_unknown_method_is_one_line(tmp_path):
+    src = _patched_zip(tmp_path / "enc.zip", 6, 8, 0x1)
+    _one_line(_import_table(src, tmp_path), f"{src}: zip archive member 'r.jsonl' is encrypted")
+    src = _patched_zip(tmp_path / "method.zip", 8, 10, 99)  # AES, as 7-Zip writes it
+    _one_line(_import_table(src, tmp_path), f"{src}: zip archive member 'r.jsonl' uses compression method 99, "
+                                            "which is not read")

@@ -116,11 +116,15 @@ MAX_ZIP_MEMBERS = 100_000
 """Most entries a zip input may list (an inspect_ai log holds one per sample and epoch, a few summaries)."""
 
 
+_ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
+
+
 def zip_problem(zf: zipfile.ZipFile, size: int) -> str | None:
     """Why a `size`-byte zip archive is refused before any member is read, or None: too many members, a
     member name that is not a plain relative path (`..`, absolute, control characters: error lines name
-    members), or members that say they decompress past gzip_limit(size) together (bounded like a .gz
-    file; zipfile stops each member at the size it says, so overlapping members count every time)."""
+    members), an encrypted member or one of a compression method zipfile cannot read, or members that
+    say they decompress past gzip_limit(size) together (bounded like a .gz file; zipfile stops each
+    member at the size it says, so overlapping members count every time)."""
     infos = zf.infolist()
     if len(infos) > MAX_ZIP_MEMBERS:
         return f"zip archive has {len(infos):,} members, more than the {MAX_ZIP_MEMBERS:,} read"
@@ -132,6 +136,10 @@ def zip_problem(zf: zipfile.ZipFile, size: int) -> str | None:
         if name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":") or \
                 any(ord(c) < 32 or ord(c) == 127 for c in name):
             return f"zip archive has a member named {name!r}: not a plain relative path"
+        if i.flag_bits & 0x1:
+            return f"zip archive member {name!r} is encrypted"
+        if i.compress_type not in _ZIP_METHODS:  # zipfile raises NotImplementedError only when it is opened
+            return f"zip archive member {name!r} uses compression method {i.compress_type}, which is not read"
         total += i.file_size
         if total > limit:
             return (f"zip archive decompresses to more than {limit:,} bytes (its members say), the most a "
