@@ -119,12 +119,13 @@ MAX_ZIP_MEMBERS = 100_000
 _ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
 
 
-def zip_problem(zf: zipfile.ZipFile, size: int) -> str | None:
+def zip_problem(zf: zipfile.ZipFile, size: int, methods: bool = True) -> str | None:
     """Why a `size`-byte zip archive is refused before any member is read, or None: too many members, a
     member name that is not a plain relative path (`..`, absolute, control characters: error lines name
     members), an encrypted member or one of a compression method zipfile cannot read, or members that
     say they decompress past gzip_limit(size) together (bounded like a .gz file; zipfile stops each
-    member at the size it says, so overlapping members count every time)."""
+    member at the size it says, so overlapping members count every time). Without `methods`, any
+    compression method passes (for a reader of its own: inspect_ai reads zstd, method 93)."""
     infos = zf.infolist()
     if len(infos) > MAX_ZIP_MEMBERS:
         return f"zip archive has {len(infos):,} members, more than the {MAX_ZIP_MEMBERS:,} read"
@@ -138,7 +139,7 @@ def zip_problem(zf: zipfile.ZipFile, size: int) -> str | None:
             return f"zip archive has a member named {name!r}: not a plain relative path"
         if i.flag_bits & 0x1:
             return f"zip archive member {name!r} is encrypted"
-        if i.compress_type not in _ZIP_METHODS:  # zipfile raises NotImplementedError only when it is opened
+        if methods and i.compress_type not in _ZIP_METHODS:  # zipfile raises NotImplementedError only when it is opened
             return f"zip archive member {name!r} uses compression method {i.compress_type}, which is not read"
         total += i.file_size
         if total > limit:
