@@ -223,6 +223,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
                             "dictionary 2,000 times, or holding one 80 MiB value", "added", "succeeded"),
     ("import.csv-gz-bomb", "a .csv.gz input of endless blank lines (pandas' own gzip reader, unbounded)", "added",
      "succeeded"),
+    ("import.csv-long-cell", "a CSV input with one 100 MiB cell: imported into a package whose line no reader "
+                             "accepts (4 MiB past a 1 MiB limit here)", "added", "succeeded"),
     ("salt.file-huge", "a --salt-file of 8 GiB (read whole), or of bytes that are not UTF-8", "added", "succeeded"),
     ("gen.config-huge", "a model's generation_config.json of 8 GiB (read whole), or naming a key twice", "added",
      "succeeded"),

@@ -350,3 +350,12 @@ def test_an_encrypted_zip_member_or_an_unknown_method_is_one_line(tmp_path):
     src = _patched_zip(tmp_path / "method.zip", 8, 10, 99)  # AES, as 7-Zip writes it
     _one_line(_import_table(src, tmp_path), f"{src}: zip archive member 'r.jsonl' uses compression method 99, "
                                             "which is not read")
+
+
+@attack("import.csv-long-cell")
+def test_a_csv_cell_past_the_line_limit_is_refused_not_imported(tmp_path):
+    src = tmp_path / "r.csv"
+    src.write_bytes(b"item_id,response\nq1," + b"x" * (4 * MIB) + b"\n")  # (real: a 100 MiB cell, 6x in memory)
+    r = _import_table(src, tmp_path, setup=LOW_FLOOR)
+    _one_line(r, f"{src}: row 1: malformed CSV: a line is over the 1,048,576-byte limit")
+    assert not (tmp_path / "out").exists()

@@ -287,6 +287,35 @@ def iter_table_records(path: Path) -> Iterator[Record]:
         yield from iter_json_records(path)
 
 
+class LineTooLong(OSError):
+    """A text input ran past MAX_LINE_BYTES without a newline (an OSError: readers report it as unreadable)."""
+
+
+class _LineBound(io.RawIOBase):
+    """A binary stream that raises LineTooLong once more than MAX_LINE_BYTES pass without a newline."""
+
+    def __init__(self, fh: IO[bytes]):
+        self._fh = fh
+        self._run = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._fh.read(len(b))
+        n = len(data)
+        b[:n] = data
+        nl = data.rfind(b"\n")
+        self._run = self._run + n if nl < 0 else n - nl - 1
+        if self._run > MAX_LINE_BYTES:
+            raise LineTooLong(f"a line is over the {MAX_LINE_BYTES:,}-byte limit")
+        return n
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
 def _iter_csv(path: Path, chunk_rows: int = 8192) -> Iterator[Record]:
     import pandas as pd
 
@@ -295,8 +324,9 @@ def _iter_csv(path: Path, chunk_rows: int = 8192) -> Iterator[Record]:
     try:
         # Every cell as text: CSV has no types, and guessing them would turn "007" into 7.
         # An empty cell is null: CSV cannot tell an empty string from a missing value.
-        # A .csv.gz is read through open_binary's bounded gzip (pandas' own would expand a bomb).
-        fh = open_binary(path)
+        # A .csv.gz is read through open_binary's bounded gzip (pandas' own would expand a bomb), and
+        # every file through _LineBound (pandas would hold a cell of any length, and the rows are JSONL later).
+        fh = io.BufferedReader(_LineBound(open_binary(path)), _CHUNK)
         reader = pd.read_csv(fh, dtype=str, keep_default_na=False, chunksize=chunk_rows, compression=None,
                              encoding="utf-8", encoding_errors="strict")
         with fh, reader:
