@@ -37,7 +37,7 @@ class Problem:
 
     def __str__(self) -> str:
         where = [printable(self.path)]
-        if self.row is not None:
+        if self.row:  # (rows count from 1: row 0 is a whole-file problem, named by the file alone)
             where.append(f"row {self.row}")
         if self.field:
             where.append(f"field {printable(self.field)}")

@@ -909,7 +909,8 @@ def _validate_header(p: Path, head: bytes) -> VerdictFile:
 def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
     """The sidecar's rows, parsed from the bytes whose sha256 was checked (never from the path again)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
+
+    from audit.packages.layout import ParquetBound, open_parquet, parquet_batches
 
     side = p.parent / ref.path
     where = f"{p}: rows_file {ref.path}"
@@ -924,7 +925,9 @@ def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
         raise AuditError(f"sha256 is {digest}, the verdict file says {ref.sha256} (the file was altered)",
                          path=where)
     try:
-        pf = pq.ParquetFile(pa.BufferReader(data))
+        # Bounded as a package's Parquet file: footer and page headers checked before decoding, each
+        # batch's decoded size (a value repeated through a dictionary counted every time) before it is decoded.
+        pf = open_parquet(data)
         meta = pf.metadata
         # Before decoding: the row count it declares, and a decoded size in proportion to it (a few
         # hundred bytes a row; a small file that decodes to gigabytes is refused, not decoded).
@@ -934,9 +937,15 @@ def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
         if decoded > max(64 << 20, 64 * len(data), 4096 * ref.rows):
             raise AuditError(f"decodes to {decoded:,} bytes, far more than its {ref.rows:,} rows can hold",
                              path=where)
-        table = pf.read(columns=list(FRAME_COLUMNS))
+        batches = list(parquet_batches(pf, len(data), 1 << 16, columns=list(FRAME_COLUMNS)))
+        table = pa.Table.from_batches(batches) if batches else pf.read(columns=list(FRAME_COLUMNS))
+        for i, f in enumerate(table.schema):  # text columns were read as dictionaries
+            if pa.types.is_dictionary(f.type):
+                table = table.set_column(i, f.name, table.column(i).cast(f.type.value_type))
     except AuditError:
         raise
+    except ParquetBound as e:
+        raise AuditError(str(e), path=where) from None
     except Exception as e:  # pyarrow raises several types for damaged files
         raise AuditError(f"not a readable Parquet rows file: {e}", path=where) from None
     if table.num_rows != ref.rows:

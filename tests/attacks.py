@@ -223,6 +223,36 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("bench.server-strings", "a megabyte /version string recorded in the package", "added", "succeeded"),
     ("bench.anchor-log-flood", "an anchor command printing without end (its log fills the disk)", "added",
      "succeeded"),
+    # ---- round 3 (bounds2)
+    ("verdicts.sidecar-dictionary-bomb", "a verdict file's Parquet sidecar repeating one 8 MiB value through a "
+                                         "dictionary in 120 rows (960 MiB decoded from a few KB)", "added",
+     "succeeded"),
+    ("verdicts.sidecar-huge-value", "a verdict file's Parquet sidecar holding one 80 MiB value in a few KB", "added",
+     "succeeded"),
+    ("import.zip-bomb", "a zip input (import table, verdicts, mmlu-pro) whose member, or members together, expand "
+                        "past 200 times the archive", "added", "succeeded"),
+    ("import.zip-members", "a zip input listing more members than any tool writes", "added", "succeeded"),
+    ("import.zip-member-path", "a zip input member named ../x.jsonl, /etc/x.jsonl or with control characters",
+     "added", "succeeded"),
+    ("import.zip-unreadable-member", "a zip input whose member is encrypted, or of compression method 99 "
+                                     "(a NotImplementedError traceback)", "added", "succeeded"),
+    ("import.eval-zip-bomb", "an inspect_ai .eval log whose sample member expands past 200 times the log", "added",
+     "succeeded"),
+    ("import.parquet-bomb", "a Parquet input (import table, lm-eval details) repeating a 1 MiB value through a "
+                            "dictionary 2,000 times, or holding one 80 MiB value", "added", "succeeded"),
+    ("import.csv-gz-bomb", "a .csv.gz input of endless blank lines (pandas' own gzip reader, unbounded)", "added",
+     "succeeded"),
+    ("import.csv-long-cell", "a CSV input with one 100 MiB cell: imported into a package whose line no reader "
+                             "accepts (4 MiB past a 1 MiB limit here)", "added", "succeeded"),
+    ("salt.file-huge", "a --salt-file of 8 GiB (read whole), or of bytes that are not UTF-8", "added", "succeeded"),
+    ("gen.config-huge", "a model's generation_config.json of 8 GiB (read whole), or naming a key twice", "added",
+     "succeeded"),
+    ("show.deep-json-sniff", "`audit show` or a failed import of a .json nested 200,000 deep (its format "
+                             "guessed: a RecursionError traceback)", "added", "succeeded"),
+    ("claims.page-huge-own-file", "an 8 GiB index.html in `audit claims page`'s folder (read whole to look for "
+                                  "the page's footer)", "added", "succeeded"),
+    ("gen.huge-log-at-stop", "a launched server's log grown by 1 GiB as it stops (read whole for its defaults line)",
+     "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -585,6 +585,7 @@ def main(argv: list[str] | None = None) -> int:
     args, _unknown = ap.parse_known_args(argv)
     extra = json.loads(args.fake_config)
     defaults = extra.pop("defaults", None)
+    pad_log = extra.pop("pad_log_bytes", 0)  # at shutdown: the log (stdout) grown by this many NUL bytes, sparse
     gen = Path(args.model) / "generation_config.json"
     if defaults is None and gen.is_file():
         cfg = json.loads(gen.read_text())
@@ -604,6 +605,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(APIServer pid={os.getpid()}) INFO Shutting down FastAPI HTTP server.", flush=True)
     finally:
         srv.httpd.server_close()
+        if pad_log:
+            sys.stdout.flush()
+            os.ftruncate(1, os.fstat(1).st_size + pad_log)
     return 0
 
 

@@ -544,3 +544,18 @@ def test_bench_and_generate_refuse_a_users_folder_before_any_work(tmp_path):
     assert (work / "draft.tex").is_file()
     (work / "run.json").write_text(json.dumps({"format": runner.RUN_FORMAT}), encoding="utf-8")
     runner._check_run_dir(work)  # an audit run's folder: --force may remove it
+
+
+@attack("claims.page-huge-own-file")
+def test_a_huge_index_html_in_the_page_folder_is_refused_unread(mini, tmp_path):  # noqa: F811
+    from tests.attack_tools import audit_jailed
+
+    site = tmp_path / "site"
+    site.mkdir()
+    with open(site / "index.html", "wb") as f:
+        f.truncate(8 << 30)  # 8 GiB, sparse: read whole (for the page's footer) before
+    setup = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1200 << 20, 1200 << 20))"
+    r = audit_jailed("claims", "page", "claims.yaml", "-o", site, setup=setup, timeout=60)
+    assert (r.returncode, r.stdout) == (2, ""), r.stderr[-2000:]
+    assert r.stderr == (f"audit: error: {site / 'index.html'}: not replaced: it was not written by `audit claims "
+                        f"page` (move it, or write the page to another folder)\n")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -773,3 +774,19 @@ def test_source_date_epoch_in_other_digits_is_not_read(monkeypatch):
     assert created_now() != "1970-01-01T00:00:03Z"
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "3")
     assert created_now() == "1970-01-01T00:00:03Z"
+
+
+@attack("gen.huge-log-at-stop")
+def test_a_server_log_padded_at_shutdown_is_not_read_whole(tmp_path, math_items, model_dir):
+    from tests.attack_tools import audit_jailed
+
+    # The fake server grows its log by 1 GiB (sparse) as it stops: the defaults line is read from its start
+    # (it was read whole: a MemoryError under this 1.2 GB jail; a real log of weeks of requests is larger).
+    setup = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1200 << 20, 1200 << 20))"
+    r = audit_jailed(*_launch_args(math_items, tmp_path / "out", model_dir, {"pad_log_bytes": 1 << 30}),
+                     setup=setup, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr
+    session = manifest_of(tmp_path / "out").provenance.extra["sessions"][0]
+    assert session["server_default_sampling"]["defaults"] == {"temperature": 0.9}
+    shutil.rmtree(tmp_path / "out")  # (the package keeps the log: 1 GiB on disk)

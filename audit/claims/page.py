@@ -20,6 +20,7 @@ from audit.claims import units
 from audit.claims.plots import claim_plot
 from audit.claims.verify import ClaimCheck, Verification, recomputed_text, recorded_text
 from audit.errors import AuditError
+from audit.jsonl import read_document
 
 Plots = dict[str, tuple[str, tuple[int, int]]]
 """Claim id → (PNG file name, (width, height))."""
@@ -295,10 +296,9 @@ def _check_page_files(out: Path) -> None:
     ours = False
     for p in files:
         if p.name in _MARKS:
-            try:
-                text = p.read_text(encoding="utf-8", errors="replace") if p.is_file() and not p.is_symlink() else ""
-            except OSError:
-                text = ""
+            # A regular file of at most MAX_DOCUMENT_BYTES (a page is well under it; a larger file is not ours).
+            data = read_document(p)[0] if p.is_file() and not p.is_symlink() else None
+            text = (data or b"").decode("utf-8", errors="replace")
             if _MARKS[p.name] not in text:
                 raise AuditError("not replaced: it was not written by `audit claims page` (move it, or write the "
                                  "page to another folder)", path=str(p))

@@ -176,7 +176,9 @@ def _contents(pkg) -> list[str]:
                     f"{tok['min']:.1f} to {tok['max']:.1f} by window (audit bench report for all figures)"]
         return []
     if kind == "checkpoint-headers" and (root / "floor.txt").is_file():
-        text = (root / "floor.txt").read_text(encoding="utf-8", errors="replace")
+        from audit.jsonl import read_document
+
+        text = (read_document(root / "floor.txt")[0] or b"").decode("utf-8", errors="replace")  # (a page of text)
         return [line for line in text.splitlines() if line.startswith(("floor:", "bytes/token by dtype"))]
     return []
 

@@ -24,8 +24,20 @@ def _read_salt(salt: str | None, salt_file: Path | None) -> str | None:
             if mode & bits:
                 raise AuditError(f"the salt file is {what} by group or others (mode {mode:04o}): run chmod 600 "
                                  f"{salt_file}", path=str(salt_file))
-        return salt_file.read_text(encoding="utf-8").strip()
+        from audit.jsonl import read_document
+
+        data, err = read_document(salt_file, MAX_SALT_FILE_BYTES, what="a salt file")  # not a file of any size
+        if err:
+            raise AuditError(err, path=str(salt_file))
+        try:
+            return data.decode("utf-8").strip()
+        except UnicodeDecodeError as e:
+            raise AuditError(f"not valid UTF-8 at byte {e.start}", path=str(salt_file)) from None
     return salt
+
+
+MAX_SALT_FILE_BYTES = 4096
+"""Largest --salt-file read: a salt is a line of 64 hex digits (audit writes 32 random bytes so)."""
 
 
 def _new_salt_file(path: Path, force: bool) -> tuple[str, Path]:

@@ -85,7 +85,16 @@ from audit.generate.vllm_server import (
     parse_default_overrides,
     parse_launch_args,
 )
-from audit.jsonl import dumps, dumps_pretty, sha256_file, write_atomic
+from audit.jsonl import (
+    JsonError,
+    dumps,
+    dumps_pretty,
+    loads_strict,
+    read_document,
+    read_regular,
+    sha256_file,
+    write_atomic,
+)
 from audit.models import DatasetRef, ItemRow, Manifest, Provenance, ResponseRow
 from audit.outputs import check_output
 from audit.packages import PackageWriter, open_package, row_to_json
@@ -327,7 +336,23 @@ def rows_by_key(rows: list[ResponseRow], path: Path) -> dict[tuple[str, int, int
     return out
 
 
+def _log_head(path: Path) -> str:
+    """The start of a launched server's log, where vLLM announces its sampling defaults: at most
+    MAX_LOG_HEAD_BYTES (a log of days of requests, or one a server padded, is not read whole)."""
+    try:
+        return read_regular(path, follow_links=True, limit=MAX_LOG_HEAD_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+MAX_LOG_HEAD_BYTES = 16 << 20
+"""vLLM logs its start-up (arguments, model loading, the defaults line) in well under 1 MiB."""
+
+
 # --------------------------------------------------------------------------- model files
+
+
+MAX_GENERATION_CONFIG_BYTES = 1 << 20
 
 
 def read_generation_config(model: str) -> dict[str, Any] | None:
@@ -335,10 +360,14 @@ def read_generation_config(model: str) -> dict[str, Any] | None:
     p = Path(model) / "generation_config.json"
     if not p.is_file():
         return None
+    # A regular file of at most 1 MiB (a real one is under 1 KB), parsed strictly: a key twice is refused.
+    data, err = read_document(p, MAX_GENERATION_CONFIG_BYTES, what="a generation_config.json")
+    if err:
+        raise AuditError(err, path=str(p))
     try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise AuditError(f"unreadable: {e}", path=str(p)) from None
+        obj = loads_strict(data)
+    except JsonError as e:
+        raise AuditError(f"unreadable: {e}", path=str(p), field=e.field) from None
     if not isinstance(obj, dict):
         raise AuditError("expected a JSON object", path=str(p))
     return obj
@@ -634,8 +663,7 @@ class GenerateRun:
             if slot.launched is not None:
                 code = slot.launched.stop()
                 session.setdefault("launch", {})["exit_code"] = code
-                text = slot.launched.log_path.read_text("utf-8", "replace") if slot.launched.log_path.exists() else ""
-                overrides = parse_default_overrides(text)
+                overrides = parse_default_overrides(_log_head(slot.launched.log_path))
                 if overrides:
                     session["server_default_sampling"] = overrides
         session["finished_at"] = time.time()

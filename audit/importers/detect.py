@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.importers.mmlu_pro import TEXT_FIELDS
-from audit.jsonl import READ_ERRORS, open_binary
+from audit.jsonl import READ_ERRORS, open_binary, read_document
 
 _HEAD_BYTES = 1 << 16
 
@@ -181,15 +181,15 @@ def sniff(path: str | os.PathLike[str]) -> Format | None:
 
 def _whole_document(p: Path, head: bytes, limit: int = 64 << 20) -> dict[str, Any] | None:
     """A JSON object spanning the whole file (a pretty-printed document, not JSON Lines), if small enough."""
-    try:
-        if len(head) < _HEAD_BYTES:
-            data = head
-        elif p.stat().st_size <= limit:
-            data = p.read_bytes()
-        else:
+    if len(head) < _HEAD_BYTES:
+        data: bytes | None = head
+    else:  # a regular file of at most `limit` bytes, read once (a file swapped after the stat is not read whole)
+        data, _ = read_document(p, limit)
+        if data is None:
             return None
+    try:
         obj = json.loads(data)
-    except (ValueError, *READ_ERRORS):
+    except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 

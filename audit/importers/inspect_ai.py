@@ -24,7 +24,7 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
-from audit.importers.sources import SourceFile, source_file
+from audit.importers.sources import SourceFile, source_file, zip_problem
 from audit.models import DatasetRef, Provenance
 from audit.pack import SourceRow, Table
 
@@ -45,6 +45,8 @@ def read_log(path: str | Path) -> tuple[SourceFile, Any]:
     except ImportError:
         raise AuditError("reading inspect_ai logs needs inspect_ai: pip install 'audit[inspect]'",
                          path=str(path)) from None
+    if sf.name.lower().endswith(".eval"):
+        _check_zip(sf)
     try:
         log = read_eval_log(str(sf.path))
     except Exception as e:  # inspect raises many types for a damaged or foreign file
@@ -54,6 +56,20 @@ def read_log(path: str | Path) -> tuple[SourceFile, Any]:
         raise AuditError("the log holds no samples (written with --no-log-samples, or the run failed before any)",
                          path=str(path))
     return sf, log
+
+
+def _check_zip(sf: SourceFile) -> None:
+    """Refuse an .eval zip at the bounds of any zip input (see zip_problem) before inspect_ai reads it: its
+    reader loads every sample, and would expand a bomb member without end."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(sf.path) as zf:
+            refused = zip_problem(zf, sf.bytes, methods=False)  # (inspect_ai writes zstd members)
+    except (zipfile.BadZipFile, OSError):
+        return  # left to inspect_ai, which names what is damaged
+    if refused:
+        raise AuditError(refused, path=str(sf.path))
 
 
 def _text(v: Any) -> str | None:

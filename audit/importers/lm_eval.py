@@ -48,7 +48,7 @@ from typing import Any
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.mapping import Expr, ExprError, coerce, parse_float, parse_int
-from audit.importers.sources import Record, SourceFile, iter_json_records, source_file
+from audit.importers.sources import Record, SourceFile, iter_json_records, parquet_problem, source_file
 from audit.jsonl import parse_object, read_document
 from audit.models import LETTERS, Provenance
 from audit.pack import SourceRow, Table
@@ -501,6 +501,10 @@ def hf_records(path: Path) -> Iterator[Record]:
         import datasets
     except ImportError:
         yield Record(label, 0, None, "reading a Parquet details table needs datasets: pip install 'audit[hf]'")
+        return
+    refused = parquet_problem(path)  # bounded as any Parquet input, before datasets decodes all of it
+    if refused:
+        yield Record(label, 0, None, refused)
         return
     datasets.disable_progress_bars()  # audit's output is its own lines only
     with tempfile.TemporaryDirectory(prefix="audit-hf-") as cache:

@@ -22,11 +22,15 @@ from typing import IO, Any
 from audit.errors import AuditError
 from audit.jsonl import (
     DECODER,
+    MAX_GZIP_BYTES,
+    MAX_GZIP_RATIO,
     MAX_LINE_BYTES,
     READ_ERRORS,
+    gzip_limit,
     iter_raw_lines,
     open_binary,
     parse_object,
+    read_regular,
     sha256_file,
 )
 
@@ -108,6 +112,43 @@ def _iter_jsonl(fh: IO[bytes], label: str) -> Iterator[Record]:
         yield Record(label, raw.lineno, obj, err)
 
 
+MAX_ZIP_MEMBERS = 100_000
+"""Most entries a zip input may list (an inspect_ai log holds one per sample and epoch, a few summaries)."""
+
+
+_ZIP_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA)
+
+
+def zip_problem(zf: zipfile.ZipFile, size: int, methods: bool = True) -> str | None:
+    """Why a `size`-byte zip archive is refused before any member is read, or None: too many members, a
+    member name that is not a plain relative path (`..`, absolute, control characters: error lines name
+    members), an encrypted member or one of a compression method zipfile cannot read, or members that
+    say they decompress past gzip_limit(size) together (bounded like a .gz file; zipfile stops each
+    member at the size it says, so overlapping members count every time). Without `methods`, any
+    compression method passes (for a reader of its own: inspect_ai reads zstd, method 93)."""
+    infos = zf.infolist()
+    if len(infos) > MAX_ZIP_MEMBERS:
+        return f"zip archive has {len(infos):,} members, more than the {MAX_ZIP_MEMBERS:,} read"
+    limit = gzip_limit(size)
+    total = 0
+    for i in infos:
+        name = i.filename
+        parts = name.replace("\\", "/").split("/")
+        if name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":") or \
+                any(ord(c) < 32 or ord(c) == 127 for c in name):
+            return f"zip archive has a member named {name!r}: not a plain relative path"
+        if i.flag_bits & 0x1:
+            return f"zip archive member {name!r} is encrypted"
+        if methods and i.compress_type not in _ZIP_METHODS:  # zipfile raises NotImplementedError only when it is opened
+            return f"zip archive member {name!r} uses compression method {i.compress_type}, which is not read"
+        total += i.file_size
+        if total > limit:
+            return (f"zip archive decompresses to more than {limit:,} bytes (its members say), the most a "
+                    f"{size:,}-byte file may expand to (at most {MAX_GZIP_RATIO} times its size, "
+                    f"{MAX_GZIP_BYTES:,} bytes in all)")
+    return None
+
+
 def _iter_zip(path: Path) -> Iterator[Record]:
     # Upstream MMLU-Pro keeps results as a zip holding one JSON array.
     try:
@@ -116,6 +157,10 @@ def _iter_zip(path: Path) -> Iterator[Record]:
         yield Record(str(path), 0, None, f"not a readable zip archive: {e}")
         return
     with zf:
+        refused = zip_problem(zf, os.path.getsize(path))
+        if refused:
+            yield Record(str(path), 0, None, refused)
+            return
         members = sorted(i.filename for i in zf.infolist()
                          if not i.is_dir() and i.filename.lower().endswith((".json", ".jsonl"))
                          and not i.filename.startswith("__MACOSX/"))
@@ -242,6 +287,35 @@ def iter_table_records(path: Path) -> Iterator[Record]:
         yield from iter_json_records(path)
 
 
+class LineTooLong(OSError):
+    """A text input ran past MAX_LINE_BYTES without a newline (an OSError: readers report it as unreadable)."""
+
+
+class _LineBound(io.RawIOBase):
+    """A binary stream that raises LineTooLong once more than MAX_LINE_BYTES pass without a newline."""
+
+    def __init__(self, fh: IO[bytes]):
+        self._fh = fh
+        self._run = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._fh.read(len(b))
+        n = len(data)
+        b[:n] = data
+        nl = data.rfind(b"\n")
+        self._run = self._run + n if nl < 0 else n - nl - 1
+        if self._run > MAX_LINE_BYTES:
+            raise LineTooLong(f"a line is over the {MAX_LINE_BYTES:,}-byte limit")
+        return n
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
 def _iter_csv(path: Path, chunk_rows: int = 8192) -> Iterator[Record]:
     import pandas as pd
 
@@ -250,9 +324,12 @@ def _iter_csv(path: Path, chunk_rows: int = 8192) -> Iterator[Record]:
     try:
         # Every cell as text: CSV has no types, and guessing them would turn "007" into 7.
         # An empty cell is null: CSV cannot tell an empty string from a missing value.
-        reader = pd.read_csv(path, dtype=str, keep_default_na=False, chunksize=chunk_rows,
+        # A .csv.gz is read through open_binary's bounded gzip (pandas' own would expand a bomb), and
+        # every file through _LineBound (pandas would hold a cell of any length, and the rows are JSONL later).
+        fh = io.BufferedReader(_LineBound(open_binary(path)), _CHUNK)
+        reader = pd.read_csv(fh, dtype=str, keep_default_na=False, chunksize=chunk_rows, compression=None,
                              encoding="utf-8", encoding_errors="strict")
-        with reader:
+        with fh, reader:
             for chunk in reader:
                 for obj in chunk.to_dict("records"):
                     row += 1
@@ -267,19 +344,40 @@ def _iter_csv(path: Path, chunk_rows: int = 8192) -> Iterator[Record]:
 
 
 def _iter_parquet(path: Path, batch_rows: int = 8192) -> Iterator[Record]:
-    import pyarrow.parquet as pq
+    from audit.packages.layout import ParquetBound, open_parquet, parquet_batches
 
     label = str(path)
     row = 0
     try:
-        pf = pq.ParquetFile(path)
-        for batch in pf.iter_batches(batch_size=batch_rows):
+        # The bytes read once (memory as the file's size), bounded as a package's Parquet file is: footer
+        # and page headers checked before decoding, each batch's decoded size counted before it is decoded.
+        data = read_regular(path, follow_links=True)
+        pf = open_parquet(data)
+        for batch in parquet_batches(pf, len(data), batch_rows):
             for obj in batch.to_pylist():
                 row += 1
                 yield Record(label, row, {k: _plain(v) for k, v in obj.items()})
+    except ParquetBound as e:
+        yield Record(label, row + 1, None, str(e))
     except Exception as e:  # pyarrow raises several types for damaged files
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         yield Record(label, row + 1, None, f"not a readable Parquet file: {msg}")
+
+
+def parquet_problem(path: Path) -> str | None:
+    """Why a Parquet input is refused at a bound of reading (see _iter_parquet), or None; for a reader that
+    decodes it with another library (datasets). Damaged files are left to that reader."""
+    from audit.packages.layout import ParquetBound, open_parquet, parquet_batches
+
+    try:
+        data = read_regular(path, follow_links=True)
+        for _ in parquet_batches(open_parquet(data), len(data)):
+            pass
+    except ParquetBound as e:
+        return str(e)
+    except Exception:  # pyarrow raises several types for damaged files
+        return None
+    return None
 
 
 def _plain(v: Any) -> Any:

@@ -262,44 +262,23 @@ class PinnedRead:
                                   "uncompressed_bytes"))
 
     def _parquet(self, data: memoryview) -> Iterator[Item]:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
         try:  # parsed from the bytes hashed, never from the path again
-            footer = pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)), thrift_container_size_limit=PARQUET_MAX_LIST)
-            refused = parquet_shape_problem(footer.metadata, len(data)) or parquet_pages_problem(footer.metadata, data)
-            # Text columns are read as dictionaries (indices into the values): one value repeated in
-            # a dictionary-encoded column costs a few bytes on disk and its full size for every row
-            # decoded, so each batch's decoded size is counted before any of it is decoded.
-            texts = [c.path for c in footer.schema if c.physical_type in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY")]
-            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(data)), thrift_container_size_limit=PARQUET_MAX_LIST,
-                                read_dictionary=texts) if not refused else footer
+            pf = open_parquet(data)
+        except ParquetBound as e:
+            self.problems.append((str(e), None))
+            self.stopped = True
+            return
         except Exception as e:  # pyarrow raises several types for damaged files
             yield 0, None, None, f"not a readable Parquet file: {e}"
-            return
-        if refused:
-            self.problems.append((refused, None))
-            self.stopped = True
             return
         if self.entry.rows is not None and pf.metadata.num_rows > self.entry.rows:
             self.problems.append((f"has {pf.metadata.num_rows:,} rows, more than the {self.entry.rows:,} "
                                   f"manifest.json says", "rows"))
             self.stopped = True
             return
-        n = decoded = 0
-        limit = gzip_limit(len(data))
+        n = 0
         try:
-            for batch in pf.iter_batches(batch_size=8192):
-                size, longest = _decoded_size(batch)
-                decoded += size
-                if longest > MAX_LINE_BYTES or decoded > limit:
-                    self.problems.append((
-                        f"rows {n + 1:,} to {n + batch.num_rows:,} hold a value of {longest:,} bytes, over the "
-                        f"{MAX_LINE_BYTES:,}-byte limit for a row" if longest > MAX_LINE_BYTES else
-                        f"decodes to more than {limit:,} bytes by row {n + batch.num_rows:,}, the most a "
-                        f"{len(data):,}-byte file may expand to", None))
-                    self.stopped = True
-                    return
+            for batch in parquet_batches(pf, len(data)):
                 for obj in batch.to_pylist():
                     n += 1
                     try:
@@ -307,11 +286,57 @@ class PinnedRead:
                     except JsonError as e:
                         item = (n, None, None, ParseError(str(e), e.field))
                     yield item
+        except ParquetBound as e:
+            self.problems.append((str(e), None))
+            self.stopped = True
         except Exception as e:  # a damaged column chunk surfaces only while reading
             yield 0, None, None, f"not a readable Parquet file after row {n}: {e}"
 
 
-def _decoded_size(batch: Any) -> tuple[int, int]:
+class ParquetBound(ValueError):
+    """A Parquet file refused at a bound of reading (see open_parquet, parquet_batches); its message is the
+    reason, one line."""
+
+
+def open_parquet(data: Any) -> Any:
+    """A pyarrow ParquetFile over the bytes `data` (any buffer), refused with ParquetBound from its footer and
+    page headers before any value is decoded (parquet_shape_problem, parquet_pages_problem). Text columns
+    are read as dictionaries: one value repeated through a dictionary costs a few bytes on disk and its
+    full size for every row decoded, so parquet_batches counts each batch's decoded size first. A damaged
+    file raises pyarrow's own errors (several types)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    view = memoryview(data)
+    footer = pq.ParquetFile(pa.BufferReader(pa.py_buffer(view)), thrift_container_size_limit=PARQUET_MAX_LIST)
+    refused = parquet_shape_problem(footer.metadata, len(view)) or parquet_pages_problem(footer.metadata, view)
+    if refused:
+        raise ParquetBound(refused)
+    texts = [c.path for c in footer.schema if c.physical_type in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY")]
+    return pq.ParquetFile(pa.BufferReader(pa.py_buffer(view)), thrift_container_size_limit=PARQUET_MAX_LIST,
+                          read_dictionary=texts)
+
+
+def parquet_batches(pf: Any, size: int, batch_size: int = 8192, columns: list[str] | None = None) -> Iterator[Any]:
+    """The record batches of `pf` (from open_parquet over a `size`-byte file), each counted decoded before
+    it is handed out (decoded_size): ParquetBound for a value over MAX_LINE_BYTES, or past gzip_limit(size)
+    in all (bounded like a .gz file). Text columns come as dictionaries (to_pylist decodes them)."""
+    n = decoded = 0
+    limit = gzip_limit(size)
+    for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
+        got, longest = decoded_size(batch)
+        decoded += got
+        if longest > MAX_LINE_BYTES:
+            raise ParquetBound(f"rows {n + 1:,} to {n + batch.num_rows:,} hold a value of {longest:,} bytes, over "
+                               f"the {MAX_LINE_BYTES:,}-byte limit for a row")
+        if decoded > limit:
+            raise ParquetBound(f"decodes to more than {limit:,} bytes by row {n + batch.num_rows:,}, the most a "
+                               f"{size:,}-byte file may expand to")
+        n += batch.num_rows
+        yield batch
+
+
+def decoded_size(batch: Any) -> tuple[int, int]:
     """(bytes the batch's values take decoded, the longest text value) without decoding any: text by
     its lengths (a dictionary's looked up through its indices), lists by their elements."""
     import pyarrow as pa
