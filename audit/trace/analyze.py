@@ -228,6 +228,8 @@ class _Collected:
 
 
 _MISSING_CORRELATION = -1
+_NAME_CACHE = 100_000
+"""Names whose marker/op tests the fast pass remembers per category (bounds its memory)."""
 _VLLM_WORKER = re.compile(VLLM_WORKER_STEP_MARKER)
 
 
@@ -425,20 +427,44 @@ def collect_fast(reader: TraceReader, marker: re.Pattern[str], marker_categories
             if kind is None:
                 label = cat if isinstance(cat, str) else "(none)"
                 low = label.lower()
-                kind = [label, _GPU_CATEGORIES.get(low), low in _LAUNCH_CATEGORIES, low in marker_cats, 0,
-                        low in op_cats, low == "python_function", label == "ac2g"]
+                # the branch of `collect` this category takes: 1 GPU, 2 launch, 3 marker or op, 4 flow, 0 none
+                code = 1 if low in _GPU_CATEGORIES else 2 if low in _LAUNCH_CATEGORIES else \
+                    3 if low in marker_cats or low in op_cats else 4 if label == "ac2g" else 0
+                kind = [label, _GPU_CATEGORIES.get(low), code, low in marker_cats, 0, low in op_cats,
+                        low == "python_function", {}]
                 kinds.append(kind)
                 if type(cat) is str or cat is None:
                     kind_of[cat] = kind
             kind[4] += 1
+            code = kind[2]
+            if code == 0:
+                continue
             ph = e.ph
-            gpu = kind[1]
-            if gpu is not None:
+            if code == 4:
+                if ph != "f":
+                    continue
+                # times as Kineto writes them ("1695835542514261.123" µs) convert inline; others by to_ns
+                ts = e.ts
+                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
+                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
+                fid = e.id
+                fid = fid if type(fid) is int and 0 <= fid < MAX_NS else None
+                if fid is not None and ts is not None:
+                    key = (e.pid, e.tid)
+                    try:
+                        t = threads[key]
+                    except (KeyError, TypeError):
+                        t = thread_id(*key)
+                    flow_ends[(t, ts)] = fid
+            elif code == 1:
                 if ph != "X":
                     continue
                 name = e.name
-                ts = to_ns(e.ts)
-                dur = to_ns(e.dur)
+                ts, dur = e.ts, e.dur
+                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
+                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
+                dur = int(d) if type(dur) is str and 4 < len(dur) <= 19 and dur[-4] == "." and \
+                    (d := dur[:-4] + dur[-3:]).isdigit() and d.isascii() else to_ns(dur)
                 if type(name) is not str or ts is None or ts < 0 or dur is None or dur < 0:
                     raise FastPathUnsure(index)
                 args = e.args
@@ -456,38 +482,63 @@ def collect_fast(reader: TraceReader, marker: re.Pattern[str], marker_categories
                     nid = name_ids[name] = len(names)
                     names.append(name)
                 g_name(nid)
-                g_cat(gpu)
+                g_cat(kind[1])
                 g_ts(ts)
                 g_dur(dur)
                 g_dev(dev)
                 g_stream(stream)
                 g_corr(corr if corr is not None else _MISSING_CORRELATION)
                 g_thread(thread_id(e.pid, e.tid))
-            elif kind[2]:
+            elif code == 2:
                 args = e.args
                 corr = args.get("correlation") if type(args) is dict else None
                 if type(corr) is not int or corr < 0 or ph != "X":
                     continue
-                ts = to_ns(e.ts)
+                ts = e.ts
+                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
+                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
                 if corr >= MAX_NS or ts is None or ts < 0:
                     raise FastPathUnsure(index)
                 launches[corr] = ts
-                launch_threads[corr] = thread_id(e.pid, e.tid)
+                key = (e.pid, e.tid)
+                try:
+                    launch_threads[corr] = threads[key]
+                except (KeyError, TypeError):
+                    launch_threads[corr] = thread_id(*key)
                 name = e.name
                 if type(name) is str and "GraphLaunch" in name:
                     graph_launches.add(corr)
-            elif kind[3] or kind[5]:
+            else:
                 name = e.name
                 if type(name) is not str:
                     continue
-                if kind[6]:
-                    if "vllm" in name:
-                        c.vllm_functions += 1
-                        if name.endswith("execute_model") and _VLLM_WORKER.search(name):
-                            c.vllm_worker_steps += 1
-                elif name.startswith("execute_context_"):
+                # names repeat (aten::mm, ...): what each says, per category, is looked up once
+                seen = kind[7]
+                flags = seen.get(name)
+                if flags is None:
+                    flags = 0
+                    if kind[6]:
+                        if "vllm" in name:
+                            flags |= 2
+                            if name.endswith("execute_model") and _VLLM_WORKER.search(name):
+                                flags |= 4
+                    elif name.startswith("execute_context_"):
+                        flags |= 1
+                    if kind[5] and name.startswith(_OP_PREFIXES):
+                        flags |= 8
+                    if kind[3] and marker_search(name):
+                        flags |= 16
+                    if len(seen) < _NAME_CACHE:
+                        seen[name] = flags
+                if not flags:
+                    continue
+                if flags & 1:
                     c.vllm_annotations += 1
-                if kind[5] and ph == "X" and name.startswith(_OP_PREFIXES):
+                if flags & 2:
+                    c.vllm_functions += 1
+                if flags & 4:
+                    c.vllm_worker_steps += 1
+                if flags & 8 and ph == "X":
                     op = name
                     if name == "record_param_comms":
                         args = e.args
@@ -497,16 +548,12 @@ def collect_fast(reader: TraceReader, marker: re.Pattern[str], marker_categories
                     ts, dur = to_ns(e.ts), to_ns(e.dur)
                     if ck >= 0 and ts is not None and dur is not None and dur >= 0:
                         comm_ops.setdefault(thread_id(e.pid, e.tid), []).append((ts, ts + dur, ck))
-                if kind[3] and ph in ("X", "i", "I") and marker_search(name):
+                if flags & 16 and ph in ("X", "i", "I"):
                     ts = to_ns(e.ts)
                     dur = to_ns(e.dur) if ph == "X" else None
                     if ts is None or (dur is not None and dur < 0):
                         raise FastPathUnsure(index)
                     markers.append((ts, index, name, thread_id(e.pid, e.tid), ts + dur if dur is not None else None))
-            elif ph == "f" and kind[7]:
-                fid, ts = to_id(e.id), to_ns(e.ts)
-                if fid is not None and ts is not None:
-                    flow_ends[(thread_id(e.pid, e.tid), ts)] = fid
     for kind in kinds:
         categories[kind[0]] += kind[4]
     c.events = reader.events_read
