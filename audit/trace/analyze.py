@@ -22,6 +22,7 @@ reading, under which one marker is one step; it is recorded in the summary's con
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from array import array
@@ -608,11 +609,18 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
     reader = TraceReader(path, options.max_json_chars)
     v2 = options.analysis >= 2
     ops = options.ops_compiled() if v2 else None
+    # The pass makes millions of small objects and no cycles: the cyclic collector would only re-walk them.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        c = collect_fast(reader, marker_re, options.marker_categories, ops)
-    except (FastPathUnsure, TraceError):  # the exact path reads it all again: the same result, or its error
-        reader = TraceReader(path, options.max_json_chars)
-        c = collect(reader, marker_re, options.marker_categories, ops)
+        try:
+            c = collect_fast(reader, marker_re, options.marker_categories, ops)
+        except (FastPathUnsure, TraceError):  # the exact path reads it all again: the same result, or its error
+            reader = TraceReader(path, options.max_json_chars)
+            c = collect(reader, marker_re, options.marker_categories, ops)
+    finally:
+        if collecting:
+            gc.enable()
     notes: list[str] = []
 
     g_name = np.frombuffer(c.g_name, dtype=np.int64)

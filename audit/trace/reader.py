@@ -173,11 +173,12 @@ class TraceReader:
         self._lines = 0
         self._col0 = 0  # characters of the current line that were dropped from the buffer
         self._dropped = 0  # characters dropped from the buffer's front
+        self._fast = False
 
     def _fill(self) -> None:
         """Drop the consumed text and append the next chunk; sets `_eof` at the end of the file."""
         buf, pos = self._buf, self._pos
-        newlines = buf.count("\n", 0, pos)
+        newlines = buf.count("\n", 0, pos) if not self._fast else 0  # the fast path's errors are never shown
         if newlines:
             self._lines += newlines
             self._col0 = pos - buf.rfind("\n", 0, pos) - 1
@@ -278,6 +279,7 @@ class TraceReader:
         """The events in file order, as lists of `Event` (the fast path); raises FastPathUnsure (or
         TraceError) where the exact path must read the file instead."""
         self._open()
+        self._fast = True
         try:
             for item in self._document(fast=True):
                 yield item
