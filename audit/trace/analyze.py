@@ -229,8 +229,9 @@ class _Collected:
 
 
 _MISSING_CORRELATION = -1
-_NAME_CACHE = 100_000
-"""Names whose marker/op tests the fast pass remembers per category (bounds its memory)."""
+_NAME_CACHE, _NAME_CACHE_CHARS = 100_000, 256
+"""Names (of at most 256 characters) whose marker/op tests the fast pass remembers per category: at most
+about 25 MB however many distinct names a trace holds."""
 _VLLM_WORKER = re.compile(VLLM_WORKER_STEP_MARKER)
 
 
@@ -529,7 +530,7 @@ def collect_fast(reader: TraceReader, marker: re.Pattern[str], marker_categories
                         flags |= 8
                     if kind[3] and marker_search(name):
                         flags |= 16
-                    if len(seen) < _NAME_CACHE:
+                    if len(seen) < _NAME_CACHE and len(name) <= _NAME_CACHE_CHARS:
                         seen[name] = flags
                 if not flags:
                     continue
