@@ -34,12 +34,16 @@ kernel). Without HTA those columns are skipped with a message.
     .venv/bin/python benchmarks/bench_trace.py [--size-mb 350] [--real-size-mb 350] [--runs 3] [--keep DIR]
         [--no-gzip] [--skip-synthetic]
 
-Measured 2026-12-01 (`--skip-synthetic`, median of 3, on a shared 2-core machine under load 6): the
-357.9 MB real-event trace (41 copies, 1,661,973 events): audit 29.3 s wall (14.0 s CPU), peak RSS
-259 MB = 0.76x the JSON; HTA 168.0 s wall (62.5 s CPU), 2,414 MB: HTA/audit 5.7x wall-clock (4.4x
-CPU), short of the 15x target. Real traces: 1.9x to 4.5x. The stdlib decoder stays: msgspec's Struct
-decoding (only the fields read) measured 2.3x faster at decoding alone, but takes the last of a
-repeated key silently, and the duplicate-key refusal (issue 19) needs every object's pairs.
+Measured 2026-12-01 before the fast path (`--skip-synthetic`, median of 3, shared 2-core machine under load 6):
+the 357.9 MB real-event trace (41 copies, 1,661,973 events): audit 29.3 s wall (14.0 s CPU), peak RSS 259 MB;
+HTA 168.0 s wall (62.5 s CPU), 2,414 MB: 5.7x wall-clock.
+Measured 2026-12-02 with the fast path (events decoded in batches by msgspec, duplicate keys caught by a colon
+count of each re-encoded batch, anything unusual re-read by the stdlib decoder; same run, median of 3, load 2.4
+to 4.7): audit 11.17 s wall, 7.45 s CPU, peak RSS 252 MB = 0.74x the JSON; HTA 104.05 s wall, 73.14 s CPU,
+2,412 MB: HTA/audit 9.3x wall-clock (9.8x CPU), short of the 15x target. Of audit's CPU: about 2.3 s msgspec
+decoding, 0.9 s the duplicate-key check, 1.8 s the Python pass over 1.66 M events, 1 s reading, UTF-8 and
+sha256, 1 s the figures, 0.4 s imports. Real traces in the same run (wall, median of 3): 1.6x (alexnet) to
+3.9x (vLLM TP4 H100); there fresh-process start-up and imports (about 0.5 s) weigh most.
 """
 
 from __future__ import annotations

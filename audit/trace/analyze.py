@@ -22,6 +22,7 @@ reading, under which one marker is one step; it is recorded in the summary's con
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from array import array
@@ -52,7 +53,7 @@ from audit.trace.models import (
     TraceSummary,
 )
 from audit.trace import DEFAULT_STEP_MARKER
-from audit.trace.reader import MAX_JSON_CHARS, MAX_NS, TraceError, TraceReader, to_id, to_ns
+from audit.trace.reader import MAX_JSON_CHARS, MAX_NS, FastPathUnsure, TraceError, TraceReader, to_id, to_ns
 
 
 VLLM_STEP_MARKER = r"^execute_context_"
@@ -228,6 +229,9 @@ class _Collected:
 
 
 _MISSING_CORRELATION = -1
+_NAME_CACHE, _NAME_CACHE_CHARS = 100_000, 256
+"""Names (of at most 256 characters) whose marker/op tests the fast pass remembers per category: at most
+about 25 MB however many distinct names a trace holds."""
 _VLLM_WORKER = re.compile(VLLM_WORKER_STEP_MARKER)
 
 
@@ -386,6 +390,179 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
     return c
 
 
+def collect_fast(reader: TraceReader, marker: re.Pattern[str], marker_categories: Iterable[str] = MARKER_CATEGORIES,
+                 ops: list[tuple[str, re.Pattern[str]]] | None = None) -> _Collected:
+    """`collect` over the reader's fast path (`TraceReader.batches`): the same pass, on `Event` structs.
+
+    Where `collect` would refuse an event this raises FastPathUnsure instead, and the caller reads the file
+    again with `collect`, which names the problem exactly as before."""
+    c = _Collected()
+    names, name_ids, threads = c.names, c.name_ids, c.threads
+    g_name, g_cat, g_ts, g_dur = c.g_name.append, c.g_cat.append, c.g_ts.append, c.g_dur.append
+    g_dev, g_stream, g_corr, g_thread = c.g_dev.append, c.g_stream.append, c.g_corr.append, c.g_thread.append
+    launches, launch_threads, graph_launches = c.launches, c.launch_threads, c.graph_launches
+    flow_ends, markers, comm_ops = c.flow_ends, c.markers, c.comm_ops
+    categories = c.categories
+    marker_cats = {m.lower() for m in marker_categories}
+    op_cats = {"cpu_op", "user_annotation"} if ops else set()
+    kind_of: dict[Any, list[Any]] = {}
+    kinds: list[list[Any]] = []
+    marker_search = marker.search
+
+    def thread_id(pid: Any, tid: Any) -> int:
+        key = (pid, tid)
+        try:
+            t = threads.get(key)
+        except TypeError:
+            key = (repr(pid), repr(tid))
+            t = threads.get(key)
+        if t is None:
+            t = threads[key] = len(threads)
+        return t
+
+    index = -1
+    for batch in reader.batches():
+        for e in batch:
+            index += 1
+            cat = e.cat
+            kind = kind_of.get(cat) if type(cat) is str or cat is None else None
+            if kind is None:
+                label = cat if isinstance(cat, str) else "(none)"
+                low = label.lower()
+                # the branch of `collect` this category takes: 1 GPU, 2 launch, 3 marker or op, 4 flow, 0 none
+                code = 1 if low in _GPU_CATEGORIES else 2 if low in _LAUNCH_CATEGORIES else \
+                    3 if low in marker_cats or low in op_cats else 4 if label == "ac2g" else 0
+                kind = [label, _GPU_CATEGORIES.get(low), code, low in marker_cats, 0, low in op_cats,
+                        low == "python_function", {}]
+                kinds.append(kind)
+                if type(cat) is str or cat is None:
+                    kind_of[cat] = kind
+            kind[4] += 1
+            code = kind[2]
+            if code == 0:
+                continue
+            ph = e.ph
+            if code == 4:
+                if ph != "f":
+                    continue
+                # times as Kineto writes them ("1695835542514261.123" µs) convert inline; others by to_ns
+                ts = e.ts
+                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
+                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
+                fid = e.id
+                fid = fid if type(fid) is int and 0 <= fid < MAX_NS else None
+                if fid is not None and ts is not None:
+                    key = (e.pid, e.tid)
+                    try:
+                        t = threads[key]
+                    except (KeyError, TypeError):
+                        t = thread_id(*key)
+                    flow_ends[(t, ts)] = fid
+            elif code == 1:
+                if ph != "X":
+                    continue
+                name = e.name
+                ts, dur = e.ts, e.dur
+                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
+                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
+                dur = int(d) if type(dur) is str and 4 < len(dur) <= 19 and dur[-4] == "." and \
+                    (d := dur[:-4] + dur[-3:]).isdigit() and d.isascii() else to_ns(dur)
+                if type(name) is not str or ts is None or ts < 0 or dur is None or dur < 0:
+                    raise FastPathUnsure(index)
+                args = e.args
+                if type(args) is not dict:
+                    args = {}
+                stream = to_id(args.get("stream", e.tid))
+                dev = args.get("device")
+                dev = (to_id(e.pid) or 0) if dev is None else to_id(dev)
+                corr = args.get("correlation")
+                if stream is None or dev is None or (type(corr) is int and corr >= MAX_NS):
+                    raise FastPathUnsure(index)
+                corr = to_id(corr)
+                nid = name_ids.get(name)
+                if nid is None:
+                    nid = name_ids[name] = len(names)
+                    names.append(name)
+                g_name(nid)
+                g_cat(kind[1])
+                g_ts(ts)
+                g_dur(dur)
+                g_dev(dev)
+                g_stream(stream)
+                g_corr(corr if corr is not None else _MISSING_CORRELATION)
+                g_thread(thread_id(e.pid, e.tid))
+            elif code == 2:
+                args = e.args
+                corr = args.get("correlation") if type(args) is dict else None
+                if type(corr) is not int or corr < 0 or ph != "X":
+                    continue
+                ts = e.ts
+                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
+                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
+                if corr >= MAX_NS or ts is None or ts < 0:
+                    raise FastPathUnsure(index)
+                launches[corr] = ts
+                key = (e.pid, e.tid)
+                try:
+                    launch_threads[corr] = threads[key]
+                except (KeyError, TypeError):
+                    launch_threads[corr] = thread_id(*key)
+                name = e.name
+                if type(name) is str and "GraphLaunch" in name:
+                    graph_launches.add(corr)
+            else:
+                name = e.name
+                if type(name) is not str:
+                    continue
+                # names repeat (aten::mm, ...): what each says, per category, is looked up once
+                seen = kind[7]
+                flags = seen.get(name)
+                if flags is None:
+                    flags = 0
+                    if kind[6]:
+                        if "vllm" in name:
+                            flags |= 2
+                            if name.endswith("execute_model") and _VLLM_WORKER.search(name):
+                                flags |= 4
+                    elif name.startswith("execute_context_"):
+                        flags |= 1
+                    if kind[5] and name.startswith(_OP_PREFIXES):
+                        flags |= 8
+                    if kind[3] and marker_search(name):
+                        flags |= 16
+                    if len(seen) < _NAME_CACHE and len(name) <= _NAME_CACHE_CHARS:
+                        seen[name] = flags
+                if not flags:
+                    continue
+                if flags & 1:
+                    c.vllm_annotations += 1
+                if flags & 2:
+                    c.vllm_functions += 1
+                if flags & 4:
+                    c.vllm_worker_steps += 1
+                if flags & 8 and ph == "X":
+                    op = name
+                    if name == "record_param_comms":
+                        args = e.args
+                        cn = args.get("Collective name") if type(args) is dict else None
+                        op = f"record_param_comms:{cn}" if type(cn) is str else name
+                    ck = next((i for i, (_, r) in enumerate(ops) if r.fullmatch(op)), -1)
+                    ts, dur = to_ns(e.ts), to_ns(e.dur)
+                    if ck >= 0 and ts is not None and dur is not None and dur >= 0:
+                        comm_ops.setdefault(thread_id(e.pid, e.tid), []).append((ts, ts + dur, ck))
+                if flags & 16 and ph in ("X", "i", "I"):
+                    ts = to_ns(e.ts)
+                    dur = to_ns(e.dur) if ph == "X" else None
+                    if ts is None or (dur is not None and dur < 0):
+                        raise FastPathUnsure(index)
+                    markers.append((ts, index, name, thread_id(e.pid, e.tid), ts + dur if dur is not None else None))
+    for kind in kinds:
+        categories[kind[0]] += kind[4]
+    c.events = reader.events_read
+    c.metadata = reader.metadata
+    return c
+
+
 # --------------------------------------------------------------------------- figures
 
 
@@ -432,7 +609,19 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
     marker_re, filter_re, collective_res = options.compiled()
     reader = TraceReader(path, options.max_json_chars)
     v2 = options.analysis >= 2
-    c = collect(reader, marker_re, options.marker_categories, options.ops_compiled() if v2 else None)
+    ops = options.ops_compiled() if v2 else None
+    # The pass makes millions of small objects and no cycles: the cyclic collector would only re-walk them.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        try:
+            c = collect_fast(reader, marker_re, options.marker_categories, ops)
+        except (FastPathUnsure, TraceError):  # the exact path reads it all again: the same result, or its error
+            reader = TraceReader(path, options.max_json_chars)
+            c = collect(reader, marker_re, options.marker_categories, ops)
+    finally:
+        if collecting:
+            gc.enable()
     notes: list[str] = []
 
     g_name = np.frombuffer(c.g_name, dtype=np.int64)

@@ -16,6 +16,17 @@ Bounds: at most `max_json_chars` characters of JSON text are read (a small gzip 
 expand to gigabytes of whitespace), and an object naming a key twice is refused, as every
 other reader of the project refuses it (the pairs hook costs about 5% of the decoding, less
 than any check on the text measured).
+
+Fast path (`TraceReader.batches`): the events array is cut at the last `},` of the buffer and the
+part before it decoded in one call by msgspec into `Event` structs (only the fields the analysis
+reads; `args` whole). A cut that decodes as an array is an event boundary (a cut inside a string or
+a nested value cannot close). msgspec keeps the last of a repeated key silently, so each batch is
+re-encoded and its colons counted: JSON text without `\\u003a` escapes holds exactly one colon per
+key plus those inside strings, so a batch whose re-encoding holds fewer colons than its text lost
+a key (a repeated one, an explicit null, a field Event lacks). Such a batch, one msgspec refuses
+(NaN, a lone surrogate, nesting over the limit) and the last events are decoded by the exact path
+above, one by one, and converted. Anything else unusual raises `FastPathUnsure`: the analysis then
+reads the file again by the exact path alone, so the fast path never changes a result or an error.
 """
 
 from __future__ import annotations
@@ -30,6 +41,8 @@ from collections.abc import Iterator
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from audit.errors import AuditError
 from audit.jsonl import DuplicateKey, HashingReader, _reject_constant, _unique_pairs, open_regular
@@ -58,6 +71,32 @@ _DECODER = json.JSONDecoder(parse_float=str, parse_constant=_reject_constant, ob
 
 class TraceError(AuditError):
     """The trace file cannot be read as a PyTorch profiler trace (exit 2, one line)."""
+
+
+class FastPathUnsure(Exception):
+    """The fast path met something it does not read exactly as the exact path does: read again by that."""
+
+
+class Event(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, gc=False):
+    """The fields of a trace event that the analysis reads (every key real traces hold); None: absent."""
+
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    ts: Any = None
+    dur: Any = None
+    pid: Any = None
+    tid: Any = None
+    id: Any = None
+    bp: Any = None
+    s: Any = None
+    args: Any = None
+
+
+_FAST = msgspec.json.Decoder(list[Event], float_hook=str)
+_ENCODE = msgspec.json.Encoder().encode
+_FAST_DEPTH = 100
+"""Nesting the fast decoder may reach (below the exact path's limit, so it never accepts what that refuses)."""
 
 
 def to_ns(value: Any) -> int | None:
@@ -133,11 +172,13 @@ class TraceReader:
         self._eof = False
         self._lines = 0
         self._col0 = 0  # characters of the current line that were dropped from the buffer
+        self._dropped = 0  # characters dropped from the buffer's front
+        self._fast = False
 
     def _fill(self) -> None:
         """Drop the consumed text and append the next chunk; sets `_eof` at the end of the file."""
         buf, pos = self._buf, self._pos
-        newlines = buf.count("\n", 0, pos)
+        newlines = buf.count("\n", 0, pos) if not self._fast else 0  # the fast path's errors are never shown
         if newlines:
             self._lines += newlines
             self._col0 = pos - buf.rfind("\n", 0, pos) - 1
@@ -160,6 +201,7 @@ class TraceReader:
                              f"{' after gzip decompression' if self.gzip else ''}: over the limit "
                              f"(--max-json-mb raises it)", path=self.label)
         self._buf = buf[pos:] + chunk
+        self._dropped += pos
         self._pos = 0
 
     def _where(self, pos: int) -> str:
@@ -233,7 +275,22 @@ class TraceReader:
             self._text.close()
             self._file.close()
 
-    def _document(self) -> Iterator[tuple[int, dict[str, Any]]]:
+    def batches(self) -> Iterator[list[Event]]:
+        """The events in file order, as lists of `Event` (the fast path); raises FastPathUnsure (or
+        TraceError) where the exact path must read the file instead."""
+        self._open()
+        self._fast = True
+        try:
+            for item in self._document(fast=True):
+                yield item
+            while self._hashing.read(CHUNK_CHARS):
+                pass
+            self.sha256, self.bytes = self._hashing.sha.hexdigest(), self._hashing.bytes
+        finally:
+            self._text.close()
+            self._file.close()
+
+    def _document(self, fast: bool = False) -> Iterator[Any]:
         first = self._peek()
         if first == "":
             raise TraceError("empty file: not a JSON trace", path=self.label)
@@ -253,7 +310,7 @@ class TraceReader:
                     if seen_events:
                         raise self._fail("traceEvents appears twice")
                     seen_events = True
-                    yield from self._events()
+                    yield from (self._fast_events() if fast else self._events())
                 else:
                     if key in self.metadata:
                         raise self._fail(f"the top-level key {key!r} appears twice")
@@ -314,3 +371,76 @@ class TraceReader:
             if sep == "":
                 raise self._fail(f"ends inside traceEvents after {index:,} events (truncated file?)")
             raise self._fail(f"malformed JSON: expected ',' or ']' after traceEvents[{index - 1}], found {sep!r}")
+
+    def _exact_batch(self, until: int) -> list[Event]:
+        """Events decoded by the exact path, converted, up to absolute offset `until` (or the array's end)."""
+        out: list[Event] = []
+        convert = msgspec.convert
+        while True:
+            event = self._value(f"traceEvents[{self.events_read}]")
+            if type(event) is not dict:
+                raise FastPathUnsure("not an event object")
+            try:
+                out.append(convert(event, Event))
+            except msgspec.ValidationError:
+                raise FastPathUnsure("an event field Event lacks") from None
+            self.events_read += 1
+            sep = self._peek()
+            if sep == ",":
+                self._pos += 1
+                self._peek()
+                if self._dropped + self._pos > until:
+                    return out
+                continue
+            if sep == "]":
+                self._pos += 1
+                self._array_done = True
+                return out
+            raise FastPathUnsure("malformed separator")
+
+    def _fast_events(self) -> Iterator[list[Event]]:
+        self._expect("[", "'[' (traceEvents must be an array)")
+        if self._peek() == "]":
+            self._pos += 1
+            return
+        self._array_done = False
+        decode = _FAST.decode
+        while not self._array_done:
+            buf, pos = self._buf, self._pos
+            cut = buf.rfind("},", pos)
+            if cut < 0:
+                if not self._eof and len(buf) - pos <= MAX_VALUE_CHARS:
+                    self._fill()
+                    self._peek()
+                    continue
+                yield self._exact_batch(self._dropped + len(self._buf))  # the last events, to the array's end
+                continue
+            text = buf[pos:cut + 1]
+            batch = None
+            if "\\u003" not in text:
+                limit = sys.getrecursionlimit()
+                depth = _frame_depth()
+                try:
+                    sys.setrecursionlimit(depth + _FAST_DEPTH)
+                    batch = decode("[" + text + "]")
+                except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                    batch = None
+                finally:
+                    sys.setrecursionlimit(limit)
+                # one colon per key and per colon inside a string, in both: fewer after decoding lost a key
+                if batch is not None and _ENCODE(batch).count(b":") != text.count(":"):
+                    batch = None
+            if batch is None:
+                yield self._exact_batch(self._dropped + cut)
+                continue
+            self.events_read += len(batch)
+            yield batch
+            self._pos = cut + 2
+            self._peek()
+
+
+def _frame_depth() -> int:
+    f, n = sys._getframe(1), 0
+    while f is not None:
+        f, n = f.f_back, n + 1
+    return n

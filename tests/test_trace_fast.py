@@ -1,0 +1,194 @@
+"""The reader's fast path (msgspec batches) against the exact path (the stdlib decoder, one event at a time).
+
+The fast path may give up (FastPathUnsure, or a TraceError: the analysis then reads the file again by the
+exact path), but where it finishes it must have collected exactly what the exact path collects, and it
+must never finish where the exact path refuses the file (a key named twice, a value it does not read).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from audit.trace import analyze as analyze_mod
+from audit.trace import reader as reader_mod
+from audit.trace.analyze import TraceOptions, analyze, collect, collect_fast
+from audit.trace.reader import FastPathUnsure, TraceError, TraceReader
+
+REAL = ("alexnet_a100_benchmark_trace.json.gz", "hta_amd_mi250_minitoy_train_rocm6_2.json.gz",
+        "hta_nccl_parser_config_nccl_data.json.gz", "hta_negative_queue_length_rank0.json.gz",
+        "recsys_a100_sampled_rank-0.json.gz", "vllm_tp4_h100_1000isl_10osl_32con.pt.trace.json.gz",
+        "vllm_tp4_mi300x_1000isl_10osl_32con.pt.trace.json.gz", "hta_mtia_inference_rank_0.json.gz")
+
+
+def _both(path: Path):
+    """(fast result or the exception it raised, exact result or its TraceError)."""
+    o = TraceOptions()
+    marker = o.compiled()[0]
+    try:
+        fast = collect_fast(TraceReader(path), marker, o.marker_categories, o.ops_compiled())
+    except (FastPathUnsure, TraceError) as e:
+        fast = e
+    try:
+        exact = collect(TraceReader(path), marker, o.marker_categories, o.ops_compiled())
+    except TraceError as e:
+        exact = e
+    return fast, exact
+
+
+def _agree(fast, exact, must_finish: bool = False) -> None:
+    if isinstance(exact, TraceError):
+        assert isinstance(fast, (FastPathUnsure, TraceError)), f"fast path finished where the exact path said {exact}"
+        return
+    if must_finish:
+        assert not isinstance(fast, Exception), f"fast path gave up: {fast!r}"
+    if not isinstance(fast, Exception):
+        assert fast == exact
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 4096])
+def test_fast_path_collects_what_the_exact_path_does_on_every_real_trace(shared, monkeypatch, chunk):
+    monkeypatch.setattr(reader_mod, "CHUNK_CHARS", chunk)
+    for name in REAL:
+        fast, exact = _both(shared(f"torch_profiler_traces/{name}"))
+        _agree(fast, exact, must_finish=True)
+
+
+def test_analyze_takes_the_fast_path_on_real_traces(shared, monkeypatch):
+    def exact_path(*a, **k):
+        raise AssertionError("fell back to the exact path")
+
+    monkeypatch.setattr(analyze_mod, "collect", exact_path)
+    r = analyze(shared("torch_profiler_traces/recsys_a100_sampled_rank-0.json.gz"))
+    assert r.summary.trace.kernels > 0
+
+
+def _kernel(i: int, **extra) -> dict:
+    e = {"ph": "X", "cat": "kernel", "name": f"k{i % 7}", "pid": 0, "tid": 7, "ts": f"{1000 + i * 10}.125",
+         "dur": "5.500", "args": {"correlation": i, "stream": 7, "device": 0}}
+    e.update(extra)
+    return e
+
+
+def _launch(i: int) -> dict:
+    return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2,
+            "ts": f"{999 + i * 10}.5", "dur": 1, "args": {"correlation": i, "cbid": 211}}
+
+
+def _write(path: Path, texts: list[str]) -> Path:
+    path.write_text('{"schemaVersion": 1, "traceEvents": [\n' + ",\n".join(texts) + "\n]}\n")
+    return path
+
+
+def _trace(n: int, odd: dict[int, str]) -> list[str]:
+    """`n` launch+kernel pairs as JSON text; `odd` replaces event texts by index."""
+    texts = []
+    for i in range(n):
+        texts += [json.dumps(_launch(i)), json.dumps(_kernel(i))]
+    for k, text in odd.items():
+        texts[k] = text
+    return texts
+
+
+DUPLICATES = {
+    "top-level ts": '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "ts": 6, "dur": 1}',
+    "an args key no one reads": '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 5, '
+                                '"args": {"Ev Idx": 1, "Ev Idx": 2}}',
+    "a key whose dropped value holds colons": '{"ph": "X", "cat": "cpu_op", "name": "a::b", "pid": 1, "tid": 2, '
+                                              '"ts": 5, "args": {"x": "c10d::x:y", "x": 1}}',
+    "inside a nested object": '{"ph": "i", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 2, "ts": 5, '
+                              '"args": {"o": {"a": [1, {"b": 1, "b": 1}]}}}',
+    "beside an escaped colon": '{"ph": "X", "cat": "cpu_op", "name": "a\\u003ab", "pid": 1, "tid": 2, "ts": 5, '
+                               '"pid": 1}',
+    "with blank space before the colon": '{"ph" : "X", "cat" : "cpu_op", "name" : "n", "pid": 1, "tid": 2, '
+                                         '"ts": 5, "ph" : "X"}',
+}
+
+
+@pytest.mark.parametrize("where", [11, 3001, 7999])
+@pytest.mark.parametrize("case", sorted(DUPLICATES))
+def test_a_key_named_twice_deep_in_a_large_trace_is_refused_as_before(tmp_path, monkeypatch, case, where):
+    """Issue 19's refusal holds on the fast path: the message is the exact path's, wherever the batch falls."""
+    monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 64 << 10)
+    path = _write(tmp_path / "t.json", _trace(4000, {where: DUPLICATES[case]}))
+    fast, exact = _both(path)
+    assert isinstance(exact, TraceError) and "twice" in str(exact)
+    _agree(fast, exact)
+    with pytest.raises(TraceError) as e:
+        analyze(path)
+    assert str(e.value) == str(exact)
+
+
+ODD_BUT_FINE = {
+    "braces and commas in a string": '{"ph": "X", "cat": "cpu_op", "name": "x},{\\"y\\": 1}, {", "pid": 1, '
+                                     '"tid": 2, "ts": 5, "dur": 1}',
+    "a nested object ending in a comma": '{"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 2, "ts": 5, '
+                                         '"args": {"o": {"a": 1}, "b": [{"c": 2}, {"d": 3}]}}',
+    "an integer over 64 bits": '{"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 2, "ts": 5, '
+                               '"args": {"big": 123456789012345678901234567890}}',
+    "exponent and sub-ns times": json.dumps(_kernel(5)).replace('"1050.125"', '1.050125e3').replace('"5.500"',
+                                                                                               '5.5004'),
+    "an explicit null": '{"ph": "X", "cat": "cpu_op", "name": null, "pid": 1, "tid": 2, "ts": 5}',
+    "a lone surrogate": '{"ph": "X", "cat": "cpu_op", "name": "\\ud800", "pid": 1, "tid": 2, "ts": 5}',
+    "non-ASCII text": '{"ph": "X", "cat": "cpu_op", "name": "größe::µ", "pid": 1, "tid": 2, "ts": 5}',
+    "an unknown top-level key": '{"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 2, "ts": 5, "tts": 3}',
+    "a boolean time": json.dumps(_kernel(9, ts=True)),
+    "a list as tid": '{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": [2], '
+                     '"ts": 5, "args": {"correlation": 3}}',
+}
+
+
+@pytest.mark.parametrize("case", sorted(ODD_BUT_FINE))
+def test_odd_events_give_the_exact_paths_result(tmp_path, monkeypatch, case):
+    monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 16 << 10)
+    path = _write(tmp_path / "t.json", _trace(1500, {1001: ODD_BUT_FINE[case], 2998: ODD_BUT_FINE[case]}))
+    fast, exact = _both(path)
+    _agree(fast, exact)
+    ref = analyze  # and end to end: the same summary as the exact path alone gives
+    got = ref(path) if not isinstance(exact, TraceError) else None
+    monkeypatch.setattr(analyze_mod, "collect_fast", lambda *a, **k: (_ for _ in ()).throw(FastPathUnsure("off")))
+    if got is None:
+        with pytest.raises(TraceError):
+            analyze(path)
+    else:
+        assert analyze(path).summary == got.summary
+
+
+def test_text_a_nested_object_cuts_keeps_the_fast_path(tmp_path, monkeypatch):
+    """A `},` inside an event's args is no event boundary: the batch is read exactly, the rest stays fast."""
+    monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 16 << 10)
+    path = _write(tmp_path / "t.json", _trace(1500, {1001: ODD_BUT_FINE["a nested object ending in a comma"]}))
+    fast, exact = _both(path)
+    _agree(fast, exact, must_finish=True)
+
+
+_KEYS = st.sampled_from(["ph", "cat", "name", "ts", "dur", "pid", "tid", "id", "args", "correlation", "stream",
+                         "device", "x"])
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 2**64), st.sampled_from(
+    ['"X"', '"f"', '"kernel"', '"cuda_runtime"', '"ac2g"', '"cpu_op"', '"ProfilerStep#1"', '"12.345"', '"a:b"',
+     '"\\u003a"', '"x\\"y"', '"}, {"', '1.5e3', '-0.0', '7.0005', '"nccl:all_reduce"']))
+
+
+def _obj(depth: int) -> st.SearchStrategy[str]:
+    value = _SCALARS.map(lambda v: v if isinstance(v, str) else json.dumps(v))
+    if depth:
+        value = st.one_of(value, st.deferred(lambda: _obj(depth - 1)))
+    pairs = st.lists(st.tuples(_KEYS, value), max_size=6)
+    return pairs.map(lambda ps: "{" + ", ".join(f'"{k}": {v}' for k, v in ps) + "}")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(odd=st.lists(st.tuples(st.integers(0, 399), _obj(2)), max_size=4))
+def test_fast_path_never_differs_from_the_exact_path(tmp_path_factory, odd):
+    """Random events (repeated keys, nulls, escapes, colons and braces in strings, nesting) among normal ones."""
+    reader_mod.CHUNK_CHARS, saved = 2048, reader_mod.CHUNK_CHARS
+    try:
+        path = _write(tmp_path_factory.mktemp("h") / "t.json", _trace(200, dict(odd)))
+        fast, exact = _both(path)
+        _agree(fast, exact)
+    finally:
+        reader_mod.CHUNK_CHARS = saved
