@@ -680,9 +680,9 @@ def fit_check(grading: Grading, responses: str | os.PathLike[str], config: Resol
 def format_summary(vf: VerdictFile) -> list[str]:
     """Short human-readable lines: the figures with their intervals (one-sided bounds in words), status
     counts, and the per-subject figures when the items name subjects."""
-    from audit.views import coverage_lines, figure_lines, subject_lines
+    from audit.views import bad_input_lines, coverage_lines, figure_lines, subject_lines
 
-    lines = coverage_lines(vf.summary) + figure_lines(vf.summary.figures)
+    lines = coverage_lines(vf.summary) + figure_lines(vf.summary.figures) + bad_input_lines(vf.summary.bad_input)
     lines.append("statuses: " + ", ".join(f"{k}={v}" for k, v in vf.summary.statuses.items()))
     return lines + subject_lines(vf.summary.subjects)
 

@@ -165,6 +165,12 @@ GENERATION_ONLY: dict[str, str] = {"gpqa": "gpqa.simple_evals"}
 """Benchmarks `audit generate` knows a prompt for that have no grading spec of their own (the full GPQA set)."""
 
 
+def spec_named(task: str | None) -> str | None:
+    """`task` when it is a registered spec's name, else None: what an importer records as the benchmark of a run
+    named after its task (lm-eval's `copa` is a task, not a spec; the task itself goes to the provenance)."""
+    return task if task in SPECS else None
+
+
 def get_spec(name: str) -> BenchmarkSpec:
     try:
         return SPECS[name]

@@ -183,6 +183,11 @@ class Summary(Record):
     excluded: list[dict[str, Any]] = Field(default_factory=list)
     """Rows left out of the graded denominator, each `{item_id, sample, status, reason}`."""
 
+    @property
+    def bad_input(self) -> int:
+        """Rows with status `bad_input` (a source record that disagrees with itself, kept ungraded)."""
+        return self.statuses.get("bad_input", 0)
+
 
 class SubjectSummary(Record):
     """One subject's items and figures (e.g. an MMLU-Pro category)."""

@@ -111,6 +111,15 @@ def sample_figure_lines(figs: list[Any]) -> list[str]:
     return lines
 
 
+def bad_input_lines(bad_input: int) -> list[str]:
+    """The note under the figures when rows were recorded ungraded for bad input: they are in no figure silently."""
+    if not bad_input:
+        return []
+    rows = "row" if bad_input == 1 else "rows"
+    return [f"note: {bad_input:,} {rows} with status bad_input (the source record disagrees with itself): counted "
+            f"as not graded in accuracy_all, left out of accuracy"]
+
+
 def coverage_lines(summary: Any) -> list[str]:
     """The headline when responses cover only some items: how many, and what each figure counts.
 
@@ -264,6 +273,7 @@ def verdict_file_view(path: str | Path) -> list[str]:
     lines.append("figures" + (" (one run: the run's figures are the overall ones)" if vf.summary.samples == 1 else ""))
     shown = [f for f in vf.summary.figures if vf.summary.samples != 1 or f.sample is None]
     lines += ["  " + x for x in figure_lines(shown)]
+    lines += bad_input_lines(vf.summary.bad_input)
     lines.append("statuses   " + ", ".join(f"{visible(k)}={v:,}" for k, v in vf.summary.statuses.items()))
     from audit.grade import at_budget_lines
 

@@ -28,7 +28,7 @@ def _one_line(r, message: str) -> None:
 
 
 def _import_table(src: Path, tmp_path: Path, setup: str = "", timeout: float = 30):
-    return audit_jailed("import", "table", src, "-o", tmp_path / "out", "--kind", "responses", "--benchmark", "t",
+    return audit_jailed("import", "table", src, "-o", tmp_path / "out", "--kind", "responses", "--benchmark", "choice",
                         setup=setup, timeout=timeout)
 
 
@@ -237,7 +237,7 @@ def test_an_lm_eval_parquet_bomb_is_refused_before_datasets_reads_it(tmp_path):
     data = _parquet(pa.table({"doc_id": list(range(2000)), "resps": pa.array(["x" * MIB] * 2000).dictionary_encode()}),
                     compression="zstd", store_schema=False)
     src.write_bytes(data)
-    r = audit_jailed("import", "lm-eval", src, "-o", tmp_path / "out", "--benchmark", "t", setup=MEMORY,
+    r = audit_jailed("import", "lm-eval", src, "-o", tmp_path / "out", "--benchmark", "choice", setup=MEMORY,
                      timeout=60)
     _one_line(r, f"{src}: decodes to more than 67,108,864 bytes by row 2,000, the most a {len(data):,}-byte "
                  "file may expand to")
@@ -324,7 +324,7 @@ def test_a_json_file_nested_too_deep_is_not_a_traceback_when_its_format_is_guess
         r = audit_jailed("show", src, timeout=30)
         _one_line(r, f"{src}: not a package or a verdict file: expected a package directory, a .tar.gz or a "
                      "verdict file")
-        r = audit_jailed("import", "verdicts", src, "-o", tmp_path / "v.json", "--benchmark", "t", timeout=30)
+        r = audit_jailed("import", "verdicts", src, "-o", tmp_path / "v.json", "--benchmark", "choice", timeout=30)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr[-2000:]
         assert r.stderr.startswith(f"audit: error: {src}") and "Traceback" not in r.stderr
 

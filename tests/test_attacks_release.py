@@ -113,7 +113,7 @@ def test_protected_text_in_an_imported_status_is_refused(cli, setup, tmp_path):
         {"item_id": "p3", "sample": 0, "correct": False, "answer": "A"},
         {"item_id": "q1", "sample": 0, "correct": False, "answer": "A"}]) + "\n")
     vf = tmp_path / "imported.json"
-    r = cli("import", "verdicts", table, "--benchmark", "test", "-o", vf, "--package", setup["resp"])
+    r = cli("import", "verdicts", table, "--benchmark", "choice", "-o", vf, "--package", setup["resp"])
     assert r.code == 0, r.err
     out = tmp_path / "rel"
     r = cli("release", vf, "-o", out, "--items", setup["items"], "--responses", setup["resp"])

@@ -182,8 +182,8 @@ def test_pack_force_replaces_a_package_or_an_empty_folder(cli, tmp_path):
     assert _pack(cli, tmp_path, out).code == 0
     r = _pack(cli, tmp_path, out)
     assert r.err == f"audit: error: {out}: already exists (use --force to replace it)\n"
-    assert _pack(cli, tmp_path, out, "--force", "--benchmark", "x").code == 0
-    assert json.loads((out / "manifest.json").read_text())["benchmark"] == "x"
+    assert _pack(cli, tmp_path, out, "--force", "--benchmark", "mmlu_pro").code == 0
+    assert json.loads((out / "manifest.json").read_text())["benchmark"] == "mmlu_pro"
     empty = tmp_path / "empty"
     empty.mkdir()
     assert _pack(cli, tmp_path, empty, "--force").code == 0
@@ -312,13 +312,13 @@ def test_import_verdicts_and_recorded_refuse_a_users_json(cli, tmp_path):
     src.write_text('{"item_id": "a", "correct": true}\n', encoding="utf-8")
     out = tmp_path / "out.json"
     out.write_text('{"mine": 1}', encoding="utf-8")
-    r = cli("import", "verdicts", src, "--benchmark", "b", "--tool", "t", "-o", out, "--force")
+    r = cli("import", "verdicts", src, "--benchmark", "choice", "--tool", "t", "-o", out, "--force")
     assert r.code == 2 and r.err.startswith(f"audit: error: {out}: --force replaces only what audit wrote (a "
                                             f"verdict file); not this one: "), r.err
     assert out.read_text(encoding="utf-8") == '{"mine": 1}'
     out.unlink()
-    assert cli("import", "verdicts", src, "--benchmark", "b", "--tool", "t", "-o", out).code == 0
-    assert cli("import", "verdicts", src, "--benchmark", "b", "--tool", "t", "-o", out, "--force").code == 0
+    assert cli("import", "verdicts", src, "--benchmark", "choice", "--tool", "t", "-o", out).code == 0
+    assert cli("import", "verdicts", src, "--benchmark", "choice", "--tool", "t", "-o", out, "--force").code == 0
 
 
 @attack("writes.force-every-writer")
@@ -364,8 +364,8 @@ def test_two_packs_racing_for_one_folder_one_fails(tmp_path):
     src = _jsonl(tmp_path / "r.jsonl")
     for trial in range(3):
         out = tmp_path / f"pkg{trial}"
-        res = _race(["pack", out, "--responses", src, "--benchmark", "a"],
-                    ["pack", out, "--responses", src, "--benchmark", "b"])
+        res = _race(["pack", out, "--responses", src, "--benchmark", "mmlu_pro"],
+                    ["pack", out, "--responses", src, "--benchmark", "choice"])
         assert sorted(c for c, _ in res) == [0, 2], res
         assert next(e for c, e in res if c == 2) in (
             f"audit: error: {out}: already exists (use --force to replace it)\n",

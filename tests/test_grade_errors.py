@@ -66,7 +66,29 @@ def test_grading_a_jsonl_file_points_to_audit_import(tmp_path, cli):
 def test_benchmark_is_a_checked_spec_name(tmp_path, cli):
     pkg = make_package(tmp_path / "pkg", responses=RESPONSES, items=ITEMS, benchmark="mmlu_pro")
     r = cli("grade", pkg, "--benchmark", "mmlu-pro", "-o", tmp_path / "r.json")
-    assert r.code == 2 and r.err.startswith("audit: error: unknown benchmark 'mmlu-pro' (known: choice, exact, gpqa_diamond")
+    assert (r.code, r.err) == (2, UNKNOWN_MMLU_PRO)
+    assert not (tmp_path / "r.json").exists()
+
+
+UNKNOWN_MMLU_PRO = ("audit: error: --benchmark: unknown benchmark 'mmlu-pro' (known: choice, exact, gpqa_diamond, "
+                    "gsm8k, hle, math, math500, mmlu_pro, mmlu_pro_plus, mmlu_pro_strict, selected_choice; "
+                    "`audit benchmarks` describes them)\n")
+
+
+@pytest.mark.parametrize("args", [
+    ("import", "mmlu-pro", "src.json", "-o", "out"),
+    ("import", "lm-eval", "src.jsonl", "-o", "out"),
+    ("import", "inspect", "log.eval", "-o", "out"),
+    ("import", "table", "src.jsonl", "--kind", "responses", "-o", "out"),
+    ("import", "verdicts", "src.jsonl", "-o", "out.json"),
+    ("pack", "out", "--responses", "src.jsonl"),
+])
+def test_every_command_that_records_a_benchmark_checks_it_as_grade_does(tmp_path, cli, args, monkeypatch):
+    # `--benchmark` means one thing everywhere: a registered spec, checked before any file is read.
+    monkeypatch.chdir(tmp_path)
+    r = cli(*args, "--benchmark", "mmlu-pro")
+    assert (r.code, r.err, r.out) == (2, UNKNOWN_MMLU_PRO, "")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_reproduce_without_a_recorded_path_names_the_flag_only_in_the_cli(tmp_path, cli):

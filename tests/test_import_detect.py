@@ -38,7 +38,7 @@ def test_an_lm_eval_samples_file_given_to_the_mmlu_pro_importer(cli, tmp_path):
 
 
 def test_an_lm_eval_results_file_names_the_samples_file_beside_it(cli, tmp_path):
-    err = _refused(cli, tmp_path, "import", "lm-eval", COPA_RESULTS, "--benchmark", "copa", "-o", tmp_path / "out")
+    err = _refused(cli, tmp_path, "import", "lm-eval", COPA_RESULTS, "--benchmark", "selected_choice", "-o", tmp_path / "out")
     assert err == (f"audit: error: {COPA_RESULTS}: this looks like an lm-evaluation-harness results file (aggregate "
                    f"scores only, no per-item rows); use `audit import lm-eval {COPA} --benchmark NAME -o OUT` (the "
                    f"--log_samples file written beside it)\n")
@@ -97,7 +97,7 @@ def test_audit_documents_are_not_imported(cli, tmp_path, monkeypatch):
     err = _refused(cli, tmp_path, "import", "table", "results.json", "--kind", "responses", "-o", "out")
     assert err == ("audit: error: results.json: this looks like an audit verdict file (written by audit grade or "
                    "audit import verdicts): nothing to import; use `audit show results.json`\n")
-    err = _refused(cli, tmp_path, "import", "verdicts", "results.json", "--benchmark", "x", "-o", "out.json")
+    err = _refused(cli, tmp_path, "import", "verdicts", "results.json", "--benchmark", "choice", "-o", "out.json")
     assert err.startswith("audit: error: results.json: this looks like an audit verdict file")
     manifest = REPO / "packages" / "demo-lab-note" / "mmlu_pro" / "manifest.json"
     err = _refused(cli, tmp_path, "import", "mmlu-pro", manifest, "-o", "out")

@@ -41,7 +41,7 @@ def _rows(path):
                 [r.model_dump() for r in pkg.iter_rows("item_row.v1")])
 
 
-@pytest.mark.parametrize("src,bench", [(COPA, "copa"), (ARC, "arc_easy"), (GSM8K, "gsm8k")])
+@pytest.mark.parametrize("src,bench", [(COPA, "selected_choice"), (ARC, "selected_choice"), (GSM8K, "gsm8k")])
 def test_a_parquet_details_table_imports_as_its_jsonl_does(cli, here, src, bench):
     parquet = _to_parquet(src, here / (src.stem + ".parquet"))
     for path, out in ((src, "from-jsonl"), (parquet, "from-parquet")):
@@ -71,6 +71,6 @@ def test_an_edited_prompt_in_a_parquet_table_is_still_caught(cli, here):
     records = [json.loads(line) for line in COPA.read_text(encoding="utf-8").splitlines()]
     records[3]["arguments"]["gen_args_0"]["arg_0"] += " (edited)"
     datasets.Dataset.from_list(records).to_parquet(str(here / "copa.parquet"))
-    r = cli("import", "lm-eval", "copa.parquet", "--benchmark", "copa", "-o", "pkg")
+    r = cli("import", "lm-eval", "copa.parquet", "--benchmark", "selected_choice", "-o", "pkg")
     assert (r.code, r.err) == (2, "audit: error: copa.parquet: row 4: field prompt_hash: prompt_hash does not match "
                                   "the logged prompt (altered after the run?)\n")

@@ -50,13 +50,18 @@ def here(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("fmt", ["eval", "json"])
 def test_a_log_inspect_wrote_imports_with_its_items_and_recorded_verdicts(cli, here, logs, fmt):
+    # The task `arith` is not a benchmark spec: a verdict file needs one named.
     r = cli("import", "inspect", logs[fmt], "-o", "pkg", "--recorded", "recorded.json")
+    assert (r.code, r.err) == (2, "audit: error: --recorded needs --benchmark NAME: the log's task 'arith' is not a "
+                                  "benchmark spec (see `audit benchmarks`)\n")
+    assert not (here / "pkg").exists() and not (here / "recorded.json").exists()
+    r = cli("import", "inspect", logs[fmt], "-o", "pkg", "--recorded", "recorded.json", "--benchmark", "exact")
     assert r.code == 0, r.err
     pid = json.loads((here / "pkg" / "manifest.json").read_text())["package_id"]
     assert r.out.splitlines() == [
         f"wrote pkg: responses package {pid}, 6 rows and 3 items",
         "  checked against the log's results: 6 samples; match accuracy 0.666667 = the mean of 6 samples",
-        "wrote recorded.json: arith, 3 items x 2 samples, recorded accuracy 66.67% (4/6) (match)",
+        "wrote recorded.json: exact, 3 items x 2 samples, recorded accuracy 66.67% (4/6) (match)",
     ]
     with open_package(here / "pkg") as pkg:
         prov = pkg.manifest.provenance
@@ -115,7 +120,7 @@ def test_refusals(cli, here, logs):
 
 def test_a_log_given_to_another_importer_names_import_inspect(cli, here, logs):
     for fmt in ("eval", "json"):
-        for args in (("table", logs[fmt], "--kind", "responses"), ("lm-eval", logs[fmt], "--benchmark", "b")):
+        for args in (("table", logs[fmt], "--kind", "responses"), ("lm-eval", logs[fmt], "--benchmark", "exact")):
             r = cli("import", *args, "-o", "out")
             assert (r.code, r.err) == (2, f"audit: error: {logs[fmt]}: this looks like an inspect_ai evaluation log "
                                           f"(samples, scores, model); use `audit import inspect {logs[fmt]} -o OUT "

@@ -71,12 +71,16 @@ def test_a_whole_output_folder_gives_one_checked_package_per_task(cli, here):
     ]
     with open_package(copa) as pkg:
         prov = pkg.manifest.provenance
-        assert pkg.manifest.benchmark == "copa" and prov.model == "sshleifer/tiny-gpt2"
+        # copa is a task, not a benchmark spec: the task is recorded, the benchmark left out.
+        assert pkg.manifest.benchmark is None and prov.extra["import"]["task"] == "copa"
+        assert prov.model == "sshleifer/tiny-gpt2"
         check = prov.extra["import"]["cross_check"]
         assert check["results_file"] == f"results_{STAMP}.json"
         assert [c["ok"] for c in check["checks"]] == [True, True]
         assert [f["name"] for f in prov.extra["source_files"]] == [f"samples_copa_{STAMP}.jsonl",
                                                                     f"results_{STAMP}.json"]
+    with open_package(gsm) as pkg:  # a task named as a spec records it as the benchmark
+        assert pkg.manifest.benchmark == "gsm8k" and pkg.manifest.provenance.extra["import"]["task"] == "gsm8k"
     # Each package holds its items: it grades with nothing else, to the harness's own figure.
     r = cli("grade", str(copa), "--benchmark", "selected_choice", "-o", "copa.json")
     assert r.code == 0, r.err
@@ -122,7 +126,7 @@ def test_samples_embedded_in_the_results_file(cli, here):
     assert (r.code, r.err) == (0, "")
     assert r.out.splitlines()[1] == (f"  checked against results_{STAMP}.json: n-samples 20 = 20 documents in the "
                                      "samples; acc,none 0.6 = the mean of 20 samples")
-    assert cli("import", "lm-eval", str(COPA_DIR / f"samples_copa_{STAMP}.jsonl"), "--benchmark", "copa",
+    assert cli("import", "lm-eval", str(COPA_DIR / f"samples_copa_{STAMP}.jsonl"), "--benchmark", "selected_choice",
                "-o", "from-file").code == 0
     rows = {}
     for name in ("pkgs/copa", "from-file"):

@@ -55,13 +55,13 @@ def here(tmp_path, monkeypatch):
 
 
 def test_arc_easy_chosen_options_are_imported_and_regraded_as_the_harness_scored_them(cli, here):
-    r = cli("import", "lm-eval", ARC, "--benchmark", "arc_easy", "-o", "arc", "--items-out", "arc-items",
+    r = cli("import", "lm-eval", ARC, "--benchmark", "selected_choice", "-o", "arc", "--items-out", "arc-items",
             "--recorded", "recorded.json")
     assert (r.code, r.err) == (0, "")
     ids = [json.loads((here / p / "manifest.json").read_text())["package_id"] for p in ("arc", "arc-items")]
     assert r.out == (f"wrote arc: responses package {ids[0]}, 5 rows and 5 items\n"
                      f"wrote arc-items: items package {ids[1]}, 5 rows\n"
-                     f"wrote recorded.json: arc_easy, 5 items x 1 samples, recorded accuracy 20.00% (1/5) (acc)\n")
+                     f"wrote recorded.json: selected_choice, 5 items x 1 samples, recorded accuracy 20.00% (1/5) (acc)\n")
     records = _records(ARC)
     rows, items = _rows(here / "arc"), _rows(here / "arc-items", "item_row.v1")
     for rec, row, item in zip(records, rows, items):
@@ -83,19 +83,19 @@ def test_arc_easy_chosen_options_are_imported_and_regraded_as_the_harness_scored
 
 
 def test_acc_norm_chooses_by_log_likelihood_per_character(cli, here):
-    r = cli("import", "lm-eval", ARC, "--benchmark", "arc_easy", "-o", "arc", "--choice-by", "acc_norm",
+    r = cli("import", "lm-eval", ARC, "--benchmark", "selected_choice", "-o", "arc", "--choice-by", "acc_norm",
             "--recorded", "recorded.json")
     assert r.code == 0, r.err
-    assert r.out.splitlines()[-1] == ("wrote recorded.json: arc_easy, 5 items x 1 samples, recorded accuracy 20.00% "
+    assert r.out.splitlines()[-1] == ("wrote recorded.json: selected_choice, 5 items x 1 samples, recorded accuracy 20.00% "
                                       "(1/5) (acc_norm)")
     assert [row.response for row in _rows(here / "arc")] == [_expected(rec, norm=True)[0] for rec in _records(ARC)]
 
 
 def test_copa_option_text_targets_and_the_results_file_figure(cli, here):
-    r = cli("import", "lm-eval", COPA, "--benchmark", "copa", "-o", "copa", "--items-out", "items",
+    r = cli("import", "lm-eval", COPA, "--benchmark", "selected_choice", "-o", "copa", "--items-out", "items",
             "--recorded", "recorded.json")
     assert r.code == 0, r.err
-    assert r.out.splitlines()[-1] == ("wrote recorded.json: copa, 20 items x 1 samples, recorded accuracy 60.00% "
+    assert r.out.splitlines()[-1] == ("wrote recorded.json: selected_choice, 20 items x 1 samples, recorded accuracy 60.00% "
                                       "(12/20) (acc)")
     records = _records(COPA)
     assert [row.response for row in _rows(here / "copa")] == [_expected(rec)[0] for rec in records]
@@ -117,7 +117,7 @@ def test_a_logged_metric_that_contradicts_the_log_likelihoods_is_found(cli, here
     records[7]["acc"] = 1.0
     src = here / "samples_copa_edited.jsonl"
     src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    assert cli("import", "lm-eval", src, "--benchmark", "copa", "-o", "copa", "--items-out", "items",
+    assert cli("import", "lm-eval", src, "--benchmark", "selected_choice", "-o", "copa", "--items-out", "items",
                "--recorded", "recorded.json").code == 0
     cli("grade", "copa", "--items", "items", "--benchmark", "selected_choice", "-o", "regraded.json", "-q")
     doc = json.loads(cli("diff", "recorded.json", "regraded.json", "--format", "json").out)
@@ -152,7 +152,7 @@ def _mc(doc_id: int, contexts: list[str], options: list[str], lls: list[str], ta
 def test_multiple_choice_refusals_name_file_row_and_field(cli, here, record, message):
     src = here / "samples_x.jsonl"
     src.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", "pkg", "--no-hash-check")
+    r = cli("import", "lm-eval", src, "--benchmark", "selected_choice", "-o", "pkg", "--no-hash-check")
     assert (r.code, r.out, r.err) == (2, "", f"audit: error: {src}: row 1: {message}\n")
     assert not (here / "pkg").exists()
 
@@ -162,7 +162,7 @@ def test_acc_mutual_info_requests_are_halved(cli, here):
     rec = _mc(0, ["q", "q", "", ""], ["yes", "no", "yes", "no"], ["-3.0", "-1.0", "-0.5", "-0.1"], "1")
     src = here / "samples_x.jsonl"
     src.write_text(json.dumps(rec) + "\n", encoding="utf-8")
-    assert cli("import", "lm-eval", src, "--benchmark", "x", "-o", "pkg", "--items-out", "items",
+    assert cli("import", "lm-eval", src, "--benchmark", "selected_choice", "-o", "pkg", "--items-out", "items",
                "--no-hash-check").code == 0
     (row,) = _rows(here / "pkg")
     (item,) = _rows(here / "items", "item_row.v1")
@@ -194,7 +194,7 @@ def test_generate_until_recorded_verdicts_from_a_real_file(cli, here):
 
 def test_recorded_is_never_overwritten_without_force(cli, here):
     (here / "recorded.json").write_text("mine", encoding="utf-8")
-    r = cli("import", "lm-eval", ARC, "--benchmark", "arc_easy", "-o", "arc", "--recorded", "recorded.json")
+    r = cli("import", "lm-eval", ARC, "--benchmark", "selected_choice", "-o", "arc", "--recorded", "recorded.json")
     assert (r.code, r.err) == (2, "audit: error: recorded.json: already exists (use --force to replace it)\n")
     assert not (here / "arc").exists() and (here / "recorded.json").read_text(encoding="utf-8") == "mine"
 
@@ -206,18 +206,18 @@ def test_recorded_answer_is_the_option_the_metrics_rule_chose(cli, here):
     src = here / "samples_x.jsonl"
     src.write_text(json.dumps(rec) + "\n", encoding="utf-8")
     for metric, letter, verdict in (("acc", "B", "incorrect"), ("acc_norm", "A", "correct")):
-        r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", f"pkg-{metric}", "--no-hash-check",
+        r = cli("import", "lm-eval", src, "--benchmark", "selected_choice", "-o", f"pkg-{metric}", "--no-hash-check",
                 "--recorded", f"{metric}.json", "--metric", metric)
         assert r.code == 0, r.err
         (row,) = json.loads((here / f"{metric}.json").read_text(encoding="utf-8"))["items"]
         assert (row["answer"], row["verdict"], row["reference"]) == (letter, verdict, "A")
-    r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", "pkg", "--no-hash-check", "--recorded", "r.json",
+    r = cli("import", "lm-eval", src, "--benchmark", "selected_choice", "-o", "pkg", "--no-hash-check", "--recorded", "r.json",
             "--metric", "brier_score")
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field brier_score: metric brier_score is None, not 0 "
                                   f"or 1: not a verdict\n")
     rec["exact_match"] = 1
     src.write_text(json.dumps(rec) + "\n", encoding="utf-8")
-    r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", "pkg", "--no-hash-check", "--recorded", "r.json",
+    r = cli("import", "lm-eval", src, "--benchmark", "selected_choice", "-o", "pkg", "--no-hash-check", "--recorded", "r.json",
             "--metric", "exact_match")
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field exact_match: metric exact_match does not score "
                                   f"a chosen option (give --metric one of acc, acc_norm, acc_bytes)\n")
@@ -228,12 +228,12 @@ def test_a_target_that_names_no_option_is_recorded_as_bad_input(cli, here):
     bad = _mc(1, ["c", "c"], ["yes", "no"], ["-1.0", "-2.0"], "maybe")
     src = here / "samples_x.jsonl"
     src.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
-    r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", "pkg", "--no-hash-check", "--on-bad-row", "record",
+    r = cli("import", "lm-eval", src, "--benchmark", "selected_choice", "-o", "pkg", "--no-hash-check", "--on-bad-row", "record",
             "--recorded", "recorded.json")
     assert r.code == 0, r.err
     assert r.out.splitlines()[1] == ("  recorded ungraded (bad_input): samples_x.jsonl: row 2: item 1: target 'maybe' "
                                      "is neither an option index nor an option's text")
-    assert r.out.splitlines()[2] == ("wrote recorded.json: x, 2 items x 1 samples, recorded accuracy 50.00% (1/2) "
+    assert r.out.splitlines()[2] == ("wrote recorded.json: selected_choice, 2 items x 1 samples, recorded accuracy 50.00% (1/2) "
                                      "(acc)")
     r = cli("grade", "pkg", "--benchmark", "selected_choice", "-o", "g.json")
     assert r.code == 0, r.err

@@ -52,10 +52,10 @@ def test_import_mmlu_pro_reads_one_run_of_a_multi_run_file_then_grades(cli, here
 
 def test_mapping_refusals_are_one_line(cli, here):
     src = shared_path(SAMPLE)
-    r = cli("import", "verdicts", src, "--benchmark", "b", "-o", "v.json", "--map", "verdikt=source_correct")
+    r = cli("import", "verdicts", src, "--benchmark", "choice", "-o", "v.json", "--map", "verdikt=source_correct")
     assert (r.code, r.err) == (2, "audit: error: --map verdikt: not a field this command reads (fields: item_id, "
                                   "sample, answer, correct, verdict, status, reason, reference, subject)\n")
-    r = cli("import", "verdicts", src, "--benchmark", "b", "-o", "v.json", "--where", "runid=x",
+    r = cli("import", "verdicts", src, "--benchmark", "choice", "-o", "v.json", "--where", "runid=x",
             "--map", "item_id=question_id")
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field runid: --where refers to missing column "
                                   f"'runid'\n")
@@ -67,7 +67,7 @@ def test_mapping_refusals_are_one_line(cli, here):
 
 def test_the_hint_of_import_verdicts_names_commands_that_write_verdict_files(cli, here):
     src = shared_path(SAMPLE)
-    r = cli("import", "verdicts", src, "--benchmark", "b", "-o", "v.json")
+    r = cli("import", "verdicts", src, "--benchmark", "choice", "-o", "v.json")
     assert r.code == 2
     assert r.err == (f"audit: error: {src}: this looks like a table with other columns (run_id, model, question_id, "
                      f"category, gold_answer, gold_answer_index, ...), with no `correct` or `verdict` column; name "
@@ -77,7 +77,7 @@ def test_the_hint_of_import_verdicts_names_commands_that_write_verdict_files(cli
     from tests.conftest import REPO
 
     gsm8k = REPO / "tests" / "data" / "lm_eval" / "samples_gsm8k_2025-04-30T18-24-41.082644.jsonl"
-    r = cli("import", "verdicts", gsm8k, "--benchmark", "b", "-o", "v.json")
+    r = cli("import", "verdicts", gsm8k, "--benchmark", "choice", "-o", "v.json")
     assert (r.code, r.err) == (2, f"audit: error: {gsm8k}: this looks like an lm-evaluation-harness --log_samples "
                                   f"file (doc_id, doc, resps); its run's own verdicts: `audit import lm-eval {gsm8k} "
                                   f"--benchmark NAME -o PACKAGE --recorded OUT.json` (writes the responses package "

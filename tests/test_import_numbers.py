@@ -23,7 +23,7 @@ NOT_ASCII = ["٣", "３", "²", "۳", "1٣", "-٣", "𝟑"]
 def test_a_superscript_sample_is_one_line_not_a_traceback(cli, tmp_path):
     src = tmp_path / "v.csv"
     src.write_text("item_id,sample,correct\nq1,²,true\n", encoding="utf-8")
-    r = cli("import", "verdicts", src, "--benchmark", "b", "-o", tmp_path / "v.json")
+    r = cli("import", "verdicts", src, "--benchmark", "choice", "-o", tmp_path / "v.json")
     assert (r.code, r.out, r.err) == (2, "", f"audit: error: {src}: row 1: field sample: expected a non-negative "
                                              f"integer in ASCII digits, got '²'\n")
     assert not (tmp_path / "v.json").exists()
@@ -34,7 +34,7 @@ def test_a_superscript_sample_is_one_line_not_a_traceback(cli, tmp_path):
 def test_non_ascii_digits_are_refused_by_import_verdicts(cli, tmp_path, digit):
     src = tmp_path / "v.csv"
     src.write_text(f"item_id,sample,correct\nq1,0,true\nq1,{digit},false\n", encoding="utf-8")
-    r = cli("import", "verdicts", src, "--benchmark", "b", "-o", tmp_path / "v.json")
+    r = cli("import", "verdicts", src, "--benchmark", "choice", "-o", tmp_path / "v.json")
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 2: field sample: expected a non-negative integer in "
                                   f"ASCII digits, got {digit!r}\n")
 
@@ -64,15 +64,15 @@ def test_non_ascii_digits_are_refused_by_import_lm_eval(cli, tmp_path):
 
     src = tmp_path / "samples_x.jsonl"
     src.write_text(json.dumps(mc("٣", "-1.0"), ensure_ascii=False) + "\n", encoding="utf-8")
-    r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", tmp_path / "pkg", "--no-hash-check")
+    r = cli("import", "lm-eval", src, "--benchmark", "choice", "-o", tmp_path / "pkg", "--no-hash-check")
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field target: target '٣' is neither an option index "
                                   f"nor an option's text (--on-bad-row record imports it ungraded)\n")
     src.write_text(json.dumps(mc("3", "-١.0"), ensure_ascii=False) + "\n", encoding="utf-8")
-    r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", tmp_path / "pkg", "--no-hash-check")
+    r = cli("import", "lm-eval", src, "--benchmark", "choice", "-o", tmp_path / "pkg", "--no-hash-check")
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field filtered_resps: expected a log-likelihood, "
                                   f"got '-١.0'\n")
     src.write_text(json.dumps(mc("²", "-1.0"), ensure_ascii=False) + "\n", encoding="utf-8")
-    r = cli("import", "lm-eval", src, "--benchmark", "x", "-o", tmp_path / "pkg", "--no-hash-check")
+    r = cli("import", "lm-eval", src, "--benchmark", "choice", "-o", tmp_path / "pkg", "--no-hash-check")
     assert r.code == 2 and "field target" in r.err and "Traceback" not in r.err
 
 
@@ -104,7 +104,7 @@ def test_import_verdicts_records_the_package_relative_to_the_verdict_file(cli, t
     src.write_text(json.dumps({"item_id": "a", "answer": "B", "correct": True}) + "\n")
     (tmp_path / "out").mkdir()
     monkeypatch.chdir(tmp_path)
-    r = cli("import", "verdicts", "lab.jsonl", "--benchmark", "x", "--package", "pkgs/p", "-o", "out/lab.json")
+    r = cli("import", "verdicts", "lab.jsonl", "--benchmark", "choice", "--package", "pkgs/p", "-o", "out/lab.json")
     assert r.code == 0, r.err
     ref = load_verdict_file(tmp_path / "out" / "lab.json").responses_package
     assert ref.path == "../pkgs/p"

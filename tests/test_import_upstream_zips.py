@@ -15,6 +15,10 @@ LLAMA = "mmlu_pro/upstream_zips/model_outputs_Meta-Llama-3-70B_5shots.zip"
 GEMINI = "mmlu_pro/upstream_zips/model_outputs_gemini-1.5-flash-002_5shots.zip"
 
 
+NOTE = ("note: 1 row with status bad_input (the source record disagrees with itself): counted as not graded in "
+        "accuracy_all, left out of accuracy")
+
+
 @pytest.fixture
 def here(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -61,15 +65,30 @@ def test_one_inconsistent_record_is_refused_or_recorded_as_bad_input(cli, here):
     r = cli("grade", "gem", "--benchmark", "mmlu_pro", "-o", "g.json")
     assert r.code == 0, r.err
     lines = r.out.splitlines()
-    assert lines[3:7] == [
+    assert lines[3:8] == [
         "accuracy                      64.10%  (7699/12011)  binomial_2se [63.22, 64.97]; wilson [63.24, 64.95]; "
         "clopper_pearson [63.23, 64.96]",
         "accuracy_all[sample=0]        64.09%  (7699/12012)  binomial_2se [63.22, 64.97]; wilson [63.23, 64.95]; "
         "clopper_pearson [63.23, 64.95]",
         "accuracy_all                  64.09%  (7699/12012)  binomial_2se [63.22, 64.97]; wilson [63.23, 64.95]; "
         "clopper_pearson [63.23, 64.95]",
+        NOTE,
         "statuses: bad_input=1, correct=7699, incorrect=4241, no_answer=71",
     ]
+    # Every figure's reader is told: `audit show` of either verdict file, and `audit diff` of the two.
+    for vf in ("g.json", "recorded.json"):
+        r = cli("show", vf)
+        assert r.code == 0, r.err
+        lines = r.out.splitlines()
+        at = lines.index(NOTE)
+        assert lines[at - 1].startswith("  accuracy_all ") and lines[at + 1].startswith("statuses   ")
+    r = cli("diff", "recorded.json", "g.json")
+    assert r.code == 0, r.err  # the regrade agrees with upstream's pred on every row
+    assert [x for x in r.out.splitlines() if "bad_input" in x and x.startswith(("OLD", "NEW"))] == [
+        f"OLD {NOTE}", f"NEW {NOTE}"]
+    r = cli("diff", "recorded.json", "g.json", "--format", "json")
+    report = json.loads(r.out)
+    assert (report["old"]["bad_input"], report["new"]["bad_input"]) == (1, 1)
     rows = {(x["item_id"]): x for x in json.loads((here / "g.json").read_text())["items"]}
     assert (rows["3983"]["verdict"], rows["3983"]["status"]) == ("ungraded", "bad_input")
     assert rows["3983"]["reason"] == ("the item's source record is inconsistent: answer 'C' does not match "

@@ -20,8 +20,8 @@ def test_recorded_verdicts_become_a_verdict_file(cli, tmp_path):
     src = write(tmp_path / "lab.jsonl", [{"item_id": "b", "answer": "D", "correct": True},
                                          {"item_id": "a", "answer": "B", "correct": "false"}])
     out = tmp_path / "lab.json"
-    r = cli("import", "verdicts", src, "--benchmark", "x", "--tool", "lab runner", "--package", pkg, "-o", out)
-    assert (r.code, r.out) == (0, f"wrote {out}: x, 2 items x 1 samples, recorded accuracy 50.00% (1/2)\n")
+    r = cli("import", "verdicts", src, "--benchmark", "choice", "--tool", "lab runner", "--package", pkg, "-o", out)
+    assert (r.code, r.out) == (0, f"wrote {out}: choice, 2 items x 1 samples, recorded accuracy 50.00% (1/2)\n")
     vf = load_verdict_file(out)
     assert vf.extractor is None and vf.grader is None
     with open_package(pkg) as p:  # the id names the files' content; the digest covers the whole manifest
@@ -42,7 +42,7 @@ def test_bad_rows_are_one_line_and_nothing_is_written(cli, tmp_path):
     ]
     for rows, message in cases:
         src = write(tmp_path / "lab.jsonl", rows)
-        r = cli("import", "verdicts", src, "--benchmark", "x", "-o", out)
+        r = cli("import", "verdicts", src, "--benchmark", "choice", "-o", out)
         assert (r.code, r.out, r.err) == (2, "", f"audit: error: {src}: {message}\n")
         assert not out.exists()
 
@@ -50,12 +50,12 @@ def test_bad_rows_are_one_line_and_nothing_is_written(cli, tmp_path):
 def test_a_subject_column_gives_per_subject_figures(cli, tmp_path):
     src = tmp_path / "v.csv"
     src.write_text("item_id,correct,subject\nq10,true,physics\nq2,false,biology\nq1,true,physics\n", encoding="utf-8")
-    r = cli("import", "verdicts", src, "--benchmark", "b", "-o", tmp_path / "v.json")
+    r = cli("import", "verdicts", src, "--benchmark", "choice", "-o", tmp_path / "v.json")
     assert r.code == 0, r.err
     doc = json.loads((tmp_path / "v.json").read_text(encoding="utf-8"))
     assert [(s["subject"], s["items"], [f["correct"] for f in s["figures"]]) for s in doc["summary"]["subjects"]] == [
         ("biology", ["q2"], [0, 0]), ("physics", ["q1", "q10"], [2, 2])]
     src.write_text("item_id,sample,correct,subject\nq1,0,true,physics\nq1,1,true,biology\n", encoding="utf-8")
-    r = cli("import", "verdicts", src, "--benchmark", "b", "-o", tmp_path / "w.json")
+    r = cli("import", "verdicts", src, "--benchmark", "choice", "-o", tmp_path / "w.json")
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 2: field subject: item 'q1' has subject 'biology' here "
                                   f"and 'physics' in another row\n")

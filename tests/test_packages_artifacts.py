@@ -70,7 +70,7 @@ def _build(cli, tmp_path: Path, name: str) -> Path:
     prov = tmp_path / "prov.json"
     prov.write_text(json.dumps({"model": "m", "engine": "vllm", "sampling": {"temperature": 0}}))
     out = tmp_path / name
-    r = cli("pack", out, "--responses", src, "--benchmark", "demo", "--provenance", prov, "--gzip")
+    r = cli("pack", out, "--responses", src, "--benchmark", "mmlu_pro", "--provenance", prov, "--gzip")
     assert r.code == 0, r.err
     return out
 
@@ -85,7 +85,7 @@ def test_bundles_validate_and_are_byte_reproducible(cli, tmp_path, monkeypatch):
         assert (r.code, r.out) == (0, f"wrote {tgz}\n")
     assert ta.read_bytes() == tb.read_bytes() == ta2.read_bytes()
     r = cli("validate", ta)
-    assert r.code == 0 and r.out.startswith("valid: responses package responses-demo-")
+    assert r.code == 0 and r.out.startswith("valid: responses package responses-mmlu_pro-")
     assert r.out.split("digest ")[1] == cli("validate", a).out.split("digest ")[1]
     s = cli("show", ta)
     assert s.code == 0 and "responses  10 rows: 10 items x 3 samples" in s.out

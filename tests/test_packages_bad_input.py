@@ -53,7 +53,7 @@ def _snapshot(root: Path) -> dict[str, str]:
 def _good_package(cli, tmp_path: Path, name: str = "pkg") -> Path:
     src = _jsonl(tmp_path / f"{name}.src.jsonl", GOOD)
     out = tmp_path / name
-    r = cli("pack", out, "--responses", src, "--benchmark", "demo")
+    r = cli("pack", out, "--responses", src, "--benchmark", "mmlu_pro")
     assert r.code == 0, r.err
     return out
 

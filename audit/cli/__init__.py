@@ -22,6 +22,24 @@ def cli() -> None:
     """Regrade, diff and release LLM evaluation results as verifiable artifacts."""
 
 
+def _check_benchmark(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from audit.specs import SPECS
+
+    if value not in SPECS:
+        raise AuditError(f"--benchmark: unknown benchmark {value!r} (known: {', '.join(sorted(SPECS))}; "
+                         f"`audit benchmarks` describes them)")
+    return value
+
+
+def benchmark_option(help: str, **kw):
+    """`--benchmark NAME` as every command that records or grades one takes it: a registered spec name
+    (`audit benchmarks`), checked before anything is read, so a package, a verdict file and a grading
+    name benchmarks alike."""
+    return click.option("--benchmark", metavar="NAME", callback=_check_benchmark, help=help, **kw)
+
+
 def _load_commands() -> None:
     # Each module adds its commands to `cli`; one module per area.
     from audit.cli import packages_cmd  # noqa: F401

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from audit.cli import cli
+from audit.cli import benchmark_option, cli
 
 
 @cli.command()
 @click.argument("package", type=click.Path(path_type=Path))
-@click.option("--benchmark", required=True, metavar="NAME", help="Benchmark spec (see `audit benchmarks`).")
+@benchmark_option("Benchmark spec (see `audit benchmarks`).", required=True)
 @click.option("--items", type=click.Path(path_type=Path), metavar="ITEMS_PACKAGE",
               help="Package holding the item rows (default: the responses package's own).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, metavar="RESULTS.json",

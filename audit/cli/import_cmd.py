@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from audit.cli import cli
+from audit.cli import benchmark_option, cli
 from audit.models import Manifest
 from audit.pack import load_provenance
 
@@ -183,7 +183,8 @@ _ON_BAD_ROW = click.option(
                    "category and question as stored.")
 @_ON_BAD_ROW
 @_mapping
-@click.option("--benchmark", default="mmlu_pro", show_default=True, metavar="NAME", help="Benchmark name.")
+@benchmark_option("Benchmark spec recorded in the manifest (see `audit benchmarks`).", default="mmlu_pro",
+                  show_default=True)
 @click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
               help=_RECORDED_HELP + " Each row: the upstream `pred` against the record's gold letter; a null pred "
                                     "is counted wrong (upstream scores an unreproducible random guess).")
@@ -232,8 +233,9 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: 
 
 @import_group.command("lm-eval")
 @click.argument("src", type=click.Path(path_type=Path), metavar="SAMPLES.jsonl|DIR")
-@click.option("--benchmark", metavar="NAME", help="Benchmark name, e.g. mmlu_pro (required for a file; for a DIR "
-                                                   "each package is named after its task unless given).")
+@benchmark_option("Benchmark spec recorded in the manifest (see `audit benchmarks`), e.g. mmlu_pro or "
+                  "selected_choice; required for a file. For a DIR: given to every task, else the task's name when "
+                  "it is a spec, else none (the task is recorded in the provenance either way).")
 @click.option("--items-out", type=click.Path(path_type=Path), metavar="ITEMS_OUT",
               help="Also write the items as their own package (OUT holds them already; reference = the logged "
                    "target).")
@@ -363,7 +365,8 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
 
 @import_group.command("inspect")
 @click.argument("src", type=click.Path(path_type=Path), metavar="LOG.eval|LOG.json")
-@click.option("--benchmark", metavar="NAME", help="Benchmark name recorded in the manifest (default: the task).")
+@benchmark_option("Benchmark spec recorded in the manifest (see `audit benchmarks`; default: the task's name when "
+                  "it is a spec, else none; the task is in the provenance either way).")
 @click.option("--scorer", metavar="NAME", help="Which scorer's values are the recorded verdicts (default: the only one).")
 @click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
               help=_RECORDED_HELP + " Each row: the scorer's value (C correct, I and N incorrect, P ungraded).")
@@ -389,7 +392,12 @@ def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorde
     outputs = inspect_outputs(imp, out, benchmark=benchmark, gzip=use_gzip, model=model, provenance=base,
                               package_id=package_id)
     write = None
-    bench = benchmark or log.eval.task
+    from audit.specs import spec_named
+
+    bench = benchmark or spec_named(log.eval.task)
+    if recorded is not None and bench is None:
+        raise click.UsageError(f"--recorded needs --benchmark NAME: the log's task {log.eval.task!r} is not a "
+                               f"benchmark spec (see `audit benchmarks`)")
     if recorded is not None:
         rows = imp.recorded_rows()
 
@@ -425,7 +433,7 @@ def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorde
 @click.option("--drop", multiple=True, metavar="COL[,COL...]", help="Columns --keep-extra leaves out.")
 @click.option("--dedupe", is_flag=True, help="Write repeated identical rows once (same key, other content "
                                              "is still an error).")
-@click.option("--benchmark", metavar="NAME", help="Benchmark name recorded in the manifest.")
+@benchmark_option("Benchmark spec recorded in the manifest (see `audit benchmarks`).")
 @click.option("--engine", metavar="NAME", help="Engine or tool that wrote the source, for the provenance.")
 @_common
 def import_table(src: Path, kind: str, maps: tuple[str, ...], consts: tuple[str, ...], where: tuple[str, ...],
@@ -461,7 +469,7 @@ def import_table(src: Path, kind: str, maps: tuple[str, ...], consts: tuple[str,
 
 @import_group.command("verdicts")
 @click.argument("src", type=click.Path(path_type=Path), metavar="TABLE")
-@click.option("--benchmark", required=True, metavar="NAME", help="Benchmark name recorded in the verdict file.")
+@benchmark_option("Benchmark spec recorded in the verdict file (see `audit benchmarks`).", required=True)
 @click.option("--tool", default="another tool", show_default=True, metavar="NAME",
               help="Who recorded the verdicts (shown as each row's reason).")
 @click.option("--package", type=click.Path(path_type=Path), metavar="RESPONSES_PACKAGE",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import cli
+from audit.cli import benchmark_option, cli
 from audit.errors import printable
 from audit.jsonl import jsonl_source
 from audit.pack import Table, build_package, load_provenance
@@ -18,7 +18,7 @@ from audit.packages import bundle, digest_scope, open_package
 @click.argument("out_dir", type=click.Path(path_type=Path))
 @click.option("--kind", type=click.Choice(["responses", "items"]), default="responses", show_default=True,
               help="Package kind.")
-@click.option("--benchmark", metavar="NAME", help="Benchmark name recorded in the manifest, e.g. mmlu_pro.")
+@benchmark_option("Benchmark spec recorded in the manifest (see `audit benchmarks`), e.g. mmlu_pro.")
 @click.option("--responses", "responses", type=click.Path(path_type=Path), metavar="R.jsonl",
               help="Responses: JSONL rows {item_id, sample, response, finish_reason, ...}.")
 @click.option("--items", "items", type=click.Path(path_type=Path), metavar="I.jsonl",

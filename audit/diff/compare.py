@@ -81,10 +81,17 @@ class _Side:
     source: str
 
     def info(self) -> SideInfo:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         h = self.header
+        status = self.table.column("status")  # the rows, not the summary they are checked against
+        if pa.types.is_dictionary(status.type):
+            status = status.cast(pa.string())
         return SideInfo(path=self.path, rows_source=self.source, rows=self.table.num_rows, benchmark=h.benchmark,
                         responses_package=h.responses_package, items_package=h.items_package,
-                        extractor=h.extractor, grader=h.grader, policies=h.policies, producer=h.producer)
+                        extractor=h.extractor, grader=h.grader, policies=h.policies, producer=h.producer,
+                        bad_input=int(pc.sum(pc.equal(status, "bad_input")).as_py() or 0))
 
 
 def _load(path: str | Path) -> _Side:

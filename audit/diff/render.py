@@ -10,7 +10,7 @@ from typing import Any
 from audit.diff.report import CAUSES, DiffResult, FigureChange, SideInfo, component_label, package_label
 from audit.summary import pct
 from audit.verdicts import Figure
-from audit.views import visible
+from audit.views import bad_input_lines, visible
 
 
 def _p(p: float) -> str:
@@ -249,6 +249,12 @@ def _strength_section(r: DiffResult) -> list[str]:
     return lines
 
 
+def _bad_input_notes(r: DiffResult) -> list[str]:
+    """The bad_input note of each side that has such rows, named OLD or NEW."""
+    return [f"{label} {line}" for label, side in (("OLD", r.old), ("NEW", r.new))
+            for line in bad_input_lines(side.bad_input)]
+
+
 def render_markdown(result: DiffResult, max_items: int = 20) -> str:
     """The human report: header, a paragraph per changed figure under a heading that names its direction
     (retractions are the figures that fell), per-subject figures, changed rows by cause, the rules in words.
@@ -268,6 +274,7 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
     lines.append("")
     if not r.has_changes:
         lines.append("No figure and no verdict changed.")
+        lines += ["", *_bad_input_notes(r)] if _bad_input_notes(r) else []
         if r.other_changes:
             lines += ["", f"{_n(r.other_changes, 'row')} kept the verdict with a different answer, status, attempt "
                           f"or reference (see --format json)."]
@@ -279,6 +286,8 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
             lines += [_figure_paragraph(f, twin), ""]
     if not plan:
         lines += ["No figure changed.", ""]
+    if notes := _bad_input_notes(r):
+        lines += [*notes, ""]
     lines += _strength_section(r)
     lines += _subject_table(r)
     if n_changed:

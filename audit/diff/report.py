@@ -56,6 +56,8 @@ class SideInfo(Record):
     """Policies the grading applied."""
     producer: Producer
     """The program that wrote the file."""
+    bad_input: int = 0
+    """Rows with status `bad_input` (recorded ungraded: a source record that disagrees with itself)."""
 
 
 class RowState(Record):

@@ -233,8 +233,10 @@ def inspect_outputs(imp: InspectImport, out: Path, *, benchmark: str | None, gzi
                     model: str | None = None, provenance: Provenance | None = None,
                     package_id: str | None = None) -> list[Output]:
     """The responses package of a log (its items inside)."""
+    from audit.specs import spec_named
+
     rel, schema = data_file("responses", gzip)
     irel, ischema = data_file("items", gzip)
     return [Output(out, "responses", [Table(rel, schema, imp.response_rows()), Table(irel, ischema, imp.item_rows())],
-                   lambda: imp.provenance(provenance, model), benchmark=benchmark or imp.log.eval.task,
+                   lambda: imp.provenance(provenance, model), benchmark=benchmark or spec_named(imp.log.eval.task),
                    package_id=package_id)]

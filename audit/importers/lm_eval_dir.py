@@ -224,7 +224,10 @@ def describe(check: dict[str, Any]) -> str:
 def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, filter_name: str | None,
                 verify_hashes: bool, choice_by: str, target_delimiter: str, gzip: bool, model: str | None,
                 provenance: Provenance | None, on_bad_row: str = "refuse") -> tuple[list[Output], list[TaskRun]]:
-    """One output per task run under `root`, each with its cross-check done (read once before writing)."""
+    """One output per task run under `root`, each with its cross-check done (read once before writing); a task's
+    package names the benchmark given, else its task when that is a spec (the task is in the provenance)."""
+    from audit.specs import spec_named
+
     runs = discover(root)
     seen: dict[tuple[str, str], int] = {}
     for r in runs:
@@ -249,7 +252,7 @@ def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, f
             name_in = doc.get("model_name")
             if isinstance(name_in, str) and name_in:
                 task_prov = (provenance or Provenance()).model_copy(update={"model": name_in})
-        (output,) = lm_eval_outputs(imp, dest, benchmark=benchmark or run.task, gzip=gzip, model=model,
+        (output,) = lm_eval_outputs(imp, dest, benchmark=benchmark or spec_named(run.task), gzip=gzip, model=model,
                                     provenance=task_prov)
         outputs.append(_with_checks(output, run))
     return outputs, runs
