@@ -34,7 +34,7 @@ REPORT_FAST = [
     'streaming: 396 chunks with tokens, 0 bundled (several tokens in one chunk, 0 tokens)',
     'speculative decoding: 1,185 draft tokens, 395 accepted (33.3%), mean acceptance length 2.00 (per window: 2.00, 2.00, 2.00)',
     # the synthetic rows stream one token per chunk beside counters that say 2 per step: the cross-check shows it
-    'engine steps from the stream: 1.00 tokens per decode step (per request mean 1.00, 1.00–1.00); 0 of 50 requests '
+    'engine steps from the stream: 1.00 tokens per decode step (per request mean 1.00, 1.00–1.00); 0 of 49 requests '
     'ran at the ceiling of 4 tokens per step, 0 chunks over it; counters 2.00, stream / counters 0.500',
     'telemetry telemetry-fast-<id>: 1 GPU(s) (0: NVIDIA H200), status ok',
     '  sampled at 2 Hz, GPM every 0.5 s; sampler used 0.1% of one core',

@@ -35,7 +35,18 @@ def test_requests_at_the_ceiling_and_the_counters_beside_them():
     # bundle=4 puts tokens 0-3 in the first chunk: the "prefill" chunk carries 4 here, decode chunks 4 and 1
     assert st.requests > 0 and st.over_ceiling_chunks == 0
     assert st.at_ceiling == st.requests  # every decode chunk but the last carries 4
-    assert 2.5 <= st.overall <= 4.0  # 4, 1 per request; a request cut at the end keeps its 4
+    assert 2.5 <= st.overall <= 4.0  # 4, 1 per request
+
+
+def test_a_request_cut_at_the_runs_end_is_left_out():
+    # 1 | 4, 4 and then cut: its steps look like the ceiling only because the run stopped it
+    cut = _row(1, [0.1] + [0.2] * 4 + [0.3] * 4).model_copy(update={"ended": "cut"})
+    done = _row(0, [0.1, 0.2, 0.2, 0.2, 0.2, 0.3, 0.3, 0.4])
+    summary = figures.ThroughputSummary.model_construct(
+        windows=[figures.WindowFigures.model_construct(start=-1.0, end=10.0, valid=True)],
+        spec=figures.SpecFigures(drafts=10, draft_tokens=30, accepted_tokens=15, mean_acceptance_length=2.5))
+    st = figures.step_figures(summary, [done, cut])
+    assert (st.requests, st.at_ceiling) == (1, 0)
 
 
 def test_a_request_below_the_ceiling_and_a_merged_chunk_are_counted():

@@ -421,6 +421,8 @@ def step_figures(summary: ThroughputSummary, requests: Sequence[BenchRequestRow]
     for r in requests:
         if r.phase != "timed" or not any(w.start <= r.started_at < w.end for w in valid):
             continue
+        if r.ended != "done":  # a request cut at the run's end stops at an arbitrary step: it says nothing
+            continue
         sizes = chunk_sizes(r)
         if len(sizes) < 2:
             continue
