@@ -13,7 +13,7 @@ import re
 import string
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,6 +232,24 @@ def select_where(where: Sequence[tuple[str, str, bool]], obj: Mapping[str, Any],
     return True
 
 
+def parse_maps(maps: Sequence[str], target: Callable[[str, str], str]) -> dict[str, Expr]:
+    """`--map FIELD=EXPR` options as {field: expression}; `target(option, name)` checks (and may rename) each
+    field, raising AuditError for one the command does not read."""
+    from audit.errors import AuditError
+
+    mapped: dict[str, Expr] = {}
+    for text in maps:
+        name, expr, _ = split_assignment("--map", text)
+        name = target("--map", name)
+        if name in mapped:
+            raise AuditError(f"--map {name}: given twice")
+        try:
+            mapped[name] = Expr(expr)
+        except ValueError as e:
+            raise AuditError(f"--map {name}: {e}") from None
+    return mapped
+
+
 @dataclass(frozen=True)
 class RecordMap:
     """`--map FIELD=EXPR` and `--where COL=VALUE` for an importer that reads fixed field names: each record is
@@ -247,17 +265,12 @@ class RecordMap:
         """Check the options (a field the importer does not read is refused, naming those it does)."""
         from audit.errors import AuditError
 
-        mapped: dict[str, Expr] = {}
-        for text in maps:
-            name, expr, _ = split_assignment("--map", text)
+        def target(opt: str, name: str) -> str:
             if fields is not None and name not in fields:
-                raise AuditError(f"--map {name}: not a field this command reads (fields: {', '.join(fields)})")
-            if name in mapped:
-                raise AuditError(f"--map {name}: given twice")
-            try:
-                mapped[name] = Expr(expr)
-            except ValueError as e:
-                raise AuditError(f"--map {name}: {e}") from None
+                raise AuditError(f"{opt} {name}: not a field this command reads (fields: {', '.join(fields)})")
+            return name
+
+        mapped = parse_maps(maps, target)
         filters = tuple(split_assignment("--where", t, allow_negation=True) for t in where)
         return cls(tuple(mapped.items()), filters)
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
-from audit.importers.mapping import Expr, ExprError, as_text, coerce, field_types, select_where, split_assignment
+from audit.importers.mapping import (Expr, ExprError, as_text, coerce, field_types, parse_maps, select_where,
+                                    split_assignment)
 from audit.importers.sources import TABLE_SUFFIXES, SourceFile, iter_table_records, source_file
 from audit.models import ROW_MODELS, Provenance
 from audit.pack import SourceRow, Table
@@ -63,9 +64,6 @@ class TableSpec:
         }
 
 
-_split_assignment = split_assignment
-
-
 def parse_spec(kind: str, *, maps: tuple[str, ...] = (), consts: tuple[str, ...] = (),
                where: tuple[str, ...] = (), explode: tuple[str, ...] = (), sample_from: str | None = None,
                keep_extra: bool = False, drop: tuple[str, ...] = (), dedupe: bool = False) -> TableSpec:
@@ -83,24 +81,15 @@ def parse_spec(kind: str, *, maps: tuple[str, ...] = (), consts: tuple[str, ...]
             raise AuditError(f"{opt} {name}: not a field of {schema} (fields: {', '.join(fields)}, extra.KEY)")
         return name
 
-    mapped: dict[str, Expr] = {}
-    for text in maps:
-        name, expr, _ = _split_assignment("--map", text)
-        name = target("--map", name)
-        if name in mapped:
-            raise AuditError(f"--map {name}: given twice")
-        try:
-            mapped[name] = Expr(expr)
-        except ValueError as e:
-            raise AuditError(f"--map {name}: {e}") from None
+    mapped = parse_maps(maps, target)
     constants: dict[str, str] = {}
     for text in consts:
-        name, value, _ = _split_assignment("--const", text)
+        name, value, _ = split_assignment("--const", text)
         name = target("--const", name)
         if name in mapped or name in constants:
             raise AuditError(f"--const {name}: the field is already given")
         constants[name] = value
-    filters = tuple(_split_assignment("--where", t, allow_negation=True) for t in where)
+    filters = tuple(split_assignment("--where", t, allow_negation=True) for t in where)
     cols = tuple(c.strip() for group in explode for c in group.split(",") if c.strip())
     dropped = tuple(c.strip() for group in drop for c in group.split(",") if c.strip())
     if sample_from is not None:
