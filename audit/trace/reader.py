@@ -264,25 +264,19 @@ class TraceReader:
 
     def events(self) -> Iterator[tuple[int, dict[str, Any]]]:
         """(index in traceEvents, event object) for every event, in file order."""
-        self._open()
-        try:
-            yield from self._document()
-            # Hash what the decompressor left unread too: the digest pins the whole file.
-            while self._hashing.read(CHUNK_CHARS):
-                pass
-            self.sha256, self.bytes = self._hashing.sha.hexdigest(), self._hashing.bytes
-        finally:
-            self._text.close()
-            self._file.close()
+        return self._read(fast=False)
 
     def batches(self) -> Iterator[list[Event]]:
         """The events in file order, as lists of `Event` (the fast path); raises FastPathUnsure (or
         TraceError) where the exact path must read the file instead."""
+        return self._read(fast=True)
+
+    def _read(self, fast: bool) -> Iterator[Any]:
         self._open()
-        self._fast = True
+        self._fast = fast
         try:
-            for item in self._document(fast=True):
-                yield item
+            yield from self._document(fast=fast)
+            # Hash what the decompressor left unread too: the digest pins the whole file.
             while self._hashing.read(CHUNK_CHARS):
                 pass
             self.sha256, self.bytes = self._hashing.sha.hexdigest(), self._hashing.bytes
