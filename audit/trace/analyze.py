@@ -227,6 +227,18 @@ class _Collected:
     events: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def thread_id(self, pid: Any, tid: Any) -> int:
+        """The index of the thread (pid, tid), numbered in order of first appearance."""
+        key = (pid, tid)
+        try:
+            t = self.threads.get(key)
+        except TypeError:  # a list or object as pid/tid: still one thread per distinct value
+            key = (repr(pid), repr(tid))
+            t = self.threads.get(key)
+        if t is None:
+            t = self.threads[key] = len(self.threads)
+        return t
+
 
 _MISSING_CORRELATION = -1
 _NAME_CACHE, _NAME_CACHE_CHARS = 100_000, 256
@@ -255,7 +267,7 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
             ops: list[tuple[str, re.Pattern[str]]] | None = None) -> _Collected:
     """One streaming pass over the trace. `ops`: communication-op patterns by kind (none: not collected)."""
     c = _Collected()
-    names, name_ids, threads = c.names, c.name_ids, c.threads
+    names, name_ids = c.names, c.name_ids
     g_name, g_cat, g_ts, g_dur = c.g_name.append, c.g_cat.append, c.g_ts.append, c.g_dur.append
     g_dev, g_stream, g_corr, g_thread = c.g_dev.append, c.g_stream.append, c.g_corr.append, c.g_thread.append
     launches, launch_threads, graph_launches = c.launches, c.launch_threads, c.graph_launches
@@ -266,16 +278,7 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
     kinds: list[list[Any]] = []
     marker_search = marker.search
 
-    def thread_id(pid: Any, tid: Any) -> int:
-        key = (pid, tid)
-        try:
-            t = threads.get(key)
-        except TypeError:  # a list or object as pid/tid: still one thread per distinct value
-            key = (repr(pid), repr(tid))
-            t = threads.get(key)
-        if t is None:
-            t = threads[key] = len(threads)
-        return t
+    thread_id = c.thread_id
 
     for index, e in reader.events():
         cat = e.get("cat")
@@ -409,16 +412,7 @@ def collect_fast(reader: TraceReader, marker: re.Pattern[str], marker_categories
     kinds: list[list[Any]] = []
     marker_search = marker.search
 
-    def thread_id(pid: Any, tid: Any) -> int:
-        key = (pid, tid)
-        try:
-            t = threads.get(key)
-        except TypeError:
-            key = (repr(pid), repr(tid))
-            t = threads.get(key)
-        if t is None:
-            t = threads[key] = len(threads)
-        return t
+    thread_id = c.thread_id
 
     index = -1
     for batch in reader.batches():
