@@ -151,13 +151,8 @@ def official_x(text: str, *, finish_reason: str | None = None) -> Extraction:
           description="MMLU-Pro answer statements only: the official 'answer is (X)', then 'Answer: X'; no fallback")
 def statements(text: str, *, finish_reason: str | None = None) -> Extraction:
     # The official cascade without L3: a letter the response never states as its answer is not read.
-    m = _ANSWER_IS.search(text)
-    if m:
-        return Extraction(m.group(1), "L1", m.span())
-    span = _official_l2(text)
-    if span:
-        return Extraction(text[span[0]:span[1]], "L2", span)
-    return Extraction(None, RULE_NONE)
+    read = official(text)
+    return Extraction(None, RULE_NONE) if read.rule == "L3" else read
 
 
 def _item_patterns(options: int | None) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
