@@ -328,8 +328,10 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
     for flag, value in (("--items-out", items_out), ("--recorded", recorded), ("--id", package_id)):
         if value is not None:
             raise click.UsageError(f"{flag} takes a samples file, not a folder (each task's package holds its items)")
-    if out.exists() and not force:
-        raise AuditError("already exists (use --force to replace it)", path=str(out))
+    from audit.outputs import EXISTS
+
+    if out.exists() and not force:  # a folder of packages: each one is checked as it is written
+        raise AuditError(EXISTS, path=str(out))
     base = load_provenance(provenance) if provenance else None
     outputs, runs = dir_outputs(src, out, benchmark=benchmark, item_id=item_id, filter_name=filter_name,
                                 verify_hashes=not no_hash_check, choice_by=choice_by,
