@@ -18,7 +18,8 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
-from importlib.metadata import PackageNotFoundError, version as _version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 from pathlib import Path
 from typing import Any
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.jsonl import dumps, sha256_file
+from audit.fileio import dumps, sha256_file
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from audit.diff import diff_files, render_json, render_markdown
 from audit.diff.render import guessed_letter
 from audit.errors import AuditError
+from audit.fileio import write_atomic
 from audit.grade import grade_package
 from audit.importers.verdicts import import_verdicts
-from audit.jsonl import write_atomic
 from audit.release import build_release
 from audit.specs import resolve_config
 from audit.summary import pct

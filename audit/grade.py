@@ -18,22 +18,22 @@ import hashlib
 import os
 import random
 import re
-import tempfile
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version as pkg_version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as pkg_version
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from audit import extractors
-from audit import graders
+from audit import extractors, graders
 from audit.errors import AuditError
+from audit.fileio import dumps
 from audit.ids import natural_key
-from audit.jsonl import dumps
 from audit.models import LETTERS, ItemRow
 from audit.packages import Package, open_package
 from audit.producer import producer

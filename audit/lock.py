@@ -31,7 +31,7 @@ from typing import Any
 
 from audit import behaviour
 from audit.errors import AuditError
-from audit.jsonl import write_atomic
+from audit.fileio import write_atomic
 
 PACKAGES = {"extractor": "audit.extractors", "grader": "audit.graders"}
 """The package of each locked kind: its `REGISTRY` and `LOCK_FILE`."""

@@ -15,7 +15,7 @@ from typing import Any
 import pydantic
 
 from audit.errors import AuditError, Problem, ValidationFailed
-from audit.jsonl import SourceRow, parse_object, read_document
+from audit.fileio import SourceRow, parse_object, read_document
 from audit.models import ROW_MODELS, Manifest, Provenance
 from audit.packages.layout import ROW_KEYS
 from audit.packages.validate import MAX_PROBLEMS_PER_FILE, pydantic_problems

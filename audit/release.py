@@ -90,7 +90,7 @@ from pydantic import Field
 
 from audit import inference
 from audit.errors import AuditError, Problem, ValidationFailed
-from audit.jsonl import JsonError, dumps_pretty, loads_strict
+from audit.fileio import JsonError, dumps_pretty, loads_strict
 from audit.leaks import CURRENT as LEAK_CHECK
 from audit.leaks import MIN_LEAK_CHARS, LeakIndex, ProtectedText, find_leaks, normalize
 from audit.models import Count, ItemRow, Provenance, Record, ReleaseRow

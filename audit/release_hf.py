@@ -54,9 +54,8 @@ def build_hf_release(verdicts: str | Path, out: str | Path, *, overwrite: bool =
         import datasets
     except ImportError:
         raise AuditError("--format hf needs datasets: pip install 'audit[hf]'") from None
-    from audit.release import INFO_FILE, README_FILE, ROWS_FILE, build_release
-
     from audit.outputs import check_output, publish
+    from audit.release import INFO_FILE, README_FILE, ROWS_FILE, build_release
 
     dest = Path(out)
     check_output(dest, force=overwrite, kind="hf-release")

@@ -26,7 +26,7 @@ import pydantic
 from pydantic import Field
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import JsonError, dumps, fsync_dir, loads_strict, parse_object, read_regular, sha256_bytes
+from audit.fileio import JsonError, dumps, fsync_dir, loads_strict, parse_object, read_regular, sha256_bytes
 from audit.models import MAX_COUNT, Count, Int64, Producer, Record, Verdict, unsafe_path_reason
 from audit.outputs import EXISTS, not_ours, refusal
 from audit.schemas import register

@@ -315,7 +315,7 @@ def release_view(release: Mapping[str, Any]) -> list[str]:
 
 def json_document(path: Path) -> dict[str, Any] | None:
     """A small JSON object file, or None (not JSON, not an object, too large to read whole; see read_document)."""
-    from audit.jsonl import read_document
+    from audit.fileio import read_document
 
     data, _ = read_document(path)
     try:

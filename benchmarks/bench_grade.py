@@ -117,7 +117,7 @@ def _prose(rng: random.Random, n: int) -> str:
 
 def write_synthetic(root: Path, rows: int, length: int, seed: int = 5) -> dict[str, int]:
     """Items and responses packages of `rows` response rows; returns the mix actually written."""
-    from audit.jsonl import JsonlWriter, dumps_pretty, sha256_file
+    from audit.fileio import JsonlWriter, dumps_pretty, sha256_file
     from audit.models import FileEntry, Manifest
     from audit.packages import content_digest, created_now
     from audit.producer import producer

@@ -67,6 +67,7 @@ if __name__ != "audit.graders":  # the folder imported under its bare name, e.g.
 
 from audit.graders.budget import BudgetExceeded, in_worker, shared_pool  # noqa: E402
 from audit.graders.judgment import STATUSES, Judgment  # noqa: E402
+
 from audit.registry import Registry, RegistryError, code_fingerprint, table  # noqa: E402
 
 LOCK_FILE = Path(__file__).with_name("lock.json")
@@ -153,7 +154,7 @@ class Grader:
             self.key, answer, reference, num_choices, self.budget_s if budget_s is None else budget_s).judgment
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def installed_version(dist: str) -> str | None:
     """The installed version of a distribution, or None (cached: graders check pins on every item)."""
     from importlib import metadata

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from audit.jsonl import sha256_file  # noqa: E402
+from audit.fileio import sha256_file  # noqa: E402
 from audit.models import DatasetRef, Provenance  # noqa: E402
 from audit.pack import SourceRow, Table, build_package  # noqa: E402
 

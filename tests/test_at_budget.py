@@ -11,7 +11,7 @@ from tests.builders import make_package
 from tests.test_grade_policies import ITEMS, config, rows_by_key
 
 from audit.grade import grade_package
-from audit.jsonl import dumps
+from audit.fileio import dumps
 from audit.models import ResponseRow
 
 ROWS = [

@@ -17,7 +17,7 @@ from tests.attack_tools import MIB, ROW, audit_jailed, gzip_repeated, write_pack
 from tests.attacks import attack
 
 from audit.errors import AuditError
-from audit.jsonl import GzipBound, jsonl_source, open_binary
+from audit.fileio import GzipBound, jsonl_source, open_binary
 from audit.models import FileEntry, ResponseRow
 from audit.packages.layout import PinnedRead
 
@@ -66,7 +66,7 @@ def test_a_gz_expanding_past_its_ratio_stops_whatever_the_manifest_says(tmp_path
     chunk = ROW * (MIB // len(ROW))
     data = gzip_repeated(chunk, 1024)  # 1 GiB of valid rows in a few MB
     pkg = write_package(tmp_path / "pkg", {"responses.jsonl.gz": data}, rows={"responses.jsonl.gz": 10**9})
-    setup = "import audit.jsonl as j; j.MAX_GZIP_RATIO = 1; j.MAX_LINE_BYTES = 1 << 20"  # (the line floor too)
+    setup = "import audit.fileio as j; j.MAX_GZIP_RATIO = 1; j.MAX_LINE_BYTES = 1 << 20"  # (the line floor too)
     r = audit_jailed("validate", pkg, setup=setup, timeout=30)
     assert r.returncode == 1, r.stderr
     assert (f"{pkg}/responses.jsonl.gz: line ") in r.stdout
@@ -79,7 +79,7 @@ def test_a_gz_expanding_past_its_ratio_stops_whatever_the_manifest_says(tmp_path
 def test_the_absolute_gzip_cap_holds_for_a_large_file(tmp_path):
     data = gzip.compress(ROW * 3000, mtime=0)
     (tmp_path / "r.jsonl.gz").write_bytes(data)
-    import audit.jsonl as j
+    import audit.fileio as j
 
     old = j.MAX_GZIP_BYTES, j.MAX_LINE_BYTES
     try:
@@ -114,7 +114,7 @@ def test_gz_inputs_are_bounded_too(tmp_path):
 def test_import_of_a_gz_bomb_stops_with_one_line(tmp_path, chunk, copies, message):
     p = tmp_path / "in.jsonl.gz"
     p.write_bytes(gzip_repeated(chunk, copies))
-    setup = "import audit.jsonl as j; j.MAX_GZIP_RATIO = 1; j.MAX_LINE_BYTES = 1 << 20"
+    setup = "import audit.fileio as j; j.MAX_GZIP_RATIO = 1; j.MAX_LINE_BYTES = 1 << 20"
     r = audit_jailed("import", "table", "--kind", "responses", "--dedupe", p, "-o", tmp_path / "out", setup=setup,
                      timeout=30)
     assert r.returncode == 2, (r.stdout, r.stderr)
@@ -205,7 +205,7 @@ def test_one_value_repeated_through_a_parquet_dictionary_is_counted_decoded(tmp_
 def test_a_parquet_value_over_the_row_limit_is_refused_before_it_is_decoded(tmp_path):
     import pyarrow as pa
 
-    import audit.jsonl as j
+    import audit.fileio as j
 
     rows = [{"item_id": "q1", "response": "x" * (70 * MIB)}]
     data = _parquet(pa.Table.from_pylist(rows))  # (uncompressed: the file is as large as its value)

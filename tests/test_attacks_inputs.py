@@ -116,7 +116,7 @@ def _zip(path: Path, members: list[tuple[str, bytes]], level: int = 9) -> Path:
     return path
 
 
-LOW_FLOOR = "import audit.jsonl as j; j.MAX_LINE_BYTES = 1 << 20"
+LOW_FLOOR = "import audit.fileio as j; j.MAX_LINE_BYTES = 1 << 20"
 """gzip_limit's floor (the longest line) lowered to 1 MiB, so a 64 MiB bomb is over it (a real one: GBs)."""
 
 
@@ -261,7 +261,7 @@ def test_a_csv_gz_bomb_stops_at_the_gzip_bound(tmp_path):
     # a header, then 64 MiB of blank lines (pandas skips them, reading on: a real bomb holds terabytes)
     data = gzip_repeated(b"\n" * MIB, 64, head=b"item_id,response\n")
     src.write_bytes(data)
-    setup = "import audit.jsonl as j; j.MAX_GZIP_RATIO = 1; j.MAX_LINE_BYTES = 1 << 20"
+    setup = "import audit.fileio as j; j.MAX_GZIP_RATIO = 1; j.MAX_LINE_BYTES = 1 << 20"
     r = _import_table(src, tmp_path, setup=setup, timeout=30)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert r.stderr.startswith(f"audit: error: {src}: row "), r.stderr

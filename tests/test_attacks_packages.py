@@ -128,7 +128,7 @@ def test_gz_of_blank_lines_stops_at_a_decompressed_size_bound(tmp_path):
 @attack("pkg.gz-blank-lines")
 def test_gz_with_its_declared_size_reads_and_refuses_one_byte_more(tmp_path):
     """Packages audit writes declare the decompressed size of a .gz file; one byte past it is refused."""
-    from audit.jsonl import jsonl_source
+    from audit.fileio import jsonl_source
     from audit.pack import Table, build_package
 
     src = tmp_path / "r.jsonl"

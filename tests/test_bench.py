@@ -21,7 +21,7 @@ from audit.generate.openai_http import OpenAIServer
 from audit.bench.telemetry import NvmlLayer, Sampler
 from audit.bench.throughput import BenchConfig, run
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import dumps_pretty, sha256_file
+from audit.fileio import dumps_pretty, sha256_file
 from audit.models import GpuSampleRow
 from audit.packages import validate_package
 

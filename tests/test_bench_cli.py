@@ -14,7 +14,7 @@ from tests.bench_helpers import synthetic_run, write_run
 from tests.conftest import REPO
 from tests.fake_openai_server import FakeOpenAIServer
 
-from audit.jsonl import dumps_pretty, sha256_file
+from audit.fileio import dumps_pretty, sha256_file
 
 FAKE = f"{sys.executable} {REPO / 'tests' / 'fake_openai_server.py'}"
 FAKE_BENCH_SERVE = f"{sys.executable} {REPO / 'tests' / 'fake_vllm_bench_serve.py'}"

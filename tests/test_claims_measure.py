@@ -20,7 +20,7 @@ from tests.claims_helpers import PACKAGES, copy_shipped, edit
 from audit.claims import registry
 from audit.claims.recipes_bench import ArmArgs
 from audit.claims.verify import verify
-from audit.jsonl import sha256_file
+from audit.fileio import sha256_file
 from audit.packages import bundle, open_package
 
 BENCH = PACKAGES / "evidence-h200-bench"

@@ -15,7 +15,7 @@ from tests.verdict_helpers import make_verdict_file, write_verdict_file
 
 from audit.claims.ledger import Tolerance
 from audit.claims.verify import verify
-from audit.jsonl import sha256_file
+from audit.fileio import sha256_file
 from audit.packages import PackageWriter, open_package
 
 LETTERS = "ABCD"

@@ -289,7 +289,7 @@ def test_a_verdict_file_whose_rows_file_points_outside(cli, tmp_path, monkeypatc
     side = '"rows_file": {\n    "path": "../../../x.parquet",\n    "sha256": "' + "0" * 64 + '",\n    "rows": 30\n  }'
     assert text.count('"rows_file": null') == 1  # replaced, not added: a second key is refused as a duplicate
     vf.write_text(text.replace('"rows_file": null', side), encoding="utf-8")
-    from audit.jsonl import sha256_file
+    from audit.fileio import sha256_file
 
     edit(ledger, "21f81e86e0c23cd69683aaf55380a5edc139fa01beae93b392da94b4faf5b518", sha256_file(vf)[0])
     monkeypatch.chdir(tmp_path / "ledger")

@@ -10,7 +10,7 @@ import types
 import pytest
 
 from audit.floor.roles import TABLES, table_sha256
-from audit.jsonl import dumps_pretty, sha256_file
+from audit.fileio import dumps_pretty, sha256_file
 from tests.floor_helpers import TINY_LLAMA
 
 TINY_TABLE = """\

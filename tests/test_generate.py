@@ -21,7 +21,7 @@ from tests.attacks import attack
 from tests.fake_openai_server import FakeOpenAIServer, chat_template, count_tokens
 
 from audit.generate import runner as gen
-from audit.jsonl import dumps
+from audit.fileio import dumps
 from audit.models import ItemRow, ResponseRow
 from audit.pack import SourceRow, Table, build_package
 from audit.packages import open_package

@@ -19,7 +19,7 @@ import pytest
 
 from audit.grade import _grade_all, grade_package
 from audit.specs import GradeConfig
-from audit.jsonl import dumps, parse_object
+from audit.fileio import dumps, parse_object
 from audit.models import ItemRow, ResponseRow
 from audit.packages import validate_package
 from audit.packages.layout import fast_object, fast_row

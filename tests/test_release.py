@@ -239,7 +239,7 @@ def test_verify_detects_an_edited_readme(tmp_path, cli):
     r = cli("verify-release", tmp_path / "rel", "--items", tmp_path / "items")
     assert r.code == 1 and r.out.startswith("FAIL package        1 problems, first: README.md: field sha256: sha256 is ")
     # A publisher who also rewrites the manifest passes the hash check, not the README check.
-    from audit.jsonl import sha256_file
+    from audit.fileio import sha256_file
 
     manifest = tmp_path / "rel" / "manifest.json"
     m = json.loads(manifest.read_text(encoding="utf-8"))

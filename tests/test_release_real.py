@@ -137,7 +137,7 @@ def test_release_of_the_real_grading_passes_the_leak_check_and_verifies(gpqa, cl
     # A holder's check catches text planted after the release, even with the manifest rewritten to match.
     import shutil
 
-    from audit.jsonl import sha256_file
+    from audit.fileio import sha256_file
 
     tampered = d / "release-tampered"
     shutil.copytree(out, tampered)

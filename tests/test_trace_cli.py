@@ -182,7 +182,7 @@ def test_tampered_summary_fails_validation(cli, decode, tmp_path):
     assert any(p.startswith("summary.json: field sha256: sha256 is") and p.endswith("(the file was altered)")
                for p in problems)
     # consistent hashes do not make a malformed summary valid
-    from audit.jsonl import dumps_pretty, sha256_file
+    from audit.fileio import dumps_pretty, sha256_file
 
     summary["steps"]["kernels_per_step"]["median"] = "many"
     (out / "summary.json").write_text(json.dumps(summary))

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from audit.trace import analyze as analyze_mod
 from audit.trace import reader as reader_mod
-from audit.trace.analyze import TraceOptions, analyze, collect, collect_fast
+from audit.trace.analyze import TraceOptions, analyze
+from audit.trace.collect import collect, collect_fast
 from audit.trace.reader import FastPathUnsure, TraceError, TraceReader
 
 REAL = ("alexnet_a100_benchmark_trace.json.gz", "hta_amd_mi250_minitoy_train_rocm6_2.json.gz",

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from audit.trace.analyze import (
-    MARKER_CATEGORIES_V1,
-    VLLM_WORKER_STEP_MARKER,
-    TraceOptions,
-    analyze,
-)
+from audit.trace.analyze import TraceOptions, analyze
+from audit.trace.collect import MARKER_CATEGORIES_V1, VLLM_WORKER_STEP_MARKER
 from audit.trace.reader import TraceError
 from tests.trace_builders import TraceBuilder
 

@@ -28,7 +28,7 @@ from audit.verdicts import (
     items_section_sha256,
     write_rows_parquet,
 )
-from audit.jsonl import dumps
+from audit.fileio import dumps
 
 DIGEST_A = "a" * 64
 DIGEST_B = "b" * 64

@@ -43,8 +43,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from audit.bench import promtext
 from audit import schemas
+from audit.bench import promtext
 from audit.models import BenchRequestRow, BenchWindowRow
 
 

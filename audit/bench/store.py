@@ -25,7 +25,7 @@ from typing import Any
 from audit.bench import figures, telemetry
 from audit.bench.throughput import RunResult, hardware_of
 from audit.errors import AuditError, Problem, ValidationFailed
-from audit.jsonl import JsonError, dumps_pretty, json_differences, loads_strict, read_document
+from audit.fileio import JsonError, dumps_pretty, json_differences, loads_strict, read_document
 from audit.models import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuSampleRow, Manifest, Provenance
 from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, open_package, package_digest

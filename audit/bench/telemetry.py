@@ -35,10 +35,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-
+from audit import schemas
 from audit.bench.clock import RunClock
 from audit.bench.figures import FiguresDoc
-from audit import schemas
 from audit.models import GpmSampleRow, GpuSampleRow
 
 GPM_FAILURES_KEPT = 3

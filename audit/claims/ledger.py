@@ -27,7 +27,7 @@ import yaml
 from pydantic import Field, model_validator
 
 from audit.errors import AuditError
-from audit.jsonl import read_document, sha256_bytes, short_repr
+from audit.fileio import read_document, sha256_bytes, short_repr
 from audit.models import Record, unsafe_path_reason
 from audit.schemas import register
 

@@ -20,7 +20,7 @@ from audit.claims import units
 from audit.claims.plots import claim_plot
 from audit.claims.verify import ClaimCheck, Verification, recomputed_text, recorded_text
 from audit.errors import AuditError
-from audit.jsonl import read_document
+from audit.fileio import read_document
 
 Plots = dict[str, tuple[str, tuple[int, int]]]
 """Claim id → (PNG file name, (width, height))."""

@@ -18,7 +18,6 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from audit import stats
-from audit.models import unsafe_path_reason
 from audit.claims.ledger import evaluate, parse_expression
 from audit.claims.recipes_grade import GradeSource, Rows, graded_rows, recorded_rows
 from audit.claims.registry import (
@@ -32,6 +31,7 @@ from audit.claims.registry import (
     recipe,
 )
 from audit.claims.units import ANY
+from audit.models import unsafe_path_reason
 from audit.verdicts import Interval
 
 
@@ -252,7 +252,7 @@ def _read_table(data: bytes, label: str) -> list[tuple[int, dict[str, Any]]]:
     (a duplicate key is refused, naming it), a gzip'd one decompressed to at most MAX_TABLE_BYTES."""
     import gzip
 
-    from audit.jsonl import READ_ERRORS, iter_raw_lines, parse_object
+    from audit.fileio import READ_ERRORS, iter_raw_lines, parse_object
 
     rows: list[tuple[int, dict[str, Any]]] = []
     if label.endswith(".csv"):

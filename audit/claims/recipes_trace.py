@@ -16,7 +16,7 @@ import statistics
 from typing import Any, Literal
 
 from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, Result, Series, memo, recipe
-from audit.jsonl import json_differences
+from audit.fileio import json_differences
 
 PROFILE = "profile"
 

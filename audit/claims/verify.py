@@ -28,7 +28,7 @@ from audit.claims import registry, units
 from audit.claims.ledger import Claim, LoadedLedger, Tolerance, load_ledger
 from audit.claims.registry import Context, RecipeFailed, Result
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import copy_regular
+from audit.fileio import copy_regular
 from audit.models import Record, unsafe_path_reason
 from audit.schemas import register
 from audit.verdicts import Interval
@@ -450,6 +450,6 @@ def to_report(v: Verification) -> VerifyReport:
 
 
 def render_json(v: Verification) -> str:
-    from audit.jsonl import dumps_pretty
+    from audit.fileio import dumps_pretty
 
     return dumps_pretty(to_report(v).model_dump(mode="json"))

@@ -42,19 +42,21 @@ def benchmark_option(help: str, **kw):
 
 def _load_commands() -> None:
     # Each module adds its commands to `cli`; one module per area.
-    from audit.cli import packages_cmd  # noqa: F401
-    from audit.cli import import_cmd  # noqa: F401
-    from audit.cli import grade_cmd  # noqa: F401
-    from audit.cli import generate_cmd  # noqa: F401
-    from audit.cli import extract_cmd  # noqa: F401
-    from audit.cli import diff_cmd  # noqa: F401
-    from audit.cli import release_cmd  # noqa: F401
-    from audit.cli import judge_cmd  # noqa: F401
-    from audit.cli import demo_cmd  # noqa: F401
-    from audit.cli import floor_cmd  # noqa: F401
-    from audit.cli import claims_cmd  # noqa: F401
-    from audit.cli import bench_cmd  # noqa: F401
-    from audit.cli import trace_cmd  # noqa: F401
+    from audit.cli import (
+        bench_cmd,  # noqa: F401
+        claims_cmd,  # noqa: F401
+        demo_cmd,  # noqa: F401
+        diff_cmd,  # noqa: F401
+        extract_cmd,  # noqa: F401
+        floor_cmd,  # noqa: F401
+        generate_cmd,  # noqa: F401
+        grade_cmd,  # noqa: F401
+        import_cmd,  # noqa: F401
+        judge_cmd,  # noqa: F401
+        packages_cmd,  # noqa: F401
+        release_cmd,  # noqa: F401
+        trace_cmd,  # noqa: F401
+    )
 
 
 _NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", ())  # type: ignore[assignment]

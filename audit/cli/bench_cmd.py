@@ -126,7 +126,7 @@ def compare(a: Path, b: Path, as_json: bool) -> int:
     is an error.
     """
     from audit.bench import figures, report, store
-    from audit.jsonl import dumps_pretty
+    from audit.fileio import dumps_pretty
 
     ta = store.load_throughput(a)
     try:

@@ -27,7 +27,7 @@ def verify_cmd(ledger: Path, fmt: str, output: Path | None) -> int:
     """
     from audit.claims.verify import render_json, render_text, verify
     from audit.errors import AuditError
-    from audit.jsonl import write_atomic
+    from audit.fileio import write_atomic
 
     if output is not None and not output.resolve().parent.is_dir():
         raise AuditError("parent directory does not exist", path=str(output))

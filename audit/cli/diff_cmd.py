@@ -36,7 +36,7 @@ def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_respons
     """
     from audit.diff import diff_files, render_json, render_markdown
     from audit.errors import AuditError
-    from audit.jsonl import write_atomic
+    from audit.fileio import write_atomic
 
     if output is not None and not output.resolve().parent.is_dir():
         raise AuditError("parent directory does not exist", path=str(output))

@@ -11,7 +11,7 @@ import click
 from audit.cli import cli
 from audit.cli.import_cmd import mapping_options
 from audit.errors import AuditError, Problem, ValidationFailed
-from audit.jsonl import dumps, jsonl_source
+from audit.fileio import dumps, jsonl_source
 
 MAX_PROBLEMS_SHOWN = 20
 

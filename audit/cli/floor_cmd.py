@@ -44,7 +44,13 @@ def floor(checkpoint: Path, out: Path, gpus: int, hbm_tbps: float | None, from_n
     (`audit floor-check PACKAGE` recomputes it). Bad headers are refused with one line, nothing written.
     """
     from audit.floor import (
-        FloorOptions, compute_floor, from_flag, parse_engine_dtype, parse_override, read_checkpoint, write_package,
+        FloorOptions,
+        compute_floor,
+        from_flag,
+        parse_engine_dtype,
+        parse_override,
+        read_checkpoint,
+        write_package,
     )
     from audit.floor import from_nvml as nvml
     from audit.floor.render import render

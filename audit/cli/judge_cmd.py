@@ -11,7 +11,7 @@ import click
 from audit.cli import cli
 from audit.cli.import_cmd import mapping_options
 from audit.errors import AuditError
-from audit.jsonl import dumps, iter_raw_lines, open_binary, parse_object
+from audit.fileio import dumps, iter_raw_lines, open_binary, parse_object
 
 if TYPE_CHECKING:
     from audit import graders

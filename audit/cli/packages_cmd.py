@@ -9,7 +9,7 @@ import click
 
 from audit.cli import benchmark_option, cli
 from audit.errors import printable
-from audit.jsonl import jsonl_source
+from audit.fileio import jsonl_source
 from audit.pack import Table, build_package, load_provenance
 from audit.packages import bundle, digest_scope, open_package
 
@@ -176,7 +176,7 @@ def _contents(pkg) -> list[str]:
                     f"{tok['min']:.1f} to {tok['max']:.1f} by window (audit bench report for all figures)"]
         return []
     if kind == "checkpoint-headers" and (root / "floor.txt").is_file():
-        from audit.jsonl import read_document
+        from audit.fileio import read_document
 
         text = (read_document(root / "floor.txt")[0] or b"").decode("utf-8", errors="replace")  # (a page of text)
         return [line for line in text.splitlines() if line.startswith(("floor:", "bytes/token by dtype"))]

@@ -24,7 +24,7 @@ def _read_salt(salt: str | None, salt_file: Path | None) -> str | None:
             if mode & bits:
                 raise AuditError(f"the salt file is {what} by group or others (mode {mode:04o}): run chmod 600 "
                                  f"{salt_file}", path=str(salt_file))
-        from audit.jsonl import read_document
+        from audit.fileio import read_document
 
         data, err = read_document(salt_file, MAX_SALT_FILE_BYTES, what="a salt file")  # not a file of any size
         if err:

@@ -102,7 +102,7 @@ def summarize(trace_file: Path, output: Path, step_marker: str, step_filter: str
     JSON, truncated gzip, no traceEvents, events missing fields) gets a one-line error, exit 2,
     and nothing is written.
     """
-    from audit.jsonl import dumps_pretty
+    from audit.fileio import dumps_pretty
     from audit.packages import content_digest
     from audit.trace.package import summarize_to_package
     from audit.trace.report import render_summary
@@ -135,7 +135,7 @@ def diff(a: Path, b: Path, step_marker: str, step_filter: str | None, collective
     it was written with. Exit 0 when every kernel name's count is the same, 1 when any count
     changed, 2 on error.
     """
-    from audit.jsonl import dumps_pretty
+    from audit.fileio import dumps_pretty
     from audit.trace.diff import diff_traces
     from audit.trace.report import render_diff
 

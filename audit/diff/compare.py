@@ -55,20 +55,19 @@ from audit.diff.report import (
     FigureChange,
     PossiblyCut,
     RuleWords,
-    StrengthCount,
     SideInfo,
+    StrengthCount,
     SubjectChange,
     component_label,
     package_label,
 )
 from audit.errors import AuditError
+from audit.fileio import dumps
 from audit.ids import natural_key, natural_order
-from audit.jsonl import dumps
 from audit.lock import same_version
 from audit.summary import by_subject, pct, subject_order
 from audit.summary import figures as compute_figures
 from audit.verdicts import VerdictFile, read_verdict_table
-
 
 # --------------------------------------------------------------------------- loading
 

@@ -328,7 +328,7 @@ def render_markdown(result: DiffResult, max_items: int = 20) -> str:
 
 
 _ROW_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-"""Same output as `audit.jsonl.dumps`."""
+"""Same output as `audit.fileio.dumps`."""
 
 
 def render_json(result: DiffResult) -> str:

@@ -25,16 +25,17 @@ from fractions import Fraction
 from functools import partial
 
 from audit.errors import AuditError
+from audit.fileio import dumps, sha256_bytes
 from audit.floor.arch import FULL, LINEAR, SLIDING, Shape, read_shape
 from audit.floor.bandwidth import Bandwidth
 from audit.floor.report import (
+    FLOOR_REPORT_SCHEMA_VERSION,
     CacheRow,
     FloorFigures,
     FloorReport,
+    FloorReportV1,
     InputRef,
     Options,
-    FLOOR_REPORT_SCHEMA_VERSION,
-    FloorReportV1,
     RoleRule,
     RoleTableRef,
     ShapeRef,
@@ -44,7 +45,6 @@ from audit.floor.report import (
 )
 from audit.floor.roles import DEFAULT_TABLE, OVERLAY_ROLES, REPORT_ORDER, ROLES, Classifier
 from audit.floor.safetensors import DTYPE_BITS, FLOAT_DTYPES, Checkpoint, Tensor, dtype_bytes
-from audit.jsonl import dumps, sha256_bytes
 
 CACHE_ROLES = ("kv_cache", "recurrent_state")
 ENGINE_DTYPE_ROLES = tuple(r for r in ROLES if r != "quant_scales") + CACHE_ROLES

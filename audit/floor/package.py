@@ -19,13 +19,13 @@ from dataclasses import dataclass
 import pydantic
 
 from audit.errors import AuditError
+from audit.fileio import dumps_pretty, sha256_bytes
 from audit.floor.bandwidth import Bandwidth
 from audit.floor.compute import FloorOptions, compute_floor
 from audit.floor.render import render
 from audit.floor.report import FLOOR_REPORT_SCHEMA_VERSION, FloorReport, FloorReportV1
 from audit.floor.roles import TABLES, table_sha256
 from audit.floor.safetensors import CONFIG_FILE, INDEX_FILE, Checkpoint, parse_json, read_checkpoint
-from audit.jsonl import dumps_pretty, sha256_bytes
 from audit.models import Provenance
 from audit.packages import Package, PackageWriter, open_package
 

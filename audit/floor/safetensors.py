@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from audit.errors import AuditError
-from audit.jsonl import DuplicateKey, _reject_constant, _unique_pairs, open_regular, read_document, sha256_bytes
+from audit.fileio import DuplicateKey, open_regular, read_document, reject_constant, sha256_bytes, unique_pairs
 from audit.models import unsafe_path_reason
 
 MAX_HEADER_BYTES = 100_000_000
@@ -142,7 +142,7 @@ def parse_json(data: bytes, what: str) -> Any:
         raise ValueError(f"{what} is not valid UTF-8 (byte {e.start})") from None
     try:
         # A name given twice would let one tensor hide another: refuse it.
-        return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_reject_constant)
+        return json.loads(text, object_pairs_hook=unique_pairs, parse_constant=reject_constant)
     except DuplicateKey as e:
         raise ValueError(f"{what} is not valid JSON: key {e.key!r} appears twice") from None
     except json.JSONDecodeError as e:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audit.errors import AuditError
-from audit.jsonl import dumps
+from audit.fileio import dumps
 from audit.models import LETTERS, ItemRow
 from audit.registry import Registry, table
 
@@ -163,6 +163,6 @@ def chat_messages(text: str) -> list[dict[str, str]]:
 
 def prompt_sha256(mode: str, text: str) -> str:
     """sha256 of what is sent: the prompt text's UTF-8 (completion mode), or the
-    messages as canonical JSON (`audit.jsonl.dumps`: keys as given, no spaces, UTF-8 kept) in chat mode."""
+    messages as canonical JSON (`audit.fileio.dumps`: keys as given, no spaces, UTF-8 kept) in chat mode."""
     payload = text if mode == "completion" else dumps(chat_messages(text))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()

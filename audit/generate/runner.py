@@ -75,6 +75,16 @@ from typing import IO, Any
 import pydantic
 
 from audit.errors import AuditError
+from audit.fileio import (
+    JsonError,
+    dumps,
+    dumps_pretty,
+    loads_strict,
+    read_document,
+    read_regular,
+    sha256_file,
+    write_atomic,
+)
 from audit.generate.openai_http import Cut, Malformed, OpenAIServer, Rejected, ServerError, StreamResult, Transient
 from audit.generate.prompts import PromptTemplate, chat_messages, prompt_sha256
 from audit.generate.vllm_server import (
@@ -84,16 +94,6 @@ from audit.generate.vllm_server import (
     kill_stale,
     parse_default_overrides,
     parse_launch_args,
-)
-from audit.jsonl import (
-    JsonError,
-    dumps,
-    dumps_pretty,
-    loads_strict,
-    read_document,
-    read_regular,
-    sha256_file,
-    write_atomic,
 )
 from audit.models import DatasetRef, ItemRow, Manifest, Provenance, ResponseRow
 from audit.outputs import check_output

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audit.fileio import READ_ERRORS, open_binary, read_document
 from audit.importers.mmlu_pro import TEXT_FIELDS
-from audit.jsonl import READ_ERRORS, open_binary, read_document
 
 _HEAD_BYTES = 1 << 16
 

@@ -46,10 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
+from audit.fileio import parse_object, read_document
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.mapping import Expr, ExprError, coerce, parse_float, parse_int
 from audit.importers.sources import Record, SourceFile, iter_json_records, parquet_problem, source_file
-from audit.jsonl import parse_object, read_document
 from audit.models import LETTERS, Provenance
 from audit.pack import SourceRow, Table
 

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
+from audit.fileio import parse_object, read_document
 from audit.importers import Output
 from audit.importers.lm_eval import LmEvalImport, lm_eval_import, lm_eval_outputs
-from audit.jsonl import parse_object, read_document
 from audit.models import Provenance
 
 _STAMP = r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"

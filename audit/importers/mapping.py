@@ -173,7 +173,7 @@ def coerce(value: Any, accepts: tuple[type, ...], *, int_to_text: bool = False) 
         f = parse_float(text)
         return value if f is None else f
     if list in accepts and text.startswith("["):
-        from audit.jsonl import loads_strict
+        from audit.fileio import loads_strict
 
         try:
             return loads_strict(text)  # strictly, as every JSON audit reads (a key twice is refused)

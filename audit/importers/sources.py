@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from audit.errors import AuditError
-from audit.jsonl import (
+from audit.fileio import (
     DECODER,
     MAX_GZIP_BYTES,
     MAX_GZIP_RATIO,

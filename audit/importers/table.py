@@ -17,8 +17,16 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
-from audit.importers.mapping import (Expr, ExprError, as_text, coerce, field_types, parse_maps, select_where,
-                                    split_assignment)
+from audit.importers.mapping import (
+    Expr,
+    ExprError,
+    as_text,
+    coerce,
+    field_types,
+    parse_maps,
+    select_where,
+    split_assignment,
+)
 from audit.importers.sources import TABLE_SUFFIXES, SourceFile, iter_table_records, source_file
 from audit.models import ROW_MODELS, Provenance
 from audit.pack import SourceRow, Table

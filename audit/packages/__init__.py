@@ -11,7 +11,7 @@ row against its schema, duplicate keys, and path safety before any row is used.
     write     `PackageWriter` (atomic), `bundle` (a reproducible .tar.gz)
 """
 
-from audit.jsonl import write_atomic
+from audit.fileio import write_atomic
 from audit.packages.layout import (
     DATA_SUFFIXES,
     DOCUMENT_SCHEMAS,

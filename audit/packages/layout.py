@@ -18,8 +18,8 @@ from typing import IO, Any
 
 from pydantic_core import from_json
 
-from audit.jsonl import (
-    _CHUNK,
+from audit.fileio import (
+    CHUNK,
     MAX_LINE_BYTES,
     READ_ERRORS,
     HashingReader,
@@ -136,7 +136,7 @@ class TarTail:
             return "data after the end of the tar archive could not be checked"
         if self._tail[start:].count(0) != len(self._tail) - start:
             return _TRAILING
-        while chunk := self.read(_CHUNK):
+        while chunk := self.read(CHUNK):
             if chunk.count(0) != len(chunk):
                 return _TRAILING
         return None
@@ -226,7 +226,7 @@ class PinnedRead:
     def _jsonl(self, raw: HashingReader, size: int) -> Iterator[Item]:
         entry = self.entry
         gz = entry.path.endswith(".gz")
-        fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, _CHUNK)
+        fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, CHUNK)
         # A plain file is bounded by its size on disk; a gzip'd one by what the manifest says (no more
         # lines, blank ones included, than its rows; no more bytes than its uncompressed_bytes) and,
         # whatever it says, by gzip_limit of its size, and by the line limit (an over-long line ends it).

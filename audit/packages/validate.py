@@ -16,7 +16,7 @@ from typing import IO, Any
 import pydantic
 
 from audit.errors import AuditError, Problem, one_line
-from audit.jsonl import MAX_DOCUMENT_BYTES, READ_ERRORS, JsonError, loads_strict, parse_object, short_repr
+from audit.fileio import MAX_DOCUMENT_BYTES, READ_ERRORS, JsonError, loads_strict, parse_object, short_repr
 from audit.models import (
     MANIFEST_SCHEMA_VERSION,
     ROW_MODELS,

@@ -22,7 +22,7 @@ from typing import Any
 import pydantic
 
 from audit.errors import AuditError, ValidationFailed
-from audit.jsonl import (
+from audit.fileio import (
     HashingReader,
     JsonError,
     JsonlWriter,

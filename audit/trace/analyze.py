@@ -23,9 +23,7 @@ reading, under which one marker is one step; it is recorded in the summary's con
 from __future__ import annotations
 
 import gc
-import json
 import re
-from array import array
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterable
@@ -36,6 +34,20 @@ from typing import Any
 import numpy as np
 
 from audit.models import ProfileCollectiveRow, ProfileKernelRow, ProfileStepRow
+from audit.trace import DEFAULT_STEP_MARKER
+from audit.trace.collect import (
+    CATEGORY_NAMES,
+    KERNEL,
+    MARKER_CATEGORIES,
+    MEMCPY,
+    MEMSET,
+    VLLM_STEP_MARKER,
+    VLLM_WORKER_STEP_MARKER,
+    _MISSING_CORRELATION,
+    _Collected,
+    collect,
+    collect_fast,
+)
 from audit.trace.models import (
     CollectiveKind,
     CollectivePosition,
@@ -52,22 +64,7 @@ from audit.trace.models import (
     TraceSource,
     TraceSummary,
 )
-from audit.trace import DEFAULT_STEP_MARKER
-from audit.trace.reader import MAX_JSON_CHARS, MAX_NS, FastPathUnsure, TraceError, TraceReader, to_id, to_ns
-
-
-VLLM_STEP_MARKER = r"^execute_context_"
-"""vLLM's per-step annotation (`execute_context_N(T)_generation_M(T)`, gpu_worker.annotate_profile)."""
-
-VLLM_WORKER_STEP_MARKER = r"gpu_worker\.py\(\d+\): execute_model$"
-"""Older vLLM V1 traces taken with Python stacks: each engine step is a `python_function` event
-`vllm/v1/worker/gpu_worker.py(N): execute_model` (the model runner's own execute_model nests in it)."""
-
-MARKER_CATEGORIES = ("user_annotation", "cpu_op", "cpu_instant_event", "operator", "python_function")
-"""CPU event categories that may hold step markers (GPU-side copies of annotations never do)."""
-
-MARKER_CATEGORIES_V1 = ("user_annotation", "cpu_op", "cpu_instant_event", "operator")
-"""The categories of analysis 1 (packages written before python_function markers were read)."""
+from audit.trace.reader import MAX_JSON_CHARS, FastPathUnsure, TraceError, TraceReader
 
 ANALYSIS_VERSION = 2
 """Version of the analysis a new summary records (`config.analysis`). 1: collectives by a substring of the
@@ -110,7 +107,6 @@ the NCCL/RCCL kernels launched inside them: `nccl:all_reduce`, `c10d::allreduce_
 name says NCCL/RCCL but no kind (`ncclDevKernel_Generic_2`) is classified so: a copy kernel that a
 communication op launches is no collective."""
 
-_OP_PREFIXES = ("nccl:", "c10d::", "vllm::", "record_param_comms")
 _NCCL_KERNEL = re.compile(r"^(?:void\s+)?[nr]ccl", re.IGNORECASE)
 
 STEP_SPANS = ("next_marker", "marker")
@@ -122,10 +118,6 @@ EMBED_LIMIT_BYTES = 20_000_000
 
 LARGEST_GAPS = 10
 
-KERNEL, MEMCPY, MEMSET = 0, 1, 2
-CATEGORY_NAMES = ("kernel", "memcpy", "memset")
-_GPU_CATEGORIES = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "memcpy": MEMCPY, "gpu_memset": MEMSET, "memset": MEMSET}
-_LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
 _GAP_BUCKETS = ((1_000, "<1us"), (10_000, "1-10us"), (100_000, "10-100us"), (1_000_000, "100us-1ms"),
                 (None, ">=1ms"))
 
@@ -192,369 +184,6 @@ def with_collectives(base: dict[str, tuple[str, ...]], specs: Iterable[str]) -> 
 
 
 # --------------------------------------------------------------------------- collection
-
-
-@dataclass
-class _Collected:
-    """Compact arrays of what one pass over the trace found."""
-
-    names: list[str] = field(default_factory=list)
-    name_ids: dict[str, int] = field(default_factory=dict)
-    # GPU activity, one entry per event
-    g_name: array = field(default_factory=lambda: array("q"))
-    g_cat: array = field(default_factory=lambda: array("b"))
-    g_ts: array = field(default_factory=lambda: array("q"))
-    g_dur: array = field(default_factory=lambda: array("q"))
-    g_dev: array = field(default_factory=lambda: array("q"))
-    g_stream: array = field(default_factory=lambda: array("q"))
-    g_corr: array = field(default_factory=lambda: array("q"))
-    g_thread: array = field(default_factory=lambda: array("q"))
-    # launches: correlation id -> start (ns), and the thread that launched; graph launches by correlation id
-    launches: dict[int, int] = field(default_factory=dict)
-    launch_threads: dict[int, int] = field(default_factory=dict)
-    graph_launches: set[int] = field(default_factory=set)
-    # step markers: (start ns, event index, name, thread id, end ns or None)
-    markers: list[tuple[int, int, str, int, int | None]] = field(default_factory=list)
-    # communication ops: thread id -> [(start ns, end ns, kind index)]
-    comm_ops: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
-    # ac2g flow ends: (thread id, ts ns) -> flow id
-    flow_ends: dict[tuple[int, int], int] = field(default_factory=dict)
-    threads: dict[tuple[Any, Any], int] = field(default_factory=dict)
-    categories: Counter[str] = field(default_factory=Counter)
-    vllm_annotations: int = 0
-    vllm_worker_steps: int = 0
-    vllm_functions: int = 0
-    events: int = 0
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    def thread_id(self, pid: Any, tid: Any) -> int:
-        """The index of the thread (pid, tid), numbered in order of first appearance."""
-        key = (pid, tid)
-        try:
-            t = self.threads.get(key)
-        except TypeError:  # a list or object as pid/tid: still one thread per distinct value
-            key = (repr(pid), repr(tid))
-            t = self.threads.get(key)
-        if t is None:
-            t = self.threads[key] = len(self.threads)
-        return t
-
-
-_MISSING_CORRELATION = -1
-_NAME_CACHE, _NAME_CACHE_CHARS = 100_000, 256
-"""Names (of at most 256 characters) whose marker/op tests the fast pass remembers per category: at most
-about 25 MB however many distinct names a trace holds."""
-_VLLM_WORKER = re.compile(VLLM_WORKER_STEP_MARKER)
-
-
-def _bad(reader: TraceReader, index: int, event: dict[str, Any], what: str) -> TraceError:
-    name = event.get("name")
-    shown = f" {str(name)[:60]!r}" if isinstance(name, str) else ""
-    return TraceError(f"traceEvents[{index}] ({event.get('cat')}{shown}): {what}", path=reader.label)
-
-
-def _field(e: dict[str, Any], key: str) -> str:
-    """A numeric field's value as the error shows it (cut short)."""
-    if key not in e:
-        return "missing"
-    v = e[key]
-    text = v if type(v) is str else json.dumps(v) if type(v) is not int or v.bit_length() < 200 else \
-        f"an integer of {v.bit_length()} bits"
-    return text if len(text) <= 40 else text[:40] + "…"
-
-
-def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Iterable[str] = MARKER_CATEGORIES,
-            ops: list[tuple[str, re.Pattern[str]]] | None = None) -> _Collected:
-    """One streaming pass over the trace. `ops`: communication-op patterns by kind (none: not collected)."""
-    c = _Collected()
-    names, name_ids = c.names, c.name_ids
-    g_name, g_cat, g_ts, g_dur = c.g_name.append, c.g_cat.append, c.g_ts.append, c.g_dur.append
-    g_dev, g_stream, g_corr, g_thread = c.g_dev.append, c.g_stream.append, c.g_corr.append, c.g_thread.append
-    launches, launch_threads, graph_launches = c.launches, c.launch_threads, c.graph_launches
-    categories = c.categories
-    marker_cats = {m.lower() for m in marker_categories}
-    op_cats = {"cpu_op", "user_annotation"} if ops else set()
-    kind_of: dict[Any, list[Any]] = {}  # cat -> [label, gpu code, launch?, marker?, events seen, comm op?]
-    kinds: list[list[Any]] = []
-    marker_search = marker.search
-
-    thread_id = c.thread_id
-
-    for index, e in reader.events():
-        cat = e.get("cat")
-        kind = kind_of.get(cat) if type(cat) is str or cat is None else None
-        if kind is None:
-            label = cat if isinstance(cat, str) else "(none)"
-            low = label.lower()
-            kind = [label, _GPU_CATEGORIES.get(low), low in _LAUNCH_CATEGORIES, low in marker_cats, 0,
-                    low in op_cats, low == "python_function"]
-            kinds.append(kind)
-            if type(cat) is str or cat is None:
-                kind_of[cat] = kind
-        kind[4] += 1
-        ph = e.get("ph")
-        gpu = kind[1]
-        if gpu is not None:
-            if ph != "X":
-                continue
-            name = e.get("name")
-            ts = to_ns(e.get("ts"))
-            dur = to_ns(e.get("dur"))
-            if type(name) is not str:
-                raise _bad(reader, index, e, "no 'name' string")
-            if ts is None or ts < 0:
-                raise _bad(reader, index, e, f"'ts' is not a time ({_field(e, 'ts')}): a number of µs, "
-                                             f"0 or more")
-            if dur is None or dur < 0:
-                raise _bad(reader, index, e, f"'dur' is not a duration ({_field(e, 'dur')}): a number of µs, "
-                                             f"0 or more")
-            args = e.get("args")
-            if type(args) is not dict:
-                args = {}
-            stream = to_id(args.get("stream", e.get("tid")))
-            if stream is None:
-                raise _bad(reader, index, e, "no stream: args.stream (or tid) must be an integer from 0 to 2**62")
-            dev = args.get("device")
-            dev = (to_id(e.get("pid")) or 0) if dev is None else to_id(dev)
-            if dev is None:
-                raise _bad(reader, index, e, f"args.device {_field(args, 'device')} is not an id from 0 to 2**62")
-            corr = args.get("correlation")
-            if type(corr) is int and corr >= MAX_NS:  # negative: no correlation, as before
-                raise _bad(reader, index, e, f"args.correlation {_field(args, 'correlation')} is not an id from 0 "
-                                             f"to 2**62")
-            corr = to_id(corr)
-            nid = name_ids.get(name)
-            if nid is None:
-                nid = name_ids[name] = len(names)
-                names.append(name)
-            g_name(nid)
-            g_cat(gpu)
-            g_ts(ts)
-            g_dur(dur)
-            g_dev(dev)
-            g_stream(stream)
-            g_corr(corr if corr is not None else _MISSING_CORRELATION)
-            g_thread(thread_id(e.get("pid"), e.get("tid")))
-        elif kind[2]:
-            args = e.get("args")
-            corr = args.get("correlation") if type(args) is dict else None
-            if type(corr) is not int or corr < 0 or ph != "X":
-                continue
-            if corr >= MAX_NS:
-                raise _bad(reader, index, e, f"args.correlation {_field(args, 'correlation')} is not an id from 0 "
-                                             f"to 2**62")
-            ts = to_ns(e.get("ts"))
-            if ts is None or ts < 0:
-                raise _bad(reader, index, e, f"'ts' is not a time ({_field(e, 'ts')}): a number of µs, "
-                                             f"0 or more")
-            launches[corr] = ts
-            launch_threads[corr] = thread_id(e.get("pid"), e.get("tid"))
-            name = e.get("name")
-            if type(name) is str and "GraphLaunch" in name:
-                graph_launches.add(corr)
-        elif kind[3] or kind[5]:
-            name = e.get("name")
-            if type(name) is not str:
-                continue
-            if kind[6]:
-                if "vllm" in name:
-                    c.vllm_functions += 1
-                    if name.endswith("execute_model") and _VLLM_WORKER.search(name):
-                        c.vllm_worker_steps += 1
-            elif name.startswith("execute_context_"):
-                c.vllm_annotations += 1
-            if kind[5] and ph == "X" and name.startswith(_OP_PREFIXES):
-                op = name
-                if name == "record_param_comms":
-                    args = e.get("args")
-                    cn = args.get("Collective name") if type(args) is dict else None
-                    op = f"record_param_comms:{cn}" if type(cn) is str else name
-                ck = next((i for i, (_, r) in enumerate(ops) if r.fullmatch(op)), -1)
-                ts, dur = to_ns(e.get("ts")), to_ns(e.get("dur"))
-                if ck >= 0 and ts is not None and dur is not None and dur >= 0:
-                    c.comm_ops.setdefault(thread_id(e.get("pid"), e.get("tid")), []).append((ts, ts + dur, ck))
-            if kind[3] and ph in ("X", "i", "I") and marker_search(name):
-                ts = to_ns(e.get("ts"))
-                if ts is None:
-                    raise _bad(reader, index, e, f"step marker whose 'ts' is not a time ({_field(e, 'ts')})")
-                dur = to_ns(e.get("dur")) if ph == "X" else None
-                if dur is not None and dur < 0:
-                    raise _bad(reader, index, e, f"step marker with a negative 'dur' ({_field(e, 'dur')})")
-                c.markers.append((ts, index, name, thread_id(e.get("pid"), e.get("tid")),
-                                  ts + dur if dur is not None else None))
-        elif ph == "f" and kind[0] == "ac2g":
-            fid, ts = to_id(e.get("id")), to_ns(e.get("ts"))
-            if fid is not None and ts is not None:
-                c.flow_ends[(thread_id(e.get("pid"), e.get("tid")), ts)] = fid
-    for kind in kinds:
-        categories[kind[0]] += kind[4]
-    c.events = reader.events_read
-    c.metadata = reader.metadata
-    return c
-
-
-def collect_fast(reader: TraceReader, marker: re.Pattern[str], marker_categories: Iterable[str] = MARKER_CATEGORIES,
-                 ops: list[tuple[str, re.Pattern[str]]] | None = None) -> _Collected:
-    """`collect` over the reader's fast path (`TraceReader.batches`): the same pass, on `Event` structs.
-
-    Where `collect` would refuse an event this raises FastPathUnsure instead, and the caller reads the file
-    again with `collect`, which names the problem exactly as before."""
-    c = _Collected()
-    names, name_ids, threads = c.names, c.name_ids, c.threads
-    g_name, g_cat, g_ts, g_dur = c.g_name.append, c.g_cat.append, c.g_ts.append, c.g_dur.append
-    g_dev, g_stream, g_corr, g_thread = c.g_dev.append, c.g_stream.append, c.g_corr.append, c.g_thread.append
-    launches, launch_threads, graph_launches = c.launches, c.launch_threads, c.graph_launches
-    flow_ends, markers, comm_ops = c.flow_ends, c.markers, c.comm_ops
-    categories = c.categories
-    marker_cats = {m.lower() for m in marker_categories}
-    op_cats = {"cpu_op", "user_annotation"} if ops else set()
-    kind_of: dict[Any, list[Any]] = {}
-    kinds: list[list[Any]] = []
-    marker_search = marker.search
-
-    thread_id = c.thread_id
-
-    index = -1
-    for batch in reader.batches():
-        for e in batch:
-            index += 1
-            cat = e.cat
-            kind = kind_of.get(cat) if type(cat) is str or cat is None else None
-            if kind is None:
-                label = cat if isinstance(cat, str) else "(none)"
-                low = label.lower()
-                # the branch of `collect` this category takes: 1 GPU, 2 launch, 3 marker or op, 4 flow, 0 none
-                code = 1 if low in _GPU_CATEGORIES else 2 if low in _LAUNCH_CATEGORIES else \
-                    3 if low in marker_cats or low in op_cats else 4 if label == "ac2g" else 0
-                kind = [label, _GPU_CATEGORIES.get(low), code, low in marker_cats, 0, low in op_cats,
-                        low == "python_function", {}]
-                kinds.append(kind)
-                if type(cat) is str or cat is None:
-                    kind_of[cat] = kind
-            kind[4] += 1
-            code = kind[2]
-            if code == 0:
-                continue
-            ph = e.ph
-            if code == 4:
-                if ph != "f":
-                    continue
-                # times as Kineto writes them ("1695835542514261.123" µs) convert inline; others by to_ns
-                ts = e.ts
-                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
-                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
-                fid = e.id
-                fid = fid if type(fid) is int and 0 <= fid < MAX_NS else None
-                if fid is not None and ts is not None:
-                    key = (e.pid, e.tid)
-                    try:
-                        t = threads[key]
-                    except (KeyError, TypeError):
-                        t = thread_id(*key)
-                    flow_ends[(t, ts)] = fid
-            elif code == 1:
-                if ph != "X":
-                    continue
-                name = e.name
-                ts, dur = e.ts, e.dur
-                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
-                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
-                dur = int(d) if type(dur) is str and 4 < len(dur) <= 19 and dur[-4] == "." and \
-                    (d := dur[:-4] + dur[-3:]).isdigit() and d.isascii() else to_ns(dur)
-                if type(name) is not str or ts is None or ts < 0 or dur is None or dur < 0:
-                    raise FastPathUnsure(index)
-                args = e.args
-                if type(args) is not dict:
-                    args = {}
-                stream = to_id(args.get("stream", e.tid))
-                dev = args.get("device")
-                dev = (to_id(e.pid) or 0) if dev is None else to_id(dev)
-                corr = args.get("correlation")
-                if stream is None or dev is None or (type(corr) is int and corr >= MAX_NS):
-                    raise FastPathUnsure(index)
-                corr = to_id(corr)
-                nid = name_ids.get(name)
-                if nid is None:
-                    nid = name_ids[name] = len(names)
-                    names.append(name)
-                g_name(nid)
-                g_cat(kind[1])
-                g_ts(ts)
-                g_dur(dur)
-                g_dev(dev)
-                g_stream(stream)
-                g_corr(corr if corr is not None else _MISSING_CORRELATION)
-                g_thread(thread_id(e.pid, e.tid))
-            elif code == 2:
-                args = e.args
-                corr = args.get("correlation") if type(args) is dict else None
-                if type(corr) is not int or corr < 0 or ph != "X":
-                    continue
-                ts = e.ts
-                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
-                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
-                if corr >= MAX_NS or ts is None or ts < 0:
-                    raise FastPathUnsure(index)
-                launches[corr] = ts
-                key = (e.pid, e.tid)
-                try:
-                    launch_threads[corr] = threads[key]
-                except (KeyError, TypeError):
-                    launch_threads[corr] = thread_id(*key)
-                name = e.name
-                if type(name) is str and "GraphLaunch" in name:
-                    graph_launches.add(corr)
-            else:
-                name = e.name
-                if type(name) is not str:
-                    continue
-                # names repeat (aten::mm, ...): what each says, per category, is looked up once
-                seen = kind[7]
-                flags = seen.get(name)
-                if flags is None:
-                    flags = 0
-                    if kind[6]:
-                        if "vllm" in name:
-                            flags |= 2
-                            if name.endswith("execute_model") and _VLLM_WORKER.search(name):
-                                flags |= 4
-                    elif name.startswith("execute_context_"):
-                        flags |= 1
-                    if kind[5] and name.startswith(_OP_PREFIXES):
-                        flags |= 8
-                    if kind[3] and marker_search(name):
-                        flags |= 16
-                    if len(seen) < _NAME_CACHE and len(name) <= _NAME_CACHE_CHARS:
-                        seen[name] = flags
-                if not flags:
-                    continue
-                if flags & 1:
-                    c.vllm_annotations += 1
-                if flags & 2:
-                    c.vllm_functions += 1
-                if flags & 4:
-                    c.vllm_worker_steps += 1
-                if flags & 8 and ph == "X":
-                    op = name
-                    if name == "record_param_comms":
-                        args = e.args
-                        cn = args.get("Collective name") if type(args) is dict else None
-                        op = f"record_param_comms:{cn}" if type(cn) is str else name
-                    ck = next((i for i, (_, r) in enumerate(ops) if r.fullmatch(op)), -1)
-                    ts, dur = to_ns(e.ts), to_ns(e.dur)
-                    if ck >= 0 and ts is not None and dur is not None and dur >= 0:
-                        comm_ops.setdefault(thread_id(e.pid, e.tid), []).append((ts, ts + dur, ck))
-                if flags & 16 and ph in ("X", "i", "I"):
-                    ts = to_ns(e.ts)
-                    dur = to_ns(e.dur) if ph == "X" else None
-                    if ts is None or (dur is not None and dur < 0):
-                        raise FastPathUnsure(index)
-                    markers.append((ts, index, name, thread_id(e.pid, e.tid), ts + dur if dur is not None else None))
-    for kind in kinds:
-        categories[kind[0]] += kind[4]
-    c.events = reader.events_read
-    c.metadata = reader.metadata
-    return c
 
 
 # --------------------------------------------------------------------------- figures

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from audit.errors import AuditError
-from audit.jsonl import sha256_file
+from audit.fileio import sha256_file
 from audit.models import Manifest, ProfileKernelRow, ProfileStepRow, Provenance
 from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, open_package

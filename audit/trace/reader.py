@@ -45,7 +45,7 @@ from typing import Any
 import msgspec
 
 from audit.errors import AuditError
-from audit.jsonl import DuplicateKey, HashingReader, _reject_constant, _unique_pairs, open_regular
+from audit.fileio import DuplicateKey, HashingReader, open_regular, reject_constant, unique_pairs
 
 CHUNK_CHARS = 1 << 20
 """Characters read per refill of the buffer."""
@@ -65,7 +65,7 @@ _WS = re.compile(r"[ \t\n\r]*")
 _SEP = re.compile(r"[ \t\n\r]*,[ \t\n\r]*")
 
 
-_DECODER = json.JSONDecoder(parse_float=str, parse_constant=_reject_constant, object_pairs_hook=_unique_pairs)
+_DECODER = json.JSONDecoder(parse_float=str, parse_constant=reject_constant, object_pairs_hook=unique_pairs)
 """A repeated key raises DuplicateKey, which names it."""
 
 

@@ -1,5 +1,6 @@
-"""File I/O: streaming JSON Lines with bounded memory per line, byte-stable JSON, hashes,
-and atomic writes.
+"""The project's file I/O: bounded reads of regular files and gzip, streaming JSON Lines with
+bounded memory per line, strict JSON (no duplicate keys, no NaN), byte-stable JSON, hashes,
+and atomic writes. Every reader and writer in audit goes through here.
 
 Lines are read in binary with a length cap, so a multi-GB line is reported and
 skipped instead of being loaded; decoding and parsing errors name the line.
@@ -44,7 +45,7 @@ compress 3 to 30 times; a bomb (one gzip member repeated, a run of one byte) a t
 MAX_GZIP_BYTES = 16 * 1024 * 1024 * 1024
 """Most bytes any `.gz` file may decompress to, whatever its size and its manifest say."""
 
-_CHUNK = 1024 * 1024
+CHUNK = 1024 * 1024
 
 
 def gzip_limit(compressed: int) -> int:
@@ -73,9 +74,9 @@ def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
     """Open a file for binary reading, transparently un-gzipping `*.gz`."""
     p = str(path)
     if p.endswith(".gz"):
-        return io.BufferedReader(_BoundedGzip(p), _CHUNK)
+        return io.BufferedReader(_BoundedGzip(p), CHUNK)
     # A large buffer: skipping an over-long line with an 8 KiB one is 3x slower.
-    return open(p, "rb", buffering=_CHUNK)
+    return open(p, "rb", buffering=CHUNK)
 
 
 class GzipBound(OSError):
@@ -130,7 +131,7 @@ def iter_raw_lines(fh: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES,
             # Skip the rest of the line in bounded chunks.
             skipped = len(line)
             while True:
-                rest = fh.readline(_CHUNK)
+                rest = fh.readline(CHUNK)
                 skipped += len(rest)
                 if not rest or rest.endswith(b"\n"):
                     break
@@ -161,7 +162,7 @@ def decode_utf8(data: bytes) -> tuple[str | None, str | None]:
         return None, f"not valid UTF-8 at byte {e.start} of the line"
 
 
-def _reject_constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
@@ -180,7 +181,7 @@ class DuplicateKey(ValueError):
         super().__init__("duplicate key in a JSON object")
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
         seen: set[str] = set()
@@ -191,7 +192,7 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_constant=_reject_constant,
+DECODER = json.JSONDecoder(object_pairs_hook=unique_pairs, parse_constant=reject_constant,
                            parse_float=_finite_float)
 """Strict JSON decoding: duplicate keys, NaN, Infinity and out-of-range numbers raise ValueError
 (DuplicateKey for the first), nesting deeper than the recursion limit raises RecursionError."""
@@ -333,7 +334,7 @@ class HashingReader(io.RawIOBase):
 
     def drain(self) -> None:
         """Hash the rest of the file (to report the digest of what is on disk), reading nothing else."""
-        buf = bytearray(_CHUNK)
+        buf = bytearray(CHUNK)
         while self.readinto(buf):
             pass
 
@@ -346,7 +347,7 @@ def read_regular(path: str | os.PathLike[str], *, follow_links: bool = False, li
     with f:
         data = bytearray()
         while len(data) < size:
-            chunk = f.read(min(_CHUNK, size - len(data)))
+            chunk = f.read(min(CHUNK, size - len(data)))
             if not chunk:
                 break
             data += chunk
@@ -382,7 +383,7 @@ def sha256_file(path: str | os.PathLike[str]) -> tuple[str, int]:
     h = hashlib.sha256()
     n = 0
     with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
+        while chunk := f.read(CHUNK):
             h.update(chunk)
             n += len(chunk)
     return h.hexdigest(), n
@@ -395,7 +396,7 @@ def copy_regular(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> t
     n = 0
     f, size = open_regular(src, follow_links=True)
     with f, open(dest, "xb") as out:
-        while n < size and (chunk := f.read(min(_CHUNK, size - n))):
+        while n < size and (chunk := f.read(min(CHUNK, size - n))):
             h.update(chunk)
             out.write(chunk)
             n += len(chunk)
@@ -414,13 +415,13 @@ class JsonlWriter:
         self.rows = 0
         self.bytes = 0
         """Bytes of JSONL written (before compression)."""
-        raw = open(self.path, "wb", buffering=_CHUNK)
+        raw = open(self.path, "wb", buffering=CHUNK)
         if self.path.name.endswith(".gz"):
             # mtime=0 and no file name: the same rows give the same bytes.
             self._raw: IO[bytes] | None = raw
             self._gz: gzip.GzipFile | None = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
             # Rows reach zlib in 1 MiB blocks, not one compress call per row (the same bytes, sooner).
-            self._fh: IO[bytes] = io.BufferedWriter(self._gz, _CHUNK)
+            self._fh: IO[bytes] = io.BufferedWriter(self._gz, CHUNK)
         else:
             self._raw = self._gz = None
             self._fh = raw
