@@ -253,6 +253,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
                                   "the page's footer)", "added", "succeeded"),
     ("gen.huge-log-at-stop", "a launched server's log grown by 1 GiB as it stops (read whole for its defaults line)",
      "added", "succeeded"),
+    ("import.lighteval-literal", "a lighteval text-layout cell that is code, a 5,000-deep nest or 16 MiB (read as a "
+                                 "Python literal)", "added", "held"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -9,6 +9,8 @@ atomic writing are the same as for `audit pack`. Modules, one per format:
   records as Parquet (the Open LLM Leaderboard's details datasets, read through `datasets`);
 - `lm_eval_dir`: a whole lm-eval output folder, one package per task, cross-checked with its results file;
 - `inspect_ai`: inspect_ai evaluation logs (`.eval`, `.json`), read with inspect_ai's own reader;
+- `lighteval`: lighteval per-sample details (`details_<task>_<date>.parquet`, every layout), read through
+  `datasets`, checked against lighteval's results file;
 - `table`: any JSONL / JSON / CSV / Parquet table with a column mapping;
 - `verdicts`: another tool's per-item verdicts, as a verdict file;
 - `mapping`: column expressions, ASCII-only number reads, and the shared `--map` / `--where` (RecordMap).

@@ -93,6 +93,13 @@ RELEASE_INFO = Format("release-info", "the release.json of an audit release pack
 PACKAGE = Format("package", "an audit package: nothing to import", "audit show FILE")
 INSPECT_LOG = Format("inspect-log", "an inspect_ai evaluation log (samples, scores, model)",
                      "audit import inspect FILE -o OUT [--recorded RECORDED.json]", "inspect")
+LIGHTEVAL_DETAILS = Format("lighteval-details", "lighteval per-sample details (doc, model_response, metric; or "
+                           "example, predictions, metrics)",
+                           "audit import lighteval FILE --benchmark NAME -o OUT [--recorded RECORDED.json]", "lighteval")
+LIGHTEVAL_RESULTS = Format(
+    "lighteval-results", "a lighteval results file (aggregate scores only, no per-item rows)",
+    "audit import lighteval details_<task>_<date>.parquet --benchmark NAME -o OUT",
+    after=" on the details file --save-details writes under details/<model>/<date>/")
 TABLE = Format("table", "a table of unknown columns",
                "audit import table FILE --kind responses --map item_id=COLUMN --map response=COLUMN -o OUT", "table")
 
@@ -103,6 +110,8 @@ def classify_record(obj: dict[str, Any]) -> Format:
     keys = set(obj)
     if "doc_id" in keys and keys & {"resps", "filtered_resps"}:
         return LM_EVAL_SAMPLES
+    if {"doc", "model_response", "metric"} <= keys or {"example", "predictions", "metrics"} <= keys:
+        return LIGHTEVAL_DETAILS
     if "question_id" in keys and "options" in keys:
         if keys & {"pred", *TEXT_FIELDS}:
             return MMLU_PRO
@@ -132,6 +141,8 @@ def classify_document(obj: dict[str, Any]) -> Format | None:
         return PACKAGE
     if isinstance(obj.get("eval"), dict) and "status" in obj and "version" in obj:
         return INSPECT_LOG
+    if isinstance(obj.get("results"), dict) and isinstance(obj.get("config_general"), dict):
+        return LIGHTEVAL_RESULTS
     if isinstance(obj.get("results"), dict) and obj.keys() & {"config", "configs", "versions", "n-shot",
                                                               "lm_eval_version", "n-samples"}:
         return LM_EVAL_RESULTS
@@ -239,6 +250,7 @@ def wrong_importer(path: str | os.PathLike[str], importer: str) -> Format | None
 _RECORDED = {
     "mmlu-pro": "audit import mmlu-pro FILE -o PACKAGE --recorded OUT.json",
     "lm-eval-samples": "audit import lm-eval FILE --benchmark NAME -o PACKAGE --recorded OUT.json",
+    "lighteval-details": "audit import lighteval FILE --benchmark NAME -o PACKAGE --recorded OUT.json",
 }
 """Formats whose run's own verdicts another command writes as a verdict file."""
 

@@ -212,6 +212,9 @@ def describe(check: dict[str, Any]) -> str:
     if what == "n-samples":
         return (f"n-samples {logged} = {got} documents in the samples" if check["ok"] else
                 f"MISMATCH n-samples: the results file reports {logged:,} documents, the samples hold {got}")
+    if what == "examples hash":  # lighteval's hash_examples over the queries
+        return (f"examples hash {logged} = the {check['n']} queries" if check["ok"] else
+                f"MISMATCH examples hash: the results file records {logged}, the {check['n']} queries give {got}")
     if what == "samples":  # an inspect_ai log's total_samples
         return (f"{logged} samples" if check["ok"] else
                 f"MISMATCH samples: the log reports {logged:,}, it holds {got}")
