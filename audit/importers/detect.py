@@ -95,7 +95,8 @@ INSPECT_LOG = Format("inspect-log", "an inspect_ai evaluation log (samples, scor
                      "audit import inspect FILE -o OUT [--recorded RECORDED.json]", "inspect")
 LIGHTEVAL_DETAILS = Format("lighteval-details", "lighteval per-sample details (doc, model_response, metric; or "
                            "example, predictions, metrics)",
-                           "audit import lighteval FILE --benchmark NAME -o OUT [--recorded RECORDED.json]", "lighteval")
+                           "audit import lighteval FILE --benchmark NAME -o OUT [--recorded RECORDED.json]",
+                           "lighteval")
 LIGHTEVAL_RESULTS = Format(
     "lighteval-results", "a lighteval results file (aggregate scores only, no per-item rows)",
     "audit import lighteval details_<task>_<date>.parquet --benchmark NAME -o OUT",
