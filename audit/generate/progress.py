@@ -29,6 +29,7 @@ class Progress:
         self._next_line = 0
 
     def update(self, tokens: int = 0) -> None:
+        """One more row done, with its completion tokens; redraw when it is time."""
         self.done += 1
         self.tokens += tokens
         if not self.enabled:
@@ -46,6 +47,7 @@ class Progress:
             self.stream.flush()
 
     def render(self, now: float) -> str:
+        """The progress text at monotonic time `now`: a bar on a terminal, a plain line otherwise."""
         elapsed = max(now - self.t0, 1e-9)
         rate = self.tokens / elapsed
         left = self.total - self.done
@@ -59,6 +61,7 @@ class Progress:
         return f"{self.label}: {self.done}/{self.total} rows, {rate:.1f} tok/s, ETA {eta_s}"
 
     def close(self) -> None:
+        """End the redrawn bar's line (a terminal only)."""
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()

@@ -1,7 +1,7 @@
 """The responses package's provenance: what was sent, to what, how it was checked, and what came back.
 
-The `extra` keys written here are read back by other code (`audit.models` readers of generate
-runs): their names and order do not change.
+The `extra` keys written here are read back by other code (typed readers of a generate run's
+provenance), and committed packages hold them: their names and order do not change.
 """
 
 from __future__ import annotations
