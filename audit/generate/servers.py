@@ -81,7 +81,7 @@ class Servers:
         self.session = session
         self.state.sessions.append(session)
         if self.cfg.launch:
-            self._launch(session)
+            self._launch(session, self.cfg.launch)
         else:
             self._attach()
         for slot in self.slots:
@@ -90,13 +90,13 @@ class Servers:
         self._check_servers_agree()
         save_state(self.work, self.state)
 
-    def _launch(self, session: Session) -> None:
+    def _launch(self, session: Session, launch_args: str) -> None:
         cfg = self.cfg
         for prev in self.state.sessions[:-1]:
             pid = (prev.launch or {}).get("pid")
             if pid and kill_stale(pid, f"--model {cfg.model}"):
                 note(self.log, f"stopped server pid {pid} left by an earlier, killed run")
-        args = parse_launch_args(cfg.launch or "", cfg.model)
+        args = parse_launch_args(launch_args, cfg.model)
         program = [sys.executable if p == "{python}" else p for p in shlex.split(cfg.launch_program)]
         log_rel = f"logs/server-{self.index}.log"
         srv = LaunchedServer(program=program, model=cfg.model, args=args, log_path=self.work / log_rel,
