@@ -306,12 +306,12 @@ def test_a_huge_generation_config_is_refused_unread(tmp_path):
     with open(cfg, "wb") as f:
         f.write(b'{"temperature": 0.6, "pad": "')
         f.truncate(8 << 30)  # 8 GiB, sparse: read whole before
-    r = _jailed_python("from audit.errors import AuditError\nfrom audit.generate.runner import read_generation_config\n"
+    r = _jailed_python("from audit.errors import AuditError\nfrom audit.generate.model_info import read_generation_config\n"
                        f"try:\n    read_generation_config({str(cfg.parent)!r})\nexcept AuditError as e:\n    print(e)")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert r.stdout == f"{cfg}: larger than the 1,048,576-byte limit for a generation_config.json\n"
     cfg.write_text('{"temperature": 0.6, "temperature": 1.0}')
-    r = _jailed_python("from audit.errors import AuditError\nfrom audit.generate.runner import read_generation_config\n"
+    r = _jailed_python("from audit.errors import AuditError\nfrom audit.generate.model_info import read_generation_config\n"
                        f"try:\n    read_generation_config({str(cfg.parent)!r})\nexcept AuditError as e:\n    print(e)")
     assert r.stdout == f"{cfg}: field temperature: unreadable: duplicate key in a JSON object\n", r.stdout
 

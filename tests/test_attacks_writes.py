@@ -532,7 +532,7 @@ def test_reproduce_names_the_producer_it_does_not_rederive_and_compares_the_envi
 def test_bench_and_generate_refuse_a_users_folder_before_any_work(tmp_path):
     from audit.bench.store import check_outputs
     from audit.errors import AuditError
-    from audit.generate import runner
+    from audit.generate import state
 
     mine = _user_folder(tmp_path)
     for out, tel in ((mine, None), (tmp_path / "new", mine)):
@@ -540,10 +540,10 @@ def test_bench_and_generate_refuse_a_users_folder_before_any_work(tmp_path):
             check_outputs(out, tel, True)
     work = _user_folder(tmp_path, "pkg.work")  # what `generate --force` would remove as an unfinished run
     with pytest.raises(AuditError, match="this is not an unfinished run's folder"):
-        runner._check_run_dir(work)
+        state.check_run_dir(work)
     assert (work / "draft.tex").is_file()
-    (work / "run.json").write_text(json.dumps({"format": runner.RUN_FORMAT}), encoding="utf-8")
-    runner._check_run_dir(work)  # an audit run's folder: --force may remove it
+    (work / "run.json").write_text(json.dumps({"format": state.RUN_FORMAT}), encoding="utf-8")
+    state.check_run_dir(work)  # an audit run's folder: --force may remove it
 
 
 @attack("claims.page-huge-own-file")

@@ -20,7 +20,12 @@ from tests.conftest import REPO, shared_path
 from tests.attacks import attack
 from tests.fake_openai_server import FakeOpenAIServer, chat_template, count_tokens
 
-from audit.generate import runner as gen
+from audit.errors import AuditError
+from audit.generate import pool
+from audit.generate.config import Sampling
+from audit.generate.journal import read_journal
+from audit.generate.model_info import apply_model_defaults
+from audit.generate.progress import Progress
 from audit.fileio import dumps
 from audit.models import ItemRow, ResponseRow
 from audit.pack import SourceRow, Table, build_package
@@ -328,7 +333,7 @@ def test_refuses_when_the_server_counts_the_prompt_differently(cli, tmp_path, ma
 
 
 def test_refuses_when_the_log_does_not_show_the_request(cli, tmp_path, math_items, monkeypatch):
-    monkeypatch.setattr(gen, "LOG_WAIT_S", 0.3)
+    monkeypatch.setattr(pool, "LOG_WAIT_S", 0.3)
     log = tmp_path / "server.log"
     with FakeOpenAIServer(max_model_len=300, log_path=str(log), log_requests=False) as srv:
         r = cli(*base_args(math_items, tmp_path / "out", "--server", srv.url, "--server-log", str(log)))
@@ -396,11 +401,11 @@ def test_journal_drops_a_torn_last_line_and_refuses_a_damaged_one(tmp_path):
     p = tmp_path / "journal.jsonl"
     good = dumps(row.model_dump(mode="json")) + "\n"
     p.write_text(good + good.replace('"a"', '"b"') + '{"item_id": "c", "resp')
-    assert [r.item_id for r in gen.read_journal(p, repair=True)] == ["a", "b"]
+    assert [r.item_id for r in read_journal(p, repair=True)] == ["a", "b"]
     assert p.read_text() == good + good.replace('"a"', '"b"')
     p.write_text(good + "not json\n" + good)
-    with pytest.raises(gen.AuditError, match="row 2: unreadable journal line"):
-        gen.read_journal(p)
+    with pytest.raises(AuditError, match="row 2: unreadable journal line"):
+        read_journal(p)
 
 
 def _journal_rows(work: Path) -> int:
@@ -428,7 +433,7 @@ def test_kill_9_mid_run_then_resume_loses_and_repeats_nothing(cli, tmp_path, mat
         finally:
             proc.wait()
         assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()
-        before = gen.read_journal(work / "journal.jsonl")
+        before = read_journal(work / "journal.jsonl")
         assert 3 <= len(before) < 12 and not out.exists()
         r = cli("generate", "--resume", str(out), "--concurrency", "2")
         n_requests = len(srv.state.generate_requests)
@@ -528,7 +533,7 @@ def test_a_launched_server_that_dies_is_reported_with_its_log_then_resumed(cli, 
     assert r.code == 2
     assert "the server exited with code 3; last lines of" in r.err
     assert "EngineCore died unexpectedly (injected)" in r.err
-    assert len(gen.read_journal(tmp_path / "out.work" / "journal.jsonl")) == 2
+    assert len(read_journal(tmp_path / "out.work" / "journal.jsonl")) == 2
     r = cli("generate", "--resume", str(tmp_path / "out"))
     assert r.code == 0, r.err
     m = manifest_of(tmp_path / "out")
@@ -574,7 +579,7 @@ def test_sigterm_stops_the_run_like_ctrl_c(tmp_path, math_items):
                 proc.kill()
     assert proc.returncode == 130, err.decode()
     assert "interrupted;" in err.decode() and not out.exists()
-    assert 2 <= len(gen.read_journal(work / "journal.jsonl")) < 12
+    assert 2 <= len(read_journal(work / "journal.jsonl")) < 12
 
 
 def test_a_server_that_does_not_answer_is_named(cli, tmp_path, math_items):
@@ -592,7 +597,7 @@ def test_progress_bar_on_a_terminal():
             return True
 
     stream = Tty()
-    p = gen.Progress("attempt 0", 4, stream=stream)
+    p = Progress("attempt 0", 4, stream=stream)
     for _ in range(4):
         p.update(tokens=10)
     p.close()
@@ -758,12 +763,12 @@ def test_a_launch_port_or_a_generation_config_in_other_digits_is_refused(tmp_pat
 
     with pytest.raises(AuditError, match=r"^--launch: --port '٨١٢٣' is not a port number in ASCII digits$"):
         LaunchedServer(program=["python3"], model="m", args=["--port", "٨١٢٣"], log_path=tmp_path / "log")
-    sampling = gen.Sampling(temperature=1.0)
+    sampling = Sampling(temperature=1.0)
     with pytest.raises(AuditError, match=r"^generation_config.json: top_k is '٣', not an integer$"):
-        gen.apply_model_defaults(sampling, set(), {"top_k": "٣"})
+        apply_model_defaults(sampling, set(), {"top_k": "٣"})
     with pytest.raises(AuditError, match=r"^generation_config.json: temperature is '0.6', not a number$"):
-        gen.apply_model_defaults(sampling, set(), {"temperature": "0.6"})
-    assert gen.apply_model_defaults(sampling, set(), {"top_k": 20, "temperature": 0.6}).top_k == 20
+        apply_model_defaults(sampling, set(), {"temperature": "0.6"})
+    assert apply_model_defaults(sampling, set(), {"top_k": 20, "temperature": 0.6}).top_k == 20
 
 
 @attack("fmt.unicode-digits-generate")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
+from re import Pattern
+from typing import Any
 
 import click
 
+from audit import ascii_numbers
 from audit.cli import cli
 
 
@@ -15,19 +17,19 @@ class _Number(click.ParamType):
     """click's INT or FLOAT, written in ASCII only: Python's int() and float() read "٣" as 3 and
     "1_000" as 1000, so a look-alike digit would pass as a number nobody typed."""
 
-    def __init__(self, base: click.ParamType, pattern: str):
+    def __init__(self, base: click.ParamType, pattern: Pattern[str]):
         self.base, self.name = base, base.name
-        self._pattern = re.compile(pattern, re.ASCII)
+        self._pattern = pattern
 
-    def convert(self, value, param, ctx):  # noqa: ANN001 - click's signature
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and not self._pattern.fullmatch(value):
             self.fail(f"{value!r} is not {'an integer' if self.name == 'integer' else 'a number'} "
                       "in ASCII digits", param, ctx)
         return self.base.convert(value, param, ctx)
 
 
-INT = _Number(click.INT, r"[+-]?[0-9]+")
-FLOAT = _Number(click.FLOAT, r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+INT = _Number(click.INT, ascii_numbers.INT)
+FLOAT = _Number(click.FLOAT, ascii_numbers.FLOAT)
 
 SAMPLING_OPTIONS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
                     "frequency_penalty", "min_tokens", "stop")
@@ -104,7 +106,8 @@ def generate(ctx: click.Context, **o) -> int:
     `audit generate --resume PACKAGE` continues where it stopped.
     """
     from audit.errors import AuditError
-    from audit.generate.runner import RunConfig, Runtime, Sampling, resume, start
+    from audit.generate.config import RunConfig, Runtime, Sampling
+    from audit.generate.runner import resume, start
 
     rt = Runtime(concurrency=o["concurrency"], retries=o["retries"], request_timeout=o["request_timeout"],
                  launch_timeout=o["launch_timeout"], progress=not o["quiet"], backoff_s=o["retry_backoff"])
@@ -148,7 +151,7 @@ def generate(ctx: click.Context, **o) -> int:
             log_check=not o["no_log_check"], hardware=o["hardware"], package_id=o["package_id"],
             use_model_defaults=o["use_model_defaults"])
         if o["use_model_defaults"] and o["temperature"] is None:
-            from audit.generate.runner import read_generation_config
+            from audit.generate.model_info import read_generation_config
 
             gen = read_generation_config(o["model"]) or {}
             if gen.get("temperature") is None:

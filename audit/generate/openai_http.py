@@ -120,6 +120,14 @@ class _Deadline:
 _CONNECTION_ERRORS = (ConnectionError, socket.timeout, TimeoutError, http.client.HTTPException, OSError)
 
 
+def _usage_count(path: str, usage: dict[str, Any], name: str) -> int:
+    """`usage[name]` as a count of tokens; a reply without one is malformed."""
+    v = usage.get(name)
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise Malformed(f"POST {path}: usage.{name} is {v!r}, not a count")
+    return v
+
+
 def _error_message(status: int, body: bytes) -> str:
     text = body.decode("utf-8", "replace").strip()
     try:
@@ -189,6 +197,7 @@ class OpenAIServer:
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
         p = self._parts
+        assert p.hostname, "__post_init__ refuses a URL without one"
         cls = http.client.HTTPSConnection if p.scheme == "https" else http.client.HTTPConnection
         return cls(p.hostname, p.port, timeout=timeout)
 
@@ -443,10 +452,8 @@ class OpenAIServer:
             raise Malformed(f"POST {path}: finish_reason is {finish!r}, not a string")
         if not isinstance(usage, dict):
             raise Malformed(f"POST {path}: the stream carried no usage (stream_options.include_usage was sent)")
-        pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        for name, v in (("prompt_tokens", pt), ("completion_tokens", ct)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise Malformed(f"POST {path}: usage.{name} is {v!r}, not a count")
+        pt = _usage_count(path, usage, "prompt_tokens")
+        ct = _usage_count(path, usage, "completion_tokens")
         if ct < texts:
             raise Malformed(f"POST {path}: usage.completion_tokens is {ct}, fewer than the {texts} chunks of text "
                             "the stream carried")

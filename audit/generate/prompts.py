@@ -2,9 +2,9 @@
 
 A registered `name@version` never changes the text it renders; a change is a new
 version beside the old. Each benchmark's default template is named by its spec
-(`audit.specs`); `audit.specs.lookup("prompt template", NAME)` finds one. Every responses row stores the sha256 of the exact prompt
-that was sent (`prompt_sha256`), and the manifest names the template and its
-fingerprint, so a reader can tell which wording produced which response.
+(`audit.specs`); `audit.specs.lookup("prompt template", NAME)` finds one. Every
+responses row stores the sha256 of the exact prompt that was sent (`prompt_sha256`),
+and the manifest names the template and its fingerprint, so a reader can tell which wording produced which response.
 
 Sources (wording reimplemented from these files, not copied code):
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from audit import ascii_numbers
+
 
 class ExprError(Exception):
     """An expression could not be evaluated on a record; `column` names the culprit when known."""
@@ -124,10 +126,6 @@ def field_types(model: type[BaseModel], name: str) -> tuple[type, ...]:
     return tuple(flat(ann))
 
 
-_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
-_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
-
-
 def parse_int(text: str) -> int | None:
     """An integer written in ASCII digits (surrounding blanks allowed), else None.
 
@@ -135,13 +133,13 @@ def parse_int(text: str) -> int | None:
     str.isdigit() takes "²", which int() then refuses: a file that writes a number another way is refused,
     never read as the digits it resembles."""
     text = text.strip()
-    return int(text) if _INT.fullmatch(text) else None
+    return int(text) if ascii_numbers.INT.fullmatch(text) else None
 
 
 def parse_float(text: str) -> float | None:
     """A finite decimal number written in ASCII (`-1.5`, `2e-3`), else None (no nan, inf, `1_0` or "٣")."""
     text = text.strip()
-    if not _FLOAT.fullmatch(text):
+    if not ascii_numbers.FLOAT.fullmatch(text):
         return None
     f = float(text)
     return f if math.isfinite(f) else None

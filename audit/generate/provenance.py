@@ -1,0 +1,101 @@
+"""The responses package's provenance: what was sent, to what, how it was checked, and what came back.
+
+The `extra` keys written here are read back by other code (typed readers of a generate run's
+provenance), and committed packages hold them: their names and order do not change.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from audit.generate.config import RunConfig
+from audit.generate.model_info import detect_hardware
+from audit.generate.prompts import PromptTemplate
+from audit.generate.state import RunState, Session
+from audit.models import DatasetRef, Provenance, ResponseRow
+
+CHAT_PROMPT_SHA256_OF = "the chat messages as canonical JSON ([{\"role\":\"user\",\"content\":...}], no spaces)"
+COMPLETION_PROMPT_SHA256_OF = "the prompt text (UTF-8)"
+
+
+def row_counts(rows: list[ResponseRow]) -> dict[str, Any]:
+    """How the rows ended (excluded, errors, truncated, finished), how many, and how many per attempt."""
+    counts: Counter[str] = Counter()
+    attempts: Counter[int] = Counter()
+    for r in rows:
+        attempts[r.attempt] += 1
+        counts["excluded" if r.excluded else "errors" if r.error else
+               "truncated" if r.finish_reason == "length" else "finished"] += 1
+    return {**dict(sorted(counts.items())), "rows": len(rows),
+            "attempts": {str(k): v for k, v in sorted(attempts.items())}}
+
+
+def sampling_record(cfg: RunConfig) -> dict[str, Any]:
+    """`provenance.sampling`: every parameter sent, with the budget and seed rules written out."""
+    sampling = {**cfg.sampling.request_fields(), "max_tokens": "min(cap, context_window - prompt_tokens)",
+                "max_tokens_cap": cfg.max_tokens, "seed": f"{cfg.seed} + attempt * {cfg.samples} + sample",
+                "samples": cfg.samples, "mode": cfg.mode}
+    if cfg.resample_truncated:
+        sampling.update(resample_truncated=cfg.resample_truncated, resample_budget=cfg.resample_budget)
+    return sampling
+
+
+def sampling_check(cfg: RunConfig, log_checked: bool, sessions: list[Session]) -> dict[str, Any]:
+    """How the parameters the server applied were checked: against its log, or from the replies alone."""
+    check: dict[str, Any]
+    if log_checked:
+        check = {"method": "server log",
+                 "requests_verified": sum(s.requests_verified or 0 for s in sessions),
+                 "detail": "every kept row's `Received request ... SamplingParams(...)` line in the server log "
+                           "matched what was sent"}
+    else:
+        check = {"method": "replies only",
+                 "detail": "no server log: checked usage.prompt_tokens == /tokenize count, completion_tokens <= "
+                           "max_tokens and that a length finish came at max_tokens"}
+    if not cfg.log_check:
+        check["disabled"] = "--no-log-check"
+    return check
+
+
+def prompt_record(template: PromptTemplate, mode: str) -> dict[str, Any]:
+    """The prompt template used, and what a row's prompt_sha256 is the hash of."""
+    return {"template": template.key, "fingerprint": template.fingerprint, "source": template.source,
+            "mode": mode,
+            "prompt_sha256_of": COMPLETION_PROMPT_SHA256_OF if mode == "completion" else CHAT_PROMPT_SHA256_OF}
+
+
+def build_provenance(cfg: RunConfig, state: RunState, template: PromptTemplate, rows: list[ResponseRow], *,
+                     log_checked: bool, context_window: int) -> Provenance:
+    """The package's provenance. `log_checked`: this session read a server log; `context_window`: this
+    session's (0 when it sent nothing: the pinned server's is used)."""
+    first = state.server
+    engine_version = first.version if first else None
+    items_info = state.items
+    assert items_info is not None, "the items are read before the package is written"
+    dataset = DatasetRef.model_validate(items_info.dataset) if items_info.dataset else None
+    hardware = cfg.hardware or (detect_hardware() if cfg.launch else None)
+    extra = {
+        "run_id": state.run_id,
+        "generator": "audit generate",
+        "config": cfg.to_json(),
+        "items_package": {"package_id": items_info.package_id, "digest": items_info.digest, "path": items_info.path},
+        "prompt": prompt_record(template, cfg.mode),
+        "context_window": context_window or (first.max_model_len if first else None),
+        "generation_config": state.generation_config,
+        "model_files": state.model_files,
+        "sampling_check": sampling_check(cfg, log_checked, state.sessions),
+        "sessions": [s.to_json() for s in state.sessions],
+        "counts": row_counts(rows),
+    }
+    return Provenance(
+        model=(first.model if first else None) or cfg.model,
+        engine="vllm" if engine_version else "openai-compatible server",
+        engine_version=engine_version,
+        hardware=hardware,
+        dataset=dataset,
+        sampling=sampling_record(cfg),
+        notes=f"Generated by `audit generate` with prompt {template.key} ({cfg.mode} endpoint); every sampling "
+              "parameter was sent with every request.",
+        extra=extra,
+    )
