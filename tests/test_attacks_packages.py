@@ -387,7 +387,7 @@ def test_diff_reads_header_and_rows_from_the_same_bytes(tmp_path, monkeypatch):
 
 @attack("pkg.toctou-every-reader")
 def test_release_names_the_digest_of_the_verdict_file_it_published(tmp_path, monkeypatch, cli):
-    import audit.release as release
+    import audit.release.build as release
 
     old = _verdicts(tmp_path, "results.json", "bench_a", "incorrect")
     other = _verdicts(tmp_path, "other.json", "bench_a", "correct")
@@ -410,7 +410,7 @@ def test_release_names_the_digest_of_the_verdict_file_it_published(tmp_path, mon
 
 @attack("pkg.toctou-every-reader")
 def test_verify_release_checks_the_bytes_the_manifest_pins(tmp_path, monkeypatch, cli):
-    import audit.release as release
+    import audit.release.verify as release
 
     items = make_package(tmp_path / "items", items=[
         {"item_id": "p1", "reference": "A", "num_choices": 4, "protected": True,

@@ -152,7 +152,7 @@ def test_planted_response_text_fails_and_writes_nothing(gpqa, cli, tmp_path):
 
 @pytest.mark.shared_data
 def test_planted_reference_beside_id_fails(gpqa, cli, tmp_path, monkeypatch):
-    import audit.release as rel
+    import audit.release.build as rel
 
     real = rel._release_row
 

@@ -297,7 +297,7 @@ def test_planted_reference_beside_its_id_fails(gpqa, cli):
 
 
 def test_a_release_bug_that_publishes_protected_rows_in_full_fails(gpqa, cli, monkeypatch):
-    import audit.release as rel
+    import audit.release.build as rel
 
     real = rel._release_row
 

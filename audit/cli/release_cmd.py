@@ -112,7 +112,7 @@ def release(verdicts: Path, out: Path, items: Path | None, responses: Path | Non
         salt = _read_salt(salt, salt_file)
     try:
         if fmt == "hf":
-            from audit.release_hf import build_hf_release as build_release  # the same release, as a dataset folder
+            from audit.release.hf import build_hf_release as build_release  # the same release, as a dataset folder
         res = build_release(verdicts, out, items=items, responses=responses, all_protected=all_protected,
                             public=public, hash_ids=hash_ids, salt=salt, no_response_check=no_response_check,
                             package_id=package_id, overwrite=force)

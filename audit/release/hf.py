@@ -23,19 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
+from audit.release.build import build_release
+from audit.release.models import DATA_FILE, INFO_FILE, README_FILE, ROWS_FILE
+from audit.release.render import render_card
 
-DATA_FILE = "data/verdicts.parquet"
 RELEASE_DIR = "release"
 COLUMNS = ("item_id", "sample", "verdict", "status", "protected", "attempt", "answer", "rule", "reason", "reference")
 """`release_row.v1`'s fields, in its order: every row gets every column (null where a protected row has none)."""
-
-
-def _card(info: dict[str, Any], readme: str) -> str:
-    # Only fixed text and values of release.json go above the release's own README.
-    lines = ["---", "configs:", "- config_name: default", "  data_files:", "  - split: train",
-             f"    path: {DATA_FILE}", "tags:", "- audit-release", f"- {json.dumps(str(info['benchmark']))}",
-             "---", ""]
-    return "\n".join(lines) + readme
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -55,7 +49,6 @@ def build_hf_release(verdicts: str | Path, out: str | Path, *, overwrite: bool =
     except ImportError:
         raise AuditError("--format hf needs datasets: pip install 'audit[hf]'") from None
     from audit.outputs import check_output, publish
-    from audit.release import INFO_FILE, README_FILE, ROWS_FILE, build_release
 
     dest = Path(out)
     check_output(dest, force=overwrite, kind="hf-release")
@@ -80,7 +73,7 @@ def build_hf_release(verdicts: str | Path, out: str | Path, *, overwrite: bool =
             if back.to_list() != rows:  # the Parquet must hold exactly the checked rows
                 raise AuditError("the Parquet file does not read back as the release's rows", path=str(dest))
         info = json.loads((release / INFO_FILE).read_text(encoding="utf-8"))
-        card = _card(info, (release / README_FILE).read_text(encoding="utf-8"))
+        card = render_card(info, (release / README_FILE).read_text(encoding="utf-8"))
         (stage / "README.md").write_text(card, encoding="utf-8")
         publish(stage, dest, force=overwrite, kind="hf-release")
     except BaseException:

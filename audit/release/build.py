@@ -1,0 +1,397 @@
+"""`audit release`: build a release package from a verdict file, in named steps over one `BuildContext`.
+
+`BUILD_STEPS` runs in order: read the inputs, select the protected rows, hash the ids, gather the protected
+text, form the published rows, index every name protected text goes by, describe the release (figures,
+inference test, release.json), and write it, where the leak check runs on every file before the commit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from audit import inference
+from audit.errors import AuditError, Problem
+from audit.leaks import CURRENT as LEAK_CHECK
+from audit.leaks import MIN_LEAK_CHARS, LeakIndex, ProtectedText, find_leaks, normalize
+from audit.models import ItemRow, Provenance, ReleaseRow
+from audit.packages import PackageWriter, open_package
+from audit.release.models import (
+    INFO_FILE,
+    README_FILE,
+    ROWS_FILE,
+    InferenceCheck,
+    LeakCheckInfo,
+    LeakFound,
+    LeakTransforms,
+    ReleaseInfo,
+)
+from audit.release.render import info_json, render_readme
+from audit.release.salt import hash_id, release_id_key, strong_salt
+from audit.summary import figures as compute_figures
+from audit.verdicts import ROW_STATUSES, Figure, PackageRef, VerdictFile, VerdictTable, load_verdict_table
+
+
+def _resolve(ref: PackageRef | None, given: str | Path | None, base: Path) -> Path | None:
+    if given is not None:
+        return Path(given)
+    if ref is not None and ref.path:
+        p = Path(ref.path)
+        return p if p.is_absolute() else base / p
+    return None
+
+
+def _load_items(path: Path, ref: PackageRef | None, label: str) -> dict[str, ItemRow]:
+    with open_package(path) as pkg:
+        if not pkg.files("item_row.v1"):
+            raise AuditError("holds no item rows", path=str(path))
+        if ref is not None and pkg.digest != ref.digest:
+            raise AuditError(f"items package digest is {pkg.digest[:12]}, the {label} names {ref.digest[:12]}",
+                             path=str(path))
+        return {it.item_id: it for it in pkg.iter_rows("item_row.v1")}
+
+
+def protected_texts(items: dict[str, ItemRow], protected: set[str], responses: Path | None,
+                     ref: PackageRef | None, label: str) -> list[ProtectedText]:
+    """The protected strings of the leak check: question, options and reference of each protected item, and
+    (from `responses`, checked against `ref` when given) their responses."""
+    texts = []
+    for item_id in sorted(protected):
+        it = items.get(item_id)
+        if it is None:
+            continue
+        if it.question:
+            texts.append(ProtectedText(item_id, "question", it.question))
+        for i, choice in enumerate(it.choices or []):
+            texts.append(ProtectedText(item_id, f"option {chr(65 + i)}", choice))
+        texts.append(ProtectedText(item_id, "reference", it.reference))
+    if responses is not None:
+        with open_package(responses, kind="responses") as pkg:
+            if ref is not None and pkg.digest != ref.digest:
+                raise AuditError(f"responses package digest is {pkg.digest[:12]}, the {label} names "
+                                 f"{ref.digest[:12]}", path=str(responses))
+            for r in pkg.iter_rows("response_row.v1"):
+                if r.item_id in protected and r.response:
+                    texts.append(ProtectedText(r.item_id, f"response (sample {r.sample}, attempt {r.attempt})",
+                                               r.response))
+    return texts
+
+
+def key_texts(published: list[tuple[str, str, str]]) -> list[ProtectedText]:
+    """The protected references spelled out, as protected strings: (published id, dataset id, reference) of
+    each protected item in published order. In published order and in dataset-id order, as the references
+    and, for letters, as 0- and 1-based digits; a public value spelling the key is then a leak (rule 1)."""
+    out = []
+    orders = {"published order": [r for _, _, r in published],
+              "dataset order": [r for _, _, r in sorted(published, key=lambda x: x[1])]}
+    for order, refs in orders.items():
+        forms = {"": "".join(refs)}
+        if all(len(r) == 1 and r.isalpha() and r.isupper() for r in refs):
+            forms[", as 0-based digits"] = "".join(str(ord(r) - 65) for r in refs)
+            forms[", as 1-based digits"] = "".join(str(ord(r) - 64) for r in refs)
+        for form, text in forms.items():
+            if len(normalize(text)) >= MIN_LEAK_CHARS:
+                out.append(ProtectedText("", f"references of the protected items in {order}{form}", text))
+    return out
+
+
+SAFE_NAME = re.compile(r"[a-z0-9][a-z0-9_.:/+-]{0,63}")
+"""What a document-level string (the benchmark name) must match to be published in release.json and README.md:
+a short lowercase name, never text."""
+
+
+@dataclass
+class ReleaseResult:
+    """What `build_release` wrote."""
+
+    out: Path
+    package_id: str
+    info: ReleaseInfo
+
+
+@dataclass
+class BuildContext:
+    """What the steps of one release share: the arguments of `build_release`, then what each step derived."""
+
+    verdicts: Path
+    """The verdict file released."""
+    out: str | Path
+    """The release package directory to write."""
+    items: str | Path | None
+    """The items package given (default: the one the verdict file names)."""
+    responses: str | Path | None
+    """The responses package given (default: the one the verdict file names)."""
+    all_protected: bool
+    """Every item is protected."""
+    public: bool
+    """Every item is public."""
+    hash_ids: bool
+    """Publish salted ids."""
+    salt: str | None
+    """The salt given for salted ids."""
+    no_response_check: bool
+    """Release protected items without their responses (recorded)."""
+    package_id: str | None
+    """The package id given (published)."""
+    overwrite: bool
+    """Replace `out` if it exists."""
+    vt: VerdictTable = field(init=False)
+    """The verdict file, read once: the rows published and the sha256 named come from the same bytes."""
+    rows: list[dict[str, Any]] = field(init=False)
+    """The verdict rows, in the file's order."""
+    item_rows: dict[str, ItemRow] = field(init=False)
+    """The items package's rows by id (empty when none is read)."""
+    item_ids: list[str] = field(init=False)
+    """The graded item ids, sorted."""
+    id_salt: str | None = field(init=False)
+    """The checked salt, with salted ids."""
+    protected: set[str] = field(init=False)
+    """Dataset ids of the protected items."""
+    ids: dict[str, str] = field(init=False)
+    """Dataset id -> published id."""
+    id_key: str | None = field(init=False)
+    """The release's own id key, with salted ids."""
+    texts: list[ProtectedText] = field(init=False)
+    """The protected strings the leak check indexes."""
+    n_texts: int = field(init=False)
+    """The items' and responses' protected strings (what release.json counts)."""
+    references: dict[str, set[str]] = field(init=False)
+    """Every reference a protected item goes by (the rows' and the items package's)."""
+    aliases: dict[str, str] = field(init=False)
+    """Every id a protected item goes by -> its dataset id."""
+    release_rows: list[ReleaseRow] = field(init=False)
+    """The rows as published, sorted by published id then sample."""
+    index: LeakIndex = field(init=False)
+    """The leak index over the protected text."""
+    inferred: inference.Result = field(init=False)
+    """The answer-inference test over the published protected rows."""
+    info: ReleaseInfo = field(init=False)
+    """release.json."""
+    result: ReleaseResult = field(init=False)
+    """What was written."""
+
+
+def _read_inputs(b: BuildContext) -> None:
+    """Read the verdict file, check the options, and read the items package that says which items are protected."""
+    b.vt = load_verdict_table(b.verdicts)  # one read: the rows published and the sha256 named come from the same bytes
+    header = b.vt.header
+    if b.all_protected and b.public:
+        raise AuditError("--protected and --public contradict each other")
+    b.id_salt = strong_salt(b.salt) if b.hash_ids else None
+    b.rows = rows = b.vt.table.to_pylist()
+    base = b.verdicts.parent
+    items_path = _resolve(header.items_package, b.items, base)
+    items_ref = header.items_package
+    if items_path is None and header.items_package is None and not (b.all_protected or b.public):
+        # Graded with the responses package's own item rows: read them from there.
+        own = _resolve(header.responses_package, b.responses, base)
+        if own is not None and own.exists():
+            items_path, items_ref = own, header.responses_package if b.responses is None else None
+    b.item_rows = {}
+    if items_path is not None:
+        b.item_rows = _load_items(items_path, items_ref, "verdict file")
+        missing = {r["item_id"] for r in rows} - b.item_rows.keys()
+        if missing:  # named by row, not by id: an id may be text that must not be printed
+            first = next(n for n, r in enumerate(rows, 1) if r["item_id"] in missing)
+            raise AuditError(f"{len(missing)} graded items are not in the items package (the first at row {first} "
+                             f"of the verdict file)", path=str(items_path))
+    elif not (b.all_protected or b.public):
+        raise AuditError("cannot tell which items are protected: give --items ITEMS_PACKAGE (or name it in the "
+                         "verdict file), --protected to treat every item as protected, or --public",
+                         path=str(b.verdicts))
+    b.item_ids = sorted({r["item_id"] for r in rows})
+
+
+def _select_protected(b: BuildContext) -> None:
+    """Check the names the release publishes, and select the protected items, whose rows keep verdict and status."""
+    header = b.vt.header
+    if not SAFE_NAME.fullmatch(header.benchmark):  # copied into release.json and README.md: never free text
+        raise AuditError(f"a release publishes the benchmark name, which must match {SAFE_NAME.pattern} (lowercase "
+                         f"letters, digits and ._:/+-, at most 64 characters); this one does not (rename it in the "
+                         f"verdict file)", path=str(b.verdicts), field="benchmark")
+    if b.package_id is not None and not SAFE_NAME.fullmatch(b.package_id):
+        raise AuditError(f"--id: a release's package id is published: it must match {SAFE_NAME.pattern}; this one "
+                         f"does not")
+    if b.all_protected:
+        b.protected = set(b.item_ids)
+    elif b.public:
+        b.protected = set()
+    else:
+        b.protected = {i for i in b.item_ids if b.item_rows[i].protected}
+    for n, r in enumerate(b.rows, 1):
+        if r["item_id"] in b.protected and r["status"] not in ROW_STATUSES:
+            # Free text (an imported status) would be published beside a protected item's id.
+            raise AuditError(f"a protected row's status must be one of audit's statuses ({', '.join(ROW_STATUSES)}); "
+                             f"this one is not (imported?)", path=str(b.verdicts), row=n, field="status")
+
+
+def _hash_ids(b: BuildContext) -> None:
+    """The published id of every item: the dataset's, or salted under the release's own key."""
+    b.id_key = release_id_key(b.id_salt, b.vt.sha256) if b.id_salt is not None else None
+    b.ids = {i: hash_id(i, b.id_key) if b.id_key else i for i in b.item_ids}
+    if b.hash_ids and len(set(b.ids.values())) != len(b.ids):
+        raise AuditError("two item ids hash to the same salted id: use another salt")
+
+
+def _gather_protected_text(b: BuildContext) -> None:
+    """The leak check's protected strings (items' and responses' text), references, and every id a protected item
+    goes by."""
+    header, protected = b.vt.header, b.protected
+    responses_path = _resolve(header.responses_package, b.responses, b.verdicts.parent)
+    if protected and responses_path is None and not b.no_response_check:
+        raise AuditError("the leak check needs the responses of the protected items: give --responses "
+                         "RESPONSES_PACKAGE (or --no-response-check, recorded in release.json)", path=str(b.verdicts))
+    b.texts = protected_texts(b.item_rows, protected, None if b.no_response_check else responses_path,
+                              header.responses_package, "verdict file")
+    b.n_texts = len(b.texts)  # what release.json counts: the items' and responses' strings
+    b.references = {}
+    for r in b.rows:  # rows carry the reference they were graded against, items the current one
+        if r["item_id"] in protected and r["reference"]:
+            b.references.setdefault(r["item_id"], set()).add(r["reference"])
+    for i in protected:
+        if i in b.item_rows:
+            b.references.setdefault(i, set()).add(b.item_rows[i].reference)
+    b.aliases = {}
+    for i in protected:
+        b.aliases[i] = i
+        b.aliases[b.ids[i]] = i
+
+
+def _form_rows(b: BuildContext) -> None:
+    """The rows as published (verdict and status only for protected items), sorted by published id then sample."""
+    b.release_rows = [_release_row(r, b.ids[r["item_id"]], r["item_id"] in b.protected)
+                      for r in sorted(b.rows, key=lambda r: (b.ids[r["item_id"]], r["sample"]))]
+
+
+def _index_leaks(b: BuildContext) -> None:
+    """The leak index: the protected strings, and the protected references spelled out in published order."""
+    back = {v: k for k, v in b.ids.items()}
+    order = list(dict.fromkeys(r.item_id for r in b.release_rows if r.protected))
+    b.texts += key_texts([(p, back[p], b.item_rows[back[p]].reference if back[p] in b.item_rows
+                           else min(b.references.get(back[p], {""}))) for p in order])
+    b.index = LeakIndex(b.texts, references=b.references, aliases=b.aliases)
+
+
+def _describe(b: BuildContext) -> None:
+    """release.json: the figures (agreeing with the verdict file's summary), the inference test, ids and counts."""
+    header, protected, ids, item_rows = b.vt.header, b.protected, b.ids, b.item_rows
+    figs = release_figures(b.release_rows)
+    _check_summary(header, figs, b.verdicts)
+    gold = {ids[i]: item_rows[i].reference if i in item_rows else min(b.references.get(i, {""}))
+            for i in protected}
+    guess = None
+    if header.policies.no_answer == "random-guess":  # the policy makes each guess derivable: model it
+        guess = inference.Guess(header.policies.guess_seed, {
+            ids[i]: n for i in protected if i in item_rows and (n := item_rows[i].option_count())})
+    b.inferred = inferred = inference.check(inference.features(
+        [(r.item_id, r.sample, r.verdict, r.status) for r in b.release_rows if r.protected], guess), gold)
+    # Every excluded id in the release's scheme, those without a row too (a raw id is published otherwise).
+    id_key = b.id_key
+    policies = header.policies.model_copy(update={"exclude": sorted(
+        hash_id(i, id_key) if id_key else i for i in header.policies.exclude)})
+    b.info = ReleaseInfo(
+        benchmark=header.benchmark, verdict_file_sha256=b.vt.sha256,
+        responses_package=_unpathed(header.responses_package), items_package=_unpathed(header.items_package),
+        extractor=header.extractor, grader=header.grader, reference_field=header.reference_field, policies=policies,
+        id_scheme="hmac-sha256/release" if b.hash_ids else "dataset", id_context=b.vt.sha256 if b.hash_ids else None,
+        rows=len(b.release_rows), items=len(b.item_ids), samples=len({r.sample for r in b.release_rows}),
+        protected_items=len(protected), statuses=dict(sorted(Counter(r.status for r in b.release_rows).items())),
+        figures=figs,
+        leak_check=LeakCheckInfo(min_chars=MIN_LEAK_CHARS, protected_items=len(protected), protected_texts=b.n_texts,
+                                 responses_checked=not b.no_response_check or not protected,
+                                 transforms=cast(LeakTransforms, LEAK_CHECK),  # a name of audit.leaks; validated
+                                 inference=InferenceCheck(test=inference.TEST, alpha=inference.ALPHA,
+                                                          min_lift=inference.MIN_LIFT, features=inferred.features,
+                                                          items=inferred.items, passed=not inferred.failed)))
+
+
+def _write(b: BuildContext) -> None:
+    """Write the files to a staging folder, run the leak check on every one, refuse an inference finding, and only
+    then commit the package (nothing is written on a finding)."""
+    writer = PackageWriter(b.out, kind="release", benchmark=b.vt.header.benchmark, package_id=b.package_id,
+                           overwrite=b.overwrite,
+                           provenance=Provenance(source=f"verdict file sha256 {b.info.verdict_file_sha256}",
+                                                 notes="Per-item verdicts; see README.md and release.json."))
+    try:
+        with writer.rows(ROWS_FILE, "release_row.v1") as sink:
+            for row in b.release_rows:
+                sink.write(row)
+        writer.add_text(INFO_FILE, info_json(b.info))
+        writer.add_text(README_FILE, render_readme(b.info))
+        files = {rel: (writer.tmp / rel).read_bytes() for rel in (ROWS_FILE, INFO_FILE, README_FILE)}
+        if b.package_id:
+            files["manifest.json"] = b.package_id.encode("utf-8")
+        leaks = leak_problems(files, b.index, LEAK_CHECK)
+        if leaks:
+            raise LeakFound(str(b.out), leaks)
+        if b.inferred.failed:  # after the text checks, whose findings are the more specific
+            raise LeakFound(str(b.out), [Problem(ROWS_FILE, inference.message(f), field=f.field)
+                                         for f in b.inferred.failed[:5]])
+        manifest = writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    b.result = ReleaseResult(Path(b.out), manifest.package_id, b.info)
+
+
+BUILD_STEPS: tuple[Callable[[BuildContext], None], ...] = (
+    _read_inputs, _select_protected, _hash_ids, _gather_protected_text, _form_rows, _index_leaks, _describe, _write)
+"""The steps of `build_release`, in order; each raises AuditError (LeakFound for a leak) to stop, writing nothing."""
+
+
+def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | None = None,
+                  responses: str | Path | None = None, all_protected: bool = False, public: bool = False,
+                  hash_ids: bool = False, salt: str | None = None, no_response_check: bool = False,
+                  package_id: str | None = None, overwrite: bool = False) -> ReleaseResult:
+    """Write a release package of the verdict file `verdicts` to `out`; raise LeakFound (writing nothing) on a leak."""
+    context = BuildContext(Path(verdicts), out, items, responses, all_protected, public, hash_ids, salt,
+                           no_response_check, package_id, overwrite)
+    for step in BUILD_STEPS:
+        step(context)
+    return context.result
+
+
+def _release_row(r: dict, release_id: str, protected: bool) -> ReleaseRow:
+    """A verdict row as published: verdict and status only for a protected item."""
+    if protected:
+        return ReleaseRow(item_id=release_id, sample=r["sample"], verdict=r["verdict"], status=r["status"],
+                          protected=True)
+    return ReleaseRow(item_id=release_id, sample=r["sample"], verdict=r["verdict"], status=r["status"],
+                      attempt=r["attempt"], answer=r["answer"], rule=r["rule"], reason=r["reason"],
+                      reference=r["reference"])
+
+
+def leak_problems(files: dict[str, bytes], index: LeakIndex, transforms: str = LEAK_CHECK) -> list[Problem]:
+    """Findings of both leak rules under the named transformations, sorted by file, row and field."""
+    return find_leaks(files, index, transforms)
+
+
+def _unpathed(ref: PackageRef | None) -> PackageRef | None:
+    return None if ref is None else PackageRef(package_id=ref.package_id, digest=ref.digest)
+
+
+def release_figures(rows: list[ReleaseRow]) -> list[Figure]:
+    """The figures of released rows (the same computation as `audit grade`'s summary)."""
+    import pandas as pd
+
+    df = pd.DataFrame({"item_id": [r.item_id for r in rows], "sample": [r.sample for r in rows],
+                       "verdict": [r.verdict for r in rows]})
+    return compute_figures(df)
+
+
+def _check_summary(header: VerdictFile, figs: list[Figure], vpath: Path) -> None:
+    """A release must agree with the summary it comes from: refuse a verdict file whose summary its rows contradict."""
+    recorded = {f.name: f for f in header.summary.figures}
+    for f in figs:
+        r = recorded.get(f.name)
+        if r is None:
+            continue
+        if (r.correct, r.total) != (f.correct, f.total) or not math.isclose(r.value, f.value, abs_tol=1e-12):
+            raise AuditError(f"the summary records {f.name} = {r.correct}/{r.total} ({r.value:.4f}) but the rows give "
+                             f"{f.correct}/{f.total} ({f.value:.4f}): regrade before releasing",
+                             path=str(vpath), field="summary")

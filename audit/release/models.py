@@ -1,0 +1,117 @@
+"""The documents of a release: its file names, `release.json` (`release_info.v1`) and the error a leak raises."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from audit.errors import ValidationFailed
+from audit.models import Count, Record
+from audit.schemas import register
+from audit.verdicts import ComponentRef, Figure, PackageRef, Policies
+
+RELEASE_INFO_SCHEMA_VERSION = 1
+ROWS_FILE = "verdicts.jsonl"
+INFO_FILE = "release.json"
+README_FILE = "README.md"
+DATA_FILE = "data/verdicts.parquet"
+"""The Parquet file of `audit release --format hf`, which its dataset card names (audit.release.hf)."""
+LeakTransforms = Literal["leakcheck@1", "leakcheck@2"]
+"""The named lists of transformations of audit.leaks a release can record."""
+
+
+class InferenceCheck(Record):
+    """The statistical check that no published feature predicts the protected references (see audit.inference)."""
+
+    test: str
+    """The test's name."""
+    alpha: float
+    """Family-wise threshold, Bonferroni over the features tested: a feature fails below alpha / features."""
+    min_lift: float
+    """A failing feature's accuracy also exceeds chance by at least this much."""
+    features: Count
+    """Features tested (id tokens and pieces, verdicts, statuses, sample indices, row order, and under
+    `no_answer=random-guess` the guess recomputed from the published seed, ids and samples)."""
+    items: Count
+    """Protected items whose reference was predicted."""
+    passed: bool
+    """True: no feature predicts the references far above chance (a release is written only then)."""
+
+
+class LeakCheckInfo(Record):
+    """What the leak check covered when the release was written."""
+
+    min_chars: Count
+    """Shortest protected substring that counts as a leak."""
+    protected_items: Count
+    """Items whose text was protected."""
+    protected_texts: Count
+    """Protected strings indexed (questions, options, references, responses)."""
+    responses_checked: bool
+    """False only when the release was made with `--no-response-check` (responses were not available)."""
+    inference: InferenceCheck | None = None
+    """The answer-inference test and its threshold (absent in releases written before it existed)."""
+    transforms: LeakTransforms = "leakcheck@1"
+    """The named list of transformations protected text was compared under (audit.leaks.TRANSFORMS); absent in
+    releases written before leakcheck@2, which compared the values as they are. Verified under the same."""
+
+
+class ReleaseInfo(Record):
+    """`release.json`: where a release comes from, how its ids are formed, and its figures."""
+
+    schema_version: int = Field(default=RELEASE_INFO_SCHEMA_VERSION, ge=1, le=RELEASE_INFO_SCHEMA_VERSION)
+    """Version of this format (readers refuse others)."""
+    kind: Literal["release_info"] = "release_info"
+    """Always `release_info`."""
+    benchmark: str
+    """Benchmark spec of the grading."""
+    verdict_file_sha256: str
+    """sha256 of the verdict file released."""
+    responses_package: PackageRef | None
+    """The graded responses, by digest (local path dropped)."""
+    items_package: PackageRef | None
+    """The items graded against, by digest (local path dropped)."""
+    extractor: ComponentRef | None
+    """Extractor `name@version` and fingerprint."""
+    grader: ComponentRef | None
+    """Grader `name@version` and fingerprint."""
+    reference_field: str = "reference"
+    """Item field the grading read the references from (`reference`, or `extra.KEY`); `verify-release`
+    compares published references with that field of the holder's items."""
+    policies: Policies
+    """Policies of the grading (excluded ids written in the release's id scheme)."""
+    id_scheme: Literal["dataset", "hmac-sha256", "hmac-sha256/release"]
+    """`dataset`: ids as the dataset names them; `hmac-sha256/release`: first 32 hex digits of HMAC-SHA256(K, id)
+    with the release's own key K = HMAC-SHA256(salt, `audit-release-ids:` + id_context), so one salt reused for
+    two gradings gives unrelated ids; `hmac-sha256` (releases before it): HMAC-SHA256(salt, id), the same ids in
+    every release made with one salt."""
+    id_context: str | None = None
+    """For `hmac-sha256/release`: what the id key is derived from with the salt (the sha256 of the verdict file
+    released); nothing derived from the salt alone is published."""
+    salt_check: str | None = None
+    """Written by releases before audit 0.1 hardening only: sha256 of `audit-release-salt:` + salt. It let
+    anyone test salt guesses offline; no longer written (the holder's ids confirm the salt)."""
+    rows: Count
+    """Rows in `verdicts.jsonl`."""
+    items: Count
+    """Distinct items."""
+    samples: Count
+    """Distinct samples (runs)."""
+    protected_items: Count
+    """Items published with verdict and status only."""
+    statuses: dict[str, Count]
+    """Rows per status."""
+    figures: list[Figure]
+    """Every figure (per run and overall, both denominators), recomputed from the released rows."""
+    leak_check: LeakCheckInfo
+    """What the leak check covered."""
+
+
+register("release_info.v1", ReleaseInfo)
+
+
+class LeakFound(ValidationFailed):
+    """The release would publish protected text: nothing was written. Exit code 2."""
+
+    exit_code = 2
