@@ -98,7 +98,7 @@ from audit.packages import PackageWriter, load_package, open_package
 from audit.schemas import register
 from audit.summary import figures as compute_figures
 from audit.summary import pct
-from audit.verdicts import ROW_STATUSES, ComponentRef, Figure, PackageRef, Policies, VerdictFile, load_verdict_table
+from audit.verdicts import ROW_STATUSES, ComponentRef, Figure, PackageRef, Policies, VerdictFile, read_verdicts
 
 RELEASE_INFO_SCHEMA_VERSION = 1
 ROWS_FILE = "verdicts.jsonl"
@@ -401,8 +401,9 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
                   package_id: str | None = None, overwrite: bool = False) -> ReleaseResult:
     """Write a release package of the verdict file `verdicts` to `out`; raise LeakFound (writing nothing) on a leak."""
     vpath = Path(verdicts)
-    vt = load_verdict_table(vpath)  # one read: the rows published and the sha256 named come from the same bytes
-    header, table = vt.header, vt.table
+    vt = read_verdicts(vpath, sha256=True)  # one read: the rows published and the sha256 named come from the same bytes
+    header, table = vt.header, vt.rows
+    assert vt.sha256 is not None  # asked for
     if all_protected and public:
         raise AuditError("--protected and --public contradict each other")
     if hash_ids:

@@ -18,7 +18,7 @@ from tests.conftest import REPO
 API = {
     "grade_package": "audit.grade", "resolve_config": "audit.specs", "reproduce": "audit.grade",
     "diff_files": "audit.diff.compare", "build_release": "audit.release", "verify_release": "audit.release",
-    "open_package": "audit.packages.read", "load_verdict_file": "audit.verdicts",
+    "open_package": "audit.packages.read", "load_verdict_file": "audit.verdicts.read",
 }
 
 
