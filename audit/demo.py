@@ -24,7 +24,7 @@ from audit.importers.verdicts import import_verdicts
 from audit.release import build_release
 from audit.specs import resolve_config
 from audit.summary import pct
-from audit.verdicts import Figure, read_verdict_header
+from audit.verdicts import Figure, read_verdicts
 
 BENCHMARKS = ("math500", "mmlu_pro", "gpqa_diamond", "hle")
 DEFAULT_PACKAGES = Path(__file__).resolve().parent.parent / "packages" / "demo-lab-note"
@@ -150,7 +150,7 @@ def _check_replaceable(out: Path) -> list[Path]:
 
 
 def _overall(path: Path) -> Figure:
-    return next(f for f in read_verdict_header(path).summary.figures if f.name == "accuracy_all")
+    return next(f for f in read_verdicts(path, rows=None).header.summary.figures if f.name == "accuracy_all")
 
 
 def _rel(p: Path) -> str:

@@ -92,10 +92,10 @@ def not_ours(path: Path, kind: Kind) -> str | None:
             return f"unreadable: {e.strerror or e}"
         return None if _SALT.fullmatch(head) else "not one line of 64 hex digits"
     if kind == "verdicts":
-        from audit.verdicts import read_verdict_header
+        from audit.verdicts.read import read_verdicts
 
         try:
-            read_verdict_header(path)
+            read_verdicts(path, rows=None)
         except AuditError as e:
             return f"not a verdict file ({e.problem.message})"
         return None

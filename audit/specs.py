@@ -23,7 +23,7 @@ from audit import extractors, graders
 from audit.errors import AuditError
 from audit.generate import prompts
 from audit.registry import RegistryError
-from audit.verdicts import Policies, VerdictFile
+from audit.verdicts.models import Policies, VerdictFile
 
 KINDS = {"extractor": extractors.REGISTRY, "grader": graders.REGISTRY, "prompt template": prompts.REGISTRY}
 """Every kind of registered component, by the name its errors use."""

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import special as _special
 
-from audit.verdicts import Interval
+from audit.verdicts.models import Interval
 
 LEVEL = 0.95
 

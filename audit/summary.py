@@ -14,7 +14,7 @@ import pandas as pd
 
 from audit import stats
 from audit.ids import natural_key, natural_sorted
-from audit.verdicts import Figure, Interval, SubjectSummary, Summary
+from audit.verdicts.models import Figure, Interval, SubjectSummary, Summary
 
 DENOMINATORS = ("graded", "all")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.summary import pct
-from audit.verdicts import ComponentRef, Figure, Interval, SubjectSummary, VerdictFile
+from audit.verdicts.models import ComponentRef, Figure, Interval, SubjectSummary, VerdictFile
 
 _LEVEL = re.compile(r"\(1−([0-9.]+)\)")
 
@@ -236,9 +236,10 @@ def _ref_line(label: str, ref: Any) -> str:
 
 def verdict_file_view(path: str | Path) -> list[str]:
     """`audit show` on a verdict file: what was graded, how, and the figures."""
-    from audit.verdicts import read_verdict_table
+    from audit.verdicts.read import read_verdicts
 
-    header, table, _ = read_verdict_table(path)
+    read = read_verdicts(path)
+    header, table = read.header, read.rows
     vf: VerdictFile = header
     lines = [f"verdicts   {visible(str(path))} (verdict file, schema version {vf.schema_version})",
              f"benchmark  {visible(vf.benchmark)}: {table.num_rows:,} rows, {vf.summary.items:,} items x "

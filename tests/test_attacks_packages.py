@@ -362,7 +362,7 @@ def _verdicts(tmp_path: Path, name: str, benchmark: str, verdict: str, correct: 
 
 @attack("pkg.toctou-every-reader")
 def test_diff_reads_header_and_rows_from_the_same_bytes(tmp_path, monkeypatch):
-    import audit.verdicts as verdicts
+    import audit.verdicts.read as verdicts
     from audit.diff import diff_files
 
     # Same counts, so the same summary and a header of the same length: only the benchmark name tells them apart.

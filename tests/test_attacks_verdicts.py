@@ -116,10 +116,11 @@ def test_every_reader_checks_the_same_rows_as_the_sidecar(cli, tmp_path):
 
 def _pair_ok(out: Path) -> str:
     """'ok' when the verdict file and the sidecar it names agree (both pins hold, same rows), else why not."""
-    from audit.verdicts import load_verdict_file, read_verdict_table
+    from audit.verdicts import load_verdict_file, read_verdicts
 
     try:
-        header, table, source = read_verdict_table(out)
+        read = read_verdicts(out)
+        header, table = read.header, read.rows
         vf = load_verdict_file(out)
     except Exception as e:
         return f"broken: {e}"

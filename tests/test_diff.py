@@ -12,7 +12,7 @@ from tests.verdict_helpers import DIGEST_B, component, make_verdict_file, packag
 from audit import stats
 from audit.diff import CAUSES, DiffReport, diff_files, render_json, render_markdown
 from audit.schemas import SCHEMA_DIR
-from audit.verdicts import Policies, read_rows, read_verdict_table
+from audit.verdicts import Policies, read_verdicts
 
 
 def R(item_id: str, sample: int, verdict: str, **kw):
@@ -292,7 +292,7 @@ def test_unknown_row_field_is_named(pair, cli):
 
 
 def test_read_rows_frame(pair):
-    df = read_rows("old.json")
+    df = read_verdicts("old.json", rows="frame").rows
     assert list(df.columns) == ["item_id", "sample", "attempt", "answer", "rule", "verdict", "status", "reason",
                                 "reference", "response_sha256"]
     assert len(df) == 18 and str(df["attempt"].dtype) == "Int64"
@@ -398,12 +398,13 @@ def test_parquet_sidecar_and_full_json_give_the_same_report(pair, tmp_path):
     sources = {}
     reports = {}
     for name in ("old.json", "old_pq.json", "old_foreign.json"):
-        sources[name] = read_verdict_table(tmp_path / name)[2]
+        sources[name] = read_verdicts(tmp_path / name).source
         rep = diff_files(tmp_path / name, "new.json").to_report()
         reports[name] = rep.model_copy(update={"old": rep.old.model_copy(update={"path": "", "rows_source": "json"})})
     assert sources == {"old.json": "json-stream", "old_pq.json": "parquet", "old_foreign.json": "json"}
     assert reports["old.json"] == reports["old_pq.json"] == reports["old_foreign.json"]
-    assert read_rows(tmp_path / "old.json").equals(read_rows(tmp_path / "old_pq.json"))
+    frames = [read_verdicts(tmp_path / name, rows="frame").rows for name in ("old.json", "old_pq.json")]
+    assert frames[0].equals(frames[1])
 
 
 def test_tampered_sidecar_is_refused(tmp_path, cli):

@@ -140,7 +140,7 @@ def _as_dumped_rows(cols: dict[str, list]) -> list[str]:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_encode_rows_writes_the_bytes_dumps_writes(seed, monkeypatch):
-    import audit.verdicts as v
+    import audit.verdicts.write as v
 
     monkeypatch.setattr(v, "_ENCODE_CHUNK", 97)  # many chunks, some with odd columns
     cols = _random_columns(2000, seed)

@@ -339,13 +339,13 @@ def test_an_item_in_two_items_files_is_refused(tmp_path):
 
 
 def test_json_rows_edited_beside_a_parquet_copy_are_caught(tmp_path, cli):
-    from audit.verdicts import read_verdict_table
+    from audit.verdicts import read_verdicts
 
     pkg = make_package(tmp_path / "p", items=ITEMS, responses=[
         {"item_id": "q1", "response": "ANSWER=B"}, {"item_id": "q2", "response": "ANSWER=A"}])
     out = tmp_path / "r.json"
     grade_package(pkg, config(), out=out, parquet=True)
-    assert read_verdict_table(out)[2] == "parquet"
+    assert read_verdicts(out).source == "parquet"
     text = out.read_text()
     out.write_text(text.replace('"verdict":"incorrect","status":"incorrect"', '"verdict":"correct","status":"correct"'))
     r = cli("diff", out, out)

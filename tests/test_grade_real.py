@@ -19,7 +19,7 @@ import pytest
 
 from audit.cli import main
 from audit.packages import open_package
-from audit.verdicts import load_verdict_file, read_rows
+from audit.verdicts import load_verdict_file, read_verdicts
 from tests.builders import make_package
 from tests.conftest import REPO, shared_path
 
@@ -73,7 +73,8 @@ def mmlu(tmp_path_factory):
     with open(src, encoding="utf-8") as f:
         source = [json.loads(line) for line in f]
     return {"dir": d, "source": source, "samples": samples_of(d / "responses"),
-            "official": read_rows(d / "official.json"), "l1": read_rows(d / "l1.json")}
+            "official": read_verdicts(d / "official.json", rows="frame").rows,
+            "l1": read_verdicts(d / "l1.json", rows="frame").rows}
 
 
 # run_id: (correct / 1000 graded by audit against the current test set,
@@ -262,7 +263,8 @@ GPQA_MODELS = {
 
 def test_gpqa_graded_three_ways_per_model(gpqa):
     d = gpqa["dir"]
-    frames = {name: by_key(read_rows(d / f"{name}.json")) for name in ("final_line", "simple_evals", "freeform")}
+    frames = {name: by_key(read_verdicts(d / f"{name}.json", rows="frame").rows)
+              for name in ("final_line", "simple_evals", "freeform")}
     got: dict[str, list] = {m: [[0, 0], [0, 0], [0, 0], 0, [0, 0]] for m in gpqa["samples"]}
     for s in gpqa["source"]:
         key = (f"gpqa-{s['item_index']:03d}-v{s['version']}", gpqa["samples"][s["model"]])
@@ -514,7 +516,7 @@ def test_scope_items_counts_every_unanswered_item_as_missing(policies):
     out = policies["dir"] / "scope_items.json"
     audit("grade", policies["dir"] / "responses", "--items", policies["items"], "--benchmark", "mmlu_pro",
           "-o", out, "-q")
-    df = read_rows(out)
+    df = read_verdicts(out, rows="frame").rows
     assert len(df) == 12032
     assert Counter(df["status"])["missing"] == 11032
     figs = {f.name: f for f in load_verdict_file(out).summary.figures}
@@ -551,7 +553,7 @@ def test_reproduce_identical_then_refuses_a_changed_package(policies, cli, tmp_p
 
 
 def test_parquet_sidecar_reads_back_identically(policies):
-    """--parquet writes the rows beside the file; read_rows gives the same frame either way."""
+    """--parquet writes the rows beside the file; the frame read back is the same either way."""
     common = [policies["dir"] / "responses", "--items", policies["items"], "--benchmark", "mmlu_pro",
               "--policy", "scope=responses", "--policy", "resampling=longer-only",
               "--policy", "no_answer=random-guess", "-q"]
@@ -561,7 +563,7 @@ def test_parquet_sidecar_reads_back_identically(policies):
     ref = load_verdict_file(side).rows_file
     assert ref.path == f"side.rows-{ref.sha256[:16]}.parquet"  # named after its content: a new pair never
     assert load_verdict_file(plain).rows_file is None         # overwrites the old one's sidecar
-    pd.testing.assert_frame_equal(read_rows(side), read_rows(plain))
+    pd.testing.assert_frame_equal(read_verdicts(side, rows="frame").rows, read_verdicts(plain, rows="frame").rows)
     # The sidecar also holds span and detail, equal to the JSON rows.
     import pyarrow.parquet as pq
 

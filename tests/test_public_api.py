@@ -19,7 +19,7 @@ API = {
     "grade_package": "audit.grade", "resolve_config": "audit.specs", "reproduce": "audit.grade",
     "diff_files": "audit.diff.compare", "build_release": "audit.release.build",
     "verify_release": "audit.release.verify",
-    "open_package": "audit.packages.read", "load_verdict_file": "audit.verdicts",
+    "open_package": "audit.packages.read", "load_verdict_file": "audit.verdicts.read",
 }
 
 

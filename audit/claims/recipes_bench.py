@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Any, Literal
 
 from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, Result, Series, recipe
-from audit.verdicts import Interval
+from audit.verdicts.models import Interval
 
 THROUGHPUT, TELEMETRY = "throughput", "telemetry"
 

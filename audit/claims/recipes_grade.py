@@ -25,7 +25,7 @@ from audit.claims.registry import (
     Result,
     recipe,
 )
-from audit.verdicts import Figure, Interval, Policies
+from audit.verdicts.models import Figure, Interval, Policies
 
 FigureName = Literal["accuracy", "accuracy_all"]
 IntervalName = Literal["auto", "binomial_2se", "runs_2se", "runs_t", "clustered_t", "zero_failure_upper"]
@@ -210,12 +210,13 @@ def verdict_file(ctx: Context, ident: str) -> Path:
 
 def recorded_rows(ctx: Context, ident: str) -> Rows:
     """A verdict file's rows (validated as `audit diff` reads them)."""
-    from audit.verdicts import read_verdict_table
+    from audit.verdicts.read import read_verdicts
 
     key = ("verdicts", ident)
     if key in ctx.cache:
         return ctx.cache[key]
-    header, table, _ = read_verdict_table(verdict_file(ctx, ident))
+    read = read_verdicts(verdict_file(ctx, ident))
+    header, table = read.header, read.rows
     frame = table.select(["item_id", "sample", "verdict", "status"]).to_pandas()
     entry = ctx.loaded.files[ident]
     what = "verdict file" if entry.format == "verdicts" else f"verdicts recorded by {entry.tool or 'another tool'}"

@@ -32,7 +32,7 @@ from audit.claims.registry import (
 )
 from audit.claims.units import ANY
 from audit.models import unsafe_path_reason
-from audit.verdicts import Interval
+from audit.verdicts.models import Interval
 
 
 class EitherSource(RecipeArgs):

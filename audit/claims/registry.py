@@ -57,7 +57,7 @@ from audit.claims import units
 from audit.claims.ledger import error_message
 from audit.errors import AuditError
 from audit.models import Record
-from audit.verdicts import Interval
+from audit.verdicts.models import Interval
 
 if TYPE_CHECKING:
     from audit.claims.ledger import Claim, LoadedLedger, RecipeCall

@@ -31,7 +31,7 @@ from audit.errors import AuditError, ValidationFailed
 from audit.fileio import copy_regular
 from audit.models import Record, unsafe_path_reason
 from audit.schemas import register
-from audit.verdicts import Interval
+from audit.verdicts.models import Interval
 from audit.views import text_table
 
 VERIFY_REPORT_SCHEMA_VERSION = 1
@@ -138,7 +138,7 @@ def _check_file(led: LoadedLedger, entry: Any, found: dict[str, Path], snapshots
                 labels: dict[str, str]) -> InputCheck:
     """Check one file against the ledger's sha256 from a private copy made in the same pass as the hash: the
     recipes read the copy, so what they read is what was checked (the file on disk may change after)."""
-    from audit.verdicts import read_verdict_header
+    from audit.verdicts.read import read_verdicts
 
     check = InputCheck(entry.id, "file", entry.path, entry.sha256)
     try:
@@ -164,7 +164,7 @@ def _check_file(led: LoadedLedger, entry: Any, found: dict[str, Path], snapshots
         return check
     if entry.format == "verdicts":
         try:
-            header = read_verdict_header(copy)
+            header = read_verdicts(copy, rows=None).header
         except AuditError as e:
             check.problems.append(str(e).replace(str(copy), entry.path))
             return check

@@ -30,7 +30,7 @@ A cause counts only where what it names differs between the files: `policy` need
 (or another responses package), `extractor` another extractor or another text, `grader` another
 grader or library environment.
 
-Loading uses the Arrow paths of `audit.verdicts.read_verdict_table`; the join and
+Loading uses the Arrow paths of `audit.verdicts.read_verdicts`; the join and
 the comparisons run in pyarrow/numpy, so a million rows take seconds.
 """
 
@@ -67,7 +67,7 @@ from audit.ids import natural_key, natural_order
 from audit.lock import same_version
 from audit.summary import by_subject, pct, subject_order
 from audit.summary import figures as compute_figures
-from audit.verdicts import VerdictFile, read_verdict_table
+from audit.verdicts import VerdictFile, read_verdicts
 
 # --------------------------------------------------------------------------- loading
 
@@ -94,8 +94,8 @@ class _Side:
 
 
 def _load(path: str | Path) -> _Side:
-    header, table, source = read_verdict_table(path)
-    return _Side(str(path), header, table, source)
+    read = read_verdicts(path)
+    return _Side(str(path), read.header, read.rows, read.source)
 
 
 def responses_differ(old: VerdictFile, new: VerdictFile) -> bool:

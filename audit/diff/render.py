@@ -9,7 +9,7 @@ from typing import Any
 
 from audit.diff.report import CAUSES, DiffResult, FigureChange, SideInfo, component_label, package_label
 from audit.summary import pct
-from audit.verdicts import Figure
+from audit.verdicts.models import Figure
 from audit.views import bad_input_lines, visible
 
 

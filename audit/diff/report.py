@@ -14,7 +14,7 @@ from pydantic import Field
 
 from audit.models import Producer, Record, Verdict
 from audit.schemas import register
-from audit.verdicts import ComponentRef, Figure, PackageRef, Policies
+from audit.verdicts.models import ComponentRef, Figure, PackageRef, Policies
 
 DIFF_REPORT_SCHEMA_VERSION = 1
 

@@ -34,7 +34,7 @@ from audit.release.models import (
 from audit.release.render import info_json, render_readme
 from audit.release.salt import hash_id, release_id_key, strong_salt
 from audit.summary import figures as compute_figures
-from audit.verdicts import ROW_STATUSES, Figure, PackageRef, VerdictFile, VerdictTable, load_verdict_table
+from audit.verdicts import ROW_STATUSES, Figure, PackageRef, VerdictFile, VerdictRead, read_verdicts
 
 
 def _resolve(ref: PackageRef | None, given: str | Path | None, base: Path) -> Path | None:
@@ -140,8 +140,10 @@ class BuildContext:
     """The package id given (published)."""
     overwrite: bool
     """Replace `out` if it exists."""
-    vt: VerdictTable = field(init=False)
+    vt: VerdictRead = field(init=False)
     """The verdict file, read once: the rows published and the sha256 named come from the same bytes."""
+    sha256: str = field(init=False)
+    """The sha256 of the verdict file's bytes that `vt` came from."""
     rows: list[dict[str, Any]] = field(init=False)
     """The verdict rows, in the file's order."""
     item_rows: dict[str, ItemRow] = field(init=False)
@@ -178,12 +180,14 @@ class BuildContext:
 
 def _read_inputs(b: BuildContext) -> None:
     """Read the verdict file, check the options, and read the items package that says which items are protected."""
-    b.vt = load_verdict_table(b.verdicts)  # one read: the rows published and the sha256 named come from the same bytes
+    b.vt = read_verdicts(b.verdicts, sha256=True)  # one read: the rows published and the sha256 named come from the same bytes
+    assert b.vt.sha256 is not None  # asked for
+    b.sha256 = b.vt.sha256
     header = b.vt.header
     if b.all_protected and b.public:
         raise AuditError("--protected and --public contradict each other")
     b.id_salt = strong_salt(b.salt) if b.hash_ids else None
-    b.rows = rows = b.vt.table.to_pylist()
+    b.rows = rows = b.vt.rows.to_pylist()
     base = b.verdicts.parent
     items_path = _resolve(header.items_package, b.items, base)
     items_ref = header.items_package
@@ -232,7 +236,7 @@ def _select_protected(b: BuildContext) -> None:
 
 def _hash_ids(b: BuildContext) -> None:
     """The published id of every item: the dataset's, or salted under the release's own key."""
-    b.id_key = release_id_key(b.id_salt, b.vt.sha256) if b.id_salt is not None else None
+    b.id_key = release_id_key(b.id_salt, b.sha256) if b.id_salt is not None else None
     b.ids = {i: hash_id(i, b.id_key) if b.id_key else i for i in b.item_ids}
     if b.hash_ids and len(set(b.ids.values())) != len(b.ids):
         raise AuditError("two item ids hash to the same salted id: use another salt")
@@ -295,10 +299,10 @@ def _describe(b: BuildContext) -> None:
     policies = header.policies.model_copy(update={"exclude": sorted(
         hash_id(i, id_key) if id_key else i for i in header.policies.exclude)})
     b.info = ReleaseInfo(
-        benchmark=header.benchmark, verdict_file_sha256=b.vt.sha256,
+        benchmark=header.benchmark, verdict_file_sha256=b.sha256,
         responses_package=_unpathed(header.responses_package), items_package=_unpathed(header.items_package),
         extractor=header.extractor, grader=header.grader, reference_field=header.reference_field, policies=policies,
-        id_scheme="hmac-sha256/release" if b.hash_ids else "dataset", id_context=b.vt.sha256 if b.hash_ids else None,
+        id_scheme="hmac-sha256/release" if b.hash_ids else "dataset", id_context=b.sha256 if b.hash_ids else None,
         rows=len(b.release_rows), items=len(b.item_ids), samples=len({r.sample for r in b.release_rows}),
         protected_items=len(protected), statuses=dict(sorted(Counter(r.status for r in b.release_rows).items())),
         figures=figs,
