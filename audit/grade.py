@@ -236,7 +236,8 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, judgment
     if meta.error is not None:
         return "ungraded", "error", f"the response carries an error: {meta.error}", {}
     if meta.finish_reason in INCOMPLETE_FINISH_REASONS:
-        return "ungraded", "error", f"generation ended with finish_reason {meta.finish_reason!r}: the text is partial", {}
+        return ("ungraded", "error", f"generation ended with finish_reason {meta.finish_reason!r}: the text is partial",
+                {})
     if meta.finish_reason == "length" or (meta.at_budget and policies.at_budget == "truncated"):
         cut = f"cut at the output ceiling (max_tokens={meta.max_tokens})" if meta.max_tokens else \
             "cut at the output ceiling"
@@ -312,7 +313,7 @@ def _grade_all(grader: Any, tasks: list[tuple[str, str, int | None]],
         judgments = [grader.grade(a, r, num_choices=n) for a, r, n in unique]
     if len(unique) == len(tasks):
         return judgments
-    by_task = dict(zip(unique, judgments))
+    by_task = dict(zip(unique, judgments, strict=True))
     return [by_task[t] for t in tasks]
 
 
@@ -350,8 +351,8 @@ class Grading:
     def iter_rows(self) -> Iterable[dict[str, Any]]:
         """Each row as `VerdictRow.model_dump(mode="json")` gives it."""
         cols = [self.columns[k] for k in VERDICT_ROW_FIELDS]
-        for values in zip(*cols):
-            row = dict(zip(VERDICT_ROW_FIELDS, values))
+        for values in zip(*cols, strict=True):
+            row = dict(zip(VERDICT_ROW_FIELDS, values, strict=True))
             if row["span"] is not None:
                 row["span"] = list(row["span"])
             if row["detail"] is None:
@@ -380,7 +381,7 @@ class Grading:
         after their digest); the two appear together or not at all (see `write_verdict_lines`, which
         says what `overwrite` replaces)."""
         side = parquet or (parquet is None and len(self) >= PARQUET_MIN_ROWS)
-        return write_verdict_lines(out, self.header, lambda: encode_rows(self.columns),
+        return write_verdict_lines(Path(out), self.header, lambda: encode_rows(self.columns),
                                    sidecar=self._sidecar_columns() if side else None, overwrite=overwrite)
 
 
@@ -412,16 +413,23 @@ class _GcPause:
             gc.disable()
 
 
-def grade_package(responses: str | os.PathLike[str], config: ResolvedConfig | GradeConfig, *,
-                  items: str | os.PathLike[str] | None = None,
+PackageSource = str | os.PathLike[str] | Package
+"""A package by path (opened and fully validated here), or one the caller already opened (and validated), read
+as it is and left open."""
+
+
+def grade_package(responses: PackageSource, config: ResolvedConfig | GradeConfig, *,
+                  items: PackageSource | None = None,
                   out: str | os.PathLike[str] | None = None,
                   base_dir: str | os.PathLike[str] | None = None,
                   parquet: bool | None = None, workers: int | None = None, overwrite: bool = True) -> Grading:
     """Grade a responses package; write the verdict file to `out` (atomically) when given (an existing
     one replaced only with `overwrite`, and only when it is a verdict file).
 
-    `config` is a `ResolvedConfig` (`audit.specs.resolve_config`: settings and the components
-    they name), or a `GradeConfig` whose components are looked up in the registry.
+    `responses` and `items` are paths, or packages already open (`open_package`): those are read as they
+    are, not reopened, and left open. `config` is a `ResolvedConfig` (`audit.specs.resolve_config`:
+    settings and the components they name), or a `GradeConfig` whose components are looked up in the
+    registry.
 
     One streaming pass over the validated package reads each row's metadata and extracts
     its answer (texts are dropped as soon as they are read); the attempt to grade per
@@ -433,119 +441,174 @@ def grade_package(responses: str | os.PathLike[str], config: ResolvedConfig | Gr
                               parquet=parquet, workers=workers, overwrite=overwrite)
 
 
-def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig | GradeConfig, pause: _GcPause, *,
-                  items: str | os.PathLike[str] | None = None,
-                  out: str | os.PathLike[str] | None = None,
-                  base_dir: str | os.PathLike[str] | None = None,
-                  parquet: bool | None = None, workers: int | None = None, overwrite: bool = True) -> Grading:
-    if isinstance(resolved, GradeConfig):
-        resolved = resolve(resolved)
-    config = resolved.config
+@contextmanager
+def _opened(source: PackageSource) -> Iterator[tuple[Package, str]]:
+    """The package, and how errors name it (as the caller gave it); one already open is left open."""
+    if isinstance(source, Package):
+        yield source, str(source.source)
+        return
+    with open_package(source) as pkg:
+        yield pkg, str(source)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """One item as grading needs it: its record and the pair of components that grades it."""
+
+    item_id: str
+    """The items package's own string, kept once for every row of the item."""
+    info: ItemInfo
+    extractor: Any
+    grader: Any
+
+
+def _plans(item_info: dict[str, ItemInfo], resolved: ResolvedConfig) -> dict[str, _Plan]:
     main = (resolved.extractor, resolved.grader)
     mc = (resolved.mc_extractor, resolved.mc_grader)
-    policies = config.policies
-    if base_dir is not None:
-        out_dir = Path(base_dir).resolve()
-    else:
-        out_dir = Path(out).resolve().parent if out is not None else Path.cwd()
-
-    def components(info: ItemInfo) -> tuple[Any, Any]:
+    plans = {}
+    for item_id, info in item_info.items():
         # Mixed benchmarks (HLE) grade items that have options with the multiple-choice pair.
-        return (mc[0] or main[0], mc[1] or main[1]) if info.options and (mc[0] or mc[1]) else main
+        extractor, grader = (mc[0] or main[0], mc[1] or main[1]) if info.options and (mc[0] or mc[1]) else main
+        plans[item_id] = _Plan(item_id, info, extractor, grader)
+    return plans
 
-    with open_package(responses) as rp:
-        if rp.kind != "responses":
-            raise AuditError(f"is a {rp.kind!r} package; `audit grade` needs a responses package",
-                             path=str(responses))
-        if items is not None:
-            with open_package(items) as ip:
-                if not ip.files("item_row.v1"):
-                    raise AuditError("holds no item rows", path=str(items))
-                item_info = load_items(ip, config.reference_field)
-                items_ref: PackageRef | None = _package_ref(ip, out_dir)
-        elif rp.files("item_row.v1"):
-            item_info = load_items(rp, config.reference_field)
-            items_ref = None
-        else:
-            raise NoItems("holds no item rows, and no items package was given", path=str(responses))
-        responses_ref = _package_ref(rp, out_dir)
 
-        # Item ids are kept once (the items' own strings), with each item's components.
-        known = {item_id: (item_id, info, *components(info)) for item_id, info in item_info.items()}
-        reads: dict[tuple[str, int], AttemptMeta | list[AttemptMeta]] = {}
-        sha256 = hashlib.sha256
-        for entry, rowno, obj in rp.iter_objects("response_row.v1"):
-            found = known.get(obj["item_id"])
-            if found is None:
-                raise AuditError(f"item {obj['item_id']!r} is not in the items package",
-                                 path=f"{rp.source}/{entry.path}", row=rowno, field="item_id")
-            item_id, info, extractor, _ = found
-            get = obj.get
-            text, finish = get("response"), get("finish_reason")
-            has_text = isinstance(text, str)
-            tokens = get("completion_tokens")
-            meta = AttemptMeta(  # positional: attempt, finish_reason, length, has_text, excluded, error,
-                get("attempt", 0), finish,  # max_tokens, extraction, digest, tokens, chars
-                tokens if isinstance(tokens, int) else len(text) if has_text else 0,
-                has_text, get("excluded"), get("error"), get("max_tokens"),
-                extractor.extract(text, finish_reason=finish, options=info.options)
-                if getattr(extractor, "takes_options", False) else extractor.extract(text, finish_reason=finish),
-                sha256(text.encode("utf-8")).hexdigest() if has_text else None,
-                tokens if isinstance(tokens, int) else None, len(text) if has_text else 0,
-                finish == "stop" and isinstance(tokens, int) and tokens == get("max_tokens"),
-                finish is None and has_text and possibly_cut(text, finish))
-            key = (item_id, get("sample", 0))
-            prev = reads.setdefault(key, meta)
-            if prev is not meta:
-                if isinstance(prev, AttemptMeta):
-                    prev = reads[key] = [prev]
-                if any(m.attempt == meta.attempt for m in prev):
-                    raise AuditError(f"duplicate (item_id={item_id!r}, sample={key[1]}, attempt={meta.attempt}): "
-                                     f"the package holds this response twice", path=f"{rp.source}/{entry.path}",
-                                     row=rowno, field="attempt")
-                prev.append(meta)
+def _read_items(rp: Package, label: str, items: PackageSource | None, reference_field: str,
+                out_dir: Path) -> tuple[dict[str, ItemInfo], PackageRef | None]:
+    """The items to grade against, and the items package's ref (None when the responses package holds them)."""
+    if items is not None:
+        with _opened(items) as (ip, items_label):
+            if not ip.files("item_row.v1"):
+                raise AuditError("holds no item rows", path=items_label)
+            return load_items(ip, reference_field), _package_ref(ip, out_dir)
+    if rp.files("item_row.v1"):
+        return load_items(rp, reference_field), None
+    raise NoItems("holds no item rows, and no items package was given", path=label)
 
-    excluded_ids = frozenset(policies.exclude)
-    unknown = sorted(excluded_ids - item_info.keys())
-    if unknown:
-        raise AuditError(f"the exclude policy names {len(unknown)} id(s) that are not items (first: {unknown[0]!r})")
-    item_ids = sorted(item_info) if policies.scope == "items" else sorted({k[0] for k in reads})
-    sample_list = sorted({k[1] for k in reads}) or [0]
-    chosen: dict[tuple[str, int], tuple[AttemptMeta, dict[str, Any]]] = {
-        key: choose_attempt(metas, policies.resampling) for key, metas in reads.items() if isinstance(metas, list)}
 
-    def pick(key: tuple[str, int]) -> tuple[AttemptMeta | None, dict[str, Any] | None]:
-        got = reads.get(key)
+def _read_attempt(obj: dict[str, Any], plan: _Plan) -> AttemptMeta:
+    """One response row as grading keeps it: its metadata and extracted answer (the text is dropped)."""
+    get = obj.get
+    response, finish = get("response"), get("finish_reason")
+    text = response if isinstance(response, str) else None  # null in a validated row, when not a string
+    has_text = text is not None
+    chars = len(text) if text is not None else 0
+    tokens = get("completion_tokens")
+    reported = tokens if isinstance(tokens, int) else None
+    extractor = plan.extractor
+    if getattr(extractor, "takes_options", False):
+        extraction = extractor.extract(text, finish_reason=finish, options=plan.info.options)
+    else:
+        extraction = extractor.extract(text, finish_reason=finish)
+    return AttemptMeta(
+        attempt=get("attempt", 0), finish_reason=finish, length=chars if reported is None else reported,
+        has_text=has_text, excluded=get("excluded"), error=get("error"), max_tokens=get("max_tokens"),
+        extraction=extraction, tokens=reported, chars=chars,
+        digest=hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None,
+        at_budget=finish == "stop" and reported is not None and reported == get("max_tokens"),
+        cut=finish is None and has_text and possibly_cut(text, finish))
+
+
+_Key = tuple[str, int]
+"""(item_id, sample)."""
+
+
+@dataclass
+class _Attempts:
+    """The response rows as read, by (item_id, sample), and the attempt chosen to grade for each."""
+
+    reads: dict[_Key, AttemptMeta | list[AttemptMeta]] = dataclasses.field(default_factory=dict)
+    """One attempt, or, for a re-sampled (item, sample), every attempt read (a list only then: a million
+    single attempts stay a million objects)."""
+    chosen: dict[_Key, tuple[AttemptMeta, dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    """For each re-sampled key: the attempt to grade and what was considered (`choose_attempt`)."""
+
+    def add(self, key: _Key, meta: AttemptMeta) -> bool:
+        """Keep `meta`; False (and nothing kept) when the key already holds its attempt number."""
+        prev = self.reads.setdefault(key, meta)
+        if prev is meta:
+            return True
+        if isinstance(prev, AttemptMeta):
+            prev = self.reads[key] = [prev]
+        if any(m.attempt == meta.attempt for m in prev):
+            return False
+        prev.append(meta)
+        return True
+
+    def choose(self, policy: str) -> None:
+        """Choose the attempt to grade for every re-sampled key under the re-sampling `policy`."""
+        self.chosen = {key: choose_attempt(metas, policy) for key, metas in self.reads.items()
+                       if isinstance(metas, list)}
+
+    def pick(self, key: _Key) -> tuple[AttemptMeta | None, dict[str, Any] | None]:
+        """The attempt graded for `key` (None when the run has no response for it), and what was considered."""
+        got = self.reads.get(key)
         if got is None or isinstance(got, AttemptMeta):
             return got, None
-        return chosen[key]
+        return self.chosen[key]
 
-    # Grade the answers that count, per grader, each distinct (answer, reference, options) once.
-    tasks: dict[str, tuple[Any, dict[tuple[str, str, int | None], None]]] = {}
-    for key, got in reads.items():
-        meta = got if isinstance(got, AttemptMeta) else chosen[key][0]
+    def graded(self) -> Iterator[tuple[_Key, AttemptMeta]]:
+        """Each key with the attempt graded for it."""
+        for key, got in self.reads.items():
+            yield key, got if isinstance(got, AttemptMeta) else self.chosen[key][0]
+
+
+def _read_responses(rp: Package, plans: dict[str, _Plan]) -> _Attempts:
+    """Every response row of the package, its answer extracted; refuses rows of unknown items and repeats."""
+    attempts = _Attempts()
+    for entry, rowno, obj in rp.iter_objects("response_row.v1"):
+        plan = plans.get(obj["item_id"])
+        if plan is None:
+            raise AuditError(f"item {obj['item_id']!r} is not in the items package",
+                             path=f"{rp.source}/{entry.path}", row=rowno, field="item_id")
+        meta = _read_attempt(obj, plan)
+        key = (plan.item_id, obj.get("sample", 0))
+        if not attempts.add(key, meta):
+            raise AuditError(f"duplicate (item_id={plan.item_id!r}, sample={key[1]}, attempt={meta.attempt}): "
+                             f"the package holds this response twice", path=f"{rp.source}/{entry.path}",
+                             row=rowno, field="attempt")
+    return attempts
+
+
+_Task = tuple[str, str, int | None]
+"""(answer, reference, options): what a grader judges."""
+
+
+def _grade_answers(attempts: _Attempts, plans: dict[str, _Plan], excluded_ids: frozenset[str], pause: _GcPause,
+                   workers: int | None) -> dict[str, dict[_Task, graders.Judgment]]:
+    """The judgments of the answers that count, per grader key: each distinct task graded once."""
+    tasks: dict[str, tuple[Any, dict[_Task, None]]] = {}
+    for key, meta in attempts.graded():
+        assert meta.extraction is not None
         answer = meta.extraction.answer
         if answer is None or meta.finish_reason == "length" or key[0] in excluded_ids:
             continue
-        _, info, _, grader = known[key[0]]
-        tasks.setdefault(grader.key, (grader, {}))[1][(answer, info.reference, info.options)] = None
-    judgments: dict[str, dict[tuple[str, str, int | None], graders.Judgment]] = {}
+        plan = plans[key[0]]
+        tasks.setdefault(plan.grader.key, (plan.grader, {}))[1][(answer, plan.info.reference, plan.info.options)] = None
+    judgments: dict[str, dict[_Task, graders.Judgment]] = {}
     with pause.resumed():
-        for key, (grader, distinct) in tasks.items():
+        for grader_key, (grader, distinct) in tasks.items():
             todo = list(distinct)
-            judgments[key] = dict(zip(todo, _grade_all(grader, todo, workers)))
+            judgments[grader_key] = dict(zip(todo, _grade_all(grader, todo, workers), strict=True))
+    return judgments
 
+
+def _verdict_columns(item_ids: list[str], samples: list[int], plans: dict[str, _Plan], attempts: _Attempts,
+                     judgments: dict[str, dict[_Task, graders.Judgment]], policies: Policies,
+                     excluded_ids: frozenset[str]) -> tuple[dict[str, list[Any]], dict[str | None, int]]:
+    """The verdict rows as columns (see Grading), one per (item, sample), and the possibly-cut counts by rule."""
     cols: dict[str, list[Any]] = {k: [] for k in VERDICT_ROW_FIELDS}
     cut: dict[str | None, int] = {}
     (add_item, add_sample, add_attempt, add_sha, add_answer, add_rule, add_span, add_verdict, add_status,
      add_reason, add_reference, add_detail) = [cols[k].append for k in _ROW_ORDER]
     for item_id in item_ids:
-        _, info, extractor, grader = known[item_id]
-        graded = judgments.get(grader.key, {})
-        short = alphabet_too_short(extractor, info)
+        plan = plans[item_id]
+        info = plan.info
+        graded = judgments.get(plan.grader.key, {})
+        short = alphabet_too_short(plan.extractor, info)
         reference = info.reference
-        for sample in sample_list:
-            meta, detail = pick((item_id, sample))
+        for sample in samples:
+            meta, detail = attempts.pick((item_id, sample))
             if meta is None:
                 ex = judgment = None
                 add_attempt(None)
@@ -555,6 +618,7 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
                 add_span(None)
             else:
                 ex = meta.extraction
+                assert ex is not None
                 judgment = graded.get((ex.answer, reference, info.options))
                 if meta.cut:
                     cut[ex.rule] = cut.get(ex.rule, 0) + 1
@@ -574,16 +638,55 @@ def _grade_package(responses: str | os.PathLike[str], resolved: ResolvedConfig |
             add_reason(reason)
             add_reference(reference)
             add_detail(detail or None)  # None when empty (see Grading)
-    del reads, chosen, judgments
+    return cols, cut
 
+
+def _header(resolved: ResolvedConfig, responses_ref: PackageRef, items_ref: PackageRef | None,
+            cols: dict[str, list[Any]], item_info: dict[str, ItemInfo]) -> VerdictFile:
+    """The verdict file's header (empty `items`): what graded, with which policies, and the summary of `cols`."""
+    config = resolved.config
     df = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "status", "reason")})
-    header = VerdictFile(
+    return VerdictFile(
         benchmark=config.benchmark, responses_package=responses_ref, items_package=items_ref,
-        extractor=_ref(main[0]), grader=_ref(main[1]), mc_extractor=_ref(mc[0]), mc_grader=_ref(mc[1]),
-        reference_field=config.reference_field, producer=producer(), environment=environment(),
-        policies=policies, summary=summarize(df, {i: info.subject for i, info in item_info.items()}), items=[])
-    del df
-    grading = Grading(header, cols, cut)
+        extractor=_ref(resolved.extractor), grader=_ref(resolved.grader), mc_extractor=_ref(resolved.mc_extractor),
+        mc_grader=_ref(resolved.mc_grader), reference_field=config.reference_field, producer=producer(),
+        environment=environment(), policies=config.policies,
+        summary=summarize(df, {i: info.subject for i, info in item_info.items()}), items=[])
+
+
+def _grade_package(responses: PackageSource, resolved: ResolvedConfig | GradeConfig, pause: _GcPause, *,
+                   items: PackageSource | None = None,
+                   out: str | os.PathLike[str] | None = None,
+                   base_dir: str | os.PathLike[str] | None = None,
+                   parquet: bool | None = None, workers: int | None = None, overwrite: bool = True) -> Grading:
+    if isinstance(resolved, GradeConfig):
+        resolved = resolve(resolved)
+    policies = resolved.config.policies
+    if base_dir is not None:
+        out_dir = Path(base_dir).resolve()
+    else:
+        out_dir = Path(out).resolve().parent if out is not None else Path.cwd()
+
+    with _opened(responses) as (rp, label):
+        if rp.kind != "responses":
+            raise AuditError(f"is a {rp.kind!r} package; `audit grade` needs a responses package", path=label)
+        item_info, items_ref = _read_items(rp, label, items, resolved.config.reference_field, out_dir)
+        responses_ref = _package_ref(rp, out_dir)
+        plans = _plans(item_info, resolved)
+        attempts = _read_responses(rp, plans)
+
+    excluded_ids = frozenset(policies.exclude)
+    unknown = sorted(excluded_ids - item_info.keys())
+    if unknown:
+        raise AuditError(f"the exclude policy names {len(unknown)} id(s) that are not items (first: {unknown[0]!r})")
+    item_ids = sorted(item_info) if policies.scope == "items" else sorted({k[0] for k in attempts.reads})
+    samples = sorted({k[1] for k in attempts.reads}) or [0]
+    attempts.choose(policies.resampling)
+    judgments = _grade_answers(attempts, plans, excluded_ids, pause, workers)
+    cols, cut = _verdict_columns(item_ids, samples, plans, attempts, judgments, policies, excluded_ids)
+    del attempts, judgments  # before the summary: a million rows' metadata is no longer needed
+
+    grading = Grading(_header(resolved, responses_ref, items_ref, cols, item_info), cols, cut)
     if out is not None:
         grading.header = grading.write(out, parquet=parquet, overwrite=overwrite)
     return grading
@@ -649,8 +752,8 @@ def fit_check(grading: Grading, responses: str | os.PathLike[str], config: Resol
         return None
     cols = grading.columns
     keys = {(i, sm, a) for i, sm, a, ans, st in zip(cols["item_id"], cols["sample"], cols["attempt"], cols["answer"],
-                                                      cols["status"]) if ans is None and st in ("no_answer",
-                                                                                                "random_guess")}
+                                                      cols["status"], strict=True)
+            if ans is None and st in ("no_answer", "random_guess")}
     used = {c.key for c in (config.extractor, config.mc_extractor) if c is not None and hasattr(c, "key")}
     names = dict.fromkeys(e.name for e in extractors.all_extractors())
     others = [extractors.get(n) for n in names if n != "raw"]
@@ -684,7 +787,7 @@ def format_summary(vf: VerdictFile) -> list[str]:
 
     lines = coverage_lines(vf.summary) + figure_lines(vf.summary.figures) + bad_input_lines(vf.summary.bad_input)
     lines.append("statuses: " + ", ".join(f"{k}={v}" for k, v in vf.summary.statuses.items()))
-    return lines + subject_lines(vf.summary.subjects)
+    return lines + subject_lines(getattr(vf.summary, "subjects", None))  # a version-1 summary has none
 
 
 # --------------------------------------------------------------------------- reproduce
@@ -779,6 +882,7 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
         config = GradeConfig.recorded_in(vf)
     except AuditError as e:
         raise AuditError(e.problem.message, path=str(vpath)) from None
+    assert resp_path is not None  # the file names its responses package (checked above)
     new = grade_package(resp_path, config, items=items_path if vf.items_package else None, base_dir=base)
     # The check that counts: the packages this grading read (validated, each file read under its
     # pinned digest), not the ones looked at above (they may have been swapped since).
@@ -797,7 +901,8 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
         write_verdict_file(again, new.header.model_copy(update=same_refs), new.iter_rows())
         if again.read_text(encoding="utf-8") == dump_verdict_file(vf.model_copy(update={"rows_file": None})):
             return Reproduction(True, [], notes, not_rederived=unchecked)
-    diffs, timeouts = [], []
+    diffs: list[str] = []
+    timeouts: list[str] = []
     old_rows = {(r.item_id, r.sample): r for r in vf.items}
     for r in sorted(new.items, key=lambda r: (natural_key(r.item_id), r.sample)):  # listed as people read ids
         o = old_rows.pop((r.item_id, r.sample), None)

@@ -8,6 +8,7 @@ and recomputes its figures from its rows, never from its summary.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,12 +176,10 @@ def graded_rows(args: GradeSource, ctx: Context) -> Rows:
     key = ("grade", args.package, args.items, repr(config.config))
     if key in ctx.cache:
         return ctx.cache[key]
-    pkg = ctx.package(args.package)
+    # The packages verify checked, read as they are: each file is read under the digest its manifest pins
+    # (a file changed since the check is refused), so nothing is reopened or validated twice.
     items = ctx.package(args.items) if args.items else None
-    grading = grade_package(pkg.source, config, items=items.source if items else None, base_dir=ctx.tmp)
-    got = grading.header.responses_package.digest
-    if got != pkg.digest:  # the package changed between its check and the grading
-        raise RecipeFailed(f"package {args.package} changed while it was graded (digest {got[:12]}…)")
+    grading = grade_package(ctx.package(args.package), config, items=items, base_dir=ctx.tmp)
     c = grading.columns
     frame = pd.DataFrame({k: c[k] for k in ("item_id", "sample", "verdict", "status")})
     basis = (f"{args.package} graded as {args.benchmark}: {_component_text(grading.header)}; "
@@ -190,9 +189,31 @@ def graded_rows(args: GradeSource, ctx: Context) -> Rows:
     return rows
 
 
-def verdict_file(ctx: Context, ident: str) -> Path:
-    """The path of a verdict file input; a verdict table is imported into one first (once)."""
-    from audit.importers.verdicts import import_verdicts
+def recomputed_rows(ctx: Context, claim_id: str, grading: Any) -> Any:
+    """A claim's fresh grading as `audit.diff.diff_files` compares it, in memory (`VerdictRows`): its package
+    paths start where it was graded (`ctx.tmp`), and its responses package is the one already open."""
+    from audit.diff import VerdictRows
+
+    return VerdictRows(grading.header, grading.columns, label=f"the recomputed grading of claim {claim_id}",
+                       base_dir=ctx.tmp, responses=_opened(ctx, grading.header))
+
+
+def _opened(ctx: Context, header: Any) -> Any:
+    """The responses package `header` names, as the ledger opened it (None when the ledger has none such)."""
+    ref = header.responses_package
+    if ref is None:
+        return None
+    with contextlib.suppress(RecipeFailed):  # not one the ledger opened: the diff opens it from its path
+        return ctx.package(ref.package_id)
+    return None
+
+
+def verdict_source(ctx: Context, ident: str) -> Any:
+    """A verdict file input: its path, or, for a verdict table another tool recorded, its verdicts imported
+    in memory (once) as `audit import verdicts` would write them (`audit.diff.VerdictRows`)."""
+    from audit.diff import VerdictRows
+    from audit.importers.verdicts import recorded_verdicts
+    from audit.verdicts import FRAME_COLUMNS
 
     entry = ctx.loaded.files[ident]
     path = ctx.file(ident)
@@ -200,11 +221,12 @@ def verdict_file(ctx: Context, ident: str) -> Path:
         return path
     key = ("imported", ident)
     if key not in ctx.cache:
-        out = ctx.tmp / f"imported-{len(ctx.cache)}.json"
         assert entry.benchmark is not None and entry.package is not None
-        import_verdicts(path, out, benchmark=entry.benchmark, tool=entry.tool or "another tool",
-                        package=ctx.package_path(entry.package))
-        ctx.cache[key] = out
+        responses = ctx.package(entry.package)
+        header, rows = recorded_verdicts(path, benchmark=entry.benchmark, tool=entry.tool or "another tool",
+                                         package=responses, base_dir=ctx.tmp)
+        columns = {k: [r[k] for r in rows] for k in FRAME_COLUMNS}
+        ctx.cache[key] = VerdictRows(header, columns, label=str(path), base_dir=ctx.tmp, responses=responses)
     return ctx.cache[key]
 
 
@@ -215,8 +237,12 @@ def recorded_rows(ctx: Context, ident: str) -> Rows:
     key = ("verdicts", ident)
     if key in ctx.cache:
         return ctx.cache[key]
-    read = read_verdicts(verdict_file(ctx, ident))
-    header, table = read.header, read.rows
+    source = verdict_source(ctx, ident)
+    if isinstance(source, Path):
+        read = read_verdicts(source)
+        header, table = read.header, read.rows
+    else:
+        header, table = source.header, source.table
     frame = table.select(["item_id", "sample", "verdict", "status"]).to_pandas()
     entry = ctx.loaded.files[ident]
     what = "verdict file" if entry.format == "verdicts" else f"verdicts recorded by {entry.tool or 'another tool'}"

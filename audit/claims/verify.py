@@ -190,15 +190,12 @@ def _verdict_word(n: int) -> str:
 
 def explain_diff(ctx: Context, claim: Claim, result: Result) -> list[str]:
     """The recorded verdicts diffed against the recomputed grading, as short lines."""
-    from audit.claims.recipes_grade import verdict_file
+    from audit.claims.recipes_grade import recomputed_rows, verdict_source
     from audit.diff import diff_files
 
     assert claim.recorded_verdicts is not None
-    recorded = verdict_file(ctx, claim.recorded_verdicts)
-    regraded = ctx.tmp / f"recomputed-{claim.id}.json"
-    if not regraded.exists():
-        result.grading.write(regraded)
-    d = diff_files(recorded, regraded, allow_different_responses=True)
+    recorded = verdict_source(ctx, claim.recorded_verdicts)
+    d = diff_files(recorded, recomputed_rows(ctx, claim.id, result.grading), allow_different_responses=True)
     causes = ", ".join(f"{c.cause} {c.rows}" for c in d.causes)
     n = d.changed.num_rows
     lines = [f"audit diff {claim.recorded_verdicts} (recorded) → recomputed grading: {_verdict_word(n)} changed"

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from audit.cli import benchmark_option, cli
+
+if TYPE_CHECKING:
+    from audit.grade import FitCheck
 
 
 @cli.command()
@@ -67,10 +71,11 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     click.echo(f"wrote {output}" + (f" and {vf.rows_file.path}" if vf.rows_file else ""))
     if not quiet:
         ex, gr = vf.extractor, vf.grader
+        assert ex is not None and gr is not None  # a grading names both
         from audit.views import visible
 
-        click.echo(f"{visible(vf.benchmark)}: {len(grading)} rows, {vf.summary.items} items x {vf.summary.samples} samples; "
-                   f"extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")
+        click.echo(f"{visible(vf.benchmark)}: {len(grading)} rows, {vf.summary.items} items x {vf.summary.samples} "
+                   f"samples; extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")
         for line in format_summary(vf) + at_budget_lines(grading.columns["reason"], vf.policies.at_budget):
             click.echo(line)
         if vf.summary.samples > 1:
@@ -100,7 +105,7 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     return 0
 
 
-def fit_lines(fit: object) -> list[str]:
+def fit_lines(fit: FitCheck) -> list[str]:
     """The warning `audit grade` prints when the spec's extractor reads no answer in most rows."""
     from audit.summary import pct
 

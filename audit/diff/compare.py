@@ -36,11 +36,13 @@ the comparisons run in pyarrow/numpy, so a million rows take seconds.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -56,6 +58,8 @@ from audit.diff.report import (
     PossiblyCut,
     RuleWords,
     SideInfo,
+    SideName,
+    Strength,
     StrengthCount,
     SubjectChange,
     component_label,
@@ -67,9 +71,66 @@ from audit.ids import natural_key, natural_order
 from audit.lock import same_version
 from audit.summary import by_subject, pct, subject_order
 from audit.summary import figures as compute_figures
-from audit.verdicts import VerdictFile, read_verdicts
+from audit.verdicts import FRAME_COLUMNS, VerdictFile, read_verdicts, rows_arrow_schema
+
+if TYPE_CHECKING:
+    from audit.packages import Package
 
 # --------------------------------------------------------------------------- loading
+
+RowsSource = Literal["parquet", "json-stream", "json"]
+
+
+@dataclass(frozen=True)
+class VerdictRows:
+    """A grading held in memory, compared as `diff_files` compares a verdict file (nothing written or read).
+
+    `rows` holds the columns `read_verdicts` gives (`FRAME_COLUMNS`: `item_id`, `sample`, `verdict`,
+    `status` and `reason` required, the others null where absent), one row per (item_id, sample): an Arrow
+    table, a pandas DataFrame, or a dict of column lists (`audit.grade.Grading.columns`).
+    """
+
+    header: VerdictFile
+    """The verdict file's header (its `items` are not read)."""
+    rows: Any
+    label: str
+    """Names the grading where a file would be named by its path (the report's `path`, error messages)."""
+    base_dir: str | Path | None = None
+    """The folder the header's package paths are relative to (`grade_package`'s `base_dir`); None: unknown."""
+    responses: Package | None = None
+    """Its responses package, already open: read (not reopened) for the possibly-cut heuristic."""
+    rows_source: RowsSource = "json"
+    """What the report says the rows were read from: a grading's rows are its JSON rows."""
+
+    @functools.cached_property
+    def table(self) -> Any:
+        """The rows as the Arrow table a verdict file's reader gives: `FRAME_COLUMNS` in their types, checked
+        (required columns without nulls, known verdicts, (item_id, sample) unique)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows, label = self.rows, self.label
+        is_table = isinstance(rows, pa.Table)
+        names = set(rows.column_names if is_table else rows if isinstance(rows, dict) else rows.columns)
+        required = ("item_id", "sample", "verdict", "status", "reason")
+        missing = [c for c in required if c not in names]
+        if missing:
+            raise AuditError(f"rows lack column(s) {', '.join(missing)}", path=label)
+        schema = rows_arrow_schema()
+        fields = [schema.field(c) for c in FRAME_COLUMNS]
+        n = rows.num_rows if is_table else len(rows["item_id"])
+        table = pa.Table.from_arrays(
+            [pa.nulls(n, f.type) if f.name not in names else rows.column(f.name).cast(f.type) if is_table
+             else pa.array(rows[f.name], f.type, from_pandas=True) for f in fields], schema=pa.schema(fields))
+        for name in required:
+            if table.column(name).null_count:
+                raise AuditError("missing required field", path=label, field=name)
+        if table.select(["item_id", "sample"]).group_by(["item_id", "sample"]).aggregate([]).num_rows != n:
+            raise AuditError("two rows have the same item_id and sample", path=label, field="items")
+        known = pa.array(["correct", "incorrect", "ungraded"])
+        if pc.any(pc.invert(pc.is_in(table.column("verdict"), value_set=known))).as_py():
+            raise AuditError("verdict must be one of correct, incorrect, ungraded", path=label, field="verdict")
+        return table
 
 
 @dataclass
@@ -77,7 +138,10 @@ class _Side:
     path: str
     header: VerdictFile
     table: Any
-    source: str
+    source: RowsSource
+    base_dir: Path | None
+    """Where the header's package paths start: the verdict file's folder."""
+    responses: Package | None = None
 
     def info(self) -> SideInfo:
         import pyarrow as pa
@@ -93,9 +157,12 @@ class _Side:
                         bad_input=int(pc.sum(pc.equal(status, "bad_input")).as_py() or 0))
 
 
-def _load(path: str | Path) -> _Side:
-    read = read_verdicts(path)
-    return _Side(str(path), read.header, read.rows, read.source)
+def _load(side: str | Path | VerdictRows) -> _Side:
+    if isinstance(side, VerdictRows):
+        base = None if side.base_dir is None else Path(side.base_dir)
+        return _Side(side.label, side.header, side.table, side.rows_source, base, side.responses)
+    read = read_verdicts(side)
+    return _Side(str(side), read.header, read.rows, cast(RowsSource, read.source), Path(side).resolve().parent)
 
 
 def responses_differ(old: VerdictFile, new: VerdictFile) -> bool:
@@ -104,8 +171,10 @@ def responses_differ(old: VerdictFile, new: VerdictFile) -> bool:
     return a is not None and b is not None and a.digest != b.digest
 
 
-def diff_files(old: str | Path, new: str | Path, *, allow_different_responses: bool = False) -> DiffResult:
-    """Compare two verdict files; refuse different responses packages unless allowed."""
+def diff_files(old: str | Path | VerdictRows, new: str | Path | VerdictRows, *,
+               allow_different_responses: bool = False) -> DiffResult:
+    """Compare two verdict files, or gradings in memory (`VerdictRows`); refuse different responses packages
+    unless allowed."""
     o = _load(old)
     n = _load(new)
     if responses_differ(o.header, n.header) and not allow_different_responses:
@@ -113,7 +182,7 @@ def diff_files(old: str | Path, new: str | Path, *, allow_different_responses: b
         assert a is not None and b is not None
         raise AuditError(f"the files grade different responses packages ({package_label(a)} vs "
                          f"{package_label(b)}); pass --allow-different-responses to compare anyway",
-                         path=str(new), field="responses_package")
+                         path=n.path, field="responses_package")
     return _diff(o, n)
 
 
@@ -195,7 +264,7 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
         keys, counts = np.unique(np.char.add(np.char.add(vo_ch[mask].astype(str), "->"), vn_ch[mask].astype(str)),
                                  return_counts=True)
         cause_counts.append(CauseCount(cause=cause, rows=int(mask.sum()),
-                                       transitions={str(k): int(v) for k, v in zip(keys, counts)}))
+                                       transitions={str(k): int(v) for k, v in zip(keys, counts, strict=True)}))
 
     subjects = _subjects(o, n, changed, notes)
     strengths, fallback = _strengths(o, n, both, changed)
@@ -209,7 +278,7 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
 
 # --------------------------------------------------------------------------- read strength
 
-STRENGTH_ORDER = ("statement", "format", "fallback", "no read", "unknown")
+STRENGTH_ORDER: tuple[Strength, ...] = ("statement", "format", "fallback", "no read", "unknown")
 
 
 def _registered_extractors(h: VerdictFile) -> list[Any]:
@@ -227,7 +296,7 @@ def _strength_of(h: VerdictFile, rules: list[str | None], answers: list[str | No
         return None
     cache: dict[str | None, str] = {}
     out = []
-    for rule, answer in zip(rules, answers):
+    for rule, answer in zip(rules, answers, strict=True):
         if answer is None:
             out.append("no read")
             continue
@@ -243,11 +312,12 @@ def _strengths(o: _Side, n: _Side, both: Any, changed: Any) -> tuple[list[Streng
     (that side read by a fallback rule where the other read no answer), those reads' hit rate against chance."""
     col = changed.column
     vo, vn = col("verdict_o").to_pylist(), col("verdict_n").to_pylist()
-    up = [a != "correct" and b == "correct" for a, b in zip(vo, vn)]
-    down = [a == "correct" and b != "correct" for a, b in zip(vo, vn)]
+    up = [a != "correct" and b == "correct" for a, b in zip(vo, vn, strict=True)]
+    down = [a == "correct" and b != "correct" for a, b in zip(vo, vn, strict=True)]
     per_side = {}
     counts: list[StrengthCount] = []
-    for label, side, x in (("old", o, "_o"), ("new", n, "_n")):
+    sides: tuple[tuple[SideName, _Side, str], ...] = (("old", o, "_o"), ("new", n, "_n"))
+    for label, side, x in sides:
         got = _strength_of(side.header, col("rule" + x).to_pylist(), col("answer" + x).to_pylist())
         if got is None:
             continue
@@ -259,17 +329,18 @@ def _strengths(o: _Side, n: _Side, both: Any, changed: Any) -> tuple[list[Streng
                                             to_correct=sum(up[i] for i in idx), to_incorrect=sum(down[i] for i in idx)))
     if not changed.num_rows:
         return counts, None
-    for label, side, x, y in (("new", n, "_n", "_o"), ("old", o, "_o", "_n")):
+    for label, side, x in reversed(sides):  # NEW's reads first
+        y = "_o" if x == "_n" else "_n"
         mine = per_side.get(label)
         other_answers = col("answer" + y).to_pylist()
-        if mine is None or not all(s == "fallback" and a is None for s, a in zip(mine, other_answers)):
+        if mine is None or not all(s == "fallback" and a is None for s, a in zip(mine, other_answers, strict=True)):
             continue
         # Every change rests on this side's fallback reads: count all such reads, not only the changed ones.
         rules_all = both.column("rule" + x).to_pylist()
         reads = _strength_of(side.header, rules_all, both.column("answer" + x).to_pylist()) or []
         other_all = both.column("answer" + y).to_pylist()
         verdicts = both.column("verdict" + x).to_pylist()
-        pop = [i for i, (s, a) in enumerate(zip(reads, other_all)) if s == "fallback" and a is None]
+        pop = [i for i, (s, a) in enumerate(zip(reads, other_all, strict=False)) if s == "fallback" and a is None]
         hits = sum(verdicts[i] == "correct" for i in pop)
         exs = _registered_extractors(side.header)
         letters = next((len(e.letters) for e in exs if e.letters), None)
@@ -293,28 +364,25 @@ def _possibly_cut(o: _Side, n: _Side, changed: Any) -> PossiblyCut:
     NEW's responses package (else OLD's) by the text's sha256."""
     from audit.grade import possibly_cut
     from audit.ids import natural_sorted
-    from audit.packages import open_package
 
-    keys = list(zip(changed.column("item_id").to_pylist(), changed.column("sample").to_pylist()))
+    keys = list(zip(changed.column("item_id").to_pylist(), changed.column("sample").to_pylist(), strict=True))
     for side, x in ((n, "_n"), (o, "_o")):
         ref = side.header.responses_package
         if ref is None or not ref.path:
             continue
-        want = {}
-        for key, sha in zip(keys, changed.column("response_sha256" + x).to_pylist()):
+        want: dict[str, list[tuple[str, int]]] = {}
+        for key, sha in zip(keys, changed.column("response_sha256" + x).to_pylist(), strict=True):
             if sha is not None:
                 want.setdefault(sha, []).append(key)
         if not want:
             continue
-        path = Path(side.path).resolve().parent / ref.path
-        try:
-            pkg = open_package(path)
-        except Exception:  # moved or damaged: the diff itself needs no package
+        pkg = _responses(side, ref.path)
+        if pkg is None:
             continue
         ids = {k[0] for k in keys}
         cut: list[str] = []
         seen: set[str] = set()
-        with pkg:
+        with contextlib.nullcontext(pkg) if pkg is side.responses else pkg:
             if pkg.manifest.package_id != ref.package_id or pkg.digest != ref.digest:
                 continue
             for _, _, obj in pkg.iter_objects("response_row.v1"):
@@ -331,8 +399,22 @@ def _possibly_cut(o: _Side, n: _Side, changed: Any) -> PossiblyCut:
     return PossiblyCut(checked=0, rows=0, note="no responses package of either file could be opened to read the texts")
 
 
+def _responses(side: _Side, recorded_path: str) -> Package | None:
+    """The side's responses package: the one it holds open, else opened from where its header records it."""
+    from audit.packages import open_package
+
+    if side.responses is not None:
+        return side.responses
+    if side.base_dir is None:
+        return None
+    try:
+        return open_package(side.base_dir / recorded_path)
+    except Exception:  # moved or damaged: the diff itself needs no package
+        return None
+
+
 def _subject_map(side: _Side) -> dict[str, str | None] | None:
-    subjects = side.header.summary.subjects
+    subjects = getattr(side.header.summary, "subjects", None)  # a version-1 summary has none
     if not subjects:
         return None
     return {item: s.subject for s in subjects for item in s.items}
@@ -352,7 +434,7 @@ def _subjects(o: _Side, n: _Side, changed: Any, notes: list[str]) -> list[Subjec
     ch = {"subject": [subject_of.get(i) or "" for i in changed.column("item_id").to_pylist()],
           "old": changed.column("verdict_o").to_pylist(), "new": changed.column("verdict_n").to_pylist()}
     counts: dict[str, list[int]] = {}
-    for subj, vo, vn in zip(ch["subject"], ch["old"], ch["new"]):
+    for subj, vo, vn in zip(ch["subject"], ch["old"], ch["new"], strict=True):
         c = counts.setdefault(subj, [0, 0, 0])
         c[0] += 1
         c[1] += vo != "correct" and vn == "correct"
@@ -431,7 +513,7 @@ def _cause_lists(primary: np.ndarray, flags: dict[str, np.ndarray]) -> list[list
     bits |= np.int64(1) << primary.astype(np.int64)
     combos: dict[tuple[int, int], list[str]] = {}
     out = []
-    for p, b in zip(primary.tolist(), bits.tolist()):
+    for p, b in zip(primary.tolist(), bits.tolist(), strict=True):
         key = (p, b)
         lst = combos.get(key)
         if lst is None:
@@ -615,10 +697,12 @@ def _figures(o: _Side, n: _Side, both: Any, only_o: Any, only_n: Any, changed: A
                                                                               np.array([], np.int64))
 
     def per_sample(mask: np.ndarray) -> dict[int, int]:
-        counts = np.bincount(inv, weights=mask.astype(np.int64), minlength=len(uniq)) if len(uniq) else []
-        return {int(s): int(c) for s, c in zip(uniq, counts)}
+        if not len(uniq):
+            return {}
+        tally = np.bincount(inv, weights=mask.astype(np.int64), minlength=len(uniq))
+        return {int(s): int(c) for s, c in zip(uniq, tally, strict=True)}
 
-    counts = {
+    counts: dict[str, dict[str, dict[int, int]]] = {
         "graded": {"pairs": per_sample(og & ng), "to_correct": per_sample(og & ng & ~oc & nc),
                    "to_incorrect": per_sample(og & ng & oc & ~nc), "entered": per_sample(~og & ng),
                    "left": per_sample(og & ~ng)},
@@ -638,18 +722,13 @@ def _figures(o: _Side, n: _Side, both: Any, only_o: Any, only_n: Any, changed: A
         assert ref is not None
         denom, s = ref.denominator, ref.sample
         cnt = counts[denom]
-
-        def total(key: str) -> int:
-            d = cnt[key]
-            return sum(d.values()) if s is None else d.get(s, 0)
-
-        to_c, to_i = total("to_correct"), total("to_incorrect")
-        entered, left_ = total("entered"), total("left")
+        to_c, to_i = _in_scope(cnt["to_correct"], s), _in_scope(cnt["to_incorrect"], s)
+        entered, left_ = _in_scope(cnt["entered"], s), _in_scope(cnt["left"], s)
         scope = np.ones(len(ch_s), bool) if s is None else ch_s == s
         if denom == "all":
             scope &= ch_correctness
         by_cause = np.bincount(primary[scope], minlength=len(CAUSES)) if len(primary) else np.zeros(len(CAUSES))
-        causes = {CAUSES[i]: int(k) for i, k in enumerate(by_cause) if k}
+        causes: dict[str, int] = {CAUSES[i]: int(k) for i, k in enumerate(by_cause) if k}
         n_changed = int(scope.sum())
         only_old = int(len(one_o) if s is None else np.sum(one_o == s))
         only_new = int(len(one_n) if s is None else np.sum(one_n == s))
@@ -664,9 +743,14 @@ def _figures(o: _Side, n: _Side, both: Any, only_o: Any, only_n: Any, changed: A
         out.append(FigureChange(
             name=name, sample=s, denominator=denom, old=f_old, new=f_new, old_recorded=rec_o, new_recorded=rec_n,
             delta_points=delta, changed=n_changed, to_correct=to_c, to_incorrect=to_i, entered=entered,
-            left=left_, pairs=total("pairs"), mcnemar_p=stats.mcnemar_exact(to_c, to_i), only_old=only_old,
+            left=left_, pairs=_in_scope(cnt["pairs"], s), mcnemar_p=stats.mcnemar_exact(to_c, to_i), only_old=only_old,
             only_new=only_new, causes=causes))
     return out
+
+
+def _in_scope(per_sample: dict[int, int], sample: int | None) -> int:
+    """A count per sample, for one sample's figure or (`sample` None) for the overall one."""
+    return sum(per_sample.values()) if sample is None else per_sample.get(sample, 0)
 
 
 def _frame(table: Any) -> Any:

@@ -74,8 +74,8 @@ def _figure_paragraph(f: FigureChange, twin: FigureChange | None = None) -> str:
 def _side_line(label: str, s: SideInfo) -> str:
     rp = s.responses_package
     resp = package_label(rp) if rp else "not named"
-    return (f"- {label}: `{visible(s.path)}` — {visible(s.benchmark)}, {_n(s.rows, 'row')} ({s.rows_source}); extractor "
-            f"{component_label(s.extractor)}, grader {component_label(s.grader)}; responses {resp}")
+    return (f"- {label}: `{visible(s.path)}` — {visible(s.benchmark)}, {_n(s.rows, 'row')} ({s.rows_source}); "
+            f"extractor {component_label(s.extractor)}, grader {component_label(s.grader)}; responses {resp}")
 
 
 def _n(k: int, word: str) -> str:
@@ -115,7 +115,7 @@ def _by_direction(plan: list[tuple[FigureChange, FigureChange | None]]) -> list[
     for f, twin in plan:
         d = f.delta_points
         parts[0 if d is not None and d < 0 else 1 if d is not None and d > 0 else 2].append((f, twin))
-    return [(title, lead, part) for (title, lead), part in zip(_DIRECTIONS, parts) if part]
+    return [(title, lead, part) for (title, lead), part in zip(_DIRECTIONS, parts, strict=True) if part]
 
 
 def _subject_table(r: DiffResult) -> list[str]:
@@ -225,12 +225,12 @@ def _strength_section(r: DiffResult) -> list[str]:
         side = fb.side.upper()
         other = "OLD" if fb.side == "new" else "NEW"
         rules = ", ".join(f"`{x}`" for x in fb.rules) or "fallback rules"
-        chance = (f"; chance for {fb.letters} letters is {pct(fb.chance)} (one-sided exact binomial p = {_p(fb.p_value)})"
-                  if fb.chance is not None and fb.p_value is not None else "")
+        chance = (f"; chance for {fb.letters} letters is {pct(fb.chance)} (one-sided exact binomial p = "
+                  f"{_p(fb.p_value)})" if fb.chance is not None and fb.p_value is not None else "")
         lines += [f"**Every changed verdict rests on fallback reads alone**: {side} read each of the "
-                  f"{_n(fb.changed, 'changed row')} with a fallback rule ({rules} of {fb.extractor}) where {other} read "
-                  f"no answer. Over all {fb.reads:,} such reads, not only the changed ones, {fb.hits:,} are correct: a "
-                  f"hit rate of {pct(fb.hit_rate)}{chance}. The changes show the lucky fallback reads; the "
+                  f"{_n(fb.changed, 'changed row')} with a fallback rule ({rules} of {fb.extractor}) where {other} "
+                  f"read no answer. Over all {fb.reads:,} such reads, not only the changed ones, {fb.hits:,} are "
+                  f"correct: a hit rate of {pct(fb.hit_rate)}{chance}. The changes show the lucky fallback reads; the "
                   f"{fb.reads - fb.hits:,} unlucky ones kept their verdict.", ""]
     for side in ("old", "new"):
         got = [c for c in r.strengths if c.side == side]
@@ -242,10 +242,11 @@ def _strength_section(r: DiffResult) -> list[str]:
             lines.append(f"- possibly cut: not checked ({pc.note})")
         else:
             shown = ", ".join(_cell(k, 60) for k in pc.items[:20]) + (" …" if len(pc.items) > 20 else "")
-            lines.append(f"- possibly cut (a heuristic, not a verdict): {pc.rows:,} of the {pc.checked:,} changed rows "
-                         f"whose text was read have no finish reason and stop mid-sentence" + (f": {shown}" if pc.rows else ""))
-    lines += ["", "(`statement`: the response states its answer; `format`: it matches the format asked for; `fallback`: "
-                  "a read of last resort from text that states no answer; `no read`: no answer read.)", ""]
+            lines.append(f"- possibly cut (a heuristic, not a verdict): {pc.rows:,} of the {pc.checked:,} changed "
+                         f"rows whose text was read have no finish reason and stop mid-sentence"
+                         + (f": {shown}" if pc.rows else ""))
+    lines += ["", "(`statement`: the response states its answer; `format`: it matches the format asked for; "
+                  "`fallback`: a read of last resort from text that states no answer; `no read`: no answer read.)", ""]
     return lines
 
 

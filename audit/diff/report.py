@@ -18,16 +18,19 @@ from audit.verdicts.models import ComponentRef, Figure, PackageRef, Policies
 
 DIFF_REPORT_SCHEMA_VERSION = 1
 
-CAUSES = ("response", "policy", "reference", "extractor", "grader", "inconsistent")
+Cause = Literal["response", "policy", "reference", "extractor", "grader", "inconsistent"]
+CAUSES: tuple[Cause, ...] = ("response", "policy", "reference", "extractor", "grader", "inconsistent")
 """Every cause, in the order used to list them (precedence is in the module docstring)."""
+SideName = Literal["old", "new"]
+"""OLD or NEW: one of the two gradings compared."""
+Strength = Literal["statement", "format", "fallback", "no read", "unknown"]
+"""How strong a read was (see `StrengthCount.strength`)."""
 
 SELECTION_STATUSES = ("truncated", "excluded", "missing")
 """Statuses decided by a policy before any answer is read (cut at the ceiling, excluded, no response)."""
 
 NO_ANSWER_STATUSES = ("no_answer", "random_guess")
 """Statuses of rows without a readable answer, whose verdict the no-answer policy decides."""
-
-Cause = Literal["response", "policy", "reference", "extractor", "grader", "inconsistent"]
 
 
 # --------------------------------------------------------------------------- report model
@@ -194,9 +197,9 @@ class RuleWords(Record):
 class StrengthCount(Record):
     """Changed rows by how strong a read decided them, on one side (see `audit.extractors.STRENGTHS`)."""
 
-    side: Literal["old", "new"]
+    side: SideName
     """Whose read: OLD's or NEW's."""
-    strength: Literal["statement", "format", "fallback", "no read", "unknown"]
+    strength: Strength
     """The read's strength; `no read` when that side read no answer, `unknown` when its extractor is not
     registered here or declares no strength (imported answers name no rule)."""
     rows: int
@@ -215,7 +218,7 @@ class FallbackReads(Record):
     changed (the lucky matches, or the unlucky misses); this counts all of them.
     """
 
-    side: Literal["old", "new"]
+    side: SideName
     """The side whose fallback reads decide the changes."""
     extractor: str
     """That side's extractor `name@version`."""
@@ -320,7 +323,8 @@ class DiffResult:
     causes: list[CauseCount]
     figures: list[FigureChange]
     changed: Any
-    """Changed rows in natural order of item_id, then sample: keys, `cause`, `causes`, and each side's fields (`_o`, `_n`)."""
+    """Changed rows in natural order of item_id, then sample: keys, `cause`, `causes`, and each side's fields
+    (`_o`, `_n`)."""
     only_old: Any
     only_new: Any
     subjects: list[SubjectChange] = dataclasses.field(default_factory=list)

@@ -14,10 +14,11 @@ are read through their `text_config`. Every value records the field it came from
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 from audit.errors import AuditError
+from audit.floor.report import ShapeRef
 
 TORCH_DTYPES = {
     "bfloat16": "BF16", "float16": "F16", "half": "F16", "float32": "F32", "float": "F32",
@@ -58,42 +59,29 @@ class LinearAttention:
 
 
 @dataclass(frozen=True)
-class Shape:
-    """The model's shape as the floor uses it."""
+class ConfigShape:
+    """`read_shape`'s answer: the shape as floor.json records it, and what else the config tells the floor."""
 
-    model_type: str | None
-    architectures: tuple[str, ...]
-    num_hidden_layers: int
-    hidden_size: int | None
-    vocab_size: int | None
-    model_dtype: str
-    routed_experts: int | None
-    experts_per_token: int | None
-    shared_experts: int | None
-    first_dense_layers: int | None
-    attention: str  # "mla" or "kv_heads"
-    num_kv_heads: int | None
-    head_dim: int | None
-    kv_lora_rank: int | None
-    qk_rope_head_dim: int | None
-    layer_types: dict[str, int]
-    sliding_window: int | None
-    linear: LinearAttention | None
-    ssm_dtype: str | None
-    mtp_layers: int
-    tie_word_embeddings: bool | None
-    fields: dict[str, str] = field(default_factory=dict)
+    shape: ShapeRef
+    ssm_dtype: str | None = None
+    """The recurrent state's dtype (`mamba_ssm_dtype`) when the config gives one; else the model's."""
     notes: tuple[str, ...] = ()
+    """What the floor assumed or left out while reading the config."""
 
-    @property
-    def kv_elements_per_token_layer(self) -> int | None:
-        """Cached elements per token in one attention layer."""
-        if self.attention == "mla":
-            assert self.kv_lora_rank is not None and self.qk_rope_head_dim is not None
-            return self.kv_lora_rank + self.qk_rope_head_dim
-        if self.num_kv_heads is None or self.head_dim is None:
-            return None
-        return 2 * self.num_kv_heads * self.head_dim
+
+def kv_elements_per_token_layer(shape: ShapeRef) -> int | None:
+    """Cached elements per token in one attention layer (None when the config does not give them)."""
+    if shape.attention == "mla":
+        assert shape.kv_lora_rank is not None and shape.qk_rope_head_dim is not None
+        return shape.kv_lora_rank + shape.qk_rope_head_dim
+    if shape.num_kv_heads is None or shape.head_dim is None:
+        return None
+    return 2 * shape.num_kv_heads * shape.head_dim
+
+
+def linear_attention(shape: ShapeRef) -> LinearAttention | None:
+    """The gated DeltaNet dimensions of the linear-attention layers, when the model has any."""
+    return None if shape.linear_attention is None else LinearAttention(**shape.linear_attention)
 
 
 MAX_CONFIG_INT = 2**31 - 1
@@ -146,7 +134,8 @@ def _layer_types(cfg: dict[str, Any], n: int, where: str, fields: dict[str, str]
         if len(lt) != n:
             raise AuditError(f"has {len(lt):,} entries for {n:,} layers", path=where, field="layer_types")
         fields["layer_types"] = "layer_types"
-        return dict(Counter(_LAYER_TYPE_ALIASES.get(x, x) for x in lt))
+        names: list[str] = lt
+        return dict(Counter(_LAYER_TYPE_ALIASES.get(x, x) for x in names))
     interval = config_int(cfg, "full_attention_interval", where, minimum=1)
     if interval and "linear_num_value_heads" in cfg:
         fields["layer_types"] = "full_attention_interval"
@@ -169,7 +158,7 @@ def _layer_types(cfg: dict[str, Any], n: int, where: str, fields: dict[str, str]
     return {FULL: n}
 
 
-def read_shape(config: dict[str, Any], where: str = "config.json") -> Shape:
+def read_shape(config: dict[str, Any], where: str = "config.json") -> ConfigShape:
     """The floor's view of a config.json; raises AuditError naming the field when one is unusable."""
     fields: dict[str, str] = {}
     notes: list[str] = []
@@ -228,7 +217,7 @@ def read_shape(config: dict[str, Any], where: str = "config.json") -> Shape:
         fields["head_dim"] = "hidden_size/num_attention_heads"
     kv_lora = config_int(cfg, "kv_lora_rank", where)
     rope_dim = config_int(cfg, "qk_rope_head_dim", where)
-    attention = "mla" if kv_lora and rope_dim is not None else "kv_heads"
+    attention: Literal["mla", "kv_heads"] = "mla" if kv_lora and rope_dim is not None else "kv_heads"
     if attention == "mla":
         fields["kv_cache"] = "kv_lora_rank+qk_rope_head_dim"
 
@@ -238,7 +227,7 @@ def read_shape(config: dict[str, Any], where: str = "config.json") -> Shape:
         keys = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
                 "linear_conv_kernel_dim")
         vals = [config_int(cfg, k, where) for k in keys]
-        missing = [k for k, v in zip(keys, vals) if not v]
+        missing = [k for k, v in zip(keys, vals, strict=True) if not v]
         if missing:
             raise AuditError("is missing or 0, but the model has linear-attention layers", path=where,
                              field=missing[0])
@@ -258,13 +247,13 @@ def read_shape(config: dict[str, Any], where: str = "config.json") -> Shape:
     mtp = _first(cfg, MTP_FIELDS, where, fields, "mtp_layers") or 0
     tie = _bool(cfg, "tie_word_embeddings", where)
     archs = config.get("architectures") or cfg.get("architectures") or []
-    return Shape(
+    return ConfigShape(ShapeRef(
         model_type=cfg.get("model_type") if isinstance(cfg.get("model_type"), str) else None,
-        architectures=tuple(a for a in archs if isinstance(a, str)) if isinstance(archs, list) else (),
+        architectures=[a for a in archs if isinstance(a, str)] if isinstance(archs, list) else [],
         num_hidden_layers=n, hidden_size=hidden, vocab_size=config_int(cfg, "vocab_size", where),
         model_dtype=model_dtype, routed_experts=experts, experts_per_token=per_token, shared_experts=shared,
         first_dense_layers=first_dense, attention=attention, num_kv_heads=kv_heads, head_dim=head_dim,
-        kv_lora_rank=kv_lora, qk_rope_head_dim=rope_dim, layer_types=counts,
-        sliding_window=window, linear=linear, ssm_dtype=ssm_dtype, mtp_layers=mtp, tie_word_embeddings=tie,
-        fields=dict(sorted(fields.items())), notes=tuple(notes),
-    )
+        kv_lora_rank=kv_lora, qk_rope_head_dim=rope_dim, layer_types=counts, sliding_window=window,
+        linear_attention=None if linear is None else asdict(linear), mtp_layers=mtp, tie_word_embeddings=tie,
+        fields=dict(sorted(fields.items())),
+    ), ssm_dtype=ssm_dtype, notes=tuple(notes))

@@ -20,13 +20,22 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import partial
+from typing import Any
 
 from audit.errors import AuditError
 from audit.fileio import dumps, sha256_bytes
-from audit.floor.arch import FULL, LINEAR, SLIDING, Shape, read_shape
+from audit.floor.arch import (
+    FULL,
+    LINEAR,
+    SLIDING,
+    ConfigShape,
+    kv_elements_per_token_layer,
+    linear_attention,
+    read_shape,
+)
 from audit.floor.bandwidth import Bandwidth
 from audit.floor.report import (
     FLOOR_REPORT_SCHEMA_VERSION,
@@ -114,11 +123,11 @@ class _Acc:
         return self.engine * self.fraction
 
 
-def _check_experts(tensors: list[tuple[Tensor, str, str, frozenset[str]]], shape: Shape, notes: list[str]) -> None:
+def _check_experts(tensors: list[_Classified], shape: ShapeRef, notes: list[str]) -> None:
     """Cross-check the config's expert count with the experts the names and fused shapes show."""
     per_layer: dict[str, set[int]] = defaultdict(set)
     fused_counts: set[int] = set()
-    for t, role, kind, _ in tensors:
+    for t, _, kind, _ in tensors:
         if kind != "routed_experts":
             continue
         m = _EXPERT_INDEX.search(t.name)
@@ -135,163 +144,212 @@ def _check_experts(tensors: list[tuple[Tensor, str, str, frozenset[str]]], shape
                      f"{sorted(fused_counts)}")
 
 
-def _shape_ref(shape: Shape) -> ShapeRef:
-    lin = shape.linear
-    return ShapeRef(
-        model_type=shape.model_type, architectures=list(shape.architectures),
-        num_hidden_layers=shape.num_hidden_layers, hidden_size=shape.hidden_size, vocab_size=shape.vocab_size,
-        model_dtype=shape.model_dtype, routed_experts=shape.routed_experts,
-        experts_per_token=shape.experts_per_token, shared_experts=shape.shared_experts,
-        first_dense_layers=shape.first_dense_layers, attention=shape.attention,  # type: ignore[arg-type]
-        num_kv_heads=shape.num_kv_heads, head_dim=shape.head_dim, kv_lora_rank=shape.kv_lora_rank,
-        qk_rope_head_dim=shape.qk_rope_head_dim, layer_types=shape.layer_types,
-        sliding_window=shape.sliding_window,
-        linear_attention=None if lin is None else {
-            "num_key_heads": lin.num_key_heads, "num_value_heads": lin.num_value_heads,
-            "key_head_dim": lin.key_head_dim, "value_head_dim": lin.value_head_dim, "conv_kernel": lin.conv_kernel},
-        mtp_layers=shape.mtp_layers, tie_word_embeddings=shape.tie_word_embeddings, fields=shape.fields)
+def _caches(read: ConfigShape, opts: FloorOptions, engine: dict[str, str], notes: list[str]) -> list[CacheRow]:
+    """What a decoded token reads besides weights: the KV cache of its context, the recurrent state."""
+    return _kv_cache(read.shape, opts, engine, notes) + _recurrent_state(read, engine)
 
 
-def _caches(shape: Shape, opts: FloorOptions, engine: dict[str, str], notes: list[str]) -> list[CacheRow]:
-    rows: list[CacheRow] = []
-    kv_dtype = engine.get("kv_cache", shape.model_dtype)
-    per = shape.kv_elements_per_token_layer
+def _kv_cache(shape: ShapeRef, opts: FloorOptions, engine: dict[str, str], notes: list[str]) -> list[CacheRow]:
     full = shape.layer_types.get(FULL, 0) + (shape.mtp_layers if opts.with_mtp else 0)
     sliding = shape.layer_types.get(SLIDING, 0)
-    part = "mla latent" if shape.attention == "mla" else "keys+values"
-    if (full or sliding) and per is None:
+    if not (full or sliding):
+        return []
+    per = kv_elements_per_token_layer(shape)
+    if per is None:
         notes.append("config.json has no num_attention_heads/num_key_value_heads/head_dim: KV cache counted as 0")
-    elif full or sliding:
-        for layers, tokens, label in ((full, opts.context, part),
-                                      (sliding, min(opts.context, shape.sliding_window or opts.context),
-                                       f"{part} (window {shape.sliding_window})")):
-            if not layers:
-                continue
-            size = dtype_bytes(kv_dtype, layers * tokens * per)
-            if size is None:
-                raise AuditError(f"--engine-dtype kv_cache={kv_dtype}: {layers * tokens * per:,} elements are not "
-                                 f"a whole number of bytes")
-            rows.append(CacheRow(role="kv_cache", part=label, dtype=kv_dtype, layers=layers, tokens=tokens,
-                                 elements_per_layer_token=per, active_bytes=size))
-    if shape.linear is not None:
-        n = shape.layer_types[LINEAR]
-        conv_dtype = engine.get("recurrent_state", shape.model_dtype)
-        ssm_dtype = engine.get("recurrent_state", shape.ssm_dtype or shape.model_dtype)
-        for label, elements, dtype in (("conv state", shape.linear.conv_elements, conv_dtype),
-                                       ("ssm state", shape.linear.ssm_elements, ssm_dtype)):
-            size = dtype_bytes(dtype, n * elements)
-            if size is None:
-                raise AuditError(f"--engine-dtype recurrent_state={dtype}: {n * elements:,} elements are not a "
-                                 f"whole number of bytes")
-            rows.append(CacheRow(role="recurrent_state", part=label, dtype=dtype, layers=n, tokens=1,
-                                 elements_per_layer_token=elements, active_bytes=size))
+        return []
+    kv_dtype = engine.get("kv_cache", shape.model_dtype)
+    part = "mla latent" if shape.attention == "mla" else "keys+values"
+    rows: list[CacheRow] = []
+    for layers, tokens, label in ((full, opts.context, part),
+                                  (sliding, min(opts.context, shape.sliding_window or opts.context),
+                                   f"{part} (window {shape.sliding_window})")):
+        if not layers:
+            continue
+        size = dtype_bytes(kv_dtype, layers * tokens * per)
+        if size is None:
+            raise AuditError(f"--engine-dtype kv_cache={kv_dtype}: {layers * tokens * per:,} elements are not "
+                             f"a whole number of bytes")
+        rows.append(CacheRow(role="kv_cache", part=label, dtype=kv_dtype, layers=layers, tokens=tokens,
+                             elements_per_layer_token=per, active_bytes=size))
     return rows
 
 
-def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) -> FloorReport:
-    """The floor report of a checkpoint's headers (with `opts.report_version` 1, the FloorReportV1 an old
-    package recorded); raises AuditError on an input the floor cannot use."""
-    check_counts(opts.gpus, opts.context)
-    shape = read_shape(ckpt.config, f"{ckpt.label}/config.json")
-    notes = list(shape.notes)
+def _recurrent_state(read: ConfigShape, engine: dict[str, str]) -> list[CacheRow]:
+    shape = read.shape
+    linear = linear_attention(shape)
+    if linear is None:
+        return []
+    n = shape.layer_types[LINEAR]
+    conv_dtype = engine.get("recurrent_state", shape.model_dtype)
+    ssm_dtype = engine.get("recurrent_state", read.ssm_dtype or shape.model_dtype)
+    rows: list[CacheRow] = []
+    for label, elements, dtype in (("conv state", linear.conv_elements, conv_dtype),
+                                   ("ssm state", linear.ssm_elements, ssm_dtype)):
+        size = dtype_bytes(dtype, n * elements)
+        if size is None:
+            raise AuditError(f"--engine-dtype recurrent_state={dtype}: {n * elements:,} elements are not a "
+                             f"whole number of bytes")
+        rows.append(CacheRow(role="recurrent_state", part=label, dtype=dtype, layers=n, tokens=1,
+                             elements_per_layer_token=elements, active_bytes=size))
+    return rows
+
+
+_Classified = tuple[Tensor, str, str, frozenset[str]]
+"""A tensor with its role, its structural kind and its overlay roles (`Classifier.classify`)."""
+_RowKey = tuple[str, str, str, str, str]
+"""A weight row: (role, kind, stored dtype, engine dtype, reading)."""
+
+
+def _engine_dtypes(opts: FloorOptions) -> dict[str, str]:
+    """`--engine-dtype` as role -> dtype, each role once."""
     engine = dict(opts.engine_dtypes)
     if len(engine) != len(opts.engine_dtypes):
         raise AuditError("--engine-dtype names a role twice")
-    classifier = Classifier(opts.role_table, opts.role_overrides, shape.num_hidden_layers)
-    classified = [(t, *classifier.classify(t.name)) for t in ckpt.tensors]
+    return engine
 
-    experts_fraction: Fraction | None = None
+
+def _experts_fraction(classified: list[_Classified], shape: ShapeRef, label: str,
+                      notes: list[str]) -> Fraction | None:
+    """The share of routed experts a token reads (None when no tensor is a routed expert)."""
     if any(kind == "routed_experts" for _, _, kind, _ in classified):
         if not shape.routed_experts or not shape.experts_per_token:
             raise AuditError("has routed-expert tensors but no expert count or experts per token "
                              "(n_routed_experts / num_experts / num_local_experts, num_experts_per_tok)",
-                             path=f"{ckpt.label}/config.json")
-        experts_fraction = Fraction(shape.experts_per_token, shape.routed_experts)
+                             path=f"{label}/config.json")
         _check_experts(classified, shape, notes)
-    elif shape.routed_experts:
+        return Fraction(shape.experts_per_token, shape.routed_experts)
+    if shape.routed_experts:
         notes.append(f"config declares {shape.routed_experts} routed experts but no tensor was classified as "
                      f"routed_experts")
+    return None
 
-    used_roles: set[str] = set()
-    acc: dict[tuple[str, str, str, str, str], _Acc] = defaultdict(_Acc)
-    stored_by_dtype: dict[str, int] = defaultdict(int)
-    has_head = False
-    embeddings: list[tuple[Tensor, str]] = []
-    for t, role, kind, overlays in classified:
-        stored_by_dtype[t.dtype] += t.nbytes
-        retype = engine.get(kind) or (engine.get(role) if role in OVERLAY_ROLES else None)
-        retyped_key = kind if kind in engine else role
-        e_dtype, e_bytes = t.dtype, t.nbytes
-        dropped = False
-        if retype is not None:
-            used_roles.add(retyped_key)
-            if "quant_scales" in overlays:
-                e_bytes, dropped = 0, True
-            elif len(t.shape) >= 2:
-                if t.dtype not in FLOAT_DTYPES:
-                    raise AuditError(f"--engine-dtype {retyped_key}={retype}: tensor {t.name!r} is {t.dtype}, "
-                                     f"whose elements may be packed; only floating-point matrices can be re-typed")
-                size = dtype_bytes(retype, t.elements)
-                if size is None:
-                    raise AuditError(f"--engine-dtype {retyped_key}={retype}: tensor {t.name!r} has {t.elements:,} "
-                                     f"elements, not a whole number of bytes in {retype}")
-                e_dtype, e_bytes = retype, size
-        row_kind = kind
-        if role == "mtp" and not opts.with_mtp:
-            reading, frac, row_kind = "none: MTP (use --with-mtp)", Fraction(0), role
-        elif role == "multimodal_encoder":
-            reading, frac, row_kind = "none: multimodal encoder", Fraction(0), role
-        elif dropped:
-            reading, frac = f"none: {retyped_key} re-typed", Fraction(0)
-        elif kind == "routed_experts":
-            assert experts_fraction is not None
-            reading, frac = f"{shape.experts_per_token}/{shape.routed_experts} experts", experts_fraction
-        elif kind == "embeddings" and t.shape and t.shape[0] > 0:
-            reading, frac = f"1 row of {t.shape[0]:,}", Fraction(1, t.shape[0])
-        else:
-            reading, frac = "all", Fraction(1)
+
+@dataclass(frozen=True)
+class _Held:
+    """How the engine holds one tensor."""
+
+    dtype: str
+    nbytes: int
+    retyped: str | None = None
+    """The `--engine-dtype` role that re-typed it (its kind, or its overlay role)."""
+    dropped: bool = False
+    """A quantization scale of a re-typed role: the engine holds none of it."""
+
+
+def _held(t: Tensor, role: str, kind: str, overlays: frozenset[str], engine: dict[str, str]) -> _Held:
+    """The dtype and bytes the engine holds `t` in, under `--engine-dtype`."""
+    retype = engine.get(kind) or (engine.get(role) if role in OVERLAY_ROLES else None)
+    if retype is None:
+        return _Held(t.dtype, t.nbytes)
+    key = kind if kind in engine else role
+    if "quant_scales" in overlays:
+        return _Held(t.dtype, 0, key, dropped=True)
+    if len(t.shape) < 2:
+        return _Held(t.dtype, t.nbytes, key)
+    if t.dtype not in FLOAT_DTYPES:
+        raise AuditError(f"--engine-dtype {key}={retype}: tensor {t.name!r} is {t.dtype}, "
+                         f"whose elements may be packed; only floating-point matrices can be re-typed")
+    size = dtype_bytes(retype, t.elements)
+    if size is None:
+        raise AuditError(f"--engine-dtype {key}={retype}: tensor {t.name!r} has {t.elements:,} "
+                         f"elements, not a whole number of bytes in {retype}")
+    return _Held(retype, size, key)
+
+
+def _reading(t: Tensor, role: str, kind: str, held: _Held, shape: ShapeRef, opts: FloorOptions,
+             experts_fraction: Fraction | None) -> tuple[str, Fraction, str]:
+    """(how much a decoded token reads of `t`, as words and as a fraction, the kind its row reports)."""
+    if role == "mtp" and not opts.with_mtp:
+        return "none: MTP (use --with-mtp)", Fraction(0), role
+    if role == "multimodal_encoder":
+        return "none: multimodal encoder", Fraction(0), role
+    if held.dropped:
+        return f"none: {held.retyped} re-typed", Fraction(0), kind
+    if kind == "routed_experts":
+        assert experts_fraction is not None
+        return f"{shape.experts_per_token}/{shape.routed_experts} experts", experts_fraction, kind
+    if kind == "embeddings" and t.shape and t.shape[0] > 0:
+        return f"1 row of {t.shape[0]:,}", Fraction(1, t.shape[0]), kind
+    return "all", Fraction(1), kind
+
+
+@dataclass
+class _Weights:
+    """The checkpoint's tensors summed into weight rows."""
+
+    rows: dict[_RowKey, _Acc] = field(default_factory=lambda: defaultdict(_Acc))
+    stored_by_dtype: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    retyped: set[str] = field(default_factory=set)
+    """`--engine-dtype` roles that matched a tensor."""
+    has_head: bool = False
+    """An output head is stored (else a tied head reads the embedding matrix)."""
+    embeddings: list[tuple[Tensor, str]] = field(default_factory=list)
+    """The model's embedding matrices with their engine dtypes (MTP and encoder ones left out)."""
+
+    def add(self, t: Tensor, role: str, kind: str, overlays: frozenset[str], held: _Held,
+            reading: tuple[str, Fraction, str]) -> None:
+        words, fraction, row_kind = reading
+        self.stored_by_dtype[t.dtype] += t.nbytes
+        if held.retyped is not None:
+            self.retyped.add(held.retyped)
         if kind == "output_head" and role != "mtp":
-            has_head = True
+            self.has_head = True
         if kind == "embeddings" and role not in ("mtp", "multimodal_encoder"):
-            embeddings.append((t, e_dtype))
-        a = acc[(role, row_kind, t.dtype, e_dtype, reading)]
+            self.embeddings.append((t, held.dtype))
+        a = self.rows[(role, row_kind, t.dtype, held.dtype, words)]
         a.tensors += 1
         a.elements += t.elements
         if "quant_scales" in overlays:
             a.scale_elements += t.elements
         a.stored += t.nbytes
-        a.engine += e_bytes
-        a.fraction = frac
-    if not has_head and embeddings:
+        a.engine += held.nbytes
+        a.fraction = fraction
+
+
+def _sum_weights(classified: list[_Classified], shape: ShapeRef, opts: FloorOptions, engine: dict[str, str],
+                 experts_fraction: Fraction | None, notes: list[str]) -> _Weights:
+    """Every tensor into its weight row, a tied output head added, unmatched `--engine-dtype` roles noted."""
+    weights = _Weights()
+    for t, role, kind, overlays in classified:
+        held = _held(t, role, kind, overlays, engine)
+        weights.add(t, role, kind, overlays, held, _reading(t, role, kind, held, shape, opts, experts_fraction))
+    if not weights.has_head and weights.embeddings:
         # No output head stored: the head is the embedding matrix, read whole for every token.
-        emb, e_dtype = max(embeddings, key=lambda x: x[0].nbytes)
+        emb, e_dtype = max(weights.embeddings, key=lambda x: x[0].nbytes)
         size = dtype_bytes(e_dtype, emb.elements)
         assert size is not None
-        a = acc[("output_head", "output_head", emb.dtype, e_dtype, f"all: tied to {emb.name}")]
-        a.engine += size
+        weights.rows[("output_head", "output_head", emb.dtype, e_dtype, f"all: tied to {emb.name}")].engine += size
         if shape.tie_word_embeddings is False:
             notes.append("no output head tensor although tie_word_embeddings is false: the head is taken to be "
                          f"{emb.name}")
-    for role in sorted(set(engine) - used_roles - set(CACHE_ROLES)):
+    for role in sorted(set(engine) - weights.retyped - set(CACHE_ROLES)):
         notes.append(f"--engine-dtype {role}={engine[role]} matched no tensor")
+    return weights
 
-    caches = _caches(shape, opts, engine, notes)
-    if "recurrent_state" in engine and shape.linear is None:
+
+def _cache_notes(read: ConfigShape, engine: dict[str, str], caches: list[CacheRow], notes: list[str]) -> None:
+    """Note a cache `--engine-dtype` that re-types nothing."""
+    if "recurrent_state" in engine and read.shape.linear_attention is None:
         notes.append(f"--engine-dtype recurrent_state={engine['recurrent_state']}: the model has no "
                      f"linear-attention layers")
     if "kv_cache" in engine and not any(c.role == "kv_cache" for c in caches):
         notes.append(f"--engine-dtype kv_cache={engine['kv_cache']}: no KV cache is read at --context 0")
 
-    v1 = opts.report_version == 1
-    if opts.report_version not in (1, FLOOR_REPORT_SCHEMA_VERSION):
-        raise AuditError(f"floor.json schema_version {opts.report_version} is not one this audit writes")
+
+def _weight_rows(acc: dict[_RowKey, _Acc], v1: bool) -> list[WeightRow]:
+    """The weight rows in report order (a v1 report counts scales among parameters)."""
     rows = sorted(acc.items(), key=lambda kv: (REPORT_ORDER.index(kv[0][0]), REPORT_ORDER.index(kv[0][1]),
                                                kv[0][2:]))
-    weights: list[WeightRow] = [
+    return [
         (WeightRow if v1 else partial(WeightRowV2, parameters=a.elements - a.scale_elements))(
             role=r, kind=k, dtype=d, engine_dtype=ed, tensors=a.tensors, elements=a.elements, stored_bytes=a.stored,
             engine_bytes=a.engine, reading=rd, active_bytes=float(a.active))
         for (r, k, d, ed, rd), a in rows]
+
+
+def _active_by(acc: dict[_RowKey, _Acc], caches: list[CacheRow]) -> tuple[dict[str, Fraction], dict[str, Fraction]]:
+    """Bytes a decoded token reads, by role and by engine dtype."""
     by_role: dict[str, Fraction] = defaultdict(Fraction)
     by_dtype: dict[str, Fraction] = defaultdict(Fraction)
     for (r, _, _, ed, _), a in acc.items():
@@ -300,33 +358,63 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
     for c in caches:
         by_role[c.role] += c.active_bytes
         by_dtype[c.dtype] += c.active_bytes
-    total = sum(by_role.values(), Fraction(0))
-    seconds = total / (opts.gpus * Fraction(bandwidth.tbps) * 10**12)
-    if total == 0:
-        raise AuditError("no bytes are read per token: the checkpoint has no tensors a decoded token reads",
-                         path=ckpt.label)
+    return by_role, by_dtype
 
+
+def _inputs(ckpt: Checkpoint, notes: list[str]) -> tuple[list[InputRef], str, list[ShardRef]]:
+    """The input files pinned by sha256, the checkpoint digest over them, and the shards as their headers say."""
     inputs = [InputRef(path=i.path, kind=i.kind, sha256=i.sha256, bytes=i.bytes) for i in ckpt.inputs()]
     digest = sha256_bytes(dumps(sorted([[i.path, i.sha256] for i in inputs])).encode())
     declared = sum(s.data_bytes for s in ckpt.shards)
     if ckpt.index_total_size is not None and ckpt.index_total_size != declared:
         notes.append(f"index metadata.total_size is {ckpt.index_total_size:,}; the headers declare "
                      f"{declared:,} bytes")
+    shards = [ShardRef(file=s.file, tensors=len(s.tensors), header_bytes=len(s.header), data_bytes=s.data_bytes,
+                       data_on_disk=s.data_on_disk, data=s.data_state, metadata=s.metadata) for s in ckpt.shards]
+    return inputs, digest, shards
+
+
+def _role_table(classifier: Classifier) -> RoleTableRef:
     table = classifier.describe()
-    scales = sum(a.scale_elements for a in acc.values())
-    extra = {} if v1 else {"total_parameters": sum(a.elements for a in acc.values()) - scales,
-                           "quant_scale_elements": scales}
-    return (FloorReportV1 if v1 else FloorReport)(  # type: ignore[return-value]
-        checkpoint_digest=digest, inputs=inputs,
-        shards=[ShardRef(file=s.file, tensors=len(s.tensors), header_bytes=len(s.header), data_bytes=s.data_bytes,
-                         data_on_disk=s.data_on_disk, data=s.data_state, metadata=s.metadata) for s in ckpt.shards],
-        index_total_size=ckpt.index_total_size,
-        role_table=RoleTableRef(table=table["table"], sha256=table["sha256"],
-                                rules=[RoleRule(**r) for r in table["rules"]],
-                                overrides=[RoleRule(**r) for r in table["overrides"]]),
+    return RoleTableRef(table=table["table"], sha256=table["sha256"], rules=[RoleRule(**r) for r in table["rules"]],
+                        overrides=[RoleRule(**r) for r in table["overrides"]])
+
+
+def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) -> FloorReport:
+    """The floor report of a checkpoint's headers (with `opts.report_version` 1, the FloorReportV1 an old
+    package recorded); raises AuditError on an input the floor cannot use."""
+    check_counts(opts.gpus, opts.context)
+    read = read_shape(ckpt.config, f"{ckpt.label}/config.json")
+    shape = read.shape
+    notes = list(read.notes)
+    engine = _engine_dtypes(opts)
+    classifier = Classifier(opts.role_table, opts.role_overrides, shape.num_hidden_layers)
+    classified = [(t, *classifier.classify(t.name)) for t in ckpt.tensors]
+    experts_fraction = _experts_fraction(classified, shape, ckpt.label, notes)
+    summed = _sum_weights(classified, shape, opts, engine, experts_fraction, notes)
+    caches = _caches(read, opts, engine, notes)
+    _cache_notes(read, engine, caches, notes)
+
+    v1 = opts.report_version == 1
+    if opts.report_version not in (1, FLOOR_REPORT_SCHEMA_VERSION):
+        raise AuditError(f"floor.json schema_version {opts.report_version} is not one this audit writes")
+    weights = _weight_rows(summed.rows, v1)
+    by_role, by_dtype = _active_by(summed.rows, caches)
+    total = sum(by_role.values(), Fraction(0))
+    seconds = total / (opts.gpus * Fraction(bandwidth.tbps) * 10**12)
+    if total == 0:
+        raise AuditError("no bytes are read per token: the checkpoint has no tensors a decoded token reads",
+                         path=ckpt.label)
+
+    inputs, digest, shards = _inputs(ckpt, notes)
+    role_table = _role_table(classifier)
+    stored_by_dtype = summed.stored_by_dtype
+    fields: dict[str, Any] = dict(
+        checkpoint_digest=digest, inputs=inputs, shards=shards, index_total_size=ckpt.index_total_size,
+        role_table=role_table,
         options=Options(gpus=opts.gpus, context=opts.context, with_mtp=opts.with_mtp,
                         engine_dtypes=dict(sorted(engine.items()))),
-        shape=_shape_ref(shape), weights=weights, caches=caches,
+        shape=shape, weights=weights, caches=caches,
         by_role={r: float(by_role[r]) for r in REPORT_ORDER + CACHE_ROLES if r in by_role},
         by_dtype={d: float(v) for d, v in sorted(by_dtype.items())},
         stored_by_dtype=dict(sorted(stored_by_dtype.items())),
@@ -335,5 +423,10 @@ def compute_floor(ckpt: Checkpoint, bandwidth: Bandwidth, opts: FloorOptions) ->
         bandwidth=bandwidth.ref,
         floor=FloorFigures(gpus=opts.gpus, bytes_per_token=float(total), ms_per_token=float(seconds * 1000),
                            tokens_per_s=float(1 / seconds)),
-        notes=notes, **extra,
+        notes=notes,
     )
+    if v1:
+        return FloorReportV1(**fields)  # type: ignore[return-value]  # what an old package recorded
+    scales = sum(a.scale_elements for a in summed.rows.values())
+    return FloorReport(**fields, total_parameters=sum(a.elements for a in summed.rows.values()) - scales,
+                       quant_scale_elements=scales)

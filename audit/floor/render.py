@@ -46,9 +46,9 @@ def render(report: FloorReportV1) -> list[str]:
         role = f"{c.role}:{c.part}"
         read = f"{c.tokens:,} tok x {c.layers} layers" if c.role == "kv_cache" else f"{c.layers} layers"
         lines.append(f"{role:<30} {c.dtype:<16} {'-':>8} {'-':>17} {'-':>19}  {read:<30} {c.active_bytes:>19,}")
-    tensors = sum(w.tensors for w in report.weights)
+    total_tensors = sum(w.tensors for w in report.weights)
     params = report.total_parameters if isinstance(report, FloorReport) else report.total_elements
-    lines.append(f"{'total':<30} {'':<16} {tensors:>8,} {params:>17,} "
+    lines.append(f"{'total':<30} {'':<16} {total_tensors:>8,} {params:>17,} "
                  f"{report.total_stored_bytes:>19,}  {'':<30} {report.floor.bytes_per_token:>19,.0f}")
     if isinstance(report, FloorReport) and report.quant_scale_elements:
         lines.append(f"parameters exclude {report.quant_scale_elements:,} elements of quantization scales "

@@ -459,7 +459,7 @@ def write_header_only(out: str | os.PathLike[str], config_bytes: bytes,
     root.mkdir(parents=True, exist_ok=True)
     weight_map: dict[str, str] = {}
     total = 0
-    for fname, group, (header, data) in zip(names, groups, headers):
+    for fname, group, (header, data) in zip(names, groups, headers, strict=True):
         with open(root / fname, "wb") as f:
             f.write(struct.pack("<Q", len(header)) + header)
             if sparse and data:

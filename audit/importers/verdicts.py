@@ -24,7 +24,7 @@ import pandas as pd
 from audit.errors import AuditError
 from audit.importers.mapping import RecordMap, parse_int
 from audit.importers.sources import TABLE_SUFFIXES, iter_table_records, source_file
-from audit.packages import open_package
+from audit.packages import Package, open_package
 from audit.producer import producer
 from audit.summary import summarize
 from audit.verdicts import (
@@ -89,6 +89,29 @@ def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: s
     A `subject` column (one per item) gives the file its per-subject figures. `rmap` (`--map`, `--where`)
     selects and renames the columns of a table written another way first.
     """
+    rows, subject_of, source = _read_recorded(src, tool, rmap)
+    return write_recorded(out, rows, benchmark=benchmark, tool=tool, source=source,
+                          package=package, package_path=package_path_from(out, package) if package is not None else None,
+                          subject_of=subject_of, mapping=json.dumps(rmap.as_json(), ensure_ascii=False) if rmap else None,
+                          overwrite=overwrite)
+
+
+def recorded_verdicts(src: str | Path, *, benchmark: str, tool: str, package: Package | None = None,
+                      base_dir: str | Path | None = None) -> tuple[VerdictFile, list[dict[str, Any]]]:
+    """`import_verdicts` in memory: the header and rows of the verdict file it would write in `base_dir`
+    (where the header's package path starts), nothing written; `package` is the responses package, open."""
+    rows, subject_of, source = _read_recorded(src, tool, None)
+    package_path = None
+    if package is not None:
+        folder = Path(base_dir if base_dir is not None else Path.cwd()).resolve()
+        package_path = Path(os.path.relpath(package.source.resolve(), folder)).as_posix()
+    return recorded_header(rows, benchmark=benchmark, tool=tool, source=source, package=package,
+                           package_path=package_path, subject_of=subject_of)
+
+
+def _read_recorded(src: str | Path, tool: str,
+                   rmap: RecordMap | None) -> tuple[list[dict[str, Any]], dict[str, str | None], str]:
+    """The rows of a table of recorded verdicts, each item's subject, and the table named by sha256."""
     sf = source_file(src, TABLE_SUFFIXES)
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, int], int] = {}
@@ -115,10 +138,7 @@ def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: s
         rows.append(r)
     if not rows:
         raise AuditError("no verdict rows", path=str(src))
-    return write_recorded(out, rows, benchmark=benchmark, tool=tool, source=f"{sf.name} sha256:{sf.sha256}",
-                          package=package, package_path=package_path_from(out, package) if package is not None else None,
-                          subject_of=subject_of, mapping=json.dumps(rmap.as_json(), ensure_ascii=False) if rmap else None,
-                          overwrite=overwrite)
+    return rows, subject_of, f"{sf.name} sha256:{sf.sha256}"
 
 
 def package_path_from(out: str | Path, package: str | Path) -> str:
@@ -142,13 +162,29 @@ def write_recorded(out: str | Path, rows: list[dict[str, Any]], *, benchmark: st
                    overwrite: bool = True) -> VerdictFile:
     """Write the verdict file of recorded rows (VERDICT_ROW_FIELDS dicts, unique by item and sample), pinned to
     the responses `package` when given (recorded at `package_path`); `source` names the input by sha256."""
+    header, rows = recorded_header(rows, benchmark=benchmark, tool=tool, source=source, package=package,
+                                   package_path=package_path, subject_of=subject_of, mapping=mapping, where=str(out))
+    write_verdict_file(out, header, rows, overwrite=overwrite)
+    return header
+
+
+def recorded_header(rows: list[dict[str, Any]], *, benchmark: str, tool: str, source: str,
+                    package: str | Path | Package | None = None, package_path: str | None = None,
+                    subject_of: dict[str, str | None] | None = None, mapping: str | None = None,
+                    where: str | None = None) -> tuple[VerdictFile, list[dict[str, Any]]]:
+    """The header of recorded rows (see `write_recorded`; an open `package` is read as it is), and the rows
+    sorted by item and sample; a repeated (item, sample) is refused, naming `where`."""
     rows = sorted(rows, key=lambda r: (r["item_id"], r["sample"]))
-    for a, b in zip(rows, rows[1:]):
+    for a, b in zip(rows, rows[1:], strict=False):
         if (a["item_id"], a["sample"]) == (b["item_id"], b["sample"]):
-            raise AuditError(f"duplicate (item_id={a['item_id']!r}, sample={a['sample']})", path=str(out),
+            raise AuditError(f"duplicate (item_id={a['item_id']!r}, sample={a['sample']})", path=where,
                              field="item_id")
     responses_ref = None
-    if package is not None:
+    if isinstance(package, Package):
+        if package.kind != "responses":  # what `open_package(..., kind="responses")` refuses
+            raise AuditError(f"is a {package.kind!r} package, expected 'responses'", path=str(package.source))
+        responses_ref = PackageRef(package_id=package.manifest.package_id, digest=package.digest, path=package_path)
+    elif package is not None:
         with open_package(package, kind="responses") as pkg:
             responses_ref = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest, path=package_path)
     df = pd.DataFrame({k: [r[k] for r in rows] for k in ("item_id", "sample", "verdict", "status", "reason")})
@@ -156,5 +192,4 @@ def write_recorded(out: str | Path, rows: list[dict[str, Any]], *, benchmark: st
         benchmark=benchmark, responses_package=responses_ref, extractor=None, grader=None, producer=producer(),
         environment={"imported_from": source, "recorded_by": tool, **({"mapping": mapping} if mapping else {})},
         policies=Policies(), summary=summarize(df, subject_of or {}), items=[])
-    write_verdict_file(out, header, rows, overwrite=overwrite)
-    return header
+    return header, rows
