@@ -16,8 +16,8 @@ import pydantic
 
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.fileio import SourceRow, parse_object, read_document
-from audit.models import ROW_MODELS, Manifest, Provenance
-from audit.packages.layout import ROW_KEYS
+from audit.models import Manifest, Provenance
+from audit.packages.kinds import ROW_KEYS, ROW_MODELS
 from audit.packages.validate import MAX_PROBLEMS_PER_FILE, pydantic_problems
 from audit.packages.write import PackageWriter
 
@@ -95,7 +95,7 @@ def build_package(out: str | os.PathLike[str], *, kind: str, tables: list[Table]
                     if keys:
                         key = tuple(getattr(rec, k) for k in keys)
                         if key in seen:
-                            desc = ", ".join(f"{k}={v!r}" for k, v in zip(keys, key))
+                            desc = ", ".join(f"{k}={v!r}" for k, v in zip(keys, key, strict=True))
                             file_problems.append(Problem(src.path, f"duplicate ({desc}); first seen in "
                                                                    f"{seen[key]}", src.row, keys[0]))
                             continue

@@ -1,5 +1,7 @@
-"""What a package is on disk: its manifest's name, data file suffixes, the fields that key
-each row schema, its content identity, and how a data file's rows are read and written.
+"""What a package is on disk: its manifest's name, data file suffixes, its content identity, and how
+a data file's rows are read and written. The row schemas, the fields that key each and the document
+schemas come from the package kinds (`audit.packages.kinds`); `ROW_KEYS` and `DOCUMENT_SCHEMAS` are
+their tables, kept importable from here.
 
 Shared by `validate` (checks), `read` (a validated package's rows) and `write`.
 """
@@ -33,35 +35,17 @@ from audit.fileio import (
     sha256_bytes,
 )
 from audit.models import FileEntry, Manifest, Record
+from audit.packages.kinds import DOCUMENT_SCHEMAS
+from audit.packages.kinds import ROW_KEYS as ROW_KEYS
 
 MANIFEST = "manifest.json"
 
-ROW_KEYS: dict[str, tuple[str, ...]] = {
-    "response_row.v1": ("item_id", "sample", "attempt"),
-    "item_row.v1": ("item_id",),
-    "release_row.v1": ("item_id", "sample"),
-    "bench_request_row.v1": ("request",),
-    "bench_window_row.v1": ("window",),
-    "profile_step.v1": ("step",),
-    "profile_kernel.v1": ("name", "category"),
-    "profile_collective.v1": ("step", "kind", "position"),
-}
-"""Fields that must be unique together within one file of each row schema."""
-
 DATA_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
-
-DOCUMENT_SCHEMAS: dict[str, tuple[str, str]] = {
-    "trace_summary.v1": ("audit.trace.models", "TraceSummary"),
-}
-"""Files holding one JSON document (not rows), by schema id: the (module, class) of its model,
-imported when a package holds one (the model lives beside the code that writes it)."""
 
 
 def document_model(schema: str) -> type[Record]:
-    import importlib
-
-    module, name = DOCUMENT_SCHEMAS[schema]
-    return getattr(importlib.import_module(module), name)
+    """The model of document schema `schema` (registered by its package kind)."""
+    return DOCUMENT_SCHEMAS[schema]
 
 
 def content_digest(files: Iterable[FileEntry]) -> str:

@@ -19,18 +19,16 @@ from audit.errors import AuditError, Problem, one_line
 from audit.fileio import MAX_DOCUMENT_BYTES, READ_ERRORS, JsonError, loads_strict, parse_object, short_repr
 from audit.models import (
     MANIFEST_SCHEMA_VERSION,
-    ROW_MODELS,
     TEXT_SCHEMA,
     FileEntry,
     Manifest,
     path_key,
     unsafe_path_reason,
 )
+from audit.packages.kinds import DOCUMENT_SCHEMAS, ROW_KEYS, ROW_MODELS
 from audit.packages.layout import (
     DATA_SUFFIXES,
-    DOCUMENT_SCHEMAS,
     MANIFEST,
-    ROW_KEYS,
     PinnedBytes,
     PinnedRead,
     TarTail,
@@ -96,7 +94,7 @@ def validate_rows(entry: FileEntry, reader: PinnedRead) -> tuple[list[Problem], 
         if keys:
             key = tuple(getattr(rec, k) for k in keys)
             if key in seen:
-                desc = ", ".join(f"{k}={v!r}" for k, v in zip(keys, key))
+                desc = ", ".join(f"{k}={v!r}" for k, v in zip(keys, key, strict=True))
                 add(Problem(entry.path, f"duplicate ({desc}); first seen in row {seen[key]}", rowno,
                             keys[0]))
             else:
@@ -218,7 +216,7 @@ def validate_tree(root: Path, label: str = "", rows: bool = True) -> tuple[Manif
             # A symlinked directory on the way (reported by _check_tree): never read through it.
             problems.append(Problem(entry.path, "resolves outside the package"))
             continue
-        is_document = entry.schema_ in DOCUMENT_SCHEMAS
+        is_document = entry.schema_ != TEXT_SCHEMA and entry.schema_ in DOCUMENT_SCHEMAS
         is_rows = entry.schema_ != TEXT_SCHEMA and not is_document
         later: list[Problem] = []
         if is_rows and entry.schema_ not in ROW_MODELS:

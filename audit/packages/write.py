@@ -35,9 +35,10 @@ from audit.fileio import (
     sha256_file,
     write_atomic,
 )
-from audit.models import ROW_MODELS, TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
+from audit.models import TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
 from audit.outputs import check_output, publish
-from audit.packages.layout import DOCUMENT_SCHEMAS, JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
+from audit.packages.kinds import DOCUMENT_SCHEMAS, ROW_MODELS
+from audit.packages.layout import JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
 from audit.packages.validate import prefixed, pydantic_problems
 from audit.producer import producer
 
