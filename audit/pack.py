@@ -41,6 +41,7 @@ def load_provenance(path: str | os.PathLike[str] | None) -> Provenance:
     data, err = read_document(p)
     if err:
         raise AuditError(err, path=p)
+    assert data is not None  # (read_document gives the bytes or an error)
     obj, err = parse_object(data.replace(b"\n", b" "))
     if err:
         raise AuditError(err, path=p)
@@ -70,7 +71,7 @@ def build_package(out: str | os.PathLike[str], *, kind: str, tables: list[Table]
         raise AuditError("nothing to pack: give at least one data file")
     problems: list[Problem] = []
     writer = PackageWriter(out, kind=kind, benchmark=benchmark,
-                           provenance=None if deferred else provenance,
+                           provenance=None if deferred or callable(provenance) else provenance,
                            package_id=package_id, overwrite=overwrite)
     try:
         for table in tables:

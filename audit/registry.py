@@ -44,12 +44,16 @@ class RegistryError(LookupError):
     """Unknown or duplicate `name@version` or name."""
 
 
-class DuplicateError(RegistryError):
-    """A name (or `name@version`) registered twice."""
+class DuplicateError(RegistryError, ValueError):
+    """A name (or `name@version`) registered twice (a ValueError too, as a bad registration)."""
 
 
-class UnknownError(RegistryError):
-    """A lookup that finds no registered entry; its message lists the known ones."""
+class UnknownError(RegistryError, KeyError):
+    """A lookup that finds no registered entry; its message lists the known ones. A KeyError too, so a
+    catalog is a Mapping (`get`, `in`); printed as its message, not as a quoted key."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def duplicate_error(kind: str, key: str, *, versioned: bool = False) -> DuplicateError:
@@ -66,8 +70,11 @@ def unknown_error(kind: str, spec: str, known: Iterable[str]) -> UnknownError:
 class Component(Protocol):
     """What every registered component has."""
 
-    name: str
-    version: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
 
     @property
     def key(self) -> str: ...
@@ -178,6 +185,31 @@ class Catalog(Mapping[str, N]):
         self._rank.setdefault(name, self._home_index(home))
         return entry
 
+    def registered(self, name: str) -> N | None:
+        """The entry registered under `name` so far, or None; imports nothing (for registering code)."""
+        return self._entries.get(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The entry named `name`, or `default` when no home registers it."""
+        found = self.find(name)
+        return default if found is None else found
+
+    def __setitem__(self, name: str, entry: N) -> None:
+        """Put `entry` under `name`, replacing any (for tests: a registration goes through `add`)."""
+        self._entries[name] = entry
+        self._rank.setdefault(name, len(self.homes))
+
+    def __delitem__(self, name: str) -> None:
+        """Remove `name` (for tests that register an entry of their own)."""
+        del self._entries[name]
+        del self._rank[name]
+
+    def copy(self) -> Catalog[N]:
+        """A separate catalog with the same homes and entries (homes imported so far stay imported)."""
+        other: Catalog[N] = Catalog(self.kind, self.homes)
+        other._entries, other._rank, other._imported = dict(self._entries), dict(self._rank), self._imported
+        return other
+
     def _home_index(self, home: str | None) -> int:
         for i, h in enumerate(self.homes):
             if home is not None and (home == h or home.startswith(h + ".")):
@@ -275,6 +307,14 @@ def catalog(kind: str, homes: Iterable[str] = ()) -> Catalog[Any]:
     return cat
 
 
+def registry_of(kind: str) -> Registry[Any]:
+    """The versioned registry of `kind` created so far (by the module that defines it); UnknownError otherwise."""
+    try:
+        return _TABLES[kind]
+    except KeyError:
+        raise unknown_error("registry", kind, _TABLES) from None
+
+
 def kinds() -> list[str]:
     """Every kind with a registry or a catalog in this process."""
     return sorted({*_TABLES, *_CATALOGS})
@@ -284,7 +324,7 @@ def kinds() -> list[str]:
 
 
 def _own(module: str | None) -> bool:
-    return bool(module) and any(module == p or module.startswith(p + ".") for p in OWN_PACKAGES)
+    return module is not None and any(module == p or module.startswith(p + ".") for p in OWN_PACKAGES)
 
 
 def _code_names(code: types.CodeType) -> Iterator[str]:
@@ -358,7 +398,7 @@ def code_fingerprint(*roots: Any, config: Any = None) -> str:
             except (OSError, TypeError):
                 src = f"<no source for {mod}.{obj.__qualname__}>"
             parts.append(["code", f"{mod}.{obj.__qualname__}", src])
-            namespace = obj.__globals__ if inspect.isfunction(obj) else vars(sys.modules[mod])
+            namespace = obj.__globals__ if inspect.isfunction(obj) else vars(sys.modules[str(mod)])
             visit_code_object(obj, namespace)
             if inspect.isclass(obj):
                 # A subclass runs code its own source does not show: its bases of this project are part of it.

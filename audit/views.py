@@ -278,7 +278,7 @@ def verdict_file_view(path: str | Path) -> list[str]:
     from audit.grade import at_budget_lines
 
     lines += at_budget_lines(table.column("reason").to_pylist(), vf.policies.at_budget)
-    lines += subject_lines(vf.summary.subjects)
+    lines += subject_lines(getattr(vf.summary, "subjects", None))  # (verdict file v2 and later)
     if vf.summary.samples > 1:
         from audit.summary import sample_figures
 

@@ -103,7 +103,7 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *,
                       notes="Decode throughput: streamed requests timed per token; figures in summary.json are "
                             "recomputed from requests.jsonl and windows.jsonl by `audit bench report`.",
                       extra=extra)
-    with PackageWriter(out, kind="throughput", provenance=prov, package_id=cfg.package_id,
+    with PackageWriter(out, kind=THROUGHPUT.name, provenance=prov, package_id=cfg.package_id,
                        id_prefix=f"throughput-{_slug(cfg.arm)}", overwrite=force) as w:
         with w.rows(REQUESTS, "bench_request_row.v1") as sink:
             for r in result.rows:
@@ -156,14 +156,14 @@ def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifes
     }
     prov = Provenance(hardware=hardware_of(result), notes="GPU counters sampled during the linked throughput run "
                       "(NVML; GPM on Hopper and newer). Null values are counters not read, never zeros.", extra=extra)
-    with PackageWriter(out, kind="telemetry", provenance=prov, id_prefix=f"telemetry-{_slug(result.config.arm)}",
+    with PackageWriter(out, kind=TELEMETRY.name, provenance=prov, id_prefix=f"telemetry-{_slug(result.config.arm)}",
                        overwrite=force) as w:
         with w.rows(GPU_SAMPLES, "gpu_sample_row.v1") as sink:
             for r in sorted(gpu_rows, key=lambda r: (r.t, r.gpu)):
                 sink.write(r)
         with w.rows(GPM_SAMPLES, "gpm_sample_row.v1") as sink:
-            for r in sorted(gpm_rows, key=lambda r: (r.t_start, r.gpu)):
-                sink.write(r)
+            for gpm in sorted(gpm_rows, key=lambda r: (r.t_start, r.gpu)):
+                sink.write(gpm)
         w.add_text(SUMMARY, _summary_text(summary))
     assert w.manifest is not None
     return w.manifest
@@ -234,7 +234,7 @@ def _check(src: str, stored: dict[str, Any], fresh: Any) -> None:
 def load_throughput(path: str | Path) -> Throughput:
     """Open, validate and recompute a throughput package; raise ValidationFailed when its summary is not
     what its rows give."""
-    pkg = open_package(path, kind="throughput")
+    pkg = open_package(path, kind=THROUGHPUT.name)
     try:
         return read_throughput(pkg, str(path))
     except BaseException:
@@ -264,7 +264,7 @@ def read_throughput(pkg: Package, label: str) -> Throughput:
 def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Telemetry:
     """Open, validate and recompute a telemetry package; when `throughput` is given, check that the
     telemetry names it (by content digest)."""
-    pkg = open_package(path, kind="telemetry")
+    pkg = open_package(path, kind=TELEMETRY.name)
     try:
         return read_telemetry(pkg, str(path), throughput)
     except BaseException:

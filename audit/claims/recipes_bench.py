@@ -366,6 +366,7 @@ def _counter_timeline(tel: Any, counter: str, name: str) -> Series | None:
                 pts.append(((a + b) / 2 - t0, m))
         return tuple(pts)
 
+    lines: tuple[tuple[str, tuple[tuple[float, float], ...]], ...]
     if counter == "power_w":
         lines = (("power, W (mean over GPUs)", legacy("power_w")),)
         return Series(title="power during the windows", xlabel="seconds from the first window", ylabel="W",

@@ -16,7 +16,7 @@ import types
 import typing
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol, cast
 
 from pydantic_core import from_json
 
@@ -87,13 +87,19 @@ def digest_scope(manifest: Manifest) -> str | None:
             f"file paths and hashes only, not the manifest's provenance, producer, kind or row counts")
 
 
+class Readable(Protocol):
+    """What TarTail reads from: `read(n)` bytes."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
 class TarTail:
     """A tar stream read through, keeping its last bytes: tarfile stops at the first zero block and
     may have buffered past it, so what follows the archive is checked from here (see trailing_problem)."""
 
     KEEP = 4 * 10240  # more than tarfile reads ahead (one record) plus the end block
 
-    def __init__(self, fh: IO[bytes]):
+    def __init__(self, fh: Readable):
         self._fh = fh
         self.count = 0
         self._tail = bytearray()
@@ -210,7 +216,7 @@ class PinnedRead:
     def _jsonl(self, raw: HashingReader, size: int) -> Iterator[Item]:
         entry = self.entry
         gz = entry.path.endswith(".gz")
-        fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, CHUNK)
+        fh = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, CHUNK))
         # A plain file is bounded by its size on disk; a gzip'd one by what the manifest says (no more
         # lines, blank ones included, than its rows; no more bytes than its uncompressed_bytes) and,
         # whatever it says, by gzip_limit of its size, and by the line limit (an over-long line ends it).
@@ -236,7 +242,7 @@ class PinnedRead:
                     return
                 if line.error:
                     yield line.lineno, None, None, line.error
-                elif not gz or not line.data.isspace():  # (iter_raw_lines skipped blank lines of plain files)
+                elif not gz or not (line.data or b"").isspace():  # (iter_raw_lines skipped blank lines of plain files)
                     yield line.lineno, line.data, None, None
         except READ_ERRORS as e:  # damaged gzip stream
             yield 0, None, None, f"unreadable: {e}"
@@ -489,7 +495,7 @@ def _page_header(data: memoryview, pos: int) -> tuple[int, int, int] | None:
         raise ValueError
 
     def struct(i: int, depth: int) -> tuple[int, dict[int, int]]:
-        last, found = 0, {}
+        last, found = 0, dict[int, int]()
         while True:
             if i >= n:
                 raise ValueError

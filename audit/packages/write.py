@@ -165,8 +165,15 @@ class PackageWriter:
 
 
 class _RowSink:
-    count: int
-    uncompressed: int | None = None
+    @property
+    def count(self) -> int:
+        """Rows written so far."""
+        raise NotImplementedError
+
+    @property
+    def uncompressed(self) -> int | None:
+        """Bytes of JSONL written so far (before compression), where the sink knows them."""
+        return None
 
     def write(self, row: Record) -> None:
         raise NotImplementedError
@@ -241,7 +248,11 @@ class _ParquetSink(_RowSink):
         self._schema = _arrow_schema(model)
         self._buf: list[dict[str, Any]] = []
         self._writer: Any = None
-        self.count = 0
+        self.rows = 0
+
+    @property
+    def count(self) -> int:
+        return self.rows
 
     def write(self, row: Record) -> None:
         d = row.model_dump(mode="json", by_alias=True)
@@ -249,7 +260,7 @@ class _ParquetSink(_RowSink):
             if k in d:
                 d[k] = dumps(d[k])
         self._buf.append(d)
-        self.count += 1
+        self.rows += 1
         if len(self._buf) >= self.BATCH:
             self._flush()
 

@@ -74,7 +74,7 @@ def write_profile(result: TraceResult, trace_path: str | Path, out: str | Path, 
     provenance = Provenance(
         engine="pytorch-profiler", hardware=_hardware(summary), source=f"{src.file} sha256:{src.sha256}",
         extra={"trace": {"file": src.file, "sha256": src.sha256, "bytes": src.bytes, **dist}})
-    with PackageWriter(out, kind="profile", provenance=provenance, overwrite=force) as w:
+    with PackageWriter(out, kind=PROFILE.name, provenance=provenance, overwrite=force) as w:
         if included is not None:
             w.add_file(included, trace_path)
             digest, size = sha256_file(w.path(included))
@@ -82,14 +82,14 @@ def write_profile(result: TraceResult, trace_path: str | Path, out: str | Path, 
                 raise AuditError("the file changed while it was read: run again", path=str(trace_path))
         w.add_document(SUMMARY, "trace_summary.v1", summary)
         with w.rows(STEPS, "profile_step.v1") as sink:
-            for row in result.steps:
-                sink.write(row)
+            for step in result.steps:
+                sink.write(step)
         with w.rows(KERNELS, "profile_kernel.v1") as sink:
-            for row in result.kernels:
-                sink.write(row)
+            for kernel in result.kernels:
+                sink.write(kernel)
         with w.rows(COLLECTIVES, "profile_collective.v1") as sink:
-            for row in result.collectives:
-                sink.write(row)
+            for collective in result.collectives:
+                sink.write(collective)
     assert w.manifest is not None
     return w.manifest, summary
 
@@ -114,9 +114,10 @@ class LoadedProfile:
 
 
 def load_profile(path: str | Path) -> LoadedProfile:
-    """Read a validated `profile` package."""
-    with open_package(path, kind="profile") as pkg:
-        return read_profile(pkg, str(path))
+    """Read a validated `profile` package, its figures checked as the kind reads it (`read_checked`: recomputed
+    from the trace it holds, else cross-checked against its steps)."""
+    with open_package(path, kind=PROFILE.name) as pkg:
+        return read_checked(pkg, str(path)).loaded
 
 
 def read_profile(pkg: Package, label: str) -> LoadedProfile:
