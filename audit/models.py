@@ -3,6 +3,9 @@
 These pydantic models are the source of truth; `schemas/*.json` are generated
 from them (`audit schemas --write`) and a test fails when the two drift apart.
 Every model puts `schema_version` first where it is a top-level document.
+Which package kind holds which rows (and so the schema id of each row model) is the
+kinds' registry, `audit.packages.kinds`: `PACKAGE_KINDS` and `ROW_MODELS` here are
+read from it.
 """
 
 from __future__ import annotations
