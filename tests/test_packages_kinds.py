@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from audit import models, registry
 from audit.packages import kinds, layout
 from audit.packages.kinds import Kind, get_kind, kind_names, register_kind
+from tests.attack_tools import sha256
 from tests.claims_helpers import PACKAGES
 
 BENCH = PACKAGES / "evidence-h200-bench"
@@ -59,27 +61,22 @@ def test_a_catalog_imports_its_homes_only_until_a_name_is_found():
     cat.add("a", 1)  # the same entry again (a module imported twice) is accepted
 
 
-def _copy(src: Path, dest: Path) -> Path:
-    shutil.copytree(src, dest)
-    return dest
-
-
-def _repin(pkg: Path, name: str, data: bytes) -> None:
-    import hashlib
-
-    (pkg / name).write_bytes(data)
-    m = json.loads((pkg / "manifest.json").read_text())
-    for f in m["files"]:
-        if f["path"] == name:
-            f.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
-    (pkg / "manifest.json").write_text(json.dumps(m, indent=2))
+def _with_summary(dest: Path, edit: Callable[[dict], object]) -> Path:
+    """A copy of the ngram throughput package whose summary.json `edit` changed, pinned again in its manifest."""
+    pkg = Path(shutil.copytree(BENCH / "ngram", dest))
+    summary = json.loads((pkg / "summary.json").read_text())
+    edit(summary)
+    data = (json.dumps(summary, indent=2) + "\n").encode()
+    (pkg / "summary.json").write_bytes(data)
+    manifest = json.loads((pkg / "manifest.json").read_text())
+    entry = next(f for f in manifest["files"] if f["path"] == "summary.json")
+    entry.update(sha256=sha256(data), bytes=len(data))
+    (pkg / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return pkg
 
 
 def test_show_recomputes_a_throughput_package_and_refuses_a_stored_summary_that_differs(tmp_path, cli):
-    pkg = _copy(BENCH / "ngram", tmp_path / "ngram")
-    summary = json.loads((pkg / "summary.json").read_text())
-    summary["tok_s"]["mean"] += 100.0
-    _repin(pkg, "summary.json", (json.dumps(summary, indent=2) + "\n").encode())
+    pkg = _with_summary(tmp_path / "ngram", lambda s: s["tok_s"].update(mean=s["tok_s"]["mean"] + 100.0))
     assert cli("validate", pkg).code == 0  # the bytes are pinned: only the kind's reader sees the figures differ
     r = cli("show", pkg)
     assert r.code == 1 and r.out == ""
@@ -87,7 +84,7 @@ def test_show_recomputes_a_throughput_package_and_refuses_a_stored_summary_that_
 
 
 def test_show_checks_a_kinds_typed_extra(tmp_path, cli):
-    pkg = _copy(BENCH / "ngram", tmp_path / "ngram")
+    pkg = Path(shutil.copytree(BENCH / "ngram", tmp_path / "ngram"))
     m = json.loads((pkg / "manifest.json").read_text())
     del m["provenance"]["extra"]["run"]["stall_s"]
     (pkg / "manifest.json").write_text(json.dumps(m, indent=2))
