@@ -27,11 +27,14 @@ import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from audit import behaviour
 from audit.errors import AuditError
 from audit.fileio import write_atomic
+from audit.registry import Component, Registry
+
+C = TypeVar("C", bound=Component)
 
 PACKAGES = {"extractor": "audit.extractors", "grader": "audit.graders"}
 """The package of each locked kind: its `REGISTRY` and `LOCK_FILE`."""
@@ -100,7 +103,7 @@ def read_lock(path: Path) -> Lock:
     return lock
 
 
-def registry_and_lock(kind: str) -> tuple[Any, Path]:
+def registry_and_lock(kind: str) -> tuple[Registry[Any], Path]:
     """The registry and lock file of `kind` (`extractor` or `grader`)."""
     mod = importlib.import_module(PACKAGES[kind])
     return mod.REGISTRY, mod.LOCK_FILE
@@ -123,7 +126,7 @@ def same_version(kind: str, a: Any, b: Any) -> bool:
     return accepted(kind, key, a.fingerprint) and accepted(kind, key, b.fingerprint)
 
 
-def check(registry: Any, path: Path) -> list[str]:
+def check(registry: Registry[C], path: Path) -> list[str]:
     """Differences between the registered code and the lock file (fingerprints and format)."""
     lock = read_lock(path)
     problems = []
@@ -147,7 +150,7 @@ def check(registry: Any, path: Path) -> list[str]:
     return problems
 
 
-def check_behaviour(registry: Any, path: Path) -> list[str]:
+def check_behaviour(registry: Registry[C], path: Path) -> list[str]:
     """Recompute each locked version's real-data digest with the registered code; list mismatches.
 
     Catches a fingerprint added by hand for code that behaves differently, and an edited digest.
@@ -168,7 +171,7 @@ def check_behaviour(registry: Any, path: Path) -> list[str]:
     return problems
 
 
-def update(registry: Any, path: Path) -> list[str]:
+def update(registry: Registry[C], path: Path) -> list[str]:
     """Lock versions not yet locked, and record the behaviour digest of entries that have none and
     whose registered code is an accepted fingerprint. Never rewrites a fingerprint or a digest.
     Returns a line per change."""
@@ -193,7 +196,7 @@ def update(registry: Any, path: Path) -> list[str]:
     return changes
 
 
-def migrate(registry: Any, path: Path, key: str, baseline: behaviour.Baseline, *,
+def migrate(registry: Registry[C], path: Path, key: str, baseline: behaviour.Baseline, *,
             golden: list[behaviour.Case] | None = None, real: list[behaviour.Case] | None = None) -> str:
     """Accept the registered code's fingerprint for `key` when it behaves byte-identically to the
     locked code (`baseline`) on the golden rows and the real data; raise AuditError otherwise.

@@ -3,6 +3,9 @@
 These pydantic models are the source of truth; `schemas/*.json` are generated
 from them (`audit schemas --write`) and a test fails when the two drift apart.
 Every model puts `schema_version` first where it is a top-level document.
+Which package kind holds which rows (and so the schema id of each row model) is the
+kinds' registry, `audit.packages.kinds`: `PACKAGE_KINDS` and `ROW_MODELS` here are
+read from it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,17 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 MANIFEST_SCHEMA_VERSION = 2
 
@@ -32,26 +45,47 @@ Verdict = Literal["correct", "incorrect", "ungraded"]
 """How a row of a grading counts: graded correct, graded incorrect, or left out of the graded denominator.
 (A grader returns a judgment, `audit.graders.Judgment`; the policies turn it into a verdict.)"""
 
-PACKAGE_KINDS = (
-    "responses",
-    "items",
-    "verdicts",
-    "release",
-    "throughput",
-    "telemetry",
-    "profile",
-    "checkpoint-headers",
-)
-PackageKind = Literal[
-    "responses",
-    "items",
-    "verdicts",
-    "release",
-    "throughput",
-    "telemetry",
-    "profile",
-    "checkpoint-headers",
-]
+
+class _KnownKind:
+    """A manifest's `kind`: the name of a registered package kind (`audit.packages.kinds`), validated and
+    described in the JSON Schema as the enum of every registered name (read when first needed, so this
+    module imports none of the modules that register kinds)."""
+
+    @staticmethod
+    def _check(value: Any) -> str:
+        from audit.packages.kinds import KINDS
+
+        if isinstance(value, str) and value in KINDS:
+            return value
+        names = [repr(n) for n in KINDS]
+        expected = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_plain_validator_function(self._check)
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        from audit.packages.kinds import kind_names
+
+        return {"enum": list(kind_names()), "type": "string"}
+
+
+PackageKind = Annotated[str, _KnownKind()]
+"""The name of a registered package kind (see `audit.packages.kinds`)."""
+
+
+def __getattr__(name: str) -> Any:
+    # The kinds' tables, derived from the kinds registry (`audit.packages.kinds`), kept importable from here.
+    if name == "PACKAGE_KINDS":
+        from audit.packages.kinds import kind_names
+
+        return kind_names()
+    if name == "ROW_MODELS":
+        from audit.packages.kinds import ROW_MODELS
+
+        return ROW_MODELS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 SAFE_PATH_PATTERN = (r"^(?!/)(?![A-Za-z]:)(?!manifest\.json$)(?!.*[\\\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e"
@@ -349,7 +383,7 @@ class BenchRequestRow(Record):
     def _consistent(self) -> BenchRequestRow:
         if len(self.token_times) != self.output_tokens:
             raise ValueError(f"token_times has {len(self.token_times)} entries for {self.output_tokens} output tokens")
-        if any(b < a for a, b in zip(self.token_times, self.token_times[1:])) or \
+        if any(b < a for a, b in zip(self.token_times, self.token_times[1:], strict=False)) or \
                 (self.token_times and self.token_times[0] < 0):
             raise ValueError("token_times must be non-negative and non-decreasing")
         if (self.first_token_at is None) != (not self.token_times):
@@ -536,20 +570,6 @@ class ProfileCollectiveRow(Record):
     stream: str
     """Stream it ran on."""
 
-
-ROW_MODELS: dict[str, type[Record]] = {
-    "response_row.v1": ResponseRow,
-    "item_row.v1": ItemRow,
-    "release_row.v1": ReleaseRow,
-    "bench_request_row.v1": BenchRequestRow,
-    "bench_window_row.v1": BenchWindowRow,
-    "gpu_sample_row.v1": GpuSampleRow,
-    "gpm_sample_row.v1": GpmSampleRow,
-    "profile_step.v1": ProfileStepRow,
-    "profile_kernel.v1": ProfileKernelRow,
-    "profile_collective.v1": ProfileCollectiveRow,
-}
-"""Row schemas a package file may name, by schema id."""
 
 TEXT_SCHEMA = "text"
 """Schema id of files without rows (README, logs): only hash and size are checked."""

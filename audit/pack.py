@@ -16,8 +16,8 @@ import pydantic
 
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.fileio import SourceRow, parse_object, read_document
-from audit.models import ROW_MODELS, Manifest, Provenance
-from audit.packages.layout import ROW_KEYS
+from audit.models import Manifest, Provenance
+from audit.packages.kinds import ROW_KEYS, ROW_MODELS
 from audit.packages.validate import MAX_PROBLEMS_PER_FILE, pydantic_problems
 from audit.packages.write import PackageWriter
 
@@ -41,6 +41,7 @@ def load_provenance(path: str | os.PathLike[str] | None) -> Provenance:
     data, err = read_document(p)
     if err:
         raise AuditError(err, path=p)
+    assert data is not None  # (read_document gives the bytes or an error)
     obj, err = parse_object(data.replace(b"\n", b" "))
     if err:
         raise AuditError(err, path=p)
@@ -70,7 +71,7 @@ def build_package(out: str | os.PathLike[str], *, kind: str, tables: list[Table]
         raise AuditError("nothing to pack: give at least one data file")
     problems: list[Problem] = []
     writer = PackageWriter(out, kind=kind, benchmark=benchmark,
-                           provenance=None if deferred else provenance,
+                           provenance=None if deferred or callable(provenance) else provenance,
                            package_id=package_id, overwrite=overwrite)
     try:
         for table in tables:
@@ -95,7 +96,7 @@ def build_package(out: str | os.PathLike[str], *, kind: str, tables: list[Table]
                     if keys:
                         key = tuple(getattr(rec, k) for k in keys)
                         if key in seen:
-                            desc = ", ".join(f"{k}={v!r}" for k, v in zip(keys, key))
+                            desc = ", ".join(f"{k}={v!r}" for k, v in zip(keys, key, strict=True))
                             file_problems.append(Problem(src.path, f"duplicate ({desc}); first seen in "
                                                                    f"{seen[key]}", src.row, keys[0]))
                             continue

@@ -1,10 +1,17 @@
-"""One registry for every versioned component kind: extractors, graders and prompt templates.
+"""One registry for everything found by name: versioned components (extractors, graders, prompt
+templates) and named entries (package kinds, document schemas, claim recipes, benchmark specs,
+floor role tables).
 
 A component is registered once as `name@version` and never changes behaviour. Each kind
 has a table here, created by the module that defines the kind (`audit.extractors`,
 `audit.graders`, `audit.generate.prompts`) with its home: the package whose modules
 register its components. A table loads on first use by importing its home and every
 public module in it, so a new family module is found without being listed anywhere.
+
+A named entry has no version: a `Catalog` maps names to entries (a read-only Mapping), loaded
+the same way from the modules that register them. Every table raises the same two errors: a
+`DuplicateError` for a name registered twice and an `UnknownError` for a lookup that finds
+nothing, each worded once here.
 
 Fingerprints make immutability checkable: a sha256 over the source of a component's
 functions and of every function, class, pattern and constant of this project that they
@@ -26,7 +33,7 @@ import sys
 import textwrap
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, Protocol, TypeVar
 
 OWN_PACKAGES = ("audit.extractors", "audit.graders")
@@ -34,14 +41,40 @@ OWN_PACKAGES = ("audit.extractors", "audit.graders")
 
 
 class RegistryError(LookupError):
-    """Unknown or duplicate `name@version`."""
+    """Unknown or duplicate `name@version` or name."""
+
+
+class DuplicateError(RegistryError, ValueError):
+    """A name (or `name@version`) registered twice (a ValueError too, as a bad registration)."""
+
+
+class UnknownError(RegistryError, KeyError):
+    """A lookup that finds no registered entry; its message lists the known ones. A KeyError too, so a
+    catalog is a Mapping (`get`, `in`); printed as its message, not as a quoted key."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def duplicate_error(kind: str, key: str, *, versioned: bool = False) -> DuplicateError:
+    """The one wording of a name registered twice (a versioned component says what a change needs)."""
+    tail = "; a changed behaviour needs a new version" if versioned else ""
+    return DuplicateError(f"{kind} {key} is already registered{tail}")
+
+
+def unknown_error(kind: str, spec: str, known: Iterable[str]) -> UnknownError:
+    """The one wording of a lookup that finds nothing: `unknown KIND 'SPEC' (known: ...)`, sorted."""
+    return UnknownError(f"unknown {kind} {spec!r} (known: {', '.join(sorted(known)) or 'none'})")
 
 
 class Component(Protocol):
     """What every registered component has."""
 
-    name: str
-    version: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
 
     @property
     def key(self) -> str: ...
@@ -73,7 +106,7 @@ class Registry(Generic[T]):
         if "@" in entry.name or not entry.name or not entry.version or "@" in entry.version:
             raise RegistryError(f"bad {self.kind} name or version: {key!r}")
         if key in self._entries:
-            raise RegistryError(f"{self.kind} {key} is already registered; a changed behaviour needs a new version")
+            raise duplicate_error(self.kind, key, versioned=True)
         self._entries[key] = entry
         self._latest[entry.name] = key
         return entry
@@ -96,8 +129,7 @@ class Registry(Generic[T]):
         try:
             return self._entries[key]
         except KeyError:
-            known = ", ".join(sorted(self._entries)) or "none"
-            raise RegistryError(f"unknown {self.kind} {spec!r} (known: {known})") from None
+            raise unknown_error(self.kind, spec, self._entries) from None
 
     def __contains__(self, spec: str) -> bool:
         try:
@@ -111,8 +143,130 @@ class Registry(Generic[T]):
         return iter(list(self._entries.values()))
 
     def keys(self) -> list[str]:
+        """Every `name@version`, in registration order."""
         self.load()
         return list(self._entries)
+
+    def all(self) -> list[T]:
+        """Every registered version, in registration order."""
+        return list(self)
+
+
+N = TypeVar("N")
+
+
+class Catalog(Mapping[str, N]):
+    """Named entries of one kind (no versions): a read-only Mapping from name to entry.
+
+    `homes` name the modules (or packages, with their public modules) that register the entries. A
+    lookup imports them one at a time, in order, until the name is found (so finding an entry of the
+    first home imports nothing else); iterating imports them all. Entries iterate in the order of the
+    home that registered them (`add(..., home=__name__)`), then of registration, whatever order the
+    modules were imported in. `add` refuses a name given twice (the same entry again, from a module
+    imported twice, is accepted); an unknown name raises `UnknownError` (`catalog[name]` too, so
+    `name in catalog` and `catalog.get(name)` work as for a dict).
+    """
+
+    def __init__(self, kind: str, homes: Iterable[str] = ()):
+        self.kind = kind
+        self.homes = tuple(homes)
+        self._entries: dict[str, N] = {}
+        self._rank: dict[str, int] = {}
+        self._imported = 0
+        self._lock = threading.RLock()
+
+    def add(self, name: str, entry: N, *, home: str | None = None) -> N:
+        """Register `entry` under `name` (by module `home`); DuplicateError when another entry has it."""
+        if not name:
+            raise RegistryError(f"bad {self.kind} name: {name!r}")
+        if name in self._entries and self._entries[name] is not entry:
+            raise duplicate_error(self.kind, repr(name))
+        self._entries[name] = entry
+        self._rank.setdefault(name, self._home_index(home))
+        return entry
+
+    def registered(self, name: str) -> N | None:
+        """The entry registered under `name` so far, or None; imports nothing (for registering code)."""
+        return self._entries.get(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The entry named `name`, or `default` when no home registers it."""
+        found = self.find(name)
+        return default if found is None else found
+
+    def __setitem__(self, name: str, entry: N) -> None:
+        """Put `entry` under `name`, replacing any (for tests: a registration goes through `add`)."""
+        self._entries[name] = entry
+        self._rank.setdefault(name, len(self.homes))
+
+    def __delitem__(self, name: str) -> None:
+        """Remove `name` (for tests that register an entry of their own)."""
+        del self._entries[name]
+        del self._rank[name]
+
+    def copy(self) -> Catalog[N]:
+        """A separate catalog with the same homes and entries (homes imported so far stay imported)."""
+        other: Catalog[N] = Catalog(self.kind, self.homes)
+        other._entries, other._rank, other._imported = dict(self._entries), dict(self._rank), self._imported
+        return other
+
+    def _home_index(self, home: str | None) -> int:
+        for i, h in enumerate(self.homes):
+            if home is not None and (home == h or home.startswith(h + ".")):
+                return i
+        return len(self.homes)
+
+    def _import_next(self) -> bool:
+        """Import the next home not imported yet; False when every home is."""
+        with self._lock:
+            if self._imported >= len(self.homes):
+                return False
+            home = self.homes[self._imported]
+            self._imported += 1  # first: a home that reads the catalog sees what is registered so far
+            import_public_modules(home)
+            return True
+
+    def load(self) -> None:
+        """Import every home (each public module of a package home too), once."""
+        while self._import_next():
+            pass
+
+    def find(self, name: str) -> N | None:
+        """The entry named `name`, importing homes in order until one registers it; None otherwise."""
+        while name not in self._entries:
+            if not self._import_next():
+                return None
+        return self._entries[name]
+
+    def first(self, test: Callable[[N], bool]) -> N | None:
+        """The first entry (in home order) for which `test` holds, importing homes only until one does."""
+        while True:
+            for name in self._ordered():
+                if test(self._entries[name]):
+                    return self._entries[name]
+            if not self._import_next():
+                return None
+
+    def _ordered(self) -> list[str]:
+        order = {name: i for i, name in enumerate(self._entries)}
+        return sorted(self._entries, key=lambda n: (self._rank[n], order[n]))
+
+    def __getitem__(self, name: str) -> N:
+        found = self.find(name)
+        if found is None:
+            raise unknown_error(self.kind, name, self._entries)
+        return found
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.find(name) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        self.load()
+        return iter(self._ordered())
+
+    def __len__(self) -> int:
+        self.load()
+        return len(self._entries)
 
 
 def import_public_modules(package: str) -> None:
@@ -125,28 +279,52 @@ def import_public_modules(package: str) -> None:
 
 
 _TABLES: dict[str, Registry[Any]] = {}
+_CATALOGS: dict[str, Catalog[Any]] = {}
 
 
 def table(kind: str, home: str | None = None) -> Registry[Any]:
     """The registry of `kind`, created on the first call (by the module that defines the kind)."""
     reg = _TABLES.get(kind)
     if reg is None:
+        if kind in _CATALOGS:
+            raise RegistryError(f"{kind} is a catalog of named entries, not a versioned registry")
         reg = _TABLES[kind] = Registry(kind, home)
     elif home is not None and reg.home != home:
         raise RegistryError(f"the {kind} registry belongs to {reg.home}, not {home}")
     return reg
 
 
+def catalog(kind: str, homes: Iterable[str] = ()) -> Catalog[Any]:
+    """The catalog of named `kind` entries, created on the first call (by the module that defines the kind)."""
+    cat = _CATALOGS.get(kind)
+    homes = tuple(homes)
+    if cat is None:
+        if kind in _TABLES:
+            raise RegistryError(f"{kind} is a versioned registry, not a catalog of named entries")
+        cat = _CATALOGS[kind] = Catalog(kind, homes)
+    elif homes and cat.homes != homes:
+        raise RegistryError(f"the {kind} catalog is loaded from {', '.join(cat.homes)}, not {', '.join(homes)}")
+    return cat
+
+
+def registry_of(kind: str) -> Registry[Any]:
+    """The versioned registry of `kind` created so far (by the module that defines it); UnknownError otherwise."""
+    try:
+        return _TABLES[kind]
+    except KeyError:
+        raise unknown_error("registry", kind, _TABLES) from None
+
+
 def kinds() -> list[str]:
-    """Every kind with a registry in this process."""
-    return sorted(_TABLES)
+    """Every kind with a registry or a catalog in this process."""
+    return sorted({*_TABLES, *_CATALOGS})
 
 
 # --------------------------------------------------------------------------- fingerprints
 
 
 def _own(module: str | None) -> bool:
-    return bool(module) and any(module == p or module.startswith(p + ".") for p in OWN_PACKAGES)
+    return module is not None and any(module == p or module.startswith(p + ".") for p in OWN_PACKAGES)
 
 
 def _code_names(code: types.CodeType) -> Iterator[str]:
@@ -220,7 +398,7 @@ def code_fingerprint(*roots: Any, config: Any = None) -> str:
             except (OSError, TypeError):
                 src = f"<no source for {mod}.{obj.__qualname__}>"
             parts.append(["code", f"{mod}.{obj.__qualname__}", src])
-            namespace = obj.__globals__ if inspect.isfunction(obj) else vars(sys.modules[mod])
+            namespace = obj.__globals__ if inspect.isfunction(obj) else vars(sys.modules[str(mod)])
             visit_code_object(obj, namespace)
             if inspect.isclass(obj):
                 # A subclass runs code its own source does not show: its bases of this project are part of it.

@@ -12,28 +12,33 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from audit.models import ROW_MODELS, Manifest
+from audit.models import Manifest
+from audit.registry import Catalog, catalog
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 SCHEMA_BASE_URI = "https://audit.invalid/schemas/"
 
-DOCUMENTS: dict[str, type[BaseModel]] = {"manifest.v1": Manifest, **ROW_MODELS}
-"""Every schema file, by id: `schemas/<id>.json`."""
+SCHEMAS: Catalog[type[BaseModel]] = catalog("schema")
+"""Schemas of documents that belong to no package kind (diff reports, claim ledgers, comparisons),
+registered by the modules in `REPORT_MODULES` on import. A package kind's schemas (its rows, documents
+and summaries) come from its `Kind` (`audit.packages.kinds`)."""
+
+REPORT_MODULES = ("audit.diff", "audit.claims.ledger", "audit.claims.verify", "audit.bench.figures",
+                  "audit.trace.models")
+"""Modules that register report schemas on import (`register`): diff reports, claim ledgers and verify
+reports, `audit bench compare`'s comparison, `audit trace diff`'s report. (A module may also register a
+schema its package kind lists: it must be the same model.)"""
 
 
 def register(schema_id: str, model: type[BaseModel]) -> None:
     """Add a document model (verdict file, diff report, ...) to the generated set."""
-    if schema_id in DOCUMENTS and DOCUMENTS[schema_id] is not model:
-        raise ValueError(f"schema {schema_id!r} is already registered")
-    DOCUMENTS[schema_id] = model
+    SCHEMAS.add(schema_id, model)
 
 
 def _load_all() -> None:
-    # Modules that define further documents register them on import.
     import importlib
 
-    for mod in ("audit.verdicts", "audit.diff", "audit.release", "audit.floor.report", "audit.claims.ledger",
-                "audit.claims.verify", "audit.bench.figures", "audit.bench.telemetry", "audit.trace.models"):
+    for mod in REPORT_MODULES:
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:
@@ -41,8 +46,26 @@ def _load_all() -> None:
                 raise
 
 
+def documents() -> dict[str, type[BaseModel]]:
+    """Every schema file's model, by id (`schemas/<id>.json`): the manifest, every package kind's schemas and
+    every registered report; DuplicateError when two models claim one id."""
+    from audit.packages.kinds import kind_schemas
+    from audit.registry import duplicate_error
+
+    _load_all()
+    out: dict[str, type[BaseModel]] = {"manifest.v1": Manifest}
+    for sid, model in (*kind_schemas().items(), *SCHEMAS.items()):
+        if out.setdefault(sid, model) is not model:
+            raise duplicate_error("schema", repr(sid))
+    return out
+
+
 def generate(schema_id: str) -> str:
-    model = DOCUMENTS[schema_id]
+    """The JSON Schema text of `schema_id`."""
+    return _text(schema_id, documents()[schema_id])
+
+
+def _text(schema_id: str, model: type[BaseModel]) -> str:
     schema = model.model_json_schema(by_alias=True, mode="validation")
     doc = {"$schema": "https://json-schema.org/draft/2020-12/schema",
            "$id": f"{SCHEMA_BASE_URI}{schema_id}.json", **schema}
@@ -50,8 +73,9 @@ def generate(schema_id: str) -> str:
 
 
 def expected_files() -> dict[str, str]:
-    _load_all()
-    return {f"{sid}.json": generate(sid) for sid in sorted(DOCUMENTS)}
+    """Every schema file's name and text."""
+    docs = documents()
+    return {f"{sid}.json": _text(sid, docs[sid]) for sid in sorted(docs)}
 
 
 def write(directory: Path = SCHEMA_DIR) -> list[str]:

@@ -19,20 +19,18 @@ from typing import Any
 
 import pydantic
 
-from audit import extractors, graders
+from audit import extractors, graders  # noqa: F401  (they create the registries `lookup` reads)
 from audit.errors import AuditError
-from audit.generate import prompts
-from audit.registry import RegistryError
+from audit.generate import prompts  # noqa: F401
+from audit.registry import Catalog, RegistryError, UnknownError, catalog, registry_of
 from audit.verdicts.models import Policies, VerdictFile
-
-KINDS = {"extractor": extractors.REGISTRY, "grader": graders.REGISTRY, "prompt template": prompts.REGISTRY}
-"""Every kind of registered component, by the name its errors use."""
 
 
 def lookup(kind: str, spec: str) -> Any:
-    """The registered `kind` named `spec` (`name@version`, or `name` for its latest version)."""
+    """The registered `kind` (`extractor`, `grader`, `prompt template`) named `spec` (`name@version`, or `name`
+    for its latest version)."""
     try:
-        return KINDS[kind].get(spec)
+        return registry_of(kind).get(spec)
     except RegistryError as e:
         raise AuditError(str(e.args[0] if e.args else e)) from None
 
@@ -106,11 +104,12 @@ class BenchmarkSpec:
         return self.config.benchmark
 
 
-SPECS: dict[str, BenchmarkSpec] = {}
+SPECS: Catalog[BenchmarkSpec] = catalog("benchmark")
+"""Every benchmark spec by name (`audit.registry`), registered below."""
 
 
 def _add(spec: BenchmarkSpec) -> None:
-    SPECS[spec.name] = spec
+    SPECS.add(spec.name, spec, home=__name__)
 
 
 _add(BenchmarkSpec(
@@ -172,10 +171,11 @@ def spec_named(task: str | None) -> str | None:
 
 
 def get_spec(name: str) -> BenchmarkSpec:
+    """The spec `name`; AuditError listing the known benchmarks otherwise."""
     try:
         return SPECS[name]
-    except KeyError:
-        raise AuditError(f"unknown benchmark {name!r} (known: {', '.join(sorted(SPECS))})") from None
+    except UnknownError as e:
+        raise AuditError(str(e)) from None
 
 
 # --------------------------------------------------------------------------- resolving

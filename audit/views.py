@@ -1,12 +1,12 @@
 """What people read of a grading: figures with their intervals in words, per-subject figures, the rules that
-fired, and the one-screen summaries `audit show` prints for verdict files, releases and measurement packages.
+fired, and the one-screen summaries `audit show` prints for verdict files and releases (the other package
+kinds' summaries are their own: `audit.packages.kinds`).
 
 Everything here formats; nothing decides a verdict.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -54,7 +54,7 @@ def visible(s: str) -> str:
 def text_table(rows: list[list[str]], indent: str = "") -> list[str]:
     """Rows (the first one the header) as left-aligned columns two spaces apart, trailing spaces cut."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [(indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths))).rstrip() for r in rows]
+    return [(indent + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True))).rstrip() for r in rows]
 
 
 def interval_words(iv: Interval) -> str:
@@ -150,7 +150,7 @@ def subject_lines(subjects: list[SubjectSummary] | None) -> list[str]:
     names = [visible(s.subject) if s.subject else "(no subject)" for s in subjects]
     width = max(len("subject"), *map(len, names))
     lines = [f"per subject ({len(subjects)}):", f"  {'subject':<{width}} {'items':>6}  {'accuracy':<22}accuracy_all"]
-    for name, s in zip(names, subjects):
+    for name, s in zip(names, subjects, strict=True):
         by = {f.denominator: f for f in s.figures}
         lines.append(f"  {name:<{width}} {len(s.items):>6}  {_rate(by.get('graded')):<22}{_rate(by.get('all'))}")
     return lines
@@ -279,11 +279,12 @@ def verdict_file_view(path: str | Path) -> list[str]:
     from audit.grade import at_budget_lines
 
     lines += at_budget_lines(table.column("reason").to_pylist(), vf.policies.at_budget)
-    lines += subject_lines(vf.summary.subjects)
+    lines += subject_lines(getattr(vf.summary, "subjects", None))  # (verdict file v2 and later)
     if vf.summary.samples > 1:
         from audit.summary import sample_figures
 
-        lines += sample_figure_lines(sample_figures(table.select(["item_id", "sample", "verdict", "answer"]).to_pandas()))
+        columns = table.select(["item_id", "sample", "verdict", "answer"])
+        lines += sample_figure_lines(sample_figures(columns.to_pandas()))
     if vf.extractor is not None:
         counts = Counter(table.column("rule").to_pylist())
         lines += rule_lines(counts, [vf.extractor, vf.mc_extractor])
@@ -312,15 +313,3 @@ def release_view(release: Mapping[str, Any]) -> list[str]:
         lines.append("figures")
         lines += ["  " + x for x in figure_lines(figs)]
     return lines
-
-
-def json_document(path: Path) -> dict[str, Any] | None:
-    """A small JSON object file, or None (not JSON, not an object, too large to read whole; see read_document)."""
-    from audit.fileio import read_document
-
-    data, _ = read_document(path)
-    try:
-        obj = json.loads(data) if data is not None else None
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None

@@ -141,14 +141,11 @@ def register(name: str, version: str, *, description: str, rules: tuple[str, ...
     return deco
 
 
-def get(spec: str) -> Extractor:
-    """The extractor `name@version`, or the latest version of `name`."""
-    return REGISTRY.get(spec)
+get = REGISTRY.get
+"""`get(spec)`: the extractor `name@version`, or the latest version of `name` (RegistryError otherwise)."""
 
-
-def all_extractors() -> list[Extractor]:
-    """Every registered extractor version, in registration order."""
-    return list(REGISTRY)
+all_extractors = REGISTRY.all
+"""`all_extractors()`: every registered extractor version, in registration order."""
 
 
 __all__ = ["Extraction", "Extractor", "REGISTRY", "RegistryError", "STRENGTHS", "register", "get", "all_extractors"]

@@ -13,7 +13,8 @@ Graders shipped (one module per family, the math family a package; every public 
 on first lookup):
 
     math.equiv@1            audit.graders.math.v1     symbolic equivalence on sympy + latex2sympy2_extended
-    math.equiv@2            audit.graders.math.v2     @1 with assignments by variable, decimals to their stated precision
+    math.equiv@2            audit.graders.math.v2     @1 with assignments by variable, decimals to their stated
+                                                      precision
     math.equiv@3            audit.graders.math.v3     exact numbers, labels, word-joined lists
                             (each a small subclass of audit.graders.math.engine.MathEngine + a frozen config)
     math.hendrycks@985bdc1  audit.graders.hendrycks   hendrycks/math `is_equiv` string normalizer, bugs included
@@ -189,14 +190,11 @@ def register(name: str, version: str, *, description: str, source: str = "audit"
     return deco
 
 
-def get(spec: str) -> Grader:
-    """The grader `name@version`, or the latest version of `name`."""
-    return REGISTRY.get(spec)
+get = REGISTRY.get
+"""`get(spec)`: the grader `name@version`, or the latest version of `name` (RegistryError otherwise)."""
 
-
-def all_graders() -> list[Grader]:
-    """Every registered grader version, in registration order."""
-    return list(REGISTRY)
+all_graders = REGISTRY.all
+"""`all_graders()`: every registered grader version, in registration order."""
 
 
 class Timed(NamedTuple):

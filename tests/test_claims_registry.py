@@ -44,7 +44,7 @@ def test_subcommands_have_help(cli, args):
 
 def test_the_decorator_refuses_untyped_recipes_and_second_registrations(monkeypatch):
     registry.get("grade.accuracy")  # the recipe modules are loaded (a worker may run this test first)
-    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))  # nothing registered here outlives the test
+    monkeypatch.setattr(registry, "REGISTRY", registry.REGISTRY.copy())  # nothing registered here outlives the test
     with pytest.raises(TypeError):
         @recipe("test.untyped", unit="count")
         def untyped(args, ctx):  # noqa: ANN001

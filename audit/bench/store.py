@@ -11,8 +11,10 @@ names the throughput package by id and content digest, and `extra.windows` repea
 edges so the telemetry figures can be recomputed from the telemetry package alone; the summary
 holds both too, so the link is part of the telemetry package's content (and its digest).
 
-A reader never takes a stored summary on trust: `check_*` recompute it from the rows and report
-every field that differs.
+A reader never takes a stored summary on trust: `read_*` recompute it from the rows and report
+every field that differs. Both kinds are registered at the end of this module (`THROUGHPUT`,
+`TELEMETRY`), with typed models of what their `provenance.extra` holds (`ThroughputExtra`,
+`TelemetryExtra`), checked on read.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from audit.bench import figures, telemetry
 from audit.bench.throughput import RunResult, hardware_of
 from audit.errors import AuditError, Problem, ValidationFailed
@@ -29,6 +33,7 @@ from audit.fileio import JsonError, dumps_pretty, json_differences, loads_strict
 from audit.models import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuSampleRow, Manifest, Provenance
 from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, open_package, package_digest
+from audit.packages.kinds import Extra, Kind, register_kind
 
 REQUESTS = "requests.jsonl"
 WINDOWS = "windows.jsonl"
@@ -64,7 +69,8 @@ def check_outputs(out: Path, tel_out: Path | None, force: bool) -> None:
         check_output(p, force=force)
 
 
-def write(result: RunResult, out: Path, tel_out: Path | None, *, force: bool = False) -> tuple[Manifest, Manifest | None]:
+def write(result: RunResult, out: Path, tel_out: Path | None, *,
+          force: bool = False) -> tuple[Manifest, Manifest | None]:
     """Write the throughput package, then the telemetry package linked to it."""
     cfg = result.config
     anchor = None
@@ -97,7 +103,7 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *, force: bool = F
                       notes="Decode throughput: streamed requests timed per token; figures in summary.json are "
                             "recomputed from requests.jsonl and windows.jsonl by `audit bench report`.",
                       extra=extra)
-    with PackageWriter(out, kind="throughput", provenance=prov, package_id=cfg.package_id,
+    with PackageWriter(out, kind=THROUGHPUT.name, provenance=prov, package_id=cfg.package_id,
                        id_prefix=f"throughput-{_slug(cfg.arm)}", overwrite=force) as w:
         with w.rows(REQUESTS, "bench_request_row.v1") as sink:
             for r in result.rows:
@@ -150,14 +156,14 @@ def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifes
     }
     prov = Provenance(hardware=hardware_of(result), notes="GPU counters sampled during the linked throughput run "
                       "(NVML; GPM on Hopper and newer). Null values are counters not read, never zeros.", extra=extra)
-    with PackageWriter(out, kind="telemetry", provenance=prov, id_prefix=f"telemetry-{_slug(result.config.arm)}",
+    with PackageWriter(out, kind=TELEMETRY.name, provenance=prov, id_prefix=f"telemetry-{_slug(result.config.arm)}",
                        overwrite=force) as w:
         with w.rows(GPU_SAMPLES, "gpu_sample_row.v1") as sink:
             for r in sorted(gpu_rows, key=lambda r: (r.t, r.gpu)):
                 sink.write(r)
         with w.rows(GPM_SAMPLES, "gpm_sample_row.v1") as sink:
-            for r in sorted(gpm_rows, key=lambda r: (r.t_start, r.gpu)):
-                sink.write(r)
+            for gpm in sorted(gpm_rows, key=lambda r: (r.t_start, r.gpu)):
+                sink.write(gpm)
         w.add_text(SUMMARY, _summary_text(summary))
     assert w.manifest is not None
     return w.manifest
@@ -228,7 +234,7 @@ def _check(src: str, stored: dict[str, Any], fresh: Any) -> None:
 def load_throughput(path: str | Path) -> Throughput:
     """Open, validate and recompute a throughput package; raise ValidationFailed when its summary is not
     what its rows give."""
-    pkg = open_package(path, kind="throughput")
+    pkg = open_package(path, kind=THROUGHPUT.name)
     try:
         return read_throughput(pkg, str(path))
     except BaseException:
@@ -239,17 +245,15 @@ def load_throughput(path: str | Path) -> Throughput:
 def read_throughput(pkg: Package, label: str) -> Throughput:
     """`load_throughput` of a throughput package already open (and validated), named `label` in errors; the
     caller closes it."""
+    extra = THROUGHPUT.extra_of(pkg.manifest, label)
+    assert isinstance(extra, ThroughputExtra)
     requests = list(pkg.iter_rows("bench_request_row.v1"))
     windows = list(pkg.iter_rows("bench_window_row.v1"))
-    extra = pkg.manifest.provenance.extra
-    run = extra.get("run")
-    if not isinstance(run, dict) or not isinstance(run.get("stall_s"), (int, float)):
-        raise AuditError("manifest.json: provenance.extra.run.stall_s is missing", path=label)
     anchor = None
     if any(f.path == ANCHOR for f in pkg.manifest.files):  # listed, so pinned (unlisted files are refused)
         anchor = (ANCHOR_TOOL, _read_anchor(pkg.read_bytes(ANCHOR), f"{label}/{ANCHOR}"))
     try:
-        fresh = figures.summarize(str(extra.get("arm", "")), requests, windows, float(run["stall_s"]), anchor)
+        fresh = figures.summarize(extra.arm, requests, windows, extra.run.stall_s, anchor)
     except ValueError as e:
         raise AuditError(str(e), path=f"{label}/{ANCHOR}") from None
     stored = _stored_summary(pkg)
@@ -260,7 +264,7 @@ def read_throughput(pkg: Package, label: str) -> Throughput:
 def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Telemetry:
     """Open, validate and recompute a telemetry package; when `throughput` is given, check that the
     telemetry names it (by content digest)."""
-    pkg = open_package(path, kind="telemetry")
+    pkg = open_package(path, kind=TELEMETRY.name)
     try:
         return read_telemetry(pkg, str(path), throughput)
     except BaseException:
@@ -271,18 +275,17 @@ def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Te
 def read_telemetry(pkg: Package, label: str, throughput: Throughput | None = None) -> Telemetry:
     """`load_telemetry` of a telemetry package already open (and validated), named `label` in errors; the
     caller closes it."""
-    extra = pkg.manifest.provenance.extra
-    link = extra.get("throughput") or {}
-    if throughput is not None and link.get("digest") != throughput.pkg.digest:
-        raise AuditError(f"belongs to throughput package {link.get('package_id')} (digest "
-                         f"{str(link.get('digest'))[:12]}...), not {throughput.pkg.manifest.package_id} (digest "
+    extra = TELEMETRY.extra_of(pkg.manifest, label)
+    assert isinstance(extra, TelemetryExtra)
+    link = extra.throughput or ThroughputLink()
+    if throughput is not None and link.digest != throughput.pkg.digest:
+        raise AuditError(f"belongs to throughput package {link.package_id} (digest "
+                         f"{str(link.digest)[:12]}...), not {throughput.pkg.manifest.package_id} (digest "
                          f"{throughput.pkg.digest[:12]}...)", path=label)
     gpu_rows = list(pkg.iter_rows("gpu_sample_row.v1"))
     gpm_rows = list(pkg.iter_rows("gpm_sample_row.v1"))
-    windows = [(int(w[0]), float(w[1]), float(w[2])) for w in extra.get("windows", [])]
-    fresh = telemetry.summarize((str(link.get("package_id")), str(link.get("digest"))),
-                                str(extra.get("status", "")), len(extra.get("devices", [])), windows,
-                                gpu_rows, gpm_rows)
+    fresh = telemetry.summarize((str(link.package_id), str(link.digest)), extra.status, len(extra.devices),
+                                [(w[0], w[1], w[2]) for w in extra.windows], gpu_rows, gpm_rows)
     stored = _stored_summary(pkg)
     _check(label, stored, fresh)
     return Telemetry(pkg, gpu_rows, gpm_rows, stored, fresh)
@@ -295,3 +298,92 @@ def find_telemetry(throughput_path: str | Path, given: str | Path | None) -> Pat
         return Path(given)
     p = telemetry_path(throughput_path)
     return p if p.exists() else None
+
+
+# --------------------------------------------------------------------------- the throughput and telemetry kinds
+
+
+class RunSettings(Extra):
+    """The settings two arms must share to be compared (`run_settings`)."""
+
+    model: str | None = None
+    prompt_tokens: int | None = None
+    max_tokens: int | None = None
+    ignore_eos: bool | None = None
+    concurrency: int | None = None
+    servers: int | None = None
+    windows: int | None = None
+    window_s: float | None = None
+    stall_s: float = Field(strict=True)
+    """Seconds without a token after which a request counts as stalled: the figures depend on it."""
+    warmup_requests: int | None = None
+
+
+class ThroughputExtra(Extra):
+    """`provenance.extra` of a throughput package (what `write` records)."""
+
+    arm: str = ""
+    """The arm's name."""
+    run: RunSettings
+    """The settings two arms must share to be compared."""
+    config: dict[str, Any] | None = None
+    """The run's whole configuration."""
+    prompt: dict[str, Any] | None = None
+    """How the prompts were made and counted."""
+    servers: list[dict[str, Any]] | None = None
+    """Each server: url, model, root, context length, version."""
+    notes: list[str] | None = None
+    """What the run noticed (stalls, errors)."""
+    telemetry: dict[str, Any] | str | None = None
+    """The linked telemetry package and its status, or `off`."""
+    anchor: dict[str, Any] | None = None
+    """The anchor tool's command, exit code and time, when one ran."""
+
+
+class ThroughputLink(Extra):
+    """The throughput package a telemetry package belongs to."""
+
+    package_id: str | None = None
+    digest: str | None = None
+
+
+class TelemetryExtra(Extra):
+    """`provenance.extra` of a telemetry package (what `write_telemetry` records)."""
+
+    throughput: ThroughputLink | None = None
+    """The throughput run, by id and content digest."""
+    status: str = ""
+    """Whether the counters were read: `ok`, or why not."""
+    devices: list[dict[str, Any]] = []
+    """Each GPU sampled: NVML index, name, uuid."""
+    counters: dict[str, Any] | None = None
+    """Per GPU, whether each counter could be read."""
+    events: list[dict[str, Any]] | None = None
+    """What happened while sampling (a GPU lost, a read failed)."""
+    windows: list[tuple[int, float, float]] = []
+    """The throughput run's windows: (index, start, end)."""
+    sampler: dict[str, Any] | None = None
+    """The sampler's rates, cost and versions."""
+
+
+def _show_throughput(t: Throughput) -> list[str]:
+    tok = t.summary.tok_s  # recomputed from the rows (and equal to the stored summary: read_throughput checks)
+    if tok.mean is not None and tok.n:
+        spread = f" ± {2 * tok.se:.1f} (2·se)" if tok.se is not None else ""
+        return [f"tok/s      {tok.mean:.1f}{spread} over {tok.n} valid windows, "
+                f"{tok.min:.1f} to {tok.max:.1f} by window (audit bench report for all figures)"]
+    return []
+
+
+THROUGHPUT = register_kind(Kind(
+    "throughput", "a decode-throughput run: its streamed requests, timed windows and summary (`audit bench`)",
+    rows={"bench_request_row.v1": BenchRequestRow, "bench_window_row.v1": BenchWindowRow},
+    row_keys={"bench_request_row.v1": ("request",), "bench_window_row.v1": ("window",)},
+    schemas={"throughput_summary.v1": figures.ThroughputSummary}, extra=ThroughputExtra,
+    reader=lambda pkg: read_throughput(pkg, str(pkg.source)), viewer=_show_throughput), __name__)
+
+TELEMETRY = register_kind(Kind(
+    "telemetry", "GPU counters sampled during a throughput run (NVML, GPM), linked to it by digest",
+    rows={"gpu_sample_row.v1": GpuSampleRow, "gpm_sample_row.v1": GpmSampleRow},
+    schemas={"telemetry_summary.v1": telemetry.TelemetrySummary}, extra=TelemetryExtra,
+    reader=lambda pkg: read_telemetry(pkg, str(pkg.source))), __name__)

@@ -16,18 +16,16 @@ from typing import Any, Literal
 from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, Result, Series, recipe
 from audit.verdicts.models import Interval
 
-THROUGHPUT, TELEMETRY = "throughput", "telemetry"
-
 
 def throughput(ctx: Context, ident: str, recipe_name: str) -> Any:
     """The throughput package `ident`, read back by `audit.bench.store` (summary recomputed from the rows)."""
     from audit.bench import store
 
-    pkg = ctx.package_of_kind(ident, THROUGHPUT, recipe_name)
+    pkg = ctx.package_of_kind(ident, store.THROUGHPUT.name, recipe_name)
     key = ("bench.throughput", pkg.digest)
     if key not in ctx.cache:
         with ctx.reading(ident):  # raises when summary.json is not what the rows (read as pinned) give
-            ctx.cache[key] = store.read_throughput(pkg, str(pkg.root))
+            ctx.cache[key] = store.THROUGHPUT.read(pkg)
     return ctx.cache[key]
 
 
@@ -35,7 +33,7 @@ def telemetry(ctx: Context, ident: str, run: str | None, recipe_name: str) -> An
     """The telemetry package `ident`, its figures recomputed from the samples; linked to `run` when given."""
     from audit.bench import store
 
-    pkg = ctx.package_of_kind(ident, TELEMETRY, recipe_name)
+    pkg = ctx.package_of_kind(ident, store.TELEMETRY.name, recipe_name)
     t = throughput(ctx, run, recipe_name) if run is not None else None
     key = ("bench.telemetry", pkg.digest, t.pkg.digest if t is not None else None)
     if key not in ctx.cache:
@@ -368,6 +366,7 @@ def _counter_timeline(tel: Any, counter: str, name: str) -> Series | None:
                 pts.append(((a + b) / 2 - t0, m))
         return tuple(pts)
 
+    lines: tuple[tuple[str, tuple[tuple[float, float], ...]], ...]
     if counter == "power_w":
         lines = (("power, W (mean over GPUs)", legacy("power_w")),)
         return Series(title="power during the windows", xlabel="seconds from the first window", ylabel="W",

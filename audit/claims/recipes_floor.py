@@ -12,14 +12,12 @@ from typing import Any
 
 from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, Result, Series, memo, recipe
 
-KIND = "checkpoint-headers"
-
 
 def floor_report(ctx: Context, ident: str, recipe_name: str) -> Any:
     """The `FloorReport` of package `ident`, after `check_opened` recomputed it identically."""
-    from audit.floor.package import check_opened
+    from audit.floor.package import CHECKPOINT_HEADERS, check_opened
 
-    pkg = ctx.package_of_kind(ident, KIND, recipe_name)
+    pkg = ctx.package_of_kind(ident, CHECKPOINT_HEADERS.name, recipe_name)
 
     def checked() -> Any:
         with ctx.reading(ident):

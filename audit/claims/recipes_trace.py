@@ -12,67 +12,24 @@ is refused with the reason the trace gave, never divided by a guessed step count
 
 from __future__ import annotations
 
-import statistics
 from typing import Any, Literal
 
 from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, Result, Series, memo, recipe
-from audit.fileio import json_differences
-
-PROFILE = "profile"
 
 
 def profile(ctx: Context, ident: str, recipe_name: str) -> tuple[Any, str]:
-    """The profile package `ident` read by `audit.trace.package.read_profile`, recomputed from its trace when it
-    holds it; returns (loaded, how the figures were checked)."""
-    pkg = ctx.package_of_kind(ident, PROFILE, recipe_name)
+    """The profile package `ident` read by its kind (`audit.trace.package.read_checked`: recomputed from its trace
+    when it holds it, else cross-checked against its steps); returns (loaded, how the figures were checked)."""
+    from audit.trace.package import PROFILE, read_checked
+
+    pkg = ctx.package_of_kind(ident, PROFILE.name, recipe_name)
+
+    def checked() -> tuple[Any, str]:
+        c = read_checked(pkg, ident)
+        return c.loaded, c.how
+
     with ctx.reading(ident):
-        return memo(("trace.profile", pkg.digest), lambda: _recomputed(pkg, ident))
-
-
-def _recomputed(pkg: Any, ident: str) -> tuple[Any, str]:
-    from audit.trace.analyze import TraceOptions, analyze
-    from audit.trace.package import read_profile
-
-    loaded = read_profile(pkg, str(pkg.root))
-    s = loaded.summary
-    if s.source.included is not None:
-        cfg = s.config
-        options = TraceOptions(step_marker=cfg.step_marker, step_filter=cfg.step_filter,
-                               collectives={k: tuple(v) for k, v in cfg.collectives.items()},
-                               main_stream=cfg.main_stream, embed_limit_bytes=cfg.embed_limit_bytes,
-                               marker_categories=tuple(cfg.marker_categories), analysis=cfg.analysis,
-                               step_span=cfg.step_span,
-                               collective_ops={k: tuple(v) for k, v in cfg.collective_ops.items()})
-        fresh = analyze(pkg.root / s.source.included, options)
-        again = fresh.summary.model_copy(update={"source": fresh.summary.source.model_copy(
-            update={"included": s.source.included, "file": s.source.file})})
-        diffs = json_differences(s.model_dump(mode="json"), again.model_dump(mode="json"))
-        if fresh.steps != loaded.steps:
-            diffs.append("steps.jsonl: differs from the steps recomputed from the trace")
-        if fresh.kernels != loaded.kernels:
-            diffs.append("kernels.jsonl: differs from the kernels recomputed from the trace")
-        if diffs:
-            more = f" (and {len(diffs) - 1} more)" if len(diffs) > 1 else ""
-            raise RecipeFailed(f"{ident}: summary.json differs from the figures recomputed from its trace "
-                               f"{s.source.included}: {diffs[0]}{more}")
-        how = f"recomputed from the trace in the package ({s.source.file}, sha256 {s.source.sha256[:12]}…)"
-    else:
-        _cross_check(ident, loaded)
-        how = (f"from summary.json, cross-checked against steps.jsonl (the trace {s.source.file}, sha256 "
-               f"{s.source.sha256[:12]}…, is not in the package)")
-    return loaded, how
-
-
-def _cross_check(ident: str, loaded: Any) -> None:
-    s = loaded.summary
-    if s.steps is None:
-        return
-    kernels = [r.kernels for r in loaded.steps if r.selected]
-    k = s.steps.kernels_per_step
-    if (len(kernels), min(kernels, default=None), max(kernels, default=None)) != (s.steps.steps, k.min, k.max) or \
-            statistics.median(kernels) != k.median:
-        raise RecipeFailed(f"{ident}: summary.json's kernels per step ({k.median:g}, {k.min}–{k.max} over "
-                           f"{s.steps.steps} steps) disagree with steps.jsonl")
+        return memo(("trace.profile", pkg.digest), checked)
 
 
 def _steps(ident: str, loaded: Any) -> Any:
@@ -125,7 +82,8 @@ def kernels_per_step(args: KernelsArgs, ctx: Context) -> Result:
     basis = (f"{label}: median {spread.median:g}, {spread.min}–{spread.max} over {_where(s)}; "
              f"{graphs.graph_launches} CUDA-graph launches ran {graphs.kernels:,} kernels; {how}")
     series = Series(title=f"kernels per step ({label})", xlabel="step", ylabel="kernels",
-                    lines=(("selected steps", tuple((float(r.step), c) for r, c in zip(selected, counts))),),
+                    lines=(("selected steps",
+                                            tuple((float(r.step), c) for r, c in zip(selected, counts, strict=True))),),
                     style="dots", center=value, integer_x=True, unit="count")
     return Result(value=value, unit="count", n=steps.steps, n_label="steps", basis=basis, series=series)
 

@@ -41,7 +41,6 @@ against the recipe's model when a ledger is read, and listed by `audit claims re
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import tempfile
 import types
@@ -57,6 +56,7 @@ from audit.claims import units
 from audit.claims.ledger import error_message
 from audit.errors import AuditError
 from audit.models import Record
+from audit.registry import Catalog, catalog
 from audit.verdicts.models import Interval
 
 if TYPE_CHECKING:
@@ -339,7 +339,8 @@ def _find_ref(tp: Any) -> str | None:
     return None
 
 
-REGISTRY: dict[str, Recipe] = {}
+REGISTRY: Catalog[Recipe] = catalog("recipe", homes=RECIPE_MODULES)
+"""Every recipe by name (`audit.registry`): the modules in `RECIPE_MODULES` register them on import."""
 
 
 def recipe(name: str, *, unit: str, claims: Callable[[Any], list[str]] | None = None,
@@ -355,35 +356,22 @@ def recipe(name: str, *, unit: str, claims: Callable[[Any], list[str]] | None = 
         model = hints.get(first)
         if not (isinstance(model, type) and issubclass(model, RecipeArgs)):
             raise TypeError(f"recipe {name}: the first parameter must be typed with a RecipeArgs model")
-        if name in REGISTRY and REGISTRY[name].fn is not fn:
-            raise ValueError(f"recipe {name!r} is already registered")
-        REGISTRY[name] = Recipe(name, model, unit, fn, claims, unit_of)
+        existing = REGISTRY.registered(name)
+        if existing is not None and existing.fn is fn:
+            return fn
+        REGISTRY.add(name, Recipe(name, model, unit, fn, claims, unit_of), home=fn.__module__)
         return fn
 
     return deco
 
 
-_loaded = False
-
-
-def _load() -> None:
-    global _loaded
-    if not _loaded:
-        for mod in RECIPE_MODULES:
-            importlib.import_module(mod)
-        _loaded = True
-
-
 def get(name: str) -> Recipe:
-    _load()
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise LookupError(f"unknown recipe {name!r} (known: {', '.join(sorted(REGISTRY))})") from None
+    """The recipe `name`; UnknownError (a LookupError) listing the known ones otherwise."""
+    return REGISTRY[name]
 
 
 def all_recipes() -> list[Recipe]:
-    _load()
+    """Every recipe, by name."""
     return [REGISTRY[k] for k in sorted(REGISTRY)]
 
 
@@ -545,7 +533,7 @@ def iter_recipe_help(width: int = 100) -> Iterator[str]:
             if f.is_required():
                 default = "required"
             elif f.default_factory is not None:
-                default = f"default {f.default_factory()!r}"
+                default = f"default {typing.cast(Callable[[], Any], f.default_factory)()!r}"
             else:
                 default = "optional" if f.default is None else f"default {f.default!r}"
             doc = " ".join((f.description or "").split())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import click
@@ -25,7 +24,8 @@ from audit.packages import bundle, digest_scope, open_package
               help="Items: JSONL rows {item_id, reference, choices, subject, protected}.")
 @click.option("--provenance", type=click.Path(path_type=Path), metavar="P.json",
               help="Provenance JSON: model, engine, hardware, dataset, sampling as sent.")
-@click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from kind, benchmark and content).")
+@click.option("--id", "package_id", metavar="ID",
+              help="Package id (default: derived from kind, benchmark and content).")
 @click.option("--gzip", "use_gzip", is_flag=True, help="Store data files as .jsonl.gz.")
 @click.option("--force", is_flag=True, help="Replace OUT_DIR if it exists and is a package (or empty).")
 def pack(out_dir: Path, kind: str, benchmark: str | None, responses: Path | None, items: Path | None,
@@ -90,8 +90,9 @@ def validate(path: Path) -> int:
 def show(path: Path) -> int:
     """Summarise a package or a verdict file.
 
-    A package (validated first): kind, counts, provenance and hashes, and what it holds: a release's
-    figures, a profile's steps and kernels, a throughput package's tok/s, a floor. A verdict file
+    A package (validated first, then read back by its kind, which recomputes what can be recomputed and
+    refuses a mismatch): kind, counts, provenance and hashes, and what it holds: responses and items, a
+    release's figures, a profile's steps and kernels, a throughput package's tok/s, a floor. A verdict file
     (results.json): what was graded and how, the figures, per-subject figures and the rules that fired.
     """
     from audit.errors import AuditError
@@ -109,8 +110,12 @@ def show(path: Path) -> int:
             raise AuditError(f"not a package or a verdict file: {found.message(path)}", path=str(path))
         raise AuditError("not a package or a verdict file: expected a package directory, a .tar.gz or a "
                          "verdict file", path=str(path))
+    from audit.packages.kinds import get_kind
+
     with open_package(path) as pkg:
         m = pkg.manifest
+        kind = get_kind(m.kind)
+        contents = kind.show(kind.read(pkg))  # read (and recomputed) before anything is printed
         echo = click.echo
         echo(f"package    {m.package_id}")
         echo(f"kind       {m.kind}" + (f" ({m.benchmark})" if m.benchmark else ""))
@@ -136,71 +141,9 @@ def show(path: Path) -> int:
         for f in m.files:
             rows = f"{f.rows} rows" if f.rows is not None else "-"
             echo(f"  {f.path:<28} {f.schema_:<16} {rows:>12} {f.bytes:>12} B  sha256 {f.sha256[:16]}")
-        if pkg.files("response_row.v1"):
-            _summarise_responses(pkg)
-        if pkg.files("item_row.v1"):
-            n = protected = 0
-            for it in pkg.iter_rows("item_row.v1"):
-                n += 1
-                protected += it.protected
-            echo(f"items      {n} ({protected} protected)")
-        for line in _contents(pkg):
+        for line in contents:
             echo(line)
     return 0
-
-
-def _contents(pkg) -> list[str]:
-    """What a release, profile, throughput or floor package holds, read from its own summary file."""
-    from audit.views import json_document, release_view
-
-    root = pkg.root
-    kind = pkg.manifest.kind
-    if kind == "release" and (root / "release.json").is_file():
-        return release_view(json_document(root / "release.json") or {})
-    if kind == "profile" and (root / "summary.json").is_file():
-        from audit.trace.models import TraceSummary
-        from audit.trace.report import render_summary
-
-        doc = json_document(root / "summary.json")
-        if doc is None:
-            return []
-        text = render_summary(TraceSummary.model_validate(doc))
-        keep = ("steps", "kernels", "step time", "main stream", "cuda graphs", "note")
-        return [line for line in text.splitlines() if line.startswith(keep)]
-    if kind == "throughput" and (root / "summary.json").is_file():
-        tok = (json_document(root / "summary.json") or {}).get("tok_s") or {}
-        if isinstance(tok.get("mean"), (int, float)) and tok.get("n"):
-            se = tok.get("se")
-            spread = f" ± {2 * se:.1f} (2·se)" if isinstance(se, (int, float)) else ""
-            return [f"tok/s      {tok['mean']:.1f}{spread} over {tok['n']} valid windows, "
-                    f"{tok['min']:.1f} to {tok['max']:.1f} by window (audit bench report for all figures)"]
-        return []
-    if kind == "checkpoint-headers" and (root / "floor.txt").is_file():
-        from audit.fileio import read_document
-
-        text = (read_document(root / "floor.txt")[0] or b"").decode("utf-8", errors="replace")  # (a page of text)
-        return [line for line in text.splitlines() if line.startswith(("floor:", "bytes/token by dtype"))]
-    return []
-
-
-def _summarise_responses(pkg) -> None:
-    items, samples, attempts = set(), set(), Counter()
-    finish: Counter[str] = Counter()
-    n = empty = excluded = errors = 0
-    for r in pkg.iter_rows("response_row.v1"):
-        n += 1
-        items.add(r.item_id)
-        samples.add(r.sample)
-        attempts[r.attempt] += 1
-        finish[r.finish_reason or "unknown"] += 1
-        empty += r.response is None
-        excluded += r.excluded is not None
-        errors += r.error is not None
-    click.echo(f"responses  {n} rows: {len(items)} items x {len(samples)} samples; "
-               f"attempts {dict(sorted(attempts.items()))}")
-    click.echo("finish     " + ", ".join(f"{k}={v}" for k, v in sorted(finish.items())))
-    if empty or excluded or errors:
-        click.echo(f"missing    {empty} without text ({excluded} excluded, {errors} errors)")
 
 
 @cli.command("bundle")

@@ -8,7 +8,8 @@ Layout:
     checkpoint/<shard>.safetensors 8-byte length + the header bytes, no data
 
 The copy is itself a checkpoint `audit floor` reads, so `audit floor-check PACKAGE` recomputes the floor
-from it with the recorded options and bandwidth and compares byte for byte.
+from it with the recorded options and bandwidth and compares byte for byte. The kind is registered at the
+end of this module (`CHECKPOINT_HEADERS`): its reader is that check, refusing any difference.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from audit.floor.roles import TABLES, table_sha256
 from audit.floor.safetensors import CONFIG_FILE, INDEX_FILE, Checkpoint, parse_json, read_checkpoint
 from audit.models import Provenance
 from audit.packages import Package, PackageWriter, open_package
+from audit.packages.kinds import Kind, register_kind
 
-KIND = "checkpoint-headers"
 REPORT_FILE = "floor.json"
 TABLE_FILE = "floor.txt"
 CHECKPOINT_DIR = "checkpoint"
@@ -163,3 +164,42 @@ def check_opened(pkg: Package, label: str) -> CheckResult:
     if table_bytes != table_text(again).encode("utf-8"):
         differences.append(f"{TABLE_FILE}: differs from the table floor.json renders")
     return CheckResult(not differences, differences, recorded, pkg.digest)
+
+
+# --------------------------------------------------------------------------- the checkpoint-headers kind
+
+
+@dataclass(frozen=True)
+class CheckedFloor:
+    """A checkpoint-headers package whose floor recomputed identically: the report and the table it renders."""
+
+    report: FloorReportV1
+    table: str
+    """floor.txt, as compared byte for byte with what floor.json renders."""
+
+
+def read_identical(pkg: Package, label: str) -> CheckedFloor:
+    """`check_opened`, refusing a package whose floor does not recompute identically (AuditError naming the
+    first difference)."""
+    check = check_opened(pkg, label)
+    if not check.identical or check.report is None:
+        more = f" (and {len(check.differences) - 1} more)" if len(check.differences) > 1 else ""
+        first = check.differences[0] if check.differences else "no report"
+        raise AuditError(f"the floor recomputed from its checkpoint headers differs from floor.json: {first}{more}",
+                         path=label)
+    return CheckedFloor(check.report, table_text(check.report))
+
+
+def _show(checked: CheckedFloor) -> list[str]:
+    return [line for line in checked.table.splitlines() if line.startswith(("floor:", "bytes/token by dtype"))]
+
+
+def _schemas() -> dict[str, type[pydantic.BaseModel]]:
+    return {"floor_report.v1": FloorReportV1, "floor_report.v2": FloorReport}
+
+
+CHECKPOINT_HEADERS = register_kind(Kind(
+    "checkpoint-headers", "a decode bandwidth floor and the header-only copy of the checkpoint it came from",
+    schemas=_schemas(), reader=lambda pkg: read_identical(pkg, str(pkg.source)), viewer=_show), __name__)
+
+KIND = CHECKPOINT_HEADERS.name

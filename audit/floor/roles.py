@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.errors import AuditError
+from audit.registry import Catalog, catalog, unknown_error
 
 STRUCTURAL_ROLES = ("routed_experts", "shared_experts", "router", "dense_mlp", "attention", "embeddings",
                     "output_head", "norms", "other")
@@ -89,8 +90,10 @@ def _default_2() -> tuple[tuple[str, str], ...]:
     return tuple(rules)
 
 
-TABLES: dict[str, tuple[tuple[str, str], ...]] = {"default@1": _DEFAULT_1, "default@2": _default_2()}
-"""Published role tables by `name@version`; never edited once published."""
+TABLES: Catalog[tuple[tuple[str, str], ...]] = catalog("role table")
+"""Published role tables by `name@version` (`audit.registry`); never edited once published."""
+TABLES.add("default@1", _DEFAULT_1, home=__name__)
+TABLES.add("default@2", _default_2(), home=__name__)
 
 DEFAULT_TABLE = "default@2"
 
@@ -133,7 +136,7 @@ class Classifier:
 
     def __post_init__(self) -> None:
         if self.table not in TABLES:
-            raise AuditError(f"unknown role table {self.table!r} (known: {', '.join(TABLES)})")
+            raise AuditError(str(unknown_error(TABLES.kind, self.table, TABLES)))
         self._cacheable = not any(re.search(r"[0-9]", p) for _, p in self.overrides)
         self.rules = [Rule(r, p, re.compile(p)) for r, p in self.overrides]
         self.rules += [Rule(r, p, None if p == MTP_LAYER_RULE else re.compile(p))

@@ -28,9 +28,10 @@ from audit.importers.mapping import (
     split_assignment,
 )
 from audit.importers.sources import TABLE_SUFFIXES, SourceFile, iter_table_records, source_file
-from audit.models import ROW_MODELS, Provenance
+from audit.models import Provenance
 from audit.pack import SourceRow, Table
 from audit.packages import ROW_KEYS
+from audit.packages.kinds import ROW_MODELS
 
 INT_TO_TEXT = ("item_id", "reference")
 """Fields where an integer column is taken as its decimal text (ids, numeric answers); elsewhere

@@ -5,13 +5,15 @@ only after its manifest is complete, so a killed writer leaves nothing that
 validates. Reading verifies the manifest, every file's size and sha256, every
 row against its schema, duplicate keys, and path safety before any row is used.
 
-    layout    what a package is on disk: manifest name, row keys, content digest, row reading
+    kinds     each package kind as one registered `Kind`: its rows, documents, typed extra, read and show
+    layout    what a package is on disk: manifest name, content digest, row reading
     validate  every check (`validate_package`), tarballs unpacked safely (`unpacked`)
     read      `open_package` -> `Package`, whose rows were validated on open (`load_package`: or the problems)
     write     `PackageWriter` (atomic), `bundle` (a reproducible .tar.gz)
 """
 
 from audit.fileio import write_atomic
+from audit.packages.kinds import KINDS, Kind, get_kind, register_kind
 from audit.packages.layout import (
     DATA_SUFFIXES,
     DOCUMENT_SCHEMAS,
@@ -36,8 +38,8 @@ from audit.packages.validate import (
 from audit.packages.write import PackageWriter, bundle, created_now
 
 __all__ = [
-    "DATA_SUFFIXES", "DOCUMENT_SCHEMAS", "MANIFEST", "MAX_PROBLEMS_PER_FILE", "ROW_KEYS", "Package", "PackageWriter", "bundle",
-    "content_digest", "created_now", "digest_scope", "document_model", "load_manifest", "load_package", "open_package",
-    "package_digest", "pydantic_problems",
+    "DATA_SUFFIXES", "DOCUMENT_SCHEMAS", "KINDS", "Kind", "MANIFEST", "MAX_PROBLEMS_PER_FILE", "ROW_KEYS", "Package",
+    "PackageWriter", "bundle", "content_digest", "created_now", "digest_scope", "document_model", "get_kind",
+    "register_kind", "load_manifest", "load_package", "open_package", "package_digest", "pydantic_problems",
     "row_to_json", "unpacked", "validate_package", "validate_rows", "validate_tree", "write_atomic",
 ]

@@ -1,5 +1,7 @@
-"""What a package is on disk: its manifest's name, data file suffixes, the fields that key
-each row schema, its content identity, and how a data file's rows are read and written.
+"""What a package is on disk: its manifest's name, data file suffixes, its content identity, and how
+a data file's rows are read and written. The row schemas, the fields that key each and the document
+schemas come from the package kinds (`audit.packages.kinds`); `ROW_KEYS` and `DOCUMENT_SCHEMAS` are
+their tables, kept importable from here.
 
 Shared by `validate` (checks), `read` (a validated package's rows) and `write`.
 """
@@ -14,7 +16,7 @@ import types
 import typing
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol, cast
 
 from pydantic_core import from_json
 
@@ -33,35 +35,17 @@ from audit.fileio import (
     sha256_bytes,
 )
 from audit.models import FileEntry, Manifest, Record
+from audit.packages.kinds import DOCUMENT_SCHEMAS
+from audit.packages.kinds import ROW_KEYS as ROW_KEYS
 
 MANIFEST = "manifest.json"
 
-ROW_KEYS: dict[str, tuple[str, ...]] = {
-    "response_row.v1": ("item_id", "sample", "attempt"),
-    "item_row.v1": ("item_id",),
-    "release_row.v1": ("item_id", "sample"),
-    "bench_request_row.v1": ("request",),
-    "bench_window_row.v1": ("window",),
-    "profile_step.v1": ("step",),
-    "profile_kernel.v1": ("name", "category"),
-    "profile_collective.v1": ("step", "kind", "position"),
-}
-"""Fields that must be unique together within one file of each row schema."""
-
 DATA_SUFFIXES = (".jsonl", ".jsonl.gz", ".parquet")
-
-DOCUMENT_SCHEMAS: dict[str, tuple[str, str]] = {
-    "trace_summary.v1": ("audit.trace.models", "TraceSummary"),
-}
-"""Files holding one JSON document (not rows), by schema id: the (module, class) of its model,
-imported when a package holds one (the model lives beside the code that writes it)."""
 
 
 def document_model(schema: str) -> type[Record]:
-    import importlib
-
-    module, name = DOCUMENT_SCHEMAS[schema]
-    return getattr(importlib.import_module(module), name)
+    """The model of document schema `schema` (registered by its package kind)."""
+    return DOCUMENT_SCHEMAS[schema]
 
 
 def content_digest(files: Iterable[FileEntry]) -> str:
@@ -103,13 +87,19 @@ def digest_scope(manifest: Manifest) -> str | None:
             f"file paths and hashes only, not the manifest's provenance, producer, kind or row counts")
 
 
+class Readable(Protocol):
+    """What TarTail reads from: `read(n)` bytes."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
 class TarTail:
     """A tar stream read through, keeping its last bytes: tarfile stops at the first zero block and
     may have buffered past it, so what follows the archive is checked from here (see trailing_problem)."""
 
     KEEP = 4 * 10240  # more than tarfile reads ahead (one record) plus the end block
 
-    def __init__(self, fh: IO[bytes]):
+    def __init__(self, fh: Readable):
         self._fh = fh
         self.count = 0
         self._tail = bytearray()
@@ -226,7 +216,7 @@ class PinnedRead:
     def _jsonl(self, raw: HashingReader, size: int) -> Iterator[Item]:
         entry = self.entry
         gz = entry.path.endswith(".gz")
-        fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, CHUNK)
+        fh = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb") if gz else io.BufferedReader(raw, CHUNK))
         # A plain file is bounded by its size on disk; a gzip'd one by what the manifest says (no more
         # lines, blank ones included, than its rows; no more bytes than its uncompressed_bytes) and,
         # whatever it says, by gzip_limit of its size, and by the line limit (an over-long line ends it).
@@ -252,7 +242,7 @@ class PinnedRead:
                     return
                 if line.error:
                     yield line.lineno, None, None, line.error
-                elif not gz or not line.data.isspace():  # (iter_raw_lines skipped blank lines of plain files)
+                elif not gz or not (line.data or b"").isspace():  # (iter_raw_lines skipped blank lines of plain files)
                     yield line.lineno, line.data, None, None
         except READ_ERRORS as e:  # damaged gzip stream
             yield 0, None, None, f"unreadable: {e}"
@@ -505,7 +495,7 @@ def _page_header(data: memoryview, pos: int) -> tuple[int, int, int] | None:
         raise ValueError
 
     def struct(i: int, depth: int) -> tuple[int, dict[int, int]]:
-        last, found = 0, {}
+        last, found = 0, dict[int, int]()
         while True:
             if i >= n:
                 raise ValueError

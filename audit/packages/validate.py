@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import pydantic
 
@@ -19,18 +19,16 @@ from audit.errors import AuditError, Problem, one_line
 from audit.fileio import MAX_DOCUMENT_BYTES, READ_ERRORS, JsonError, loads_strict, parse_object, short_repr
 from audit.models import (
     MANIFEST_SCHEMA_VERSION,
-    ROW_MODELS,
     TEXT_SCHEMA,
     FileEntry,
     Manifest,
     path_key,
     unsafe_path_reason,
 )
+from audit.packages.kinds import DOCUMENT_SCHEMAS, ROW_KEYS, ROW_MODELS
 from audit.packages.layout import (
     DATA_SUFFIXES,
-    DOCUMENT_SCHEMAS,
     MANIFEST,
-    ROW_KEYS,
     PinnedBytes,
     PinnedRead,
     TarTail,
@@ -96,7 +94,7 @@ def validate_rows(entry: FileEntry, reader: PinnedRead) -> tuple[list[Problem], 
         if keys:
             key = tuple(getattr(rec, k) for k in keys)
             if key in seen:
-                desc = ", ".join(f"{k}={v!r}" for k, v in zip(keys, key))
+                desc = ", ".join(f"{k}={v!r}" for k, v in zip(keys, key, strict=True))
                 add(Problem(entry.path, f"duplicate ({desc}); first seen in row {seen[key]}", rowno,
                             keys[0]))
             else:
@@ -146,6 +144,7 @@ def load_manifest(root: Path, label: str) -> tuple[Manifest | None, list[Problem
     obj, err = parse_object(pinned.data.replace(b"\n", b" "))
     if err:
         return None, [Problem(name, err, field=getattr(err, "field", None))]
+    assert obj is not None  # (parse_object gives an object or an error)
     version = obj.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool):
         return None, [Problem(name, "missing or non-integer schema_version", field="schema_version")]
@@ -218,7 +217,9 @@ def validate_tree(root: Path, label: str = "", rows: bool = True) -> tuple[Manif
             # A symlinked directory on the way (reported by _check_tree): never read through it.
             problems.append(Problem(entry.path, "resolves outside the package"))
             continue
-        is_document = entry.schema_ in DOCUMENT_SCHEMAS
+        # (Row schemas first: a lookup imports kind modules only until one registers the id.)
+        is_document = entry.schema_ != TEXT_SCHEMA and entry.schema_ not in ROW_MODELS and \
+            entry.schema_ in DOCUMENT_SCHEMAS
         is_rows = entry.schema_ != TEXT_SCHEMA and not is_document
         later: list[Problem] = []
         if is_rows and entry.schema_ not in ROW_MODELS:
@@ -330,7 +331,7 @@ def _unpack(p: Path, dest: Path) -> tuple[Path, list[Problem]]:
             if raw.read(2) != b"\x1f\x8b":
                 return dest, [Problem("", "not a readable tar archive: not a gzip file")]
             raw.seek(0)
-        stream: IO[bytes] = raw if p.name.endswith(".tar") else gzip.GzipFile(fileobj=raw, mode="rb")
+        stream = cast(IO[bytes], raw if p.name.endswith(".tar") else gzip.GzipFile(fileobj=raw, mode="rb"))
         counted = _Counted(stream, MAX_BYTES_BEFORE_MANIFEST + _TAR_OVERHEAD + 1536 * MAX_MEMBERS_BEFORE_MANIFEST)
         declared: dict[str, int] | None = None
         manifest_seen = False
@@ -349,7 +350,7 @@ def _unpack(p: Path, dest: Path) -> tuple[Path, list[Problem]]:
 
         try:
             tail = TarTail(counted)
-            tf = tarfile.open(fileobj=tail, mode="r|")
+            tf = tarfile.open(fileobj=cast(IO[bytes], tail), mode="r|")
             for m in tf:
                 name = m.name
                 while name.startswith("./"):

@@ -35,9 +35,10 @@ from audit.fileio import (
     sha256_file,
     write_atomic,
 )
-from audit.models import ROW_MODELS, TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
+from audit.models import TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
 from audit.outputs import check_output, publish
-from audit.packages.layout import DOCUMENT_SCHEMAS, JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
+from audit.packages.kinds import DOCUMENT_SCHEMAS, ROW_MODELS
+from audit.packages.layout import JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
 from audit.packages.validate import prefixed, pydantic_problems
 from audit.producer import producer
 
@@ -164,8 +165,15 @@ class PackageWriter:
 
 
 class _RowSink:
-    count: int
-    uncompressed: int | None = None
+    @property
+    def count(self) -> int:
+        """Rows written so far."""
+        raise NotImplementedError
+
+    @property
+    def uncompressed(self) -> int | None:
+        """Bytes of JSONL written so far (before compression), where the sink knows them."""
+        return None
 
     def write(self, row: Record) -> None:
         raise NotImplementedError
@@ -240,7 +248,11 @@ class _ParquetSink(_RowSink):
         self._schema = _arrow_schema(model)
         self._buf: list[dict[str, Any]] = []
         self._writer: Any = None
-        self.count = 0
+        self.rows = 0
+
+    @property
+    def count(self) -> int:
+        return self.rows
 
     def write(self, row: Record) -> None:
         d = row.model_dump(mode="json", by_alias=True)
@@ -248,7 +260,7 @@ class _ParquetSink(_RowSink):
             if k in d:
                 d[k] = dumps(d[k])
         self._buf.append(d)
-        self.count += 1
+        self.rows += 1
         if len(self._buf) >= self.BATCH:
             self._flush()
 

@@ -1,0 +1,355 @@
+"""Package kinds: each kind is one registered `Kind`, its whole definition in one place.
+
+A `Kind` names its row schemas (with the fields that key each), the document schemas its files are
+listed under, the JSON Schemas of its other documents, a typed model of its manifest's
+`provenance.extra`, `read(pkg)`, which reads a validated package back, recomputes what can be
+recomputed and refuses a mismatch, and `show(view)`, the lines `audit show` prints of what `read`
+gave. Every list of kinds, row models, row keys and document schemas derives from this catalog
+(`audit.models.PACKAGE_KINDS` and `ROW_MODELS`, `audit.packages.layout.ROW_KEYS` and
+`DOCUMENT_SCHEMAS`, `audit.schemas`, `audit show`, the claims recipes).
+
+Each domain module registers its kind with `register_kind` (`audit.bench.store`: throughput and
+telemetry; `audit.trace.package`: profile; `audit.floor.package`: checkpoint-headers). The kinds
+with no domain module of their own (responses, items) and those whose modules are being reorganised
+(verdicts, release) are registered here. Adding a kind is its module, its schema files and one
+line in `KIND_MODULES` (when its module is not listed yet).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pydantic
+from pydantic import BaseModel, ConfigDict
+
+from audit.errors import AuditError
+from audit.models import ItemRow, Manifest, Record, ReleaseRow, ResponseRow
+from audit.registry import Catalog, catalog, duplicate_error
+
+if TYPE_CHECKING:
+    from audit.packages.read import Package
+
+KIND_MODULES = ("audit.packages.kinds", "audit.bench.store", "audit.trace.package", "audit.floor.package")
+"""Modules that register package kinds on import, in the order the kinds are listed (the manifest
+schema's `kind` enum follows it)."""
+
+
+class Extra(BaseModel):
+    """Base of a kind's typed `provenance.extra`: the keys a writer records are typed, further keys (an
+    importer's, a newer writer's) are kept as they are. Lax types: the manifest was validated strictly."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class NoExtra(Extra):
+    """A kind whose writers record nothing in `provenance.extra` (whatever is there is kept, unread)."""
+
+
+Reader = Callable[["Package"], Any]
+Viewer = Callable[[Any], list[str]]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One package kind (`manifest.kind`), registered once by the module that writes and reads it."""
+
+    name: str
+    """The manifest's `kind`."""
+    description: str
+    """What a package of the kind holds, one line."""
+    rows: Mapping[str, type[Record]] = field(default_factory=dict)
+    """Row schemas its data files follow, by schema id (each id is registered by one kind only)."""
+    row_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Fields that must be unique together within one file of each row schema."""
+    documents: Mapping[str, type[Record]] = field(default_factory=dict)
+    """Document schemas a file may be listed under in the manifest (validated as one JSON document)."""
+    schemas: Mapping[str, type[BaseModel]] | Callable[[], Mapping[str, type[BaseModel]]] = field(
+        default_factory=dict)
+    """JSON Schemas of its other documents (a summary.json listed as text, checked by `read`), or a function
+    giving them (so a module that is slow to import is imported only when the schemas are generated)."""
+    extra: type[Extra] = NoExtra
+    """The typed model of `provenance.extra`."""
+    reader: Reader | None = field(default=None, repr=False)
+    """`reader(pkg)`: the package read back, its figures recomputed (AuditError on a mismatch)."""
+    viewer: Viewer | None = field(default=None, repr=False)
+    """`viewer(view)`: the lines `audit show` prints for what `reader` gave."""
+
+    def schema_models(self) -> dict[str, type[BaseModel]]:
+        """Every JSON Schema of the kind: its rows, documents and other documents, by schema id."""
+        more = self.schemas() if callable(self.schemas) else self.schemas
+        return {**self.rows, **self.documents, **more}
+
+    def extra_of(self, manifest: Manifest, label: str | None = None) -> Extra:
+        """The manifest's `provenance.extra` through the kind's model: AuditError (at `label`) naming the
+        first field that does not fit (`manifest.json: provenance.extra.FIELD is missing`)."""
+        try:
+            return self.extra.model_validate(manifest.provenance.extra)
+        except pydantic.ValidationError as e:
+            first = e.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            msg = "is missing" if first["type"] == "missing" else f"is not valid: {first['msg']}"
+            raise AuditError(f"manifest.json: provenance.extra.{where} {msg}", path=label) from None
+
+    def read(self, pkg: Package) -> Any:
+        """The validated package `pkg` read back: its `extra` checked, what can be recomputed recomputed
+        and compared (AuditError or ValidationFailed on a mismatch). The caller closes `pkg`."""
+        if pkg.kind != self.name:
+            raise AuditError(f"is a {pkg.kind!r} package, expected {self.name!r}", path=str(pkg.source))
+        if self.reader is None:
+            self.extra_of(pkg.manifest, str(pkg.source))
+            return None
+        return self.reader(pkg)
+
+    def show(self, view: Any) -> list[str]:
+        """The lines `audit show` prints for `view` (what `read` gave)."""
+        return self.viewer(view) if self.viewer is not None and view is not None else []
+
+
+KINDS: Catalog[Kind] = catalog("package kind", homes=KIND_MODULES)
+"""Every package kind, by name, in registration order."""
+
+
+def register_kind(kind: Kind, home: str) -> Kind:
+    """Register `kind` from module `home` (pass `__name__`); DuplicateError for a kind name, or a row or
+    document schema id, registered twice."""
+    for schema in (*kind.rows, *kind.documents):
+        owner = next((k for k in KINDS._entries.values() if schema in k.rows or schema in k.documents), None)
+        if owner is not None and owner.name != kind.name:
+            raise duplicate_error("row or document schema", repr(schema))
+    return KINDS.add(kind.name, kind, home=home)
+
+
+def get_kind(name: str) -> Kind:
+    """The kind named `name`; UnknownError listing the known kinds otherwise."""
+    return KINDS[name]
+
+
+def kind_names() -> tuple[str, ...]:
+    """Every kind's name, in the order of `KIND_MODULES`."""
+    return tuple(KINDS)
+
+
+def kind_schemas() -> dict[str, type[BaseModel]]:
+    """Every JSON Schema the kinds define (rows, documents and the rest), by schema id."""
+    return {s: m for k in KINDS.values() for s, m in k.schema_models().items()}
+
+
+class KindTable(Mapping[str, Any]):
+    """One table of every kind's entries by schema id (`rows`, `row_keys` or `documents`), read through the
+    catalog: a lookup imports kind modules only until one registers the schema id (so `audit.models` can
+    offer `ROW_MODELS` without importing every module that registers a kind); iterating imports them all."""
+
+    def __init__(self, part: str):
+        self._part = part
+
+    def _of(self, kind: Kind) -> Mapping[str, Any]:
+        table: Mapping[str, Any] = getattr(kind, self._part)
+        return table
+
+    def __getitem__(self, key: str) -> Any:
+        kind = KINDS.first(lambda k: key in self._of(k))
+        if kind is None:
+            raise KeyError(key)
+        return self._of(kind)[key]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and KINDS.first(lambda k: key in self._of(k)) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([s for k in KINDS.values() for s in self._of(k)])
+
+    def __len__(self) -> int:
+        return sum(len(self._of(k)) for k in KINDS.values())
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+ROW_MODELS: Mapping[str, type[Record]] = KindTable("rows")
+"""Every row schema a package file may name, by schema id."""
+ROW_KEYS: Mapping[str, tuple[str, ...]] = KindTable("row_keys")
+"""Fields that must be unique together within one file of each row schema that has them."""
+DOCUMENT_SCHEMAS: Mapping[str, type[Record]] = KindTable("documents")
+"""Document schemas a package file may be listed under, by schema id."""
+
+
+# --------------------------------------------------------------------------- responses and items
+
+
+@dataclass(frozen=True)
+class HeldRows:
+    """What `audit show` says of the response and item rows a package holds."""
+
+    responses: list[str]
+    items: list[str]
+
+
+class ItemsPackageRef(Extra):
+    """The items package a run read, by id and content digest."""
+
+    package_id: str
+    digest: str
+    path: str | None = None
+
+
+class PromptRecord(Extra):
+    """The prompt template a run used."""
+
+    template: str | None = None
+    fingerprint: str | None = None
+
+
+class ResponsesExtra(Extra):
+    """`provenance.extra` of a responses package. `audit generate` records the keys below (all or none);
+    an importer records `import` and `source_files`, `audit pack` what its provenance file holds."""
+
+    run_id: str | None = None
+    """The generate run's id (the same across resumed sessions)."""
+    generator: str | None = None
+    """`audit generate`."""
+    config: dict[str, Any] | None = None
+    """The run's configuration as given."""
+    items_package: ItemsPackageRef | None = None
+    """The items package the prompts came from."""
+    prompt: PromptRecord | None = None
+    """The prompt template used."""
+    context_window: int | None = None
+    """The served model's context window, in tokens."""
+    generation_config: dict[str, Any] | None = None
+    """The model's `generation_config.json`, when it has one."""
+    model_files: dict[str, Any] | None = None
+    """sha256 of the model's small files and the sizes of its weights."""
+    sampling_check: dict[str, Any] | None = None
+    """How the sampling parameters sent were checked against what the server applied."""
+    sessions: list[dict[str, Any]] | None = None
+    """One entry per session of the run: its servers, launch and checks."""
+    counts: dict[str, Any] | None = None
+    """Rows kept, excluded, failed and re-sampled."""
+
+
+def _response_lines(pkg: Package) -> list[str]:
+    items, samples, attempts = set(), set(), Counter[int]()
+    finish: Counter[str] = Counter()
+    n = empty = excluded = errors = 0
+    for r in pkg.iter_rows("response_row.v1"):
+        n += 1
+        items.add(r.item_id)
+        samples.add(r.sample)
+        attempts[r.attempt] += 1
+        finish[r.finish_reason or "unknown"] += 1
+        empty += r.response is None
+        excluded += r.excluded is not None
+        errors += r.error is not None
+    lines = [f"responses  {n} rows: {len(items)} items x {len(samples)} samples; "
+             f"attempts {dict(sorted(attempts.items()))}",
+             "finish     " + ", ".join(f"{k}={v}" for k, v in sorted(finish.items()))]
+    if empty or excluded or errors:
+        lines.append(f"missing    {empty} without text ({excluded} excluded, {errors} errors)")
+    return lines
+
+
+def _item_lines(pkg: Package) -> list[str]:
+    n = protected = 0
+    for it in pkg.iter_rows("item_row.v1"):
+        n += 1
+        protected += it.protected
+    return [f"items      {n} ({protected} protected)"]
+
+
+def held_rows(kind: Kind) -> Reader:
+    """A reader of the response and item rows a package holds (a responses package may hold its items)."""
+
+    def read(pkg: Package) -> HeldRows:
+        kind.extra_of(pkg.manifest, str(pkg.source))
+        return HeldRows(_response_lines(pkg) if pkg.files("response_row.v1") else [],
+                        _item_lines(pkg) if pkg.files("item_row.v1") else [])
+
+    return read
+
+
+def _held_rows_view(view: HeldRows) -> list[str]:
+    return [*view.responses, *view.items]
+
+
+def _rows_kind(name: str, description: str, rows: Mapping[str, type[Record]], keys: Mapping[str, tuple[str, ...]],
+               extra: type[Extra]) -> Kind:
+    # The reader needs the Kind (for its extra model): built in two steps.
+    kind = Kind(name, description, rows=rows, row_keys=keys, extra=extra, viewer=_held_rows_view)
+    object.__setattr__(kind, "reader", held_rows(kind))
+    return kind
+
+
+RESPONSES = register_kind(_rows_kind(
+    "responses", "model responses: one row per (item, sample, attempt)",
+    {"response_row.v1": ResponseRow}, {"response_row.v1": ("item_id", "sample", "attempt")}, ResponsesExtra),
+    __name__)
+
+ITEMS = register_kind(_rows_kind(
+    "items", "benchmark items: one row per item, with its reference answer",
+    {"item_row.v1": ItemRow}, {"item_row.v1": ("item_id",)}, NoExtra), __name__)
+
+
+# --------------------------------------------------------------------------- verdicts and release
+# Registered here while audit.verdicts and audit.release are being split into packages; the
+# registrations can move beside their code afterwards.
+
+def _verdict_schemas() -> dict[str, type[BaseModel]]:
+    from audit.verdicts import VerdictFileV1, VerdictFileV2
+
+    return {"verdict_file.v1": VerdictFileV1, "verdict_file.v2": VerdictFileV2}
+
+
+VERDICTS = register_kind(Kind("verdicts", "verdicts of a grading (written as verdict files, results.json)",
+                              schemas=_verdict_schemas), __name__)
+
+
+@dataclass(frozen=True)
+class ReleaseView:
+    """A release package read back: its release.json (checked against the rows) as a JSON object."""
+
+    info: dict[str, Any]
+
+
+def _read_release(pkg: Package) -> ReleaseView:
+    """release.json from the bytes the manifest pins, validated as `release_info.v1`; its counts,
+    statuses and figures recomputed from the rows (AuditError naming the first that differs)."""
+    from audit.release import INFO_FILE, ROWS_FILE, ReleaseInfo, release_figures
+
+    RELEASE.extra_of(pkg.manifest, str(pkg.source))
+    where = f"{pkg.source}/{INFO_FILE}"
+    obj = pkg.read_json(INFO_FILE)
+    try:
+        info = ReleaseInfo.model_validate(obj)
+    except pydantic.ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        raise AuditError(first["msg"], path=where, field=".".join(str(p) for p in first["loc"])) from None
+    rows = list(pkg.iter_rows("release_row.v1"))
+    fresh = {"rows": len(rows), "items": len({r.item_id for r in rows}), "samples": len({r.sample for r in rows}),
+             "statuses": dict(sorted(Counter(r.status for r in rows).items())),
+             "figures": [f.model_dump(mode="json") for f in release_figures(rows)]}
+    stored = info.model_dump(mode="json")
+    for key, value in fresh.items():
+        if stored[key] != value:
+            raise AuditError(f"{key}: differs from what {ROWS_FILE} gives", path=where, field=key)
+    return ReleaseView(obj)
+
+
+def _release_view(view: ReleaseView) -> list[str]:
+    from audit.views import release_view
+
+    return release_view(view.info)
+
+
+def _release_schemas() -> dict[str, type[BaseModel]]:
+    from audit.release import ReleaseInfo
+
+    return {"release_info.v1": ReleaseInfo}
+
+
+RELEASE = register_kind(Kind(
+    "release", "published per-item verdicts, protected items as verdict and status only",
+    rows={"release_row.v1": ReleaseRow}, row_keys={"release_row.v1": ("item_id", "sample")},
+    schemas=_release_schemas, reader=_read_release, viewer=_release_view), __name__)

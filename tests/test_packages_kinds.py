@@ -1,0 +1,93 @@
+"""Package kinds as registered components (`audit.packages.kinds`): every list of kinds, row models,
+row keys and document schemas derives from the catalog, a kind's typed `extra` is checked on read, and
+`audit show` reads a package through its kind, which recomputes and refuses a mismatch."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from audit import models, registry
+from audit.packages import kinds, layout
+from audit.packages.kinds import Kind, get_kind, kind_names, register_kind
+from tests.attack_tools import sha256
+from tests.claims_helpers import PACKAGES
+
+BENCH = PACKAGES / "evidence-h200-bench"
+
+NAMES = ("responses", "items", "verdicts", "release", "throughput", "telemetry", "profile", "checkpoint-headers")
+
+
+def test_every_kind_is_registered_once_and_the_lists_derive_from_the_catalog():
+    assert kind_names() == NAMES == models.PACKAGE_KINDS
+    enum = models.Manifest.model_json_schema()["properties"]["kind"]["enum"]
+    assert tuple(enum) == NAMES
+    rows = {s: m for k in kinds.KINDS.values() for s, m in k.rows.items()}
+    assert dict(models.ROW_MODELS) == rows and len(rows) == 10
+    assert dict(layout.ROW_KEYS)["response_row.v1"] == ("item_id", "sample", "attempt")
+    assert set(layout.DOCUMENT_SCHEMAS) == {"trace_summary.v1"}
+
+
+def test_a_kind_or_a_schema_registered_twice_is_refused():
+    with pytest.raises(registry.DuplicateError, match="package kind 'responses' is already registered"):
+        register_kind(Kind("responses", "again"), __name__)
+    with pytest.raises(registry.DuplicateError, match="row or document schema 'item_row.v1' is already registered"):
+        register_kind(Kind("items-again", "again", rows={"item_row.v1": models.ItemRow}), __name__)
+    assert "items-again" not in kinds.KINDS
+
+
+def test_an_unknown_kind_names_the_known_ones():
+    with pytest.raises(registry.UnknownError) as e:
+        get_kind("nope")
+    assert str(e.value) == f"unknown package kind 'nope' (known: {', '.join(sorted(NAMES))})"
+    with pytest.raises(Exception, match="Input should be 'responses', 'items', "):
+        models.Manifest.model_validate({"package_id": "x", "kind": "nope", "created": "t",
+                                        "producer": {"version": "1"}, "files": []})
+
+
+def test_a_catalog_imports_its_homes_only_until_a_name_is_found():
+    cat = registry.Catalog("test thing", homes=("json", "audit.packages.kinds"))
+    cat.add("b", 2, home="audit.packages.kinds")
+    cat.add("a", 1, home="json")
+    assert cat.find("b") == 2 and cat._imported == 0  # found: nothing imported
+    assert list(cat) == ["a", "b"]  # in the order of the homes that registered them
+    assert cat.get("zzz") is None and "zzz" not in cat
+    with pytest.raises(registry.DuplicateError):
+        cat.add("a", 3)
+    cat.add("a", 1)  # the same entry again (a module imported twice) is accepted
+
+
+def _with_summary(dest: Path, edit: Callable[[dict], object]) -> Path:
+    """A copy of the ngram throughput package whose summary.json `edit` changed, pinned again in its manifest."""
+    pkg = Path(shutil.copytree(BENCH / "ngram", dest))
+    summary = json.loads((pkg / "summary.json").read_text())
+    edit(summary)
+    data = (json.dumps(summary, indent=2) + "\n").encode()
+    (pkg / "summary.json").write_bytes(data)
+    manifest = json.loads((pkg / "manifest.json").read_text())
+    entry = next(f for f in manifest["files"] if f["path"] == "summary.json")
+    entry.update(sha256=sha256(data), bytes=len(data))
+    (pkg / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return pkg
+
+
+def test_show_recomputes_a_throughput_package_and_refuses_a_stored_summary_that_differs(tmp_path, cli):
+    pkg = _with_summary(tmp_path / "ngram", lambda s: s["tok_s"].update(mean=s["tok_s"]["mean"] + 100.0))
+    assert cli("validate", pkg).code == 0  # the bytes are pinned: only the kind's reader sees the figures differ
+    r = cli("show", pkg)
+    assert r.code == 1 and r.out == ""
+    assert "summary.json: differs from the figures recomputed from the rows: tok_s.mean" in r.err
+
+
+def test_show_checks_a_kinds_typed_extra(tmp_path, cli):
+    pkg = Path(shutil.copytree(BENCH / "ngram", tmp_path / "ngram"))
+    m = json.loads((pkg / "manifest.json").read_text())
+    del m["provenance"]["extra"]["run"]["stall_s"]
+    (pkg / "manifest.json").write_text(json.dumps(m, indent=2))
+    r = cli("show", pkg)
+    assert r.code == 2 and r.out == ""
+    assert r.err == f"audit: error: {pkg}: manifest.json: provenance.extra.run.stall_s is missing\n"
