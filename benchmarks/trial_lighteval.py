@@ -18,6 +18,20 @@ Two steps, each in the Python that has what it needs:
 `check` imports every details file under OUT (checked against its results file), takes lighteval's recorded
 verdicts, regrades with audit's spec and prints, per task: n, lighteval's own aggregate, the recorded accuracy
 audit reads back, audit's regrade, and how many verdicts the regrade changes.
+
+Run 2026-12-02 (lighteval 0.13.0 with xxhash 3.8.2: lighteval's DetailsLogger hashes a str, which xxhash 4 refuses):
+
+| task | n | lighteval's aggregate | recorded (audit reads) | audit regrade | verdicts changed |
+|---|---|---|---|---|---|
+| copa | 20 | acc 60.00% | 60.00% | 60.00% | 0 |
+| gsm8k | 3 | extractive_match 0.00% | 0.00% | 0.00% | 0 |
+| math_500 | 100 | pass@k:k=1&n=1 88.00% | 88.00% | 91.00% | 3 |
+
+Every import checked against the results file: the examples hash recomputed and each mean metric equal. The 3
+math_500 changes are incorrect → correct: items 27 and 64 answer `198` and `25` where the gold solution boxes
+`198\%` and `25\%` (lighteval's pass@k compares the percent sign; the Qwen2.5-Math grader of the source file
+credits both), item 3 answers `4:30 \text{ p.m.}` against `4:30\text{ p.m.}` (the source's grader read `4:30`
+and marked it wrong). math_500 needs `--reference boxed`: lighteval logs `ANSWER: <solution>` as its gold.
 """
 
 from __future__ import annotations
@@ -32,7 +46,8 @@ SHARED = REPO.parent / "shared" / "data"
 GSM8K = REPO / "tests" / "data" / "lm_eval" / "samples_gsm8k_2025-04-30T18-24-41.082644.jsonl"
 COPA = REPO / "tests" / "data" / "lm_eval" / "sshleifer__tiny-gpt2" / "samples_copa_2026-10-01T23-15-32.942677.jsonl"
 MATH = SHARED / "qwen25_math_rm_maj_example" / "math_cot_100.jsonl"
-SPECS = {"gsm8k": "gsm8k", "math_500": "math500", "copa": "selected_choice"}
+SPECS = {"gsm8k": ("gsm8k", "gold"), "math_500": ("math500", "boxed"), "copa": ("selected_choice", "gold")}
+"""Each task's audit spec and where its reference comes from (math_500 logs a whole solution as its gold)."""
 
 
 def _lines(path: Path) -> list[dict]:
@@ -92,11 +107,12 @@ def check(out: Path) -> int:
     rows = []
     for details in sorted(out.rglob("details_*.parquet")):
         name = details.name.removeprefix("details_").split("|")[0]
-        spec = SPECS[name]
+        spec, reference = SPECS[name]
         work = out / "audit" / name
         work.mkdir(parents=True, exist_ok=True)
-        imp = subprocess.run([*audit, "import", "lighteval", str(details), "--benchmark", spec, "-o", str(work / "pkg"),
-                              "--recorded", str(work / "recorded.json"), "--force"], capture_output=True, text=True)
+        imp = subprocess.run([*audit, "import", "lighteval", str(details), "--benchmark", spec, "--reference", reference,
+                              "-o", str(work / "pkg"), "--recorded", str(work / "recorded.json"), "--force"],
+                             capture_output=True, text=True)
         print(imp.stdout + imp.stderr, end="")
         if imp.returncode != 0:
             return imp.returncode
@@ -107,7 +123,8 @@ def check(out: Path) -> int:
         rec = json.loads((work / "recorded.json").read_text())["summary"]["figures"]
         new = json.loads((work / "audit.json").read_text())["summary"]["figures"]
         fig = {f["name"]: f for f in rec}["accuracy_all"], {f["name"]: f for f in new}["accuracy_all"]
-        changed = json.loads(diff.stdout).get("changed_total") if diff.stdout.strip().startswith("{") else None
+        report = json.loads(diff.stdout)
+        changed = report["aligned"] - report["unchanged"]
         results = json.loads(next((out / "results").rglob("results_*.json")).read_text())["results"]
         logged = {k: v for k, v in results[details.name.removeprefix("details_").rsplit("_", 1)[0]].items()
                   if not k.endswith("_stderr")}

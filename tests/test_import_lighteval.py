@@ -218,3 +218,22 @@ def test_a_table_that_is_not_lighteval_details_is_named(cli, here):
     assert r.code == 2
     assert r.err == (f"audit: error: {path}: not a lighteval details table: columns answer, question (expected doc, "
                      f"model_response, metric or example, predictions, metrics)\n")
+
+
+def test_reference_boxed_reads_the_answer_of_a_logged_solution(cli, here):
+    rows = _rows("nested", GSM_TASK)[:2]  # math_500 logs `ANSWER: <solution>` as its gold choice
+    rows[0]["doc"]["choices"] = ["ANSWER: Thus the sum is $540 - 342 = \\boxed{198\\%}$."]
+    rows[1]["doc"]["choices"] = ["ANSWER: the solution without a box"]
+    path = _save(here, "nested", GSM_TASK, rows)
+    r = cli("import", "lighteval", path, "--reference", "boxed", "-o", "pkg")
+    assert r.code == 2 and not (here / "pkg").exists()
+    assert r.err == (f"audit: error: {path}: row 2: field gold: no \\boxed{{...}} answer in the gold text (none) "
+                     f"(--on-bad-row record imports it ungraded)\n")
+    r = cli("import", "lighteval", path, "--reference", "boxed", "-o", "pkg", "--on-bad-row", "record")
+    assert r.code == 0, r.err
+    with open_package(here / "pkg") as pkg:
+        items = [x.model_dump() for x in pkg.iter_rows("item_row.v1")]
+        config = pkg.manifest.provenance.extra["import"]
+    assert [x["reference"] for x in items] == ["198\\%", "ANSWER: the solution without a box"]
+    assert items[0]["extra"]["golds"] == [rows[0]["doc"]["choices"][0]]
+    assert config["reference_from"]["extractor"] == "boxed@1"

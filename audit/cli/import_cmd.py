@@ -429,13 +429,17 @@ def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorde
 @click.option("--choice-by", type=click.Choice(["acc", "acc_norm"]), default="acc", show_default=True,
               help="Log-likelihood samples: the choice with the highest log-probability (acc), or the highest per "
                    "character of the choice (acc_norm).")
+@click.option("--reference", "reference_from", type=click.Choice(["gold", "boxed"]), default="gold", show_default=True,
+              help="Generative items: the gold text as logged, or the last \\boxed{} in it (read by boxed@1), for "
+                   "tasks that log a whole solution as the gold (math_500).")
 @click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
               help=_RECORDED_HELP + " Each row: the sample's logged metric (0 or 1).")
 @click.option("--metric", metavar="NAME", help="With --recorded: the logged metric that is the verdict "
                                                "(default: the only one with 0/1 values).")
 @_ON_BAD_ROW
 @_common
-def import_lighteval(src: Path, benchmark: str | None, results: Path | None, choice_by: str, recorded: Path | None,
+def import_lighteval(src: Path, benchmark: str | None, results: Path | None, choice_by: str, reference_from: str,
+                     recorded: Path | None,
                      metric: str | None, on_bad_row: str, out: Path, model: str | None, provenance: Path | None,
                      package_id: str | None, use_gzip: bool, force: bool) -> int:
     """lighteval per-sample details (details_<task>_<date>.parquet, any lighteval version), read with `datasets`.
@@ -456,7 +460,7 @@ def import_lighteval(src: Path, benchmark: str | None, results: Path | None, cho
         raise click.UsageError("--recorded needs --benchmark NAME")
     _check_recorded(recorded, force)
     base = load_provenance(provenance) if provenance else None
-    imp = lighteval_import(src, choice_by=choice_by, on_bad_row=on_bad_row)
+    imp = lighteval_import(src, choice_by=choice_by, on_bad_row=on_bad_row, reference_from=reference_from)
     results = results or find_results(src)
     checks = imp.cross_check(results)
     outputs = lighteval_outputs(imp, out, benchmark=benchmark, checks=checks, results=results, gzip=use_gzip,

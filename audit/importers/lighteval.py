@@ -47,6 +47,10 @@ from audit.pack import SourceRow, Table
 
 ENGINE = "huggingface/lighteval"
 SUFFIXES = (".parquet",)
+REFERENCE_FROM = ("gold", "boxed")
+"""A generative item's reference: the gold text as logged (`gold`), or what the registered extractor boxed@1
+reads from it (`boxed`: the last \\boxed{...}), for tasks whose gold is a whole solution (lighteval's math_500
+logs `ANSWER: <solution>`; its own metric extracts the boxed answer from it)."""
 CHOICE_RULES = ("acc", "acc_norm")
 """How a log-likelihood sample's choice is picked: the highest log-probability (`acc`, lighteval's
 `loglikelihood_acc`), or the highest per character of the choice (`acc_norm`, `LogProbCharNorm`)."""
@@ -205,6 +209,7 @@ class LightevalImport:
     src: SourceFile
     choice_by: str = "acc"
     on_bad_row: str = "refuse"
+    reference_from: str = "gold"
     task: str | None = None
     layout: str | None = None
     id_by: str = "row"
@@ -238,9 +243,11 @@ class LightevalImport:
         ids = [d.doc_id for _, d in self.rows]
         if all(ids) and len(set(ids)) == len(ids):
             self.id_by = "doc.id"
-        for index, (row, d) in enumerate(self.rows):
-            if d.logprobs:  # refused here, before anything is written, or recorded as bad input
+        for index, (row, d) in enumerate(self.rows):  # refused here, before anything is written, or recorded
+            if d.logprobs:
                 self._gold_letter(row, d, self.item_id(index, d))
+            elif d.golds:
+                self._reference(row, d, self.item_id(index, d))
         return self
 
     def item_id(self, index: int, d: Detail) -> str:
@@ -258,6 +265,22 @@ class LightevalImport:
         if all(b["row"] != row for b in self.bad_rows):
             self.bad_rows.append({"item_id": item_id, "file": self.src.name, "row": row, "reason": why})
         return None, why
+
+    def _reference(self, row: int, d: Detail, item_id: str) -> tuple[str, str | None]:
+        """(reference, None) of a generative item, or (the gold text, why) when `boxed` finds no box in it."""
+        if self.reference_from == "gold":
+            return d.golds[0], None
+        from audit import extractors
+
+        got = extractors.get("boxed@1").extract(d.golds[0])
+        if got.answer is not None:
+            return got.answer, None
+        why = f"no \\boxed{{...}} answer in the gold text ({got.rule})"
+        if self.on_bad_row != "record":
+            raise AuditError(why + " (--on-bad-row record imports it ungraded)", path=self.label, row=row, field="gold")
+        if all(b["row"] != row for b in self.bad_rows):
+            self.bad_rows.append({"item_id": item_id, "file": self.src.name, "row": row, "reason": why})
+        return d.golds[0], why
 
     def response_rows(self) -> Iterator[SourceRow]:
         for index, (row, d) in enumerate(self.rows):
@@ -294,8 +317,12 @@ class LightevalImport:
                 if why is not None:  # graded as ungraded (bad_input): the reference is never compared
                     item["extra"]["bad_input"] = f"{why} ({self.src.name} row {row})"
             elif d.golds:
-                item["reference"] = d.golds[0]
-                item["extra"] = {"row": index, **({"golds": d.golds} if len(d.golds) > 1 else {})}
+                reference, why = self._reference(row, d, item["item_id"])
+                item["reference"] = reference
+                item["extra"] = {"row": index, **({"golds": d.golds} if len(d.golds) > 1 or reference != d.golds[0]
+                                                  else {})}
+                if why is not None:
+                    item["extra"]["bad_input"] = f"{why} ({self.src.name} row {row})"
             else:
                 yield SourceRow(self.label, row, None, "no gold answer logged", "gold")
                 continue
@@ -327,7 +354,8 @@ class LightevalImport:
                     raise AuditError(f"{len(d.texts)} generations scored as one document: lighteval recorded a "
                                      f"verdict per document, not per response", path=self.label, row=row,
                                      field="predictions")
-                answer, reference = None, d.golds[0] if d.golds else None
+                answer = None
+                reference = self._reference(row, d, self.item_id(index, d))[0] if d.golds else None
             verdict = "correct" if value == 1 else "incorrect"
             out.append(recorded_row(self.item_id(index, d), 0, answer=answer, verdict=verdict, status=verdict,
                                     reference=reference, reason=f"recorded by lighteval: {used} = {value:g}"))
@@ -384,6 +412,11 @@ class LightevalImport:
                                   "item_id": self.id_by, "documents": len(self.rows), "cross_check": checks}
         if any(d.logprobs for _, d in self.rows):
             config["choice_by"] = self.choice_by
+        if self.reference_from != "gold":
+            from audit import extractors
+
+            ex = extractors.get("boxed@1")
+            config["reference_from"] = {"extractor": ex.key, "fingerprint": ex.fingerprint}
         if self.on_bad_row != "refuse":
             config["on_bad_row"] = self.on_bad_row
         if self.bad_rows:
@@ -420,13 +453,16 @@ def find_results(details: Path) -> Path | None:
     return found if found.is_file() else None
 
 
-def lighteval_import(src: str | Path, *, choice_by: str = "acc", on_bad_row: str = "refuse") -> LightevalImport:
+def lighteval_import(src: str | Path, *, choice_by: str = "acc", on_bad_row: str = "refuse",
+                     reference_from: str = "gold") -> LightevalImport:
     """A details file, read."""
+    if reference_from not in REFERENCE_FROM:
+        raise AuditError(f"reference_from must be one of {', '.join(REFERENCE_FROM)}, got {reference_from!r}")
     if choice_by not in CHOICE_RULES:
         raise AuditError(f"choice_by must be one of {', '.join(CHOICE_RULES)}, got {choice_by!r}")
     if on_bad_row not in ("refuse", "record"):
         raise AuditError(f"on_bad_row must be refuse or record, got {on_bad_row!r}")
-    return LightevalImport(source_file(src, SUFFIXES), choice_by, on_bad_row).read()
+    return LightevalImport(source_file(src, SUFFIXES), choice_by, on_bad_row, reference_from).read()
 
 
 def lighteval_outputs(imp: LightevalImport, out: Path, *, benchmark: str | None, checks: list[dict[str, Any]],
