@@ -1,4 +1,4 @@
-"""Math answer grading: one engine, one small subclass per `math.equiv` version.
+"""Math answer grading: one engine, one subclass per `math.equiv` version (overrides, never copies).
 
     audit.graders.math.latex    string scanning of LaTeX answers (pure functions, no sympy)
     audit.graders.math.engine   MathEngine: normalize → parse → compare, every step a method;

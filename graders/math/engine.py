@@ -12,21 +12,23 @@ docstring lists its rules and known traps). The steps:
 
 1. Normalization (`normalize`, string only): `normalize_once` repeated until nothing
    changes (at most MAX_NORMALIZE_ROUNDS); its symbol, degree and space steps are methods of their own.
-2. Structure (`parse`, `parse_element`, `parse_equation`, `plain_number`): a top-level list, a
-   bracketed tuple/interval/set, a union, `a \\pm b`, an equation or assignment, a text answer, a
-   plain number (exact, `fractions.Fraction`) or an expression (`Expr`, for sympy).
+2. Structure (`parse`, `parse_element`): a top-level list, a bracketed tuple/interval/set, a union,
+   `a \\pm b`; one element is read by the first of `element_readers` that takes it (`parse_equation`,
+   brackets, units, text, `plain_number`, ...: an equation or assignment, a text answer, a plain number
+   (exact, `fractions.Fraction`)), else it is an expression (`Expr`, for sympy).
 3. Comparison (`same` and the methods it dispatches to): units, lists in or out of order (maximum
    bipartite matching), unions, text, equations (constant multiples), numbers, and sympy leaves:
    matrices entry by entry, sets, relations, scalars (`scalar_equal`: exact or symbolic, then
    numeric evaluation at 30 digits, `sympy.simplify`, sample points for expressions in variables).
-4. Caps (`check_size`, and the `max_*` fields every config carries): answer length, element length,
+4. Caps (`check_size`, and the `Caps` every config carries as `caps`): answer length, element length,
    nesting, list size, exponents (estimated in floats, towers never evaluated), tree size. Over a
    cap: `parse_error_answer` / `parse_error_reference` naming the cap. The per-item time budget
    (`budget_s`) is enforced around `grade` by `audit.graders.budget`, in a worker process.
 
 Where the versions' rules differ the engine has a hook (`assign`, `decimal_number`, `divided_by_zero`,
-`numbers_equal`, `judge_written`, `judge_values`, `values_differ`, `refuses_unproven`,
-`sample_tolerance`, `accept_sampled`, `parse_alternatives`, `list_of`, `list_vs_tuple`, ...). Its
+`numbers_equal`, `judge_written`, `judge_values`, `values_differ`, `unproven_constants`,
+`sample_tolerance`, `differ_exactly`, `unproven_functions`, `parse_alternatives`, `list_of`, `list_vs_tuple`, the
+`element_readers` and their `trailing_text` and `base_numeral`, ...). Its
 default is the rule most versions share (exact numbers, no tolerance, assignments kept, a zero
 denominator refused), or @1's where a later version only adds a step (normalization, `read_sympy`);
 `decimal_number` has none, as each version reads a written decimal its own way. Pure string
@@ -41,7 +43,7 @@ Traps when editing: the order of sympy calls is part of a version's behaviour (s
 across the items a worker grades), so a hook never evaluates anything its version did not; parse
 errors' messages and node type names end up in verdict reasons (`cannot compare Seq symbolically`);
 a class attribute that names a module constant is not fingerprinted (methods name constants, classes
-hold none).
+hold none; `element_readers` names methods, which are).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any, cast
 
 from audit.graders import Judgment, installed_version
 from audit.graders.math.latex import (
@@ -87,24 +90,36 @@ from audit.graders.math.latex import (
     unwrap_outer,
 )
 
-# --------------------------------------------------------------------------- caps (copied into each config)
+# --------------------------------------------------------------------------- caps
 
-MAX_ANSWER_CHARS = 2_000
-"""Longer answers or references (raw) are not graded unless they are identical strings."""
-MAX_PARSE_CHARS = 600
-"""Longest single element handed to latex2sympy."""
-MAX_NESTING = 24
-"""Deepest brace/bracket nesting accepted."""
-MAX_ELEMENTS = 32
-"""Most elements in a list, set or tuple."""
-MAX_EXACT_EXPONENT = 100_000
-"""Largest integer exponent evaluated exactly; bigger towers (`10^{10^{10}}`) are over the cap."""
-MAX_NUMBER_DIGITS = 1_000
-"""Longest digit string read as an exact number."""
-MAX_TREE_NODES = 2_000
-"""Largest sympy expression tree compared."""
-SAMPLE_POINTS = 4
-"""Points at which expressions with variables are evaluated before simplification."""
+
+@dataclass(frozen=True)
+class Caps:
+    """The bounds every version runs under, one field of each version's config (so of its fingerprint):
+    the size caps, named in the parse error of an answer over one (`MAX_NESTING=24`), and the pinned
+    libraries."""
+
+    max_answer_chars: int = 2_000
+    """Longer answers or references (raw) are not graded unless they are identical strings."""
+    max_parse_chars: int = 600
+    """Longest single element handed to latex2sympy."""
+    max_nesting: int = 24
+    """Deepest brace/bracket nesting accepted."""
+    max_elements: int = 32
+    """Most elements in a list, set or tuple."""
+    max_exact_exponent: int = 100_000
+    """Largest integer exponent evaluated exactly; bigger towers (`10^{10^{10}}`) are over the cap."""
+    max_number_digits: int = 1_000
+    """Longest digit string read as an exact number."""
+    max_tree_nodes: int = 2_000
+    """Largest sympy expression tree compared."""
+    sample_points: int = 4
+    """Points at which expressions with variables are evaluated before simplification."""
+    sympy_version: str = "1.14.0"
+    latex2sympy_version: str = "1.11.0"
+    """Pinned library versions: a different install gives `error`, not silently different verdicts."""
+
+
 MAX_NORMALIZE_ROUNDS = 6
 """normalize() repeats its pass until nothing changes, at most this many times."""
 
@@ -217,12 +232,13 @@ SAMPLE_VALUES = ("0.7312", "1.6180", "-0.4142", "2.7183", "0.3091", "-1.3247")
 def exact_decimals(latex: str) -> str:
     r"""Decimal literals to exact fractions, `1.5e3` to `1.5\times10^{3}` (latex2sympy reads `1e3` as 1·e·3)."""
     latex = _SCI_RE.sub(r"{\1\\times10^{\2}}", latex)
-    return _DECIMAL_RE.sub(lambda m: "{\\frac{%s%s}{1%s}}" % (m.group(1), m.group(2), "0" * len(m.group(2))), latex)
+    return _DECIMAL_RE.sub(lambda m: "{\\frac{" + m.group(1) + m.group(2) + "}{1" + "0" * len(m.group(2)) + "}}", latex)
 
 
 def check_versions(config) -> str | None:
     """Why the installed sympy / latex2sympy2_extended differ from the config's pins, or None."""
-    for dist, want in (("sympy", config.sympy_version), ("latex2sympy2_extended", config.latex2sympy_version)):
+    caps = config.caps
+    for dist, want in (("sympy", caps.sympy_version), ("latex2sympy2_extended", caps.latex2sympy_version)):
         have = installed_version(dist)
         if have is None:
             return f"{dist} is not installed (pinned {want})"
@@ -255,12 +271,12 @@ def log10_abs(e) -> float | None:
             return float("inf") if lb != 0 else 0.0
         x = 10.0 ** lx
         return x * lb if (e.exp.is_extended_negative is not True) else -x * lb
-    if isinstance(e, sympy.Mul):
+    if isinstance(e, (sympy.Mul, sympy.Add)):
         parts = [log10_abs(a) for a in e.args]
-        return None if any(p is None for p in parts) else sum(parts)
-    if isinstance(e, sympy.Add):
-        parts = [log10_abs(a) for a in e.args]
-        return None if any(p is None for p in parts) else max(parts) + pymath.log10(len(parts))
+        known = [p for p in parts if p is not None]
+        if len(known) < len(parts):
+            return None
+        return sum(known) if isinstance(e, sympy.Mul) else max(known) + pymath.log10(len(known))
     return None
 
 
@@ -315,8 +331,8 @@ def fmt(x: Fraction) -> str:
 class MathEngine:
     """The pipeline of `math.equiv`; a version subclasses it (see the module docstring).
 
-    `config` is the version's frozen config: every field a step reads (`budget_s`, `sample_points`,
-    the `max_*` caps, the pinned `sympy_version` / `latex2sympy_version`) is part of the fingerprint.
+    `config` is the version's frozen config: every field a step reads (`budget_s`, the `caps`: size
+    caps, `sample_points`, the pinned `sympy_version` / `latex2sympy_version`) is part of the fingerprint.
     """
 
     def __init__(self, config) -> None:
@@ -326,56 +342,62 @@ class MathEngine:
 
     def grade(self, answer: str, reference: str) -> Judgment:
         """The full verdict (symbolic steps included); callers bound its time."""
-        verdict, nodes = self.prepare(answer, reference)
-        if verdict is not None:
-            return verdict
+        prepared = self.prepare(answer, reference)
+        if isinstance(prepared, Judgment):
+            return prepared
         problem = check_versions(self.config)
         if problem:
             return Judgment(None, "error", problem)
-        return self.decide(*nodes, Cmp(fast=False))
+        node_a, node_r = prepared
+        return self.decide(node_a, node_r, Cmp(fast=False))
 
     def fast(self, answer: str, reference: str) -> Judgment | None:
         """The verdict when strings and exact plain numbers decide it (no sympy), else None."""
-        verdict, nodes = self.prepare(answer, reference)
-        if verdict is not None:
-            return verdict
+        prepared = self.prepare(answer, reference)
+        if isinstance(prepared, Judgment):
+            return prepared
         try:
-            return self.decide(*nodes, Cmp(fast=True))
+            node_a, node_r = prepared
+            return self.decide(node_a, node_r, Cmp(fast=True))
         except NeedsSympy:
             return None
 
-    def prepare(self, answer: str, reference: str):
-        """(verdict, None) when decided by strings alone, else (None, (answer_node, reference_node))."""
-        config = self.config
+    def prepare(self, answer: str, reference: str) -> Judgment | tuple[object, object]:
+        """The verdict when strings alone decide it, else the (answer, reference) nodes."""
+        cap = self.config.caps.max_answer_chars
         if answer == reference:
-            return Judgment(True, "correct", "identical strings"), None
+            return Judgment(True, "correct", "identical strings")
         for side, s in (("answer", answer), ("reference", reference)):
-            if len(s) > config.max_answer_chars:
-                return Judgment(None, f"parse_error_{side}",
-                                f"{side} is {len(s):,} chars, over MAX_ANSWER_CHARS={config.max_answer_chars}"), None
+            if len(s) > cap:
+                why = f"{side} is {len(s):,} chars, over MAX_ANSWER_CHARS={cap}"
+                return Judgment(None, f"parse_error_{side}", why)
         na, nr = self.normalize(answer), self.normalize(reference)
         if not nr:
-            return Judgment(None, "parse_error_reference", "reference is empty"), None
+            return Judgment(None, "parse_error_reference", "reference is empty")
         if not na:
-            return Judgment(None, "parse_error_answer", "answer is empty after normalization"), None
+            return Judgment(None, "parse_error_answer", "answer is empty after normalization")
         if na == nr:
-            return Judgment(True, "correct", "equal after normalization"), None
+            return Judgment(True, "correct", "equal after normalization")
         try:
             node_r = self.parse(nr)
         except ParseError as e:
-            return Judgment(None, "parse_error_reference", str(e)), None
+            return Judgment(None, "parse_error_reference", str(e))
         try:
             node_a = self.parse(na)
         except ParseError as e:
-            return Judgment(None, "parse_error_answer", str(e)), None
-        return None, (node_a, node_r)
+            return Judgment(None, "parse_error_answer", str(e))
+        return node_a, node_r
 
-    def decide(self, node_a, node_r, cx: Cmp) -> Judgment:
+    def decide(self, node_a: object, node_r: object, cx: Cmp) -> Judgment:
         try:
             ok = self.same(node_a, node_r, cx)
         except SideError as e:
-            return Judgment(None, f"parse_error_{e.side}", str(e))
+            return self.unreadable(e, node_r)
         return Judgment(True, "correct", cx.reason) if ok else Judgment(False, "incorrect", cx.reason)
+
+    def unreadable(self, e: SideError, node_r: object) -> Judgment:
+        """The verdict when a side cannot be read symbolically (`node_r`: the reference): a parse error of it."""
+        return Judgment(None, f"parse_error_{e.side}", str(e))
 
     # -- normalization --------------------------------------------------------------------------
 
@@ -437,8 +459,8 @@ class MathEngine:
         if r"\boxed" in s or r"\fbox" in s:
             n = s.count(r"\boxed") + s.count(r"\fbox")
             raise ParseError(f"{n} \\boxed{{}} groups in one answer; they are not joined into a set")
-        if not depth_ok(s, config.max_nesting):
-            raise ParseError(f"nested deeper than MAX_NESTING={config.max_nesting}")
+        if not depth_ok(s, config.caps.max_nesting):
+            raise ParseError(f"nested deeper than MAX_NESTING={config.caps.max_nesting}")
         m = THOUSANDS_PREFIX_RE.match(s) if top else None
         if m:
             return self.parse_element(m.group(0).replace(",", "") + s[m.end():])
@@ -481,53 +503,99 @@ class MathEngine:
         config = self.config
         parts = split_top(s, UNION_SEPS)
         if len(parts) > 1:
-            if len(parts) > config.max_elements:
-                raise ParseError(f"more than MAX_ELEMENTS={config.max_elements} parts")
+            if len(parts) > config.caps.max_elements:
+                raise ParseError(f"more than MAX_ELEMENTS={config.caps.max_elements} parts")
             return Union(tuple(self.parse(p, top=False) for p in parts))
         return None
 
     def check_count(self, n: int) -> None:
-        if n > self.config.max_elements:
-            raise ParseError(f"{n} elements, over MAX_ELEMENTS={self.config.max_elements}")
+        if n > self.config.caps.max_elements:
+            raise ParseError(f"{n} elements, over MAX_ELEMENTS={self.config.caps.max_elements}")
 
     def list_of(self, items: tuple) -> object:
         """A top-level comma list."""
         return Seq("list", "", "", items)
 
+    element_readers: tuple[str, ...] = ("parse_equation", "read_group", "read_empty_set", "read_unit",
+                                         "read_text_command", "read_text", "read_base_numeral", "plain_number")
+    """The methods that read one element, tried in this order: the first that returns a node (not None)
+    decides, and an element none of them reads is an expression (`expression`). A version overrides a
+    reader or inserts its own (`readers_after`); as method names they are fingerprinted with the class."""
+
+    @classmethod
+    def readers_after(cls, inserted: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+        """This class's `element_readers` with `inserted[name]` put right after each reader `name`."""
+        unknown = sorted(set(inserted) - set(cls.element_readers))
+        if unknown:
+            raise ValueError(f"no element reader named {', '.join(unknown)}")
+        return tuple(x for name in cls.element_readers for x in (name, *inserted.get(name, ())))
+
     def parse_element(self, s: str) -> object:
-        config = self.config
+        """One element (no top-level separators): the first of `element_readers` that reads it."""
         s = s.strip()
         if not s:
             raise ParseError("empty element")
         if s.startswith("+") and not s.startswith("+-"):
             s = s[1:]
-        eq = self.parse_equation(s)
-        if eq is not None:
-            return eq
-        enc = enclosing(s)  # a single-group wrapper: (5) → 5, \text{(B)} stays text
-        if enc is not None:
-            if not enc[2].strip() and enc[0] != r"\{":
-                raise ParseError(f"empty brackets '{s}'")
-            return self.parse(s, top=False)
-        if s in (r"\emptyset", r"\{\}"):
-            return Seq("set", r"\{", r"\}", ())
+        for name in self.element_readers:
+            node = getattr(self, name)(s)
+            if node is not None:
+                return node
+        return self.expression(s)
+
+    def read_group(self, s: str) -> object | None:
+        """A single-group wrapper: `(5)` → 5 (`\\text{(B)}` stays text); empty brackets are an error."""
+        enc = enclosing(s)
+        if enc is None:
+            return None
+        if not enc[2].strip() and enc[0] != r"\{":
+            raise ParseError(f"empty brackets '{s}'")
+        return self.parse(s, top=False)
+
+    @staticmethod
+    def read_empty_set(s: str) -> object | None:
+        return Seq("set", r"\{", r"\}", ()) if s in (r"\emptyset", r"\{\}") else None
+
+    def read_unit(self, s: str) -> object | None:
+        """A value followed by `\\text{…}` (optionally `^2`, `^3`): read by `trailing_text`."""
         m = UNIT_TEXT_RE.match(s)
-        if m and m.group(1).strip() and not is_text(m.group(1)):
-            unit = m.group(2) + (m.group(3) or "")
-            return WithUnit(self.parse_element(m.group(1)), unit)
+        if not m or not m.group(1).strip() or is_text(m.group(1)):
+            return None
+        return self.trailing_text(m.group(1), m.group(2), m.group(3) or "", s)
+
+    def trailing_text(self, value: str, text: str, power: str, s: str) -> object:
+        """`value\\text{text}power` (all of it `s`): the text is a unit, whatever it says."""
+        return WithUnit(self.parse_element(value), text + power)
+
+    def read_text_command(self, s: str) -> object | None:
+        """`\\text{5}`: math written in a text command is read as math."""
         inner = unwrap_command(s, r"\text")
         if inner is not None and not is_text(inner) and inner.strip():
             return self.parse_element(self.normalize(inner))
-        if is_text(s):
-            return Text(text_key(s), s)
+        return None
+
+    @staticmethod
+    def read_text(s: str) -> object | None:
+        """Words (`is_text`) are text, compared as text."""
+        return Text(text_key(s), s) if is_text(s) else None
+
+    def read_base_numeral(self, s: str) -> object | None:
+        """Digits with a base subscript (`4210_{5}`): read by `base_numeral`."""
         m = BASE_SUBSCRIPT_RE.match(s)
-        if m and m.group(1).isdigit():
-            s = m.group(1)
-        num = self.plain_number(s)
-        if num is not None:
-            return num
-        if len(s) > config.max_parse_chars:
-            raise ParseError(f"element is {len(s):,} chars, over MAX_PARSE_CHARS={config.max_parse_chars}")
+        if not m or not m.group(1).isdigit():
+            return None
+        return self.base_numeral(m.group(1), int(m.group(2)), s)
+
+    def base_numeral(self, digits: str, base: int, s: str) -> object:
+        """The base is dropped (the question fixes it): the digits are read as a number."""
+        num = self.plain_number(digits)
+        return num if num is not None else self.expression(digits)
+
+    def expression(self, s: str) -> Expr:
+        """An element no reader took: an expression for sympy, within MAX_PARSE_CHARS."""
+        cap = self.config.caps.max_parse_chars
+        if len(s) > cap:
+            raise ParseError(f"element is {len(s):,} chars, over MAX_PARSE_CHARS={cap}")
         return Expr(s)
 
     def parse_equation(self, s: str) -> object | None:
@@ -554,27 +622,27 @@ class MathEngine:
             names = split_top(lhs[1:-1], (",",))
             if len(names) == len(value.items) and len({GROUPING_RE.sub("", n) for n in names}) == len(names):
                 return Seq("tuple", "(", ")", tuple(Assignment(GROUPING_RE.sub("", n), v, n, "")
-                                                    for n, v in zip(names, value.items)))
+                                                    for n, v in zip(names, value.items, strict=True)))
         return Assignment(GROUPING_RE.sub("", lhs), value, lhs, rhs)
 
     def plain_number(self, s: str) -> Number | None:
         """Integers, decimals, scientific notation, integer fractions and mixed numbers, exactly."""
         config = self.config
-        if len(s) > config.max_number_digits:
+        if len(s) > config.caps.max_number_digits:
             return None
         if NUMBER_RE.match(s):
             mant, _, exp = s.lower().partition("e")
-            if exp and abs(int(exp)) > config.max_exact_exponent:
+            if exp and abs(int(exp)) > config.caps.max_exact_exponent:
                 return None
             return self.decimal_number(mant, int(exp) if exp else 0)
         m = TIMES_TEN_RE.match(s)
         if m:
-            if abs(int(m.group(2))) > config.max_exact_exponent:
+            if abs(int(m.group(2))) > config.caps.max_exact_exponent:
                 return None
             return self.decimal_number(m.group(1), int(m.group(2)))
         m = POW_TEN_RE.match(s)
         if m:
-            if abs(int(m.group(2))) > config.max_exact_exponent:
+            if abs(int(m.group(2))) > config.caps.max_exact_exponent:
                 return None
             v = Fraction(10) ** int(m.group(2))
             return Number(-v if m.group(1) == "-" else v)
@@ -669,7 +737,7 @@ class MathEngine:
             ok = self.same(a.value, r.value, cx)
             cx.reason = f"{a.variable}: {cx.reason}"
             return ok
-        asg, other = (a, r) if isinstance(a, Assignment) else (r, a)
+        asg, other = (a, r) if isinstance(a, Assignment) else (cast(Assignment, r), a)
         if isinstance(other, Equation) and asg.rhs:
             if cx.fast:
                 raise NeedsSympy()
@@ -681,11 +749,11 @@ class MathEngine:
                 return False
             cx.reason = f"assignment compared as an equation: {cx.reason}"
             return ok
-        return self.same(a.value, r, cx) if asg is a else self.same(a, r.value, cx)
+        return self.same(asg.value, other, cx) if asg is a else self.same(other, asg.value, cx)
 
     def same_seq(self, a: object, r: object, cx: Cmp) -> bool:
         if not (isinstance(a, Seq) and isinstance(r, Seq)):
-            one = a if isinstance(a, Seq) else r
+            one = a if isinstance(a, Seq) else cast(Seq, r)
             cx.reason = f"a {one.kind} of {len(one.items)} vs a single value"
             return False
         if self.all_assignments(a) and self.all_assignments(r):  # variable by variable, in any order
@@ -712,7 +780,7 @@ class MathEngine:
         if len(a) != len(r):
             cx.reason = f"{len(a)} elements vs {len(r)}"
             return False
-        for i, (x, y) in enumerate(zip(a, r)):
+        for i, (x, y) in enumerate(zip(a, r, strict=True)):
             if not self.same(x, y, cx):
                 cx.reason = f"element {i + 1}: {cx.reason}"
                 return False
@@ -780,15 +848,22 @@ class MathEngine:
 
     def same_as_sets(self, a: object, r: object, cx: Cmp) -> bool:
         """Inequalities in one variable against each other or against intervals: compare the real sets."""
-        sa, sr = self.real_set(a, "answer"), self.real_set(r, "reference")
-        if sa is not None and sr is not None:
-            ok = sa == sr or (sa.is_subset(sr) is True and sr.is_subset(sa) is True)
-            cx.reason = "the same set of real numbers" if ok else f"sets differ: {short(sa)} vs {short(sr)}"
-            return bool(ok)
+        decided = self.same_real_sets(a, r, cx)
+        if decided is not None:
+            return decided
         if isinstance(a, Expr) and isinstance(r, Expr):
             return self.sympy_equal(a, r, cx)  # relations in several variables
         cx.reason = "an inequality vs an object that is not a set of reals"
         return False
+
+    def same_real_sets(self, a: object, r: object, cx: Cmp) -> bool | None:
+        """Do the two nodes describe the same set of reals? None when either describes none."""
+        sa, sr = self.real_set(a, "answer"), self.real_set(r, "reference")
+        if sa is None or sr is None:
+            return None
+        ok = sa == sr or (sa.is_subset(sr) is True and sr.is_subset(sa) is True)
+        cx.reason = "the same set of real numbers" if ok else f"sets differ: {short(sa)} vs {short(sr)}"
+        return bool(ok)
 
     def real_set(self, node: object, side: str):
         """The sympy set of reals a node describes (interval, union, one-variable inequality), or None."""
@@ -808,7 +883,7 @@ class MathEngine:
             return sympy.Interval(lo, hi, left_open=node.open == "(", right_open=node.close == ")")
         if isinstance(node, Expr) and RELATION_RE.search(node.latex):
             rel = self.leaf_sympy(node, side)
-            free = getattr(rel, "free_symbols", set())
+            free: set[Any] = getattr(rel, "free_symbols", set())
             if len(free) != 1:
                 return None
             try:
@@ -822,7 +897,17 @@ class MathEngine:
     def read_sympy(self, latex: str):
         """The sympy object latex2sympy reads from `latex` (decimals exact, `i` the imaginary unit),
         its size checked; ParseError when it cannot be read."""
-        import sympy
+        expr = self.imaginary_unit(self.latex_to_sympy(latex), latex)
+        self.check_size(expr)
+        expr = self.before_evaluation(expr)
+        try:  # latex2sympy leaves some products and powers unevaluated; sizes were checked above
+            expr = expr.doit()
+        except Exception:
+            pass
+        return expr
+
+    def latex_to_sympy(self, latex: str):
+        """latex2sympy's reading of `latex` (decimals exact), one object; ParseError when it has none."""
         from latex2sympy2_extended.latex2sympy2 import ConversionConfig, latex2sympy
 
         try:
@@ -833,15 +918,19 @@ class MathEngine:
             raise ParseError(f"latex2sympy cannot read '{latex[:60]}': {str(e).splitlines()[0][:80]}") from None
         if isinstance(expr, (list, tuple)):
             raise ParseError(f"'{latex[:60]}' reads as several objects")
-        # `i` is the imaginary unit in a final answer
+        return expr
+
+    def imaginary_unit(self, expr, latex: str):
+        """`i` is the imaginary unit in a final answer."""
+        import sympy
+
         i_syms = [s for s in getattr(expr, "free_symbols", ()) if getattr(s, "name", None) == "i"]
         if i_syms:
             expr = expr.subs({s: sympy.I for s in i_syms})
-        self.check_size(expr)
-        try:  # latex2sympy leaves some products and powers unevaluated; sizes were checked above
-            expr = expr.doit()
-        except Exception:
-            pass
+        return expr
+
+    def before_evaluation(self, expr):
+        """The expression as read, its size checked, before `doit`: unchanged (a version may rewrite it)."""
         return expr
 
     def check_size(self, expr) -> None:
@@ -851,33 +940,37 @@ class MathEngine:
 
         import sympy
 
-        config = self.config
+        caps = self.config.caps
         if isinstance(expr, sympy.MatrixBase):
             for e in expr:
                 self.check_size(e)
             return
         if not isinstance(expr, sympy.Basic):
             return
-        limit = pymath.log10(config.max_exact_exponent)
+        limit = pymath.log10(caps.max_exact_exponent)
         nodes = 0
         for node in sympy.preorder_traversal(expr):
             nodes += 1
-            if nodes > config.max_tree_nodes:
-                raise ParseError(f"expression over MAX_TREE_NODES={config.max_tree_nodes}")
+            if nodes > caps.max_tree_nodes:
+                raise ParseError(f"expression over MAX_TREE_NODES={caps.max_tree_nodes}")
             if isinstance(node, sympy.Pow) and node.base.is_number and node.exp.is_number:
                 if node.base in (0, 1, -1):
                     continue
                 lx = log10_abs(node.exp)
                 if lx is not None and lx > limit:
                     size = "too many digits to estimate" if lx == float("inf") else f"about {lx:.3g} digits"
-                    raise ParseError(f"an exponent with {size} is over MAX_EXACT_EXPONENT={config.max_exact_exponent}")
+                    raise ParseError(f"an exponent with {size} is over MAX_EXACT_EXPONENT={caps.max_exact_exponent}")
 
     def to_sympy(self, latex: str, side: str):
-        """`read_sympy`, a failure being a parse error of `side`."""
+        """`read_sympy`, a failure being a parse error of `side` (`side_error`)."""
         try:
             return self.read_sympy(latex)
         except ParseError as e:
-            raise SideError(side, str(e)) from None
+            raise self.side_error(side, e) from None
+
+    def side_error(self, side: str, e: ParseError) -> SideError:
+        """The parse error `e` of reading one side's leaf, as that side's error."""
+        return SideError(side, str(e))
 
     def leaf_sympy(self, node: object, side: str):
         import sympy
@@ -902,7 +995,7 @@ class MathEngine:
             if ea.shape != er.shape:
                 cx.reason = f"matrix shapes differ: {ea.shape} vs {er.shape}"
                 return False
-            for k, (x, y) in enumerate(zip(ea, er)):
+            for k, (x, y) in enumerate(zip(ea, er, strict=True)):
                 if not self.scalar_equal(x, y, written, cx):
                     cx.reason = f"matrix entry {k + 1}: {cx.reason}"
                     return False
@@ -947,7 +1040,7 @@ class MathEngine:
         if (ea - er) == 0:  # sympy's automatic evaluation already cancels (rationals, like terms)
             cx.reason = "equal (difference is 0)"
             return True
-        free = sorted(ea.free_symbols | er.free_symbols, key=lambda s: s.name)
+        free: list[Any] = sorted(ea.free_symbols | er.free_symbols, key=lambda s: s.name)
         if not free:
             return self.constants_equal(ea, er, written, cx)
         return self.functions_equal(ea, er, free, written, cx)
@@ -970,15 +1063,9 @@ class MathEngine:
             cx.reason = "symbolically equal (simplify)"
             return True
         if diff.is_Rational:
-            cx.reason = f"exactly different (difference {short(diff)})"
+            cx.reason = f"exactly different (difference {self.difference_text(diff)})"
             return False
-        if self.refuses_unproven(ea, er, written, cx):
-            return False
-        if va is not None and vr is not None and values_close(ea, er, va, vr, 1e-50):
-            cx.reason = "equal to 50 digits (not proven symbolically)"
-            return True
-        cx.reason = "not equal (simplify leaves a nonzero difference)"
-        return False
+        return self.unproven_constants(ea, er, diff, va, vr, cx)
 
     def judge_written(self, ea, er, written: tuple | None, cx: Cmp) -> bool | None:
         """A verdict decided by how the leaves were written, before any evaluation; None: no such rule."""
@@ -994,8 +1081,18 @@ class MathEngine:
         cx.reason = f"values differ: {short(va)} vs {short(vr)}"
         return False
 
-    def refuses_unproven(self, ea, er, written: tuple | None, cx: Cmp) -> bool:
-        """True (with the reason set) where values equal to 50 digits must not count as equal."""
+    @staticmethod
+    def difference_text(diff) -> str:
+        """An exact (rational) difference for a reason."""
+        return short(diff)
+
+    def unproven_constants(self, ea, er, diff, va, vr, cx: Cmp) -> bool:
+        """Constants whose difference `simplify` leaves nonzero and not rational (`va`, `vr`: their values,
+        or None): equal to 50 digits is `correct`, saying it is not proven."""
+        if va is not None and vr is not None and values_close(ea, er, va, vr, 1e-50):
+            cx.reason = "equal to 50 digits (not proven symbolically)"
+            return True
+        cx.reason = "not equal (simplify leaves a nonzero difference)"
         return False
 
     def functions_equal(self, ea, er, free: list, written: tuple | None, cx: Cmp) -> bool:
@@ -1003,35 +1100,45 @@ class MathEngine:
         import sympy
 
         agreed = 0
-        for k in range(self.config.sample_points):
+        for k in range(self.config.caps.sample_points):
             point = {s: sympy.Rational(SAMPLE_VALUES[(k + j) % len(SAMPLE_VALUES)]) for j, s in enumerate(free)}
             pa, pr = ea.subs(point), er.subs(point)
+            if self.differ_exactly(pa, pr, free, point, cx):
+                return False
             va, vr = numeric_value(pa), numeric_value(pr)
             if va is None or vr is None:
                 continue
             if not values_close(pa, pr, va, vr, self.sample_tolerance(written)):
-                where = ", ".join(f"{s}={point[s]}" for s in free[:3])
-                cx.reason = f"values differ at {where}"
+                cx.reason = f"values differ at {self.point_text(free, point)}"
                 return False
             agreed += 1
         diff = sympy.simplify(ea - er)
         if diff == 0:
             cx.reason = "symbolically equal (simplify)"
             return True
-        if self.accept_sampled(ea, er, free, agreed, cx):
-            return True
-        cx.reason = "not equal (simplify leaves a nonzero difference)"
+        return self.unproven_functions(diff, agreed, cx)
+
+    @staticmethod
+    def point_text(free: list, point: dict) -> str:
+        """A sample point for a reason: its first three variables."""
+        return ", ".join(f"{s}={point[s]}" for s in free[:3])
+
+    def differ_exactly(self, pa, pr, free: list, point: dict, cx: Cmp) -> bool:
+        """True (with the reason set) when the values `pa`, `pr` at `point` differ exactly, before any
+        evaluation: no such rule (sympy is not asked)."""
         return False
 
     def sample_tolerance(self, written: tuple | None) -> float:
         """Relative tolerance at a sample point: representation error only."""
         return 1e-12
 
-    def accept_sampled(self, ea, er, free: list, agreed: int, cx: Cmp) -> bool:
-        """An identity simplification cannot prove: `correct` (saying so) when it held at every sample point."""
-        if agreed == self.config.sample_points:
+    def unproven_functions(self, diff, agreed: int, cx: Cmp) -> bool:
+        """Expressions whose difference `simplify` leaves nonzero, equal at `agreed` sample points: `correct`
+        (saying so) when that is every sample point, an identity simplification cannot prove."""
+        if agreed == self.config.caps.sample_points:
             cx.reason = f"equal at all {agreed} sample points (simplify could not prove it)"
             return True
+        cx.reason = "not equal (simplify leaves a nonzero difference)"
         return False
 
     def equations_equal(self, a: Equation, r: Equation, cx: Cmp) -> bool:

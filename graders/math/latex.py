@@ -92,9 +92,9 @@ def _unwrap_outer_once(s: str) -> str:
                 continue
             return inner.strip()
     for cmd in (r"\boxed", r"\fbox"):
-        inner = unwrap_command(s, cmd)
-        if inner is not None:
-            return inner.strip()
+        boxed = unwrap_command(s, cmd)
+        if boxed is not None:
+            return boxed.strip()
     if s.startswith("{") and match_brace(s, 0) == len(s) - 1:  # TeX grouping braces, not a set
         return s[1:-1].strip()
     return s

@@ -67,7 +67,7 @@ Decisions (each one a place where graders differ)
   variables are checked at SAMPLE_POINTS fixed points first (any clear difference: `incorrect`),
   and when simplification cannot prove an identity that holds at every point, `correct` with a
   reason saying so.
-- Caps (named constants, copied into MathEquivConfig so they are part of the fingerprint): raw
+- Caps (the engine's `Caps`, the config's `caps`, so they are part of the fingerprint): raw
   length MAX_ANSWER_CHARS, element length MAX_PARSE_CHARS, nesting MAX_NESTING, list size
   MAX_ELEMENTS, numeric exponents MAX_EXACT_EXPONENT (estimated in floats, towers never
   evaluated), tree size MAX_TREE_NODES. Over a cap: `parse_error_answer`/`parse_error_reference`
@@ -94,14 +94,7 @@ from fractions import Fraction
 
 from audit.graders import Judgment, register
 from audit.graders.math.engine import (
-    MAX_ANSWER_CHARS,
-    MAX_ELEMENTS,
-    MAX_EXACT_EXPONENT,
-    MAX_NESTING,
-    MAX_NUMBER_DIGITS,
-    MAX_PARSE_CHARS,
-    MAX_TREE_NODES,
-    SAMPLE_POINTS,
+    Caps,
     Cmp,
     Expr,
     MathEngine,
@@ -119,17 +112,8 @@ class MathEquivConfig:
     """Relative tolerance, used only when one side is written as a decimal."""
     budget_s: float = 5.0
     """Hard wall-clock budget per item for the symbolic step (timeout, never incorrect)."""
-    max_answer_chars: int = MAX_ANSWER_CHARS
-    max_parse_chars: int = MAX_PARSE_CHARS
-    max_nesting: int = MAX_NESTING
-    max_elements: int = MAX_ELEMENTS
-    max_exact_exponent: int = MAX_EXACT_EXPONENT
-    max_number_digits: int = MAX_NUMBER_DIGITS
-    max_tree_nodes: int = MAX_TREE_NODES
-    sample_points: int = SAMPLE_POINTS
-    sympy_version: str = "1.14.0"
-    latex2sympy_version: str = "1.11.0"
-    """Pinned library versions: a different install gives `error`, not silently different verdicts."""
+    caps: Caps = Caps()
+    """The size caps and pinned libraries, shared by every version."""
 
 
 CONFIG = MathEquivConfig()

@@ -74,14 +74,7 @@ from fractions import Fraction
 
 from audit.graders import Judgment, register
 from audit.graders.math.engine import (
-    MAX_ANSWER_CHARS,
-    MAX_ELEMENTS,
-    MAX_EXACT_EXPONENT,
-    MAX_NESTING,
-    MAX_NUMBER_DIGITS,
-    MAX_PARSE_CHARS,
-    MAX_TREE_NODES,
-    SAMPLE_POINTS,
+    Caps,
     Cmp,
     MathEngine,
     Number,
@@ -100,17 +93,8 @@ class MathEquiv2Config:
     boundary_digits: int = 40
     """A decimal's rounding margin below 10^-boundary_digits (50-digit evaluation) that sympy cannot
     decide exactly is a tie, accepted. Guards representation error only."""
-    max_answer_chars: int = MAX_ANSWER_CHARS
-    max_parse_chars: int = MAX_PARSE_CHARS
-    max_nesting: int = MAX_NESTING
-    max_elements: int = MAX_ELEMENTS
-    max_exact_exponent: int = MAX_EXACT_EXPONENT
-    max_number_digits: int = MAX_NUMBER_DIGITS
-    max_tree_nodes: int = MAX_TREE_NODES
-    sample_points: int = SAMPLE_POINTS
-    sympy_version: str = "1.14.0"
-    latex2sympy_version: str = "1.11.0"
-    """Pinned library versions: a different install gives `error`, not silently different verdicts."""
+    caps: Caps = Caps()
+    """The size caps and pinned libraries, shared by every version."""
 
 
 CONFIG = MathEquiv2Config()

@@ -92,20 +92,13 @@ import math as pymath
 import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import cast
 
 from audit.graders import Judgment, register
 from audit.graders.math.engine import (
     GROUPING_RE,
-    MAX_ANSWER_CHARS,
-    MAX_ELEMENTS,
-    MAX_EXACT_EXPONENT,
-    MAX_NESTING,
-    MAX_NUMBER_DIGITS,
-    MAX_PARSE_CHARS,
-    MAX_TREE_NODES,
-    SAMPLE_POINTS,
-    SAMPLE_VALUES,
     Assignment,
+    Caps,
     Cmp,
     Equation,
     Expr,
@@ -117,28 +110,22 @@ from audit.graders.math.engine import (
     Text,
     Union,
     WithUnit,
-    exact_decimals,
     fmt,
     numeric_value,
     short,
-    values_close,
 )
 from audit.graders.math.latex import (
-    BASE_SUBSCRIPT_RE,
     GREEK,
     NUMBER_RE,
     RELATION_RE,
     TIMES_TEN_RE,
-    UNIT_TEXT_RE,
     balanced,
     enclosing,
     expand_pm,
-    is_text,
     is_variable,
     match_brace,
     split_top,
     text_key,
-    unwrap_command,
 )
 from audit.graders.math.v2 import _BARE_SCRIPT_RE, MathEquiv2
 
@@ -167,18 +154,9 @@ class MathEquiv3Config:
     """Hard wall-clock budget per item for the symbolic step (timeout, never incorrect)."""
     tolerance: NumericTolerance | None = None
     """A named numeric tolerance; None (exact numbers) unless a benchmark's official grader names one."""
-    max_answer_chars: int = MAX_ANSWER_CHARS
-    max_parse_chars: int = MAX_PARSE_CHARS
-    max_nesting: int = MAX_NESTING
-    max_elements: int = MAX_ELEMENTS
-    max_exact_exponent: int = MAX_EXACT_EXPONENT
-    """Also the most digits of a factorial or an exponential evaluated exactly (rule 11)."""
-    max_number_digits: int = MAX_NUMBER_DIGITS
-    max_tree_nodes: int = MAX_TREE_NODES
-    sample_points: int = SAMPLE_POINTS
-    sympy_version: str = "1.14.0"
-    latex2sympy_version: str = "1.11.0"
-    """Pinned library versions: a different install gives `error`, not silently different verdicts."""
+    caps: Caps = Caps()
+    """The size caps and pinned libraries, shared by every version; here `max_exact_exponent` is also the
+    most digits of a factorial or an exponential evaluated exactly (rule 11)."""
 
 
 CONFIG = MathEquiv3Config()
@@ -258,7 +236,8 @@ _INNER_DELIMITERS_RE = re.compile(r"(?<!\\)\\[()\[\]]|(?<!\\)\$")
 never content (`\\$` is a dollar sign, dropped by @2's pass)."""
 _REPEATING_RE = re.compile(
     r"^([-+]?)(\d*)\.(\d*)(?:\\overline\{(\d+)\}|\\bar\{(\d+)\}|\((\d+)\)|\\dot\{(\d)\})$")
-"""`0.\\overline{3}`, `1.2\\overline{45}`, `0.\\bar{3}`, `0.(3)`, `0.\\dot{3}`: a repeating decimal, an exact rational."""
+"""`0.\\overline{3}`, `1.2\\overline{45}`, `0.\\bar{3}`, `0.(3)`, `0.\\dot{3}`: a repeating decimal, an exact
+rational."""
 _QUAD_RE = re.compile(r"\\q?quad")
 """`\\quad`, `\\qquad`, also glued to the next word (`\\quadx_{2}`)."""
 _ARRAY_RE = re.compile(
@@ -303,7 +282,8 @@ _NAMED_LABEL_RE = re.compile(
     r"|<N>_\{\\(?:max|min)\}"  # x_{\max}
     r"|\\\|\s*<N>\s*\\\||\\lVert\s*<N>\s*\\rVert"  # \|v\|
     r"|(?:P|\\Pr|\\mathbb\{P\})\s*\([^()=<>]{1,40}\)"  # P(\text{heads})
-    r"|(?:\\#\s*)?(?:\\text\{[A-Za-z' ]{1,30}\}\s*)+(?:\\(?:triangle|angle)\s*[A-Z]{1,4})?"  # \text{Area of } \triangle ABC
+    # \text{Area of } \triangle ABC
+    r"|(?:\\#\s*)?(?:\\text\{[A-Za-z' ]{1,30}\}\s*)+(?:\\(?:triangle|angle)\s*[A-Z]{1,4})?"
     r")$".replace("<N>", _ONE_NAME))
 """Labels that name a quantity through a function or words (rule 4)."""
 _INDEXED_RE = re.compile(r"^([A-Za-z]+|\\[A-Za-z]+)_\{?\d+\}?$")
@@ -342,7 +322,7 @@ def is_unit(text: str) -> bool:
         return True
     t = re.sub(r"\s+", " ", t.lower()).rstrip(".")
     m = _UNIT_PHRASE_RE.match(t)
-    return bool(m) and all(w is None or w.rstrip(".") in _UNIT_NAMES or w in _UNIT_NAMES for w in m.groups())
+    return m is not None and all(w is None or w.rstrip(".") in _UNIT_NAMES or w in _UNIT_NAMES for w in m.groups())
 
 
 def _log10_int(n: int) -> float:
@@ -391,12 +371,12 @@ def magnitude(e) -> float | None:
         if lx > 300:
             return float("inf")
         return pymath.lgamma(10.0 ** lx + 1) / pymath.log(10)
-    if isinstance(e, sympy.Mul):
+    if isinstance(e, (sympy.Mul, sympy.Add)):
         parts = [magnitude(a) for a in e.args]
-        return None if any(p is None for p in parts) else sum(parts)
-    if isinstance(e, sympy.Add):
-        parts = [magnitude(a) for a in e.args]
-        return None if any(p is None for p in parts) else max(parts) + pymath.log10(len(parts))
+        known = [p for p in parts if p is not None]
+        if len(known) < len(parts):
+            return None
+        return sum(known) if isinstance(e, sympy.Mul) else max(known) + pymath.log10(len(known))
     return None
 
 
@@ -424,19 +404,14 @@ class MathEquiv3(MathEquiv2):
 
     # -- entry point (rule 11) ------------------------------------------------------------------
 
-    def decide(self, node_a, node_r, cx: Cmp) -> Judgment:
-        """The engine's decision; an answer over a size cap against an ordinary reference is `incorrect`."""
-        try:
-            ok = self.same(node_a, node_r, cx)
-        except TooLargeSide as e:
-            if e.side == "answer" and self.far_from(e.log10, node_r):
-                size = "astronomically large" if pymath.isinf(e.log10) else f"about 10^{e.log10:.3g}"
-                return Judgment(False, "incorrect", f"not equal: the answer is {size} ({e}); "
-                                                    f"the reference is an ordinary number")
-            return Judgment(None, f"parse_error_{e.side}", str(e))
-        except SideError as e:
-            return Judgment(None, f"parse_error_{e.side}", str(e))
-        return Judgment(True, "correct", cx.reason) if ok else Judgment(False, "incorrect", cx.reason)
+    def unreadable(self, e: SideError, node_r: object) -> Judgment:
+        """The engine's parse error; an answer over a size cap against an ordinary reference is `incorrect`."""
+        log10 = e.log10 if isinstance(e, TooLargeSide) and e.side == "answer" else None
+        if log10 is not None and self.far_from(log10, node_r):
+            size = "astronomically large" if pymath.isinf(log10) else f"about 10^{log10:.3g}"
+            return Judgment(False, "incorrect", f"not equal: the answer is {size} ({e}); "
+                                                f"the reference is an ordinary number")
+        return super().unreadable(e, node_r)
 
     def far_from(self, log10: float | None, reference: object) -> bool:
         """Is a value of magnitude 10^log10 (an estimate) surely not the reference's value?"""
@@ -627,7 +602,7 @@ class MathEquiv3(MathEquiv2):
             elif self._assignment_tuple(first):  # `(x, y) = (5, 8), (8, 5)`
                 names = [x.variable for x in first.items]
                 items = (first,) + tuple(
-                    Seq("tuple", "(", ")", tuple(Assignment(n, v, n, "") for n, v in zip(names, x.items)))
+                    Seq("tuple", "(", ")", tuple(Assignment(n, v, n, "") for n, v in zip(names, x.items, strict=True)))
                     if isinstance(x, Seq) and x.kind == "tuple" and len(x.items) == len(names) else x
                     for x in rest)
         if all(isinstance(x, Assignment) for x in items) and len({x.variable for x in items}) == 1:
@@ -643,60 +618,32 @@ class MathEquiv3(MathEquiv2):
     def _has_assignment(self, node: object) -> bool:
         return isinstance(node, Assignment) or self._assignment_tuple(node)
 
-    def parse_element(self, s: str) -> object:
-        """The engine's element reading, with rule 8 (only units are dropped), rule 9 (bases, spaced
-        digits, glued units) and labelled chains and approximations (rules 3, 10)."""
-        config = self.config
-        s = s.strip()
-        if not s:
-            raise ParseError("empty element")
-        if s.startswith("+") and not s.startswith("+-"):
-            s = s[1:]
-        eq = self.parse_equation(s)
-        if eq is not None:
-            return eq
-        enc = enclosing(s)  # a single-group wrapper: (5) → 5, \text{(B)} stays text
-        if enc is not None:
-            if not enc[2].strip() and enc[0] != r"\{":
-                raise ParseError(f"empty brackets '{s}'")
-            return self.parse(s, top=False)
-        if s in (r"\emptyset", r"\{\}"):
-            return Seq("set", r"\{", r"\}", ())
-        if SEPARATE in s:  # `1 2 3`: separate numbers are not one number
-            return Text(text_key(s), s)
-        m = UNIT_TEXT_RE.match(s)
-        if m and m.group(1).strip() and not is_text(m.group(1)):
-            return self.trailing_text(m.group(1), m.group(2), m.group(3) or "", s)
+    element_readers = MathEquiv2.readers_after({"read_empty_set": ("read_separated",),
+                                                "read_unit": ("read_glued_unit",)})
+    """The engine's readers, and rule 9's spaced digits and glued units; rules 8 and 9 override
+    `trailing_text` and `base_numeral`, rules 3 and 10 `parse_equation`."""
+
+    @staticmethod
+    def read_separated(s: str) -> object | None:
+        """`1 2 3` (marked by `squeeze`): separate numbers are not one number, the element is text."""
+        return Text(text_key(s), s) if SEPARATE in s else None
+
+    def read_glued_unit(self, s: str) -> object | None:
+        """`5cm`: a number and a unit of two or more letters glued to it (rule 9)."""
         m = _GLUED_UNIT_RE.match(s)
-        if m:
-            return WithUnit(self.parse_element(m.group(1)), m.group(2) + (m.group(3) or ""))
-        inner = unwrap_command(s, r"\text")
-        if inner is not None and not is_text(inner) and inner.strip():
-            return self.parse_element(self.normalize(inner))
-        if is_text(s):
-            return Text(text_key(s), s)
-        m = BASE_SUBSCRIPT_RE.match(s)
-        if m and m.group(1).isdigit():
-            return self.base_number(m.group(1), int(m.group(2)), s)
-        num = self.plain_number(s)
-        if num is not None:
-            return num
-        if len(s) > config.max_parse_chars:
-            raise ParseError(f"element is {len(s):,} chars, over MAX_PARSE_CHARS={config.max_parse_chars}")
-        return Expr(s)
+        return WithUnit(self.parse_element(m.group(1)), m.group(2) + (m.group(3) or "")) if m else None
 
     def trailing_text(self, value: str, text: str, power: str, s: str) -> object:
         """Rule 8: `5\\text{ cm}` is 5 with a unit, `5\\text{ thousand}` is 5000, `5\\text{ squared}` is text."""
         if is_unit(text):
-            return WithUnit(self.parse_element(value), text + power)
+            return super().trailing_text(value, text, power, s)
         scale = _MULTIPLIERS.get(text.strip().lower())
         num = self.plain_number(value.strip()) if scale and not power else None
         if num is not None:
             return Number(num.value * scale)
         return Text(text_key(s), s)
 
-    @staticmethod
-    def base_number(digits: str, base: int, s: str) -> object:
+    def base_numeral(self, digits: str, base: int, s: str) -> object:
         """`4210_{5}`: a numeral in base 2-36 (rule 9); digits the base does not have make it text."""
         if not 2 <= base <= 36 or any(int(d, 36) >= base for d in digits):
             return Text(text_key(s), s)
@@ -818,7 +765,8 @@ class MathEquiv3(MathEquiv2):
         if m:  # 0.1\overline{6} = (16 - 1) / 90
             sign, whole, fixed = m.group(1), m.group(2), m.group(3)
             rep = next(g for g in m.groups()[3:] if g is not None)
-            v = int(whole or 0) + (Fraction(int(fixed or 0)) + Fraction(int(rep), 10 ** len(rep) - 1)) / 10 ** len(fixed)
+            repeating = Fraction(int(rep), 10 ** len(rep) - 1)
+            v = int(whole or 0) + (Fraction(int(fixed or 0)) + repeating) / 10 ** len(fixed)
             return Number(-v if sign == "-" else v)
         return super().fraction_number(s)
 
@@ -846,14 +794,12 @@ class MathEquiv3(MathEquiv2):
                 not self.has_inequality(a) and not self.has_inequality(r):
             if cx.fast:
                 raise NeedsSympy()
-            sa, sr = self.real_set(a, "answer"), self.real_set(r, "reference")
-            if sa is not None and sr is not None:
-                ok = sa == sr or (sa.is_subset(sr) is True and sr.is_subset(sa) is True)
-                cx.reason = "the same set of real numbers" if ok else f"sets differ: {short(sa)} vs {short(sr)}"
-                return bool(ok)
+            decided = self.same_real_sets(a, r, cx)
+            if decided is not None:
+                return decided
         return super().same(a, r, cx)
 
-    def holds(self, node: object, side: str, cx: Cmp) -> bool:
+    def holds(self, node: Chain | Approx, side: str, cx: Cmp) -> bool:
         """Is a chain true (its constant parts equal) or an approximation a rounding of its value (rules 3, 10)?"""
         if node in self._held:
             if not self._held[node]:
@@ -920,7 +866,7 @@ class MathEquiv3(MathEquiv2):
             cx.reason = ("the same numeral" if ok else
                          f"numerals differ: {a.digits} in base {a.base} vs {r.digits} in base {r.base}")
             return ok
-        num, other = (r, a) if isinstance(a, BaseNumber) else (a, r)
+        num, other = (r, a) if isinstance(a, BaseNumber) else (a, cast(BaseNumber, r))
         if not (isinstance(num, Number) and num.value.denominator == 1 and num.value >= 0):
             cx.reason = f"a base-{other.base} numeral vs a value that is not a whole number"
             return False
@@ -938,22 +884,23 @@ class MathEquiv3(MathEquiv2):
         written (`x`, `y`, `z` in that order); to one variable or an indexed family, in any order.
         Rule 7: a one-element set equals its element. Everything else as in @2."""
         if isinstance(a, Seq) != isinstance(r, Seq):
-            one, other = (a, r) if isinstance(a, Seq) else (r, a)
+            one, other = (a, r) if isinstance(a, Seq) else (cast(Seq, r), a)
             if one.kind == "set" and len(one.items) == 1 and not isinstance(one.items[0], Seq):
-                ok = self.same(*((one.items[0], other) if one is a else (other, one.items[0])), cx)
+                element = one.items[0]
+                ok = self.same(element, other, cx) if one is a else self.same(other, element, cx)
                 cx.reason = f"a one-element set vs its element: {cx.reason}"
                 return ok
         if isinstance(a, Seq) and isinstance(r, Seq):
             sa, sr = self.all_assignments(a), self.all_assignments(r)
             if sa != sr and a.kind in ("list", "tuple") and r.kind in ("list", "tuple"):
-                named = a if sa else r
+                named: Seq = a if sa else r
                 if self._distinct_names(named):  # `x=2, y=3` vs `2, 3`: in the order written
                     names = [x.variable for x in named.items]
                     if sorted(names) in (["x", "y"], ["x", "y", "z"]):
                         named = Seq(named.kind, named.open, named.close,
                                     tuple(sorted(named.items, key=lambda x: _COORDINATES.index(x.variable))))
-                    a, r = (named, r) if sa else (a, named)
-                    return self.match_ordered(a.items, r.items, cx)
+                    answer, reference = (named, r) if sa else (a, named)
+                    return self.match_ordered(answer.items, reference.items, cx)
                 return self.match_unordered(a.items, r.items, cx, "values")
         return super().same_seq(a, r, cx)
 
@@ -1074,37 +1021,35 @@ class MathEquiv3(MathEquiv2):
         set); an odd root of a negative number real (`\\sqrt[3]{-8}` = -2); a relation with a non-real side a
         `NonReal` error; exponentials and factorials over the caps refused, unevaluated (`TooLarge`)."""
         import sympy
-        from latex2sympy2_extended.latex2sympy2 import ConversionConfig, latex2sympy
 
         if NUMBER_RE.match(latex) or TIMES_TEN_RE.match(latex):
             num = self.plain_number(latex)
             if num is not None:
                 return sympy.Rational(num.value.numerator, num.value.denominator)
-        try:
-            expr = latex2sympy(exact_decimals(latex), is_real=True, convert_degrees=False, normalization_config=None,
-                               conversion_config=ConversionConfig(interpret_as_mixed_fractions=False,
-                                                                  lowercase_symbols=False))
-        except Exception as e:  # latex2sympy raises bare Exceptions with multi-line messages
-            raise ParseError(f"latex2sympy cannot read '{latex[:60]}': {str(e).splitlines()[0][:80]}") from None
-        if isinstance(expr, (list, tuple)):
-            raise ParseError(f"'{latex[:60]}' reads as several objects")
+        return super().read_sympy(latex)
+
+    def latex_to_sympy(self, latex: str):
+        """The engine's reading; a one-element set without `\\{` is TeX grouping (`{\\frac{15}{10}}`), its element."""
+        import sympy
+
+        expr = super().latex_to_sympy(latex)
         if isinstance(expr, sympy.FiniteSet) and len(expr) == 1 and r"\{" not in latex:
-            expr = next(iter(expr))  # `{\frac{15}{10}}`: TeX grouping, not a set
-        i_syms = [s for s in getattr(expr, "free_symbols", ()) if getattr(s, "name", None) == "i"]
-        if i_syms:  # `i` is the imaginary unit in a final answer
-            try:
-                expr = expr.subs({s: sympy.I for s in i_syms})
-            except TypeError as e:  # `x > -2+7i`: sympy refuses to order non-real numbers
-                raise NonReal(f"'{latex[:60]}' compares a non-real number ({str(e)[:60]})") from None
-        self.check_size(expr)
+            expr = next(iter(expr))
+        return expr
+
+    def imaginary_unit(self, expr, latex: str):
+        """The engine's `i`; `x > -2+7i` is a `NonReal` error (sympy refuses to order non-real numbers)."""
+        try:
+            return super().imaginary_unit(expr, latex)
+        except TypeError as e:
+            raise NonReal(f"'{latex[:60]}' compares a non-real number ({str(e)[:60]})") from None
+
+    def before_evaluation(self, expr):
+        """An odd root of a negative number, as written, is the real root (`\\sqrt[3]{-8}` = -2)."""
+        import sympy
+
         if isinstance(expr, sympy.Basic):
             expr = expr.replace(self._negative_odd_root, self._real_root)
-        try:  # latex2sympy leaves some products and powers unevaluated; sizes were checked above
-            expr = expr.doit()
-        except Exception:
-            pass
-        if isinstance(expr, (sympy.Basic, sympy.MatrixBase)) and expr.has(sympy.zoo, sympy.nan):
-            raise ParseError(f"'{latex[:60]}' is undefined (division by zero)")
         return expr
 
     @staticmethod
@@ -1133,7 +1078,7 @@ class MathEquiv3(MathEquiv2):
             raise TooLarge(str(e), self.reliable_magnitude(expr)) from None
         if not isinstance(expr, sympy.Basic):
             return
-        cap = self.config.max_exact_exponent
+        cap = self.config.caps.max_exact_exponent
         for node in sympy.preorder_traversal(expr):
             if isinstance(node, (sympy.exp, sympy.factorial)) and node.args[0].is_number:
                 digits = magnitude(node)
@@ -1153,36 +1098,28 @@ class MathEquiv3(MathEquiv2):
             return None
         return magnitude(expr)
 
-    def to_sympy(self, latex: str, side: str):
-        """`read_sympy`, a failure being a parse error of `side` (of its own kind for rules 7 and 11)."""
-        try:
-            return self.read_sympy(latex)
-        except TooLarge as e:
-            raise TooLargeSide(side, str(e), e.log10) from None
-        except NonReal as e:
-            raise NonRealSide(side, str(e)) from None
-        except ParseError as e:
-            raise SideError(side, str(e)) from None
+    def side_error(self, side: str, e: ParseError) -> SideError:
+        """The engine's side error, of its own kind for rules 7 and 11."""
+        if isinstance(e, TooLarge):
+            return TooLargeSide(side, str(e), e.log10)
+        if isinstance(e, NonReal):
+            return NonRealSide(side, str(e))
+        return super().side_error(side, e)
 
-    def constants_equal(self, ea, er, written: tuple | None, cx: Cmp) -> bool:
-        """Rule 2 for constants: a difference at 30 digits rejects; equal only when proven (a named
-        tolerance aside); values equal to 50 digits without a proof are not equal."""
-        import sympy
+    def judge_values(self, ea, er, va, vr, written: tuple | None, cx: Cmp) -> bool | None:
+        """Rule 2 for constants: a difference at 30 digits rejects (the engine's rule); with a named tolerance,
+        values it does not reject are decided by it, never by `simplify`."""
+        decided = super().judge_values(ea, er, va, vr, written, cx)
+        if decided is None and self.config.tolerance is not None:
+            return self.values_differ(va, vr, cx)
+        return decided
 
-        va, vr = numeric_value(ea), numeric_value(er)
-        if va is not None and vr is not None:
-            decided = self.judge_values(ea, er, va, vr, written, cx)
-            if decided is not None:
-                return decided
-            if self.config.tolerance is not None:
-                return self.values_differ(va, vr, cx)
-        diff = sympy.simplify(ea - er)
-        if diff == 0:
-            cx.reason = "symbolically equal (simplify)"
-            return True
-        if diff.is_Rational:
-            cx.reason = f"exactly different (difference {sympy_text(diff)})"
-            return False
+    @staticmethod
+    def difference_text(diff) -> str:
+        return sympy_text(diff)
+
+    def unproven_constants(self, ea, er, diff, va, vr, cx: Cmp) -> bool:
+        """Rule 2: equal only when proven; values equal to 50 digits without a proof are not equal."""
         proof = self.proves_zero(diff)
         if proof:
             cx.reason = f"symbolically equal ({proof})"
@@ -1203,29 +1140,16 @@ class MathEquiv3(MathEquiv2):
                 return True
         return super().values_differ(va, vr, cx)
 
-    def functions_equal(self, ea, er, free: list, written: tuple | None, cx: Cmp) -> bool:
-        """Rule 2 for expressions in variables: any difference at a sample point rejects (exact at
-        rational points); equal only when sympy proves the difference zero."""
-        import sympy
-
-        for k in range(self.config.sample_points):
-            point = {s: sympy.Rational(SAMPLE_VALUES[(k + j) % len(SAMPLE_VALUES)]) for j, s in enumerate(free)}
-            pa, pr = ea.subs(point), er.subs(point)
-            where = ", ".join(f"{s}={point[s]}" for s in free[:3])
-            d = pa - pr
-            if getattr(d, "is_Rational", False) and d != 0:
-                cx.reason = f"values differ at {where} (exactly, by {sympy_text(d)})"
-                return False
-            va, vr = numeric_value(pa), numeric_value(pr)
-            if va is None or vr is None:
-                continue
-            if not values_close(pa, pr, va, vr, 1e-12):
-                cx.reason = f"values differ at {where}"
-                return False
-        diff = sympy.simplify(ea - er)
-        if diff == 0:
-            cx.reason = "symbolically equal (simplify)"
+    def differ_exactly(self, pa, pr, free: list, point: dict, cx: Cmp) -> bool:
+        """Rule 2 for expressions in variables: values at a (rational) sample point that differ exactly reject."""
+        d = pa - pr
+        if getattr(d, "is_Rational", False) and d != 0:
+            cx.reason = f"values differ at {self.point_text(free, point)} (exactly, by {sympy_text(d)})"
             return True
+        return False
+
+    def unproven_functions(self, diff, agreed: int, cx: Cmp) -> bool:
+        """Rule 2: equal only when sympy proves the difference zero; agreeing at sample points is no proof."""
         proof = self.proves_zero(diff)
         if proof:
             cx.reason = f"symbolically equal ({proof})"
