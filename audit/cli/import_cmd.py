@@ -321,17 +321,16 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
                         package_id: str | None, use_gzip: bool, force: bool, on_bad_row: str) -> int:
     import shutil
 
-    from audit.errors import AuditError
     from audit.importers import write_outputs
     from audit.importers.lm_eval_dir import describe, dir_outputs
 
     for flag, value in (("--items-out", items_out), ("--recorded", recorded), ("--id", package_id)):
         if value is not None:
             raise click.UsageError(f"{flag} takes a samples file, not a folder (each task's package holds its items)")
-    from audit.outputs import EXISTS
+    from audit.outputs import exists_error
 
     if out.exists() and not force:  # a folder of packages: each one is checked as it is written
-        raise AuditError(EXISTS, path=str(out))
+        raise exists_error(out)
     base = load_provenance(provenance) if provenance else None
     outputs, runs = dir_outputs(src, out, benchmark=benchmark, item_id=item_id, filter_name=filter_name,
                                 verify_hashes=not no_hash_check, choice_by=choice_by,
