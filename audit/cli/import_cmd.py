@@ -98,9 +98,8 @@ def _collapsed_problems(srcs: tuple[Path, ...] | list[Path] = (), *, hint: bool 
         if extra:
             problems[0] = Problem(problems[0].path, f"{problems[0].message}; {extra}", problems[0].row,
                                   problems[0].field)
-        failed = ValidationFailed(e.target, problems)
-        failed.exit_code = e.exit_code
-        raise failed from None
+        # The same class, told shorter: its exit code is the one the library chose for this failure.
+        raise type(e)(e.target, problems) from None
     except AuditError as e:
         extra = hint_for() if hint else None
         if not extra:
