@@ -96,8 +96,12 @@ class WindowFigures(FiguresDoc):
     """1 + accepted / drafts."""
 
 
-class Spread(FiguresDoc):
+class WindowSpread(FiguresDoc):
     """A figure over the valid windows."""
+
+    # Named `Spread` in the committed throughput_summary.v1 schema ($defs key and title): pinned so.
+    __qualname__ = "Spread"
+    model_config = ConfigDict(title="Spread")
 
     n: int
     """Valid windows."""
@@ -246,7 +250,7 @@ class ThroughputSummary(FiguresDoc):
     """The stall threshold the windows were judged with."""
     windows: list[WindowFigures]
     """Per window."""
-    tok_s: Spread
+    tok_s: WindowSpread
     """tok/s over the valid windows."""
     decode: DecodeFigures
     """Decode rate after the first token."""
@@ -269,11 +273,11 @@ def _sd(values: Sequence[float]) -> float | None:
     return statistics.stdev(values) if len(values) >= 2 else None
 
 
-def spread(values: Sequence[float]) -> Spread:
+def spread(values: Sequence[float]) -> WindowSpread:
     if not values:
-        return Spread(n=0)
+        return WindowSpread(n=0)
     sd = _sd(values)
-    return Spread(n=len(values), mean=math.fsum(values) / len(values),
+    return WindowSpread(n=len(values), mean=math.fsum(values) / len(values),
                   se=sd / math.sqrt(len(values)) if sd is not None else None, min=min(values), max=max(values))
 
 
