@@ -39,6 +39,7 @@ import bisect
 import math
 import statistics
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -298,7 +299,7 @@ def window_figures(w: BenchWindowRow, timed: Sequence[BenchRequestRow], arrivals
     hi = bisect.bisect_left(arrivals, w.end)
     inside = arrivals[lo:hi]
     points = [w.start, *inside, w.end]
-    gaps = [b - a for a, b in zip(points, points[1:])]
+    gaps = [b - a for a, b in pairwise(points)]
     silence = max(gaps)
     started = [r for r in timed if w.start <= r.started_at < w.end]
     errors = sorted((r for r in timed if r.ended == "error" and w.start <= r.finished_at < w.end),
@@ -388,7 +389,8 @@ def summarize(arm: str, requests: Sequence[BenchRequestRow], windows: Sequence[B
         arm=arm, stall_s=stall_s, windows=figs, tok_s=tok_s,
         decode=DecodeFigures(requests=len(rates), per_request_mean=math.fsum(rates) / len(rates) if rates else None,
                              per_request_min=min(rates, default=None), per_request_max=max(rates, default=None),
-                             tokens=dec_tokens, seconds=seconds, overall_tok_s=dec_tokens / seconds if seconds else None),
+                             tokens=dec_tokens, seconds=seconds,
+                             overall_tok_s=dec_tokens / seconds if seconds else None),
         ttft=ttft,
         chunks=ChunkFigures(with_tokens=sum(r.chunks for r in timed), bundled=sum(r.bundled_chunks for r in timed),
                             tokens_in_bundled=sum(_bundled_tokens(r) for r in timed)),
