@@ -59,7 +59,8 @@ def _load_commands() -> None:
     )
 
 
-_NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", ())  # type: ignore[assignment]
+_NO_ARGS_IS_HELP: type[click.UsageError] | tuple[type[click.UsageError], ...] = getattr(
+    click.exceptions, "NoArgsIsHelpError", ())
 """Click >= 8.2 raises this for a group called without a command; 8.1 prints the help itself and exits 0."""
 
 

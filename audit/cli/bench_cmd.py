@@ -79,7 +79,8 @@ def throughput(**o) -> int:
     cfg = BenchConfig(
         arm=o["arm"], prompt_tokens=o["prompt_tokens"], max_tokens=o["max_tokens"], ignore_eos=o["ignore_eos"],
         concurrency=o["concurrency"], warmup_requests=o["warmup_requests"], windows=o["windows"],
-        window_s=o["window_s"], stall_s=o["stall_s"], request_timeout_s=o["request_timeout_s"], filler=o["filler"], servers=tuple(o["servers"]),
+        window_s=o["window_s"], stall_s=o["stall_s"], request_timeout_s=o["request_timeout_s"], filler=o["filler"],
+        servers=tuple(o["servers"]),
         launch=o["launch"], launch_program=o["launch_program"], launch_timeout=o["launch_timeout"],
         model=o["model"], telemetry=not o["no_telemetry"], sample_hz=o["sample_hz"],
         gpm_interval_s=o["gpm_interval_s"], gpm=not o["no_gpm"], anchor=o["anchor"],

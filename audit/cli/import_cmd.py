@@ -93,7 +93,7 @@ def _collapsed_problems(srcs: tuple[Path, ...] | list[Path] = (), *, hint: bool 
             collapsed.append(pr)
             repeats.append(0)
         problems = [Problem(pr.path, pr.message + (f" (and {n} more rows with the same problem)" if n else ""),
-                            pr.row, pr.field) for pr, n in zip(collapsed, repeats)]
+                            pr.row, pr.field) for pr, n in zip(collapsed, repeats, strict=True)]
         extra = hint_for() if hint else None
         if extra:
             problems[0] = Problem(problems[0].path, f"{problems[0].message}; {extra}", problems[0].row,
@@ -149,7 +149,7 @@ _RECORDED_HELP = ("Also write the verdicts the run itself recorded as a verdict 
 
 
 def _report(manifests: list[Manifest], outs: list[Path], bad_rows: list[dict[str, Any]] | None = None) -> None:
-    for m, out in zip(manifests, outs):
+    for m, out in zip(manifests, outs, strict=True):  # a manifest per output, as write_outputs returns them
         main = "item_row.v1" if m.kind == "items" else "response_row.v1"
         rows = sum(f.rows or 0 for f in m.files if f.schema_ == main)
         items = sum(f.rows or 0 for f in m.files if f.schema_ == "item_row.v1") if main != "item_row.v1" else 0
@@ -349,7 +349,7 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
             shutil.rmtree(d, ignore_errors=True)
         raise
     mismatches = 0
-    for m, o, run in zip(manifests, outputs, runs):
+    for m, o, run in zip(manifests, outputs, runs, strict=True):  # dir_outputs: an output per run
         _report([m], [o.out], run.bad_rows)
         if run.results is None:
             click.echo("  not checked: no results file of this run beside its samples")
@@ -367,7 +367,8 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
 @click.argument("src", type=click.Path(path_type=Path), metavar="LOG.eval|LOG.json")
 @benchmark_option("Benchmark spec recorded in the manifest (see `audit benchmarks`; default: the task's name when "
                   "it is a spec, else none; the task is in the provenance either way).")
-@click.option("--scorer", metavar="NAME", help="Which scorer's values are the recorded verdicts (default: the only one).")
+@click.option("--scorer", metavar="NAME",
+              help="Which scorer's values are the recorded verdicts (default: the only one).")
 @click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
               help=_RECORDED_HELP + " Each row: the scorer's value (C correct, I and N incorrect, P ungraded).")
 @_common
@@ -395,10 +396,10 @@ def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorde
     from audit.specs import spec_named
 
     bench = benchmark or spec_named(log.eval.task)
-    if recorded is not None and bench is None:
-        raise click.UsageError(f"--recorded needs --benchmark NAME: the log's task {log.eval.task!r} is not a "
-                               f"benchmark spec (see `audit benchmarks`)")
     if recorded is not None:
+        if bench is None:
+            raise click.UsageError(f"--recorded needs --benchmark NAME: the log's task {log.eval.task!r} is not a "
+                                   f"benchmark spec (see `audit benchmarks`)")
         rows = imp.recorded_rows()
 
         def write(package: Path, rel: str) -> Any:
@@ -410,6 +411,7 @@ def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorde
     click.echo("  checked against the log's results: " + "; ".join(
         describe(c) if c["ok"] is not None else f"{c['what']}: not checked (the log reports none)" for c in checks))
     if recorded is not None:
+        assert bench is not None  # refused above without one
         _report_recorded(recorded, header, bench, f" ({imp.scorer})")
     if any(c["ok"] is False for c in checks):
         click.echo("the log's figures do not come from its samples (see MISMATCH above)", err=True)

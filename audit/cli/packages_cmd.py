@@ -25,7 +25,8 @@ from audit.packages import bundle, digest_scope, open_package
               help="Items: JSONL rows {item_id, reference, choices, subject, protected}.")
 @click.option("--provenance", type=click.Path(path_type=Path), metavar="P.json",
               help="Provenance JSON: model, engine, hardware, dataset, sampling as sent.")
-@click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from kind, benchmark and content).")
+@click.option("--id", "package_id", metavar="ID",
+              help="Package id (default: derived from kind, benchmark and content).")
 @click.option("--gzip", "use_gzip", is_flag=True, help="Store data files as .jsonl.gz.")
 @click.option("--force", is_flag=True, help="Replace OUT_DIR if it exists and is a package (or empty).")
 def pack(out_dir: Path, kind: str, benchmark: str | None, responses: Path | None, items: Path | None,

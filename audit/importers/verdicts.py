@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -116,8 +117,10 @@ def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: s
     if not rows:
         raise AuditError("no verdict rows", path=str(src))
     return write_recorded(out, rows, benchmark=benchmark, tool=tool, source=f"{sf.name} sha256:{sf.sha256}",
-                          package=package, package_path=package_path_from(out, package) if package is not None else None,
-                          subject_of=subject_of, mapping=json.dumps(rmap.as_json(), ensure_ascii=False) if rmap else None,
+                          package=package,
+                          package_path=package_path_from(out, package) if package is not None else None,
+                          subject_of=subject_of,
+                          mapping=json.dumps(rmap.as_json(), ensure_ascii=False) if rmap else None,
                           overwrite=overwrite)
 
 
@@ -143,7 +146,7 @@ def write_recorded(out: str | Path, rows: list[dict[str, Any]], *, benchmark: st
     """Write the verdict file of recorded rows (VERDICT_ROW_FIELDS dicts, unique by item and sample), pinned to
     the responses `package` when given (recorded at `package_path`); `source` names the input by sha256."""
     rows = sorted(rows, key=lambda r: (r["item_id"], r["sample"]))
-    for a, b in zip(rows, rows[1:]):
+    for a, b in pairwise(rows):
         if (a["item_id"], a["sample"]) == (b["item_id"], b["sample"]):
             raise AuditError(f"duplicate (item_id={a['item_id']!r}, sample={a['sample']})", path=str(out),
                              field="item_id")
