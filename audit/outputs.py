@@ -191,9 +191,10 @@ def publish(tmp: str | os.PathLike[str], out: str | os.PathLike[str], *, force: 
         trash = out.parent / f".old-{uuid.uuid4().hex[:8]}-{out.name}"  # keeps its suffix (.tar.gz)
         try:
             os.rename(out, trash)
+            moved = True
         except FileNotFoundError:
-            trash = None  # gone meanwhile: nothing to replace
-        if trash is not None:
+            moved = False  # gone meanwhile: nothing to replace
+        if moved:
             why = not_ours(trash, kind)
             if why is not None:
                 try:
