@@ -95,19 +95,14 @@ def not_ours(path: Path, kind: Kind) -> str | None:
         return f"{problems[0]}" if problems else None
     if not stat.S_ISREG(st.st_mode):
         return "it is not a regular file"
-    if kind == "salt":
+    if kind in ("salt", "report"):  # told by their first bytes
         try:
             with open(path, "rb") as f:
-                head = f.read(66)
+                head = f.read(66)  # a salt and its newline, one byte more; more than a report's opening
         except OSError as e:
             return f"unreadable: {e.strerror or e}"
-        return None if _SALT.fullmatch(head) else "not one line of 64 hex digits"
-    if kind == "report":
-        try:
-            with open(path, "rb") as f:
-                head = f.read(64)
-        except OSError as e:
-            return f"unreadable: {e.strerror or e}"
+        if kind == "salt":
+            return None if _SALT.fullmatch(head) else "not one line of 64 hex digits"
         return None if _REPORT.match(head) else "it does not begin as one of their reports"
     if kind == "verdicts":
         from audit.verdicts import read_verdict_header
