@@ -63,6 +63,7 @@ class RawLine:
 
     lineno: int
     data: bytes | None
+    """The line's bytes; None exactly when `error` says why it could not be read."""
     error: str | None = None
     size: int | None = None
     """Bytes of an over-long line that was skipped (data is then None)."""
@@ -244,7 +245,7 @@ def parse_object(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
     (readers disagree on which value counts); its error is a ParseError naming the key.
     """
     text, err = decode_utf8(data.rstrip(b"\r\n"))
-    if err:
+    if text is None:  # not UTF-8: err says where
         return None, err
     try:
         obj = DECODER.decode(text)
@@ -326,7 +327,7 @@ class HashingReader(io.RawIOBase):
             return 0
         if len(b) > room:
             b = memoryview(b)[:room]
-        n = self._f.readinto(b)
+        n = self._f.readinto(b)  # type: ignore[attr-defined]  # open_regular's raw file has it; IO[bytes] omits it
         if n:
             self.sha.update(memoryview(b)[:n])
             self.bytes += n
@@ -473,11 +474,12 @@ def json_differences(stored: Any, fresh: Any, where: str = "") -> list[str]:
     if isinstance(stored, dict) and isinstance(fresh, dict):
         out: list[str] = []
         for k in sorted(set(stored) | set(fresh)):
-            out += json_differences(stored.get(k, "<missing>"), fresh.get(k, "<missing>"), f"{where}.{k}" if where else k)
+            out += json_differences(stored.get(k, "<missing>"), fresh.get(k, "<missing>"),
+                                    f"{where}.{k}" if where else k)
         return out
     if isinstance(stored, list) and isinstance(fresh, list) and len(stored) == len(fresh):
         out = []
-        for i, (a, b) in enumerate(zip(stored, fresh)):
+        for i, (a, b) in enumerate(zip(stored, fresh, strict=True)):  # equal lengths: checked above
             out += json_differences(a, b, f"{where}[{i}]")
         return out
     return [] if stored == fresh else [f"{where}: stored {short_repr(stored)}, recomputed {short_repr(fresh)}"]
@@ -535,7 +537,7 @@ def jsonl_source(path: str | os.PathLike[str]) -> Iterator[SourceRow]:
             for raw in iter_raw_lines(fh, max_total=limit):
                 if raw.bound:
                     raise AuditError(raw.error or "", path=p, row=raw.lineno)
-                if raw.error:
+                if raw.data is None:  # unreadable: error says why
                     yield SourceRow(p, raw.lineno, None, raw.error)
                     continue
                 obj, err = parse_object(raw.data)

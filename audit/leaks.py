@@ -541,8 +541,8 @@ def _transformed_leaks(name: str, text: str, values: list[_Value], whole: list[_
                     meta.append((v, across, how))
     items_hit = {item for _, item in hit}
     out: list[Problem] = []
-    for vi, t, n in index.find(texts, min_period=MIN_PERIOD) if texts else []:
-        pt = index.texts[t]
+    for vi, ti, n in index.find(texts, min_period=MIN_PERIOD) if texts else []:
+        pt = index.texts[ti]
         where, across, how = meta[vi]
         if (pt.item_id in items_hit) if across else ((where.row, pt.item_id) in hit):
             continue

@@ -10,7 +10,8 @@ With --force only what audit wrote is replaced, proven before anything is destro
   pinned: a package holding a user's extra file does not);
 - a verdict file: a file whose header reads as one (its sidecars are audit's, named by digest);
 - a bundle: a `.tar.gz` that validates as a package;
-- a release's generated salt file: one line of 64 hex digits.
+- a release's generated salt file: one line of 64 hex digits;
+- a report (`audit diff -o`, `audit verify -o`): a file that begins as one of their reports does.
 A symbolic link, a user's folder or file, or a file that merely has a `.json` name is refused with
 one line naming it. A replaced folder is renamed aside, proven again there (a folder swapped in
 after the first check is put back, untouched), and only then removed.
@@ -30,10 +31,16 @@ from typing import Literal
 
 from audit.errors import AuditError
 
-Kind = Literal["package", "verdicts", "bundle", "salt", "hf-release"]
+Kind = Literal["package", "verdicts", "bundle", "salt", "hf-release", "report"]
 
 EXISTS = "already exists (use --force to replace it)"
-"""The one wording of an output that exists, without --force."""
+"""The one wording of an output that exists, without --force (raise `exists_error`, not a copy of it)."""
+
+
+def exists_error(path: str | os.PathLike[str]) -> AuditError:
+    """The refusal of an output `path` that exists, without --force: one wording for every writer."""
+    return AuditError(EXISTS, path=str(path))
+
 
 _WHAT = {
     "package": "a package that validates, or an empty folder",
@@ -42,11 +49,15 @@ _WHAT = {
     "salt": "a salt file audit generated: 64 hex digits",
     "hf-release": "a dataset folder of `audit release --format hf`: README.md, data/verdicts.parquet and a "
                   "release package that validates",
+    "report": "a report of `audit diff` or `audit verify`",
 }
 
 _HF_RELEASE = {"README.md", "data", "release"}
 
 _SALT = re.compile(rb"[0-9a-f]{64}\n")
+
+_REPORT = re.compile(rb'# audit diff\n|audit verify |\{\n  "schema_version": [0-9]+,\n  "kind": "(diff|verify)_report"')
+"""How a report of `audit diff` or `audit verify` begins, in Markdown or text, or as JSON."""
 
 
 def not_ours(path: Path, kind: Kind) -> str | None:
@@ -84,13 +95,15 @@ def not_ours(path: Path, kind: Kind) -> str | None:
         return f"{problems[0]}" if problems else None
     if not stat.S_ISREG(st.st_mode):
         return "it is not a regular file"
-    if kind == "salt":
+    if kind in ("salt", "report"):  # told by their first bytes
         try:
             with open(path, "rb") as f:
-                head = f.read(66)
+                head = f.read(66)  # a salt and its newline, one byte more; more than a report's opening
         except OSError as e:
             return f"unreadable: {e.strerror or e}"
-        return None if _SALT.fullmatch(head) else "not one line of 64 hex digits"
+        if kind == "salt":
+            return None if _SALT.fullmatch(head) else "not one line of 64 hex digits"
+        return None if _REPORT.match(head) else "it does not begin as one of their reports"
     if kind == "verdicts":
         from audit.verdicts.read import read_verdicts
 
@@ -118,7 +131,7 @@ def check_output(path: str | os.PathLike[str], *, force: bool, kind: Kind = "pac
     p = Path(path)
     if os.path.lexists(p):
         if not force:
-            raise AuditError(EXISTS, path=str(p))
+            raise exists_error(p)
         why = not_ours(p, kind)
         if why is not None:
             raise refusal(p, kind, why)
@@ -173,9 +186,10 @@ def publish(tmp: str | os.PathLike[str], out: str | os.PathLike[str], *, force: 
         trash = out.parent / f".old-{uuid.uuid4().hex[:8]}-{out.name}"  # keeps its suffix (.tar.gz)
         try:
             os.rename(out, trash)
+            moved = True
         except FileNotFoundError:
-            trash = None  # gone meanwhile: nothing to replace
-        if trash is not None:
+            moved = False  # gone meanwhile: nothing to replace
+        if moved:
             why = not_ours(trash, kind)
             if why is not None:
                 try:
@@ -197,6 +211,22 @@ def publish(tmp: str | os.PathLike[str], out: str | os.PathLike[str], *, force: 
                 trash.unlink(missing_ok=True)
             return
     _publish_new(tmp, out)
+
+
+def write_text(path: str | os.PathLike[str], text: str, *, force: bool, kind: Kind = "report") -> None:
+    """Write the text file `path` as `publish` moves an output into place: written whole beside it
+    first, then published, so an existing file is replaced only with `force` (and only when audit
+    wrote it) and readers never see half of it."""
+    p = Path(path)
+    tmp = p.parent / f".{p.name}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        with open(tmp, "x", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        publish(tmp, p, force=force, kind=kind)
+    finally:
+        tmp.unlink(missing_ok=True)  # gone already once published
 
 
 def _publish_new(tmp: Path, out: Path) -> None:

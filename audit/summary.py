@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import pandas as pd
 
@@ -16,7 +17,8 @@ from audit import stats
 from audit.ids import natural_key, natural_sorted
 from audit.verdicts.models import Figure, Interval, SubjectSummary, Summary
 
-DENOMINATORS = ("graded", "all")
+DENOMINATORS: tuple[Literal["graded", "all"], ...] = ("graded", "all")
+"""The denominators of every accuracy figure: the graded rows, and all of them."""
 
 
 def pct(value: float | None) -> str:
@@ -114,9 +116,10 @@ def summarize(df: pd.DataFrame, subject_of: Mapping[str, str | None] | None = No
     ungraded = df[df["verdict"] == "ungraded"]
     excluded = [{"item_id": r.item_id, "sample": int(r.sample), "status": r.status, "reason": r.reason}
                 for r in ungraded[["item_id", "sample", "status", "reason"]].itertuples(index=False)]
+    # (Summary is SummaryV2, which has subjects: verdicts.py rebinds the name, mypy sees the first class)
     return Summary(samples=int(df["sample"].nunique()) if len(df) else 0, items=int(df["item_id"].nunique()),
                    statuses=statuses, figures=figures(df), excluded=excluded,
-                   subjects=subject_summaries(df, subject_of or {}))
+                   subjects=subject_summaries(df, subject_of or {}))  # type: ignore[call-arg]
 
 
 # --------------------------------------------------------------------------- several samples per item

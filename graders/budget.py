@@ -43,7 +43,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from audit.graders.judgment import Judgment
 
@@ -180,8 +180,8 @@ def worker_main(get: Callable[[str], Any], all_graders: Callable[[], list[Any]])
                 v = get(key).grade_inline(answer, reference, num_choices=num_choices)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-        except BudgetExceeded:
-            v = Judgment(None, "timeout", f"over the {msg[4]:g} s budget (interrupted)")
+        except BudgetExceeded:  # raised only by the alarm set after the task was unpacked
+            v = Judgment(None, "timeout", f"over the {budget_s:g} s budget (interrupted)")
         except MemoryError:
             v = Judgment(None, "error", f"over the worker memory limit ({WORKER_MEMORY_BYTES // 1024**3} GiB)")
         except Exception as e:  # a worker never dies on one item
@@ -210,8 +210,20 @@ class _Worker:
         self.started_at = time.monotonic()
 
     @property
+    def stdin(self) -> IO[bytes]:
+        """The worker's task pipe (opened with PIPE, so never None)."""
+        assert self.proc.stdin is not None
+        return self.proc.stdin
+
+    @property
+    def stdout(self) -> IO[bytes]:
+        """The worker's result pipe (opened with PIPE, so never None)."""
+        assert self.proc.stdout is not None
+        return self.proc.stdout
+
+    @property
     def out_fd(self) -> int:
-        return self.proc.stdout.fileno()
+        return self.stdout.fileno()
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
         if self.ready:
@@ -227,7 +239,7 @@ class _Worker:
         self.read_ready()
 
     def read_ready(self) -> None:
-        msg = _read_msg(self.proc.stdout)
+        msg = _read_msg(self.stdout)
         if not (isinstance(msg, tuple) and msg and msg[0] == "ready"):
             code = self.proc.poll()
             self.kill()
@@ -235,10 +247,10 @@ class _Worker:
         self.ready = True
 
     def send(self, task: tuple) -> None:
-        _write_msg(self.proc.stdin, task)
+        _write_msg(self.stdin, task)
 
     def read_result(self) -> tuple | None:
-        msg = _read_msg(self.proc.stdout)
+        msg = _read_msg(self.stdout)
         return msg if isinstance(msg, tuple) else None
 
     def alive(self) -> bool:
@@ -251,7 +263,7 @@ class _Worker:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - a zombie we cannot reap
             pass
-        for fh in (self.proc.stdin, self.proc.stdout):
+        for fh in (self.stdin, self.stdout):
             try:
                 fh.close()
             except OSError:
@@ -260,7 +272,7 @@ class _Worker:
     def close(self) -> None:
         """Ask the worker to exit (EOF on its stdin), then make sure it did."""
         try:
-            self.proc.stdin.close()
+            self.stdin.close()
         except OSError:
             pass
         try:
@@ -325,7 +337,7 @@ class WorkerPool:
             if self._closed:
                 raise RuntimeError("worker pool is closed")
             while True:
-                got = []
+                got: list[_Worker] = []
                 while self._idle and len(got) < n:
                     w = self._idle.pop()
                     if w.alive():
@@ -437,7 +449,7 @@ class WorkerPool:
         """Grade `(answer, reference, num_choices)` tasks on up to `workers` workers; outcomes in input order.
         Items over their budget are then retried one at a time, alone, under the retry budget."""
         outcomes = self._run_many_once(key, tasks, budget_s, workers)
-        return [self._retried(key, tuple(task), budget_s, o) for task, o in zip(tasks, outcomes, strict=True)]
+        return [self._retried(key, (*task,), budget_s, o) for task, o in zip(tasks, outcomes, strict=True)]
 
     def _run_many_once(self, key: str, tasks: Sequence[tuple[str, str, int | None]], budget_s: float,
                        workers: int | None = None) -> list[Outcome]:
@@ -480,7 +492,7 @@ class WorkerPool:
                 if not events and not busy:
                     raise WorkerStartError(f"no grading worker started within {START_TIMEOUT_S:g} s")
                 for sk, _ in events:
-                    w: _Worker = sk.data
+                    w = sk.data  # the _Worker registered with its fd
                     if not w.ready:
                         try:
                             w.read_ready()

@@ -136,15 +136,24 @@ def _rehash(pkg: Path, rel: str) -> None:
 def test_stored_summaries_equal_the_recomputed_ones(tmp_path):
     out, tel = write_run(tmp_path, "a", synthetic_run(gpus=2))
     assert validate_package(out) == [] and validate_package(tel) == []
-    t = store.load_throughput(out)
-    tt = store.load_telemetry(tel, t)
-    try:
+    with store.load_throughput(out) as t, store.load_telemetry(tel, t) as tt:
         assert t.stored == t.summary.model_dump(mode="json")
         assert tt.stored == tt.summary.model_dump(mode="json")
         assert tt.extra["throughput"] == {"package_id": t.pkg.manifest.package_id, "digest": t.pkg.digest}
-    finally:
-        t.close()
-        tt.close()
+
+
+def test_a_with_block_closes_what_it_read_back(tmp_path):
+    """A bundled package is read from a temporary folder: the end of the `with` block removes it."""
+    from audit.packages import bundle
+
+    out, tel = write_run(tmp_path, "a", synthetic_run())
+    bundle(out, tmp_path / "a.tar.gz")
+    bundle(tel, tmp_path / "a.telemetry.tar.gz")
+    with store.load_throughput(tmp_path / "a.tar.gz") as t, \
+            store.load_telemetry(tmp_path / "a.telemetry.tar.gz", t) as tt:
+        roots = [t.pkg.root, tt.pkg.root]
+        assert all(r.is_dir() and tmp_path not in r.parents for r in roots)
+    assert not any(r.exists() for r in roots)
 
 
 def test_an_edited_summary_is_refused_even_with_a_fixed_manifest(tmp_path):

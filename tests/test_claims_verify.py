@@ -61,7 +61,8 @@ def test_the_shipped_ledger_follows_its_json_schema():
 def test_json_report(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     out = tmp_path / "report.json"
-    r = cli("verify", "packages/claims.yaml", "--format", "json", "-o", out)
+    out.write_text("audit verify packages/claims.yaml: an earlier text report\n", encoding="utf-8")
+    r = cli("verify", "packages/claims.yaml", "--format", "json", "-o", out, "--force")  # replaces audit's report
     assert (r.code, r.out, r.err) == (0, "", "")
     report = json.loads(out.read_text(encoding="utf-8"))
     jsonschema.validate(report, json.loads((SCHEMA_DIR / "verify_report.v1.json").read_text(encoding="utf-8")))
@@ -78,6 +79,21 @@ def test_json_report(cli, tmp_path, monkeypatch):
 
 
 # --------------------------------------------------------------------------- planted values
+
+
+def test_an_existing_output_is_refused_before_any_work(cli, tmp_path, monkeypatch):
+    """Without --force `-o FILE` refuses a FILE that exists, and with it refuses a user's file: before
+    any claim is recomputed (so at once, and FILE is left as it was)."""
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "report.txt"
+    out.write_text("my notes\n", encoding="utf-8")
+    r = cli("verify", "packages/claims.yaml", "-o", out)
+    assert (r.code, r.out, r.err) == (2, "", f"audit: error: {out}: already exists (use --force to replace it)\n")
+    r = cli("verify", "packages/claims.yaml", "-o", out, "--force")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (f"audit: error: {out}: --force replaces only what audit wrote (a report of `audit diff` or "
+                     f"`audit verify`); not this one: it does not begin as one of their reports\n")
+    assert out.read_text(encoding="utf-8") == "my notes\n"
 
 
 def test_the_lab_note_as_published_does_not_survive(cli, tmp_path, monkeypatch):

@@ -217,6 +217,31 @@ def test_output_file(pair, cli):
     assert (pair / "report.md").read_text(encoding="utf-8") == EXPECTED_MARKDOWN
 
 
+def test_an_existing_output_is_replaced_only_with_force(pair, cli):
+    """`-o FILE` refuses a FILE that exists before comparing anything; --force replaces a report audit
+    wrote, never a user's file (nor a symbolic link)."""
+    exists = "audit: error: report.md: already exists (use --force to replace it)\n"
+    (pair / "report.md").write_text("my notes\n", encoding="utf-8")
+    r = cli("diff", "old.json", "new.json", "-o", "report.md")
+    assert (r.code, r.out, r.err) == (2, "", exists)
+    r = cli("diff", "old.json", "new.json", "-o", "report.md", "--force")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == ("audit: error: report.md: --force replaces only what audit wrote (a report of `audit diff` or "
+                     "`audit verify`); not this one: it does not begin as one of their reports\n")
+    assert (pair / "report.md").read_text(encoding="utf-8") == "my notes\n"
+    (pair / "report.md").unlink()
+    for fmt in ("markdown", "json", "markdown"):  # a report of either format replaces the other
+        r = cli("diff", "old.json", "new.json", "-o", "report.md", "--format", fmt, "--force")
+        assert (r.code, r.out, r.err) == (1, "", "")
+    assert (pair / "report.md").read_text(encoding="utf-8") == EXPECTED_MARKDOWN
+    r = cli("diff", "old.json", "new.json", "-o", "report.md")
+    assert (r.code, r.err) == (2, exists)
+    (pair / "link.md").symlink_to("report.md")
+    r = cli("diff", "old.json", "new.json", "-o", "link.md", "--force")
+    assert r.code == 2 and r.err.endswith("not this one: it is a symbolic link\n")
+    assert sorted(p.name for p in pair.iterdir() if p.name.startswith(".")) == []  # no temporary file left
+
+
 def test_errors_exit_2(pair, cli):
     r = cli("diff", "old.json", "missing.json")
     assert r.code == 2 and r.err == "audit: error: missing.json: no such file\n"

@@ -189,6 +189,11 @@ def test_refusals_name_file_row_and_field(cli, runs, tmp_path):
         r = cli("import", "lm-eval", src, "-o", tmp_path / "pkg", "--benchmark", "mmlu_pro")
         assert (r.code, r.err) == (2, f"audit: error: {src}: row 2: {message}\n")
         assert not (tmp_path / "pkg").exists()
+        # The same line with --recorded, which reads the records first (it was an AttributeError's traceback).
+        r = cli("import", "lm-eval", src, "-o", tmp_path / "pkg", "--benchmark", "mmlu_pro",
+                "--recorded", tmp_path / "r.json")
+        assert (r.code, r.err) == (2, f"audit: error: {src}: row 2: {message}\n")
+        assert not (tmp_path / "pkg").exists() and not (tmp_path / "r.json").exists()
     # The hash checks can be waived (a file whose docs were legitimately rewritten).
     src = write_samples(tmp_path / "s.jsonl", [altered])
     r = cli("import", "lm-eval", src, "-o", tmp_path / "pkg", "--benchmark", "mmlu_pro", "--no-hash-check")

@@ -62,6 +62,19 @@ def test_recorded_verdicts_in_one_step_then_diff(cli, run, tmp_path, monkeypatch
     assert sum(s["changed"] for s in report["subjects"]) == 14
 
 
+def test_a_record_without_a_question_id_is_one_line_with_recorded(cli, run, tmp_path):
+    """The same line as without --recorded (it was an AttributeError's traceback)."""
+    records = [dict(r) for r in run[:3]]
+    del records[1]["question_id"]
+    src = tmp_path / "x_result.json"
+    src.write_text(json.dumps(records), encoding="utf-8")
+    line = f"audit: error: {src}: row 2: field question_id: missing required field\n"
+    assert cli("import", "mmlu-pro", src, "-o", tmp_path / "plain").err == line
+    r = cli("import", "mmlu-pro", src, "-o", tmp_path / "responses", "--recorded", tmp_path / "recorded.json")
+    assert (r.code, r.out, r.err) == (2, "", line)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x_result.json"]
+
+
 def test_a_record_without_pred_records_no_verdict_and_nothing_is_written(cli, run, tmp_path):
     records = [dict(r) for r in run[:3]]
     del records[1]["pred"]

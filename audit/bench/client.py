@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from audit.bench.clock import RunClock
 from audit.generate.openai_http import Malformed, OpenAIServer, Rejected, ServerError, Transient
@@ -37,7 +37,7 @@ class StreamOutcome:
     bundled_chunks: int = 0
     prompt_tokens: int | None = None
     finish_reason: str | None = None
-    ended: str = "done"
+    ended: Literal["done", "cut", "error"] = "done"
     error: str | None = None
 
     @property
@@ -134,7 +134,7 @@ def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunCloc
         else:
             out.error = str(e)
     finally:
-        events.close()
+        events.close()  # type: ignore[attr-defined]  # a generator; OpenAIServer.stream is typed Iterator
     out.finished_at = round(clock.at(time.perf_counter()), 6)
     return out
 

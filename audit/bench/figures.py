@@ -39,6 +39,7 @@ import bisect
 import math
 import statistics
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -96,8 +97,12 @@ class WindowFigures(FiguresDoc):
     """1 + accepted / drafts."""
 
 
-class Spread(FiguresDoc):
+class WindowSpread(FiguresDoc):
     """A figure over the valid windows."""
+
+    # Named `Spread` in the committed throughput_summary.v1 schema ($defs key and title): pinned so.
+    __qualname__ = "Spread"
+    model_config = ConfigDict(title="Spread")
 
     n: int
     """Valid windows."""
@@ -246,7 +251,7 @@ class ThroughputSummary(FiguresDoc):
     """The stall threshold the windows were judged with."""
     windows: list[WindowFigures]
     """Per window."""
-    tok_s: Spread
+    tok_s: WindowSpread
     """tok/s over the valid windows."""
     decode: DecodeFigures
     """Decode rate after the first token."""
@@ -269,11 +274,11 @@ def _sd(values: Sequence[float]) -> float | None:
     return statistics.stdev(values) if len(values) >= 2 else None
 
 
-def spread(values: Sequence[float]) -> Spread:
+def spread(values: Sequence[float]) -> WindowSpread:
     if not values:
-        return Spread(n=0)
+        return WindowSpread(n=0)
     sd = _sd(values)
-    return Spread(n=len(values), mean=math.fsum(values) / len(values),
+    return WindowSpread(n=len(values), mean=math.fsum(values) / len(values),
                   se=sd / math.sqrt(len(values)) if sd is not None else None, min=min(values), max=max(values))
 
 
@@ -294,7 +299,7 @@ def window_figures(w: BenchWindowRow, timed: Sequence[BenchRequestRow], arrivals
     hi = bisect.bisect_left(arrivals, w.end)
     inside = arrivals[lo:hi]
     points = [w.start, *inside, w.end]
-    gaps = [b - a for a, b in zip(points, points[1:])]
+    gaps = [b - a for a, b in pairwise(points)]
     silence = max(gaps)
     started = [r for r in timed if w.start <= r.started_at < w.end]
     errors = sorted((r for r in timed if r.ended == "error" and w.start <= r.finished_at < w.end),
@@ -384,7 +389,8 @@ def summarize(arm: str, requests: Sequence[BenchRequestRow], windows: Sequence[B
         arm=arm, stall_s=stall_s, windows=figs, tok_s=tok_s,
         decode=DecodeFigures(requests=len(rates), per_request_mean=math.fsum(rates) / len(rates) if rates else None,
                              per_request_min=min(rates, default=None), per_request_max=max(rates, default=None),
-                             tokens=dec_tokens, seconds=seconds, overall_tok_s=dec_tokens / seconds if seconds else None),
+                             tokens=dec_tokens, seconds=seconds,
+                             overall_tok_s=dec_tokens / seconds if seconds else None),
         ttft=ttft,
         chunks=ChunkFigures(with_tokens=sum(r.chunks for r in timed), bundled=sum(r.bundled_chunks for r in timed),
                             tokens_in_bundled=sum(_bundled_tokens(r) for r in timed)),

@@ -6,6 +6,7 @@ import math
 import os
 import uuid
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,8 @@ def throughput_lines(t: Throughput) -> list[str]:
         ceiling = (f"; {st.at_ceiling} of {st.requests} requests ran at the ceiling of {st.ceiling} tokens per step, "
                    f"{st.over_ceiling_chunks} chunks over it") if st.ceiling is not None else "; ceiling unknown"
         lines.append(f"engine steps from the stream: {_f(st.overall, 2)} tokens per decode step (per request mean "
-                     f"{_f(st.per_request_mean, 2)}, {_f(st.per_request_min, 2)}–{_f(st.per_request_max, 2)}){ceiling}; "
+                     f"{_f(st.per_request_mean, 2)}, {_f(st.per_request_min, 2)}–{_f(st.per_request_max, 2)})"
+                     f"{ceiling}; "
                      f"counters {_f(st.counters_tokens_per_step, 2)}, stream / counters "
                      f"{_f(st.overall_over_counters, 3)}")
     if s.anchor is not None:
@@ -174,7 +176,7 @@ def timeline_png(t: Throughput, tel: Telemetry | None, out: Path, *, why_no_tele
         counts = [0] * (len(edges) - 1)
         for a in arrivals:
             counts[min(len(counts) - 1, int(a))] += 1
-        rates = [c / (b - a) for c, a, b in zip(counts, edges, edges[1:])]
+        rates = [c / (b - a) for c, (a, b) in zip(counts, pairwise(edges), strict=True)]  # a count per bin
         ax.stairs(rates, edges, color="0.6", lw=0.8, label="tokens per second")
     for w in s.windows:
         ax.hlines(w.tok_s, w.start - t0, w.end - t0, colors="C0" if w.valid else "C3", lw=2.5,
@@ -196,8 +198,8 @@ def timeline_png(t: Throughput, tel: Telemetry | None, out: Path, *, why_no_tele
         power = [_sum([r.power_w for r in by_t[x]]) if len(by_t[x]) == tel.summary.gpus else None for x in ts]
         ax_u.plot([x - t0 for x in ts], util, color="C1", lw=1, label="utilization.gpu (any kernel running)")
         gpm: dict[tuple[float, float], list[Any]] = defaultdict(list)
-        for r in tel.gpm_rows:
-            gpm[(r.t_start, r.t_end)].append(r)
+        for m in tel.gpm_rows:
+            gpm[(m.t_start, m.t_end)].append(m)
         spans = sorted(gpm)
         for name, label, color, style in (("sm_util_pct", "GPM SM_UTIL (share of SMs busy)", "C2", "-"),
                                           ("dram_bw_util_pct", "GPM DRAM_BW_UTIL", "C4", "-"),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pydantic import Field
 
@@ -192,7 +192,8 @@ def _stored_summary(pkg: Package) -> dict[str, Any]:
 
 @dataclass
 class Throughput:
-    """A throughput package read back: its rows, its stored summary and the recomputed one."""
+    """A throughput package read back: its rows, its stored summary and the recomputed one. Open until
+    `close` (or the end of a `with` block)."""
 
     pkg: Package
     requests: list[BenchRequestRow]
@@ -207,9 +208,18 @@ class Throughput:
     def close(self) -> None:
         self.pkg.close()
 
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 @dataclass
 class Telemetry:
+    """A telemetry package read back: its samples, its stored summary and the recomputed one. Open until
+    `close` (or the end of a `with` block)."""
+
     pkg: Package
     gpu_rows: list[GpuSampleRow]
     gpm_rows: list[GpmSampleRow]
@@ -222,6 +232,12 @@ class Telemetry:
 
     def close(self) -> None:
         self.pkg.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _check(src: str, stored: dict[str, Any], fresh: Any) -> None:

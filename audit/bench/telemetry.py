@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from audit import schemas
@@ -429,12 +430,12 @@ class Sampler:
             row: dict[str, Any] = {"t": t, "gpu": i}
             errors: list[str] = []
             reads = (
-                (("kernel_running_pct", "memory_busy_pct"), lambda: layer.utilization(i)),
-                (("power_w",), lambda: (layer.power_w(i),)),
-                (("energy_j",), lambda: (layer.energy_j(i),)),
-                (("sm_clock_mhz",), lambda: (layer.clock_mhz(i, "sm"),)),
-                (("mem_clock_mhz",), lambda: (layer.clock_mhz(i, "mem"),)),
-                (("temperature_c",), lambda: (layer.temperature_c(i),)),
+                (("kernel_running_pct", "memory_busy_pct"), lambda i=i: layer.utilization(i)),
+                (("power_w",), lambda i=i: (layer.power_w(i),)),
+                (("energy_j",), lambda i=i: (layer.energy_j(i),)),
+                (("sm_clock_mhz",), lambda i=i: (layer.clock_mhz(i, "sm"),)),
+                (("mem_clock_mhz",), lambda i=i: (layer.clock_mhz(i, "mem"),)),
+                (("temperature_c",), lambda i=i: (layer.temperature_c(i),)),
             )
             try:
                 for names, read in reads:
@@ -449,7 +450,7 @@ class Sampler:
                     except CounterError as e:
                         errors.append(f"{'/'.join(names)}: {e}")
                         continue
-                    for n, v in zip(names, values):
+                    for n, v in zip(names, values, strict=True):  # one value per name, by the layer's types
                         row[n] = v
             except GpuLost as e:
                 errors.append(f"GPU lost: {e}")
@@ -621,7 +622,7 @@ def mean(values: Iterable[float]) -> float | None:
 
 def _interp(points: list[tuple[float, float]], x: float) -> float | None:
     """The counter at time x, linear between the readings around it; None outside them."""
-    for (t0, v0), (t1, v1) in zip(points, points[1:]):
+    for (t0, v0), (t1, v1) in pairwise(points):
         if t0 <= x <= t1:
             return v0 if t1 == t0 else v0 + (v1 - v0) * (x - t0) / (t1 - t0)
     return None
@@ -635,8 +636,8 @@ def summarize(link: tuple[str, str], status: str, gpus: int, windows: Sequence[t
     for r in sorted(gpu_rows, key=lambda r: (r.t, r.gpu)):
         by_gpu.setdefault(r.gpu, []).append(r)
     gpm_by_gpu: dict[int, list[GpmSampleRow]] = {}
-    for r in sorted(gpm_rows, key=lambda r: (r.t_start, r.gpu)):
-        gpm_by_gpu.setdefault(r.gpu, []).append(r)
+    for m in sorted(gpm_rows, key=lambda m: (m.t_start, m.gpu)):
+        gpm_by_gpu.setdefault(m.gpu, []).append(m)
     indices = sorted(set(by_gpu) | set(gpm_by_gpu) | set(range(gpus)))
     energy_by_gpu = {g: [(r.t, r.energy_j) for r in by_gpu.get(g, []) if r.energy_j is not None] for g in indices}
     out = []

@@ -26,7 +26,7 @@ import urllib.request
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from audit.bench import promtext
 from audit.bench.client import NoChunkUsage, StreamOutcome, request_body, stream_completion
@@ -46,6 +46,9 @@ MAX_ANCHOR_LOG_BYTES = 16 * 1024 * 1024
 """Most output of the anchor command kept in anchor.log; the rest is read and dropped."""
 MAX_SERVER_STRING = 512
 """Longest model id or version string a server may report (they are recorded in the package)."""
+
+Phase = Literal["warmup", "timed"]
+"""A request's phase, as its BenchRequestRow records it."""
 
 
 @dataclass(frozen=True)
@@ -87,10 +90,10 @@ class BenchConfig:
                             ("--windows", self.windows, 1)):
             if v < lo:
                 out.append(f"{name} must be >= {lo}")
-        for name, v in (("--window-s", self.window_s), ("--stall-s", self.stall_s),
-                        ("--request-timeout-s", self.request_timeout_s),
-                        ("--launch-timeout", self.launch_timeout), ("--anchor-timeout", self.anchor_timeout)):
-            if not (v > 0 and math.isfinite(v)):
+        for name, seconds in (("--window-s", self.window_s), ("--stall-s", self.stall_s),
+                              ("--request-timeout-s", self.request_timeout_s),
+                              ("--launch-timeout", self.launch_timeout), ("--anchor-timeout", self.anchor_timeout)):
+            if not (seconds > 0 and math.isfinite(seconds)):
                 out.append(f"{name} must be > 0")
         if not 0 < self.sample_hz <= 100:
             out.append("--sample-hz must be in (0, 100]")
@@ -248,12 +251,13 @@ class _Run:
             if i < len(self.pool):
                 return self.pool[i]
         # The pool ran out (requests were faster than the warm-up suggested): one more, built now.
+        assert self.builder is not None  # build_pool set it before any request
         with self.build_lock:
             p = self.builder.build(self.pool_start + i)
             self.built_late += 1
             return p
 
-    def _send(self, slot: _Slot, prompt: Prompt, phase: str, cut_at: float | None) -> BenchRequestRow:
+    def _send(self, slot: _Slot, prompt: Prompt, phase: Phase, cut_at: float | None) -> BenchRequestRow:
         cfg = self.cfg
         with self.lock:
             n = self.next_request
@@ -274,7 +278,7 @@ class _Run:
             self.rows.append(row)
         return row
 
-    def _loop(self, slot: _Slot, phase: str, count: int | None, end: float | None) -> None:
+    def _loop(self, slot: _Slot, phase: Phase, count: int | None, end: float | None) -> None:
         try:
             sent = 0
             while self.fatal is None:
@@ -299,7 +303,7 @@ class _Run:
         except Exception as e:  # noqa: BLE001 - reported by the main thread
             self.fatal = e
 
-    def _run_slots(self, phase: str, count: int | None, end: float | None) -> list[threading.Thread]:
+    def _run_slots(self, phase: Phase, count: int | None, end: float | None) -> list[threading.Thread]:
         threads = [threading.Thread(target=self._loop, args=(s, phase, count, end), daemon=True,
                                     name=f"audit-bench-{s.server}-{s.slot}") for s in self.slots]
         for t in threads:

@@ -18,6 +18,7 @@ import ast
 import math
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -485,7 +486,7 @@ def load_ledger(path: str | os.PathLike[str]) -> LoadedLedger:
 
 def _check_ids(led: LoadedLedger) -> None:
     seen: dict[str, str] = {}
-    for section, entries in (("packages", led.ledger.packages), ("files", led.ledger.files)):
+    for section, entries in _inputs(led):
         for i, e in enumerate(entries):
             if e.id in seen:
                 raise led.error(f"id {e.id!r} is used twice (also in {seen[e.id]})", loc=(section, i, "id"),
@@ -502,8 +503,13 @@ def _check_ids(led: LoadedLedger) -> None:
                             loc=("files", i, "package"), field=f"files.{f.id}.package")
 
 
+def _inputs(led: LoadedLedger) -> tuple[tuple[str, Sequence[PackageInput | FileInput]], ...]:
+    """The ledger's inputs by section: packages, then files."""
+    return ("packages", led.ledger.packages), ("files", led.ledger.files)
+
+
 def _check_paths(led: LoadedLedger) -> None:
-    for section, entries in (("packages", led.ledger.packages), ("files", led.ledger.files)):
+    for section, entries in _inputs(led):
         for i, e in enumerate(entries):
             try:
                 led.resolve(e.path)
@@ -515,9 +521,11 @@ def _check_paths(led: LoadedLedger) -> None:
 # --------------------------------------------------------------------------- arithmetic
 
 
-_ARITH_FUNCS = {"abs": abs, "min": min, "max": max, "sqrt": math.sqrt, "log": math.log, "exp": math.exp}
-_ARITH_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-              ast.Div: lambda a, b: a / b}
+_ARITH_FUNCS: dict[str, Callable[..., float]] = {"abs": abs, "min": min, "max": max, "sqrt": math.sqrt,
+                                                 "log": math.log, "exp": math.exp}
+_ARITH_OPS: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b}
 MAX_EXPR_CHARS = 400
 
 
@@ -543,7 +551,8 @@ def parse_expression(expr: str) -> tuple[ast.Expression, list[str]]:
             walk(node.right)
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             walk(node.operand)
-        elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
+              and not isinstance(node.value, bool)):
             if not math.isfinite(_number(node.value)):
                 shown = ast.get_source_segment(expr, node) or ""
                 raise ValueError(f"the number {shown if len(shown) <= 30 else shown[:30] + '…'} is out of range")
@@ -588,6 +597,7 @@ def evaluate(tree: ast.Expression, values: dict[str, float]) -> float:
             v = ev(node.operand)
             return -v if isinstance(node.op, ast.USub) else v
         if isinstance(node, ast.Constant):
+            assert isinstance(node.value, (int, float))  # parse_expression admits no other constant
             return float(node.value)
         if isinstance(node, ast.Name):
             return values[node.id]

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audit.claims import units
 from audit.claims.registry import Series
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 DPI = 100
-RC = {
+RC: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 8.5,
     "axes.titlesize": 9,
@@ -83,7 +86,7 @@ def intervals_plot(path: Path, rows: list[tuple[str, float, float | None, float 
                 lo = max(0.0, hi - 5)
         else:
             lo, hi = lo - pad, hi + pad
-        for i, (label, value, low, high, colour) in enumerate(rows):
+        for i, (_label, value, low, high, colour) in enumerate(rows):
             y = len(rows) - 1 - i
             if low is not None and high is not None:
                 ax.plot([low, high], [y, y], color=colour, linewidth=2.2, solid_capstyle="butt")
@@ -162,7 +165,7 @@ def _bars(fig: Any, ax: Any, series: Series, colours: list[str]) -> None:
             widths[int(x)] += v
         colour = SEGMENT_COLOURS.get(label, colours[i % len(colours)])
         ax.barh([n - 1 - k for k in range(n)], widths, left=left, height=0.6, color=colour, label=label)
-        left = [a + b for a, b in zip(left, widths)]
+        left = [a + b for a, b in zip(left, widths, strict=True)]  # both one per category
     ax.set_position((0.24, 0.2, 0.72, 0.68))
     ax.set_yticks(range(n))
     ax.set_yticklabels(list(reversed(series.categories)))

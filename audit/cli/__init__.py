@@ -59,7 +59,8 @@ def _load_commands() -> None:
     )
 
 
-_NO_ARGS_IS_HELP: type[Exception] = getattr(click.exceptions, "NoArgsIsHelpError", ())  # type: ignore[assignment]
+_NO_ARGS_IS_HELP: type[click.UsageError] | tuple[type[click.UsageError], ...] = getattr(
+    click.exceptions, "NoArgsIsHelpError", ())
 """Click >= 8.2 raises this for a group called without a command; 8.1 prints the help itself and exits 0."""
 
 
@@ -68,14 +69,19 @@ def error_line(message: str) -> str:
     return f"audit: error: {printable(message)}"
 
 
+def echo_problems(e: ValidationFailed) -> None:
+    """Print each problem of a failed validation as its own error line (on stderr)."""
+    for p in e.problems:
+        click.echo(error_line(str(p)), err=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     _load_commands()
     try:
         rv = cli.main(args=argv, prog_name="audit", standalone_mode=False)
     except ValidationFailed as e:
-        for p in e.problems:
-            click.echo(error_line(str(p)), err=True)
+        echo_problems(e)
         return e.exit_code
     except AuditError as e:
         click.echo(error_line(str(e)), err=True)

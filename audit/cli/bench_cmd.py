@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import signal
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
@@ -78,7 +79,8 @@ def throughput(**o) -> int:
     cfg = BenchConfig(
         arm=o["arm"], prompt_tokens=o["prompt_tokens"], max_tokens=o["max_tokens"], ignore_eos=o["ignore_eos"],
         concurrency=o["concurrency"], warmup_requests=o["warmup_requests"], windows=o["windows"],
-        window_s=o["window_s"], stall_s=o["stall_s"], request_timeout_s=o["request_timeout_s"], filler=o["filler"], servers=tuple(o["servers"]),
+        window_s=o["window_s"], stall_s=o["stall_s"], request_timeout_s=o["request_timeout_s"], filler=o["filler"],
+        servers=tuple(o["servers"]),
         launch=o["launch"], launch_program=o["launch_program"], launch_timeout=o["launch_timeout"],
         model=o["model"], telemetry=not o["no_telemetry"], sample_hz=o["sample_hz"],
         gpm_interval_s=o["gpm_interval_s"], gpm=not o["no_gpm"], anchor=o["anchor"],
@@ -100,15 +102,12 @@ def throughput(**o) -> int:
     finally:
         if result.work is not None:
             shutil.rmtree(result.work, ignore_errors=True)
-    t = store.load_throughput(out)
-    try:
+    with store.load_throughput(out) as t:
         s = t.summary
         valid = sum(w.valid for w in s.windows)
         mean = "-" if s.tok_s.mean is None else f"{s.tok_s.mean:.1f}"
         click.echo(f"wrote {out}: throughput package {tp.package_id}, {valid} of {len(s.windows)} windows valid, "
                    f"{mean} tok/s")
-    finally:
-        t.close()
     if tm is not None:
         status = tm.provenance.extra.get("status")
         click.echo(f"wrote {tel_out}: telemetry package {tm.package_id}, counters {status}")
@@ -128,16 +127,9 @@ def compare(a: Path, b: Path, as_json: bool) -> int:
     from audit.bench import figures, report, store
     from audit.fileio import dumps_pretty
 
-    ta = store.load_throughput(a)
-    try:
-        tb = store.load_throughput(b)
-        try:
-            c = figures.compare(ta.pkg.manifest.package_id, ta.summary, ta.extra.get("run", {}),
-                                tb.pkg.manifest.package_id, tb.summary, tb.extra.get("run", {}))
-        finally:
-            tb.close()
-    finally:
-        ta.close()
+    with store.load_throughput(a) as ta, store.load_throughput(b) as tb:
+        c = figures.compare(ta.pkg.manifest.package_id, ta.summary, ta.extra.get("run", {}),
+                            tb.pkg.manifest.package_id, tb.summary, tb.extra.get("run", {}))
     if as_json:
         click.echo(dumps_pretty(c.model_dump(mode="json")), nl=False)
     else:
@@ -161,11 +153,9 @@ def report_cmd(package: Path, tel_path: Path | None, png: Path | None, no_png: b
     """
     from audit.bench import report, store
 
-    t = store.load_throughput(package)
-    tel = None
-    try:
+    with store.load_throughput(package) as t, ExitStack() as opened:
         found = store.find_telemetry(package, tel_path)
-        tel = store.load_telemetry(found, t) if found is not None else None
+        tel = opened.enter_context(store.load_telemetry(found, t)) if found is not None else None
         for line in report.throughput_lines(t):
             click.echo(line)
         why = None if tel is not None else "no telemetry package beside it (give --telemetry)"
@@ -178,8 +168,4 @@ def report_cmd(package: Path, tel_path: Path | None, png: Path | None, no_png: b
             out = png or package.with_name(f"{name}-report.png")
             report.timeline_png(t, tel, out, why_no_telemetry=why)
             click.echo(f"wrote {out}")
-    finally:
-        t.close()
-        if tel is not None:
-            tel.close()
     return 0

@@ -15,7 +15,9 @@ from audit.cli import cli
               help="Text for people; JSON (schemas/verify_report.v1.json) for programs.")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="Write the report to FILE instead of stdout.")
-def verify_cmd(ledger: Path, fmt: str, output: Path | None) -> int:
+@click.option("--force", is_flag=True,
+              help="Replace FILE if it exists and is a report of `audit verify` or `audit diff`.")
+def verify_cmd(ledger: Path, fmt: str, output: Path | None, force: bool) -> int:
     """Recompute every claim of a LEDGER (claims.yaml) from its pinned packages.
 
     Validates every package and checks its content digest, checks every file's sha256, then
@@ -27,14 +29,16 @@ def verify_cmd(ledger: Path, fmt: str, output: Path | None) -> int:
     """
     from audit.claims.verify import render_json, render_text, verify
     from audit.errors import AuditError
-    from audit.fileio import write_atomic
+    from audit.outputs import check_output, write_text
 
-    if output is not None and not output.resolve().parent.is_dir():
-        raise AuditError("parent directory does not exist", path=str(output))
+    if output is not None:
+        if not output.resolve().parent.is_dir():
+            raise AuditError("parent directory does not exist", path=str(output))
+        check_output(output, force=force, kind="report")
     result = verify(ledger)
     text = render_json(result) if fmt == "json" else render_text(result)
     if output is not None:
-        write_atomic(output, text)
+        write_text(output, text, force=force, kind="report")
     else:
         click.echo(text, nl=False)
     return 0 if result.all_survive else 1

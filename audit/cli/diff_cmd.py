@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import cli
+from audit.cli import cli, echo_problems
 from audit.errors import ValidationFailed
 
 
@@ -21,8 +21,10 @@ from audit.errors import ValidationFailed
               help="Compare files that grade different responses packages (the header says so).")
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="Write the report to FILE instead of stdout.")
+@click.option("--force", is_flag=True,
+              help="Replace FILE if it exists and is a report of `audit diff` or `audit verify`.")
 def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_responses: bool,
-         output: Path | None) -> int:
+         output: Path | None, force: bool) -> int:
     """Compare two verdict files OLD and NEW: every figure that changed and every row whose verdict changed.
 
     Figures that fell are retractions; figures that rose are upward revisions. Per-subject figures
@@ -36,18 +38,20 @@ def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_respons
     """
     from audit.diff import diff_files, render_json, render_markdown
     from audit.errors import AuditError
-    from audit.fileio import write_atomic
+    from audit.outputs import check_output, write_text
 
-    if output is not None and not output.resolve().parent.is_dir():
-        raise AuditError("parent directory does not exist", path=str(output))
+    if output is not None:
+        if not output.resolve().parent.is_dir():
+            raise AuditError("parent directory does not exist", path=str(output))
+        check_output(output, force=force, kind="report")
     try:
         report = diff_files(old, new, allow_different_responses=allow_different_responses)
     except ValidationFailed as e:
-        e.exit_code = 2  # 1 means "the files differ" here
-        raise
+        echo_problems(e)
+        return 2  # a file that fails validation is bad input: 1 means "the files differ" here
     text = render_json(report) if fmt == "json" else render_markdown(report, max_items=max_items)
     if output is not None:
-        write_atomic(output, text)
+        write_text(output, text, force=force, kind="report")
     else:
         click.echo(text, nl=False)
     return 1 if report.has_changes else 0

@@ -93,14 +93,13 @@ def _collapsed_problems(srcs: tuple[Path, ...] | list[Path] = (), *, hint: bool 
             collapsed.append(pr)
             repeats.append(0)
         problems = [Problem(pr.path, pr.message + (f" (and {n} more rows with the same problem)" if n else ""),
-                            pr.row, pr.field) for pr, n in zip(collapsed, repeats)]
+                            pr.row, pr.field) for pr, n in zip(collapsed, repeats, strict=True)]
         extra = hint_for() if hint else None
         if extra:
             problems[0] = Problem(problems[0].path, f"{problems[0].message}; {extra}", problems[0].row,
                                   problems[0].field)
-        failed = ValidationFailed(e.target, problems)
-        failed.exit_code = e.exit_code
-        raise failed from None
+        # The same class, told shorter: its exit code is the one the library chose for this failure.
+        raise type(e)(e.target, problems) from None
     except AuditError as e:
         extra = hint_for() if hint else None
         if not extra:
@@ -150,7 +149,7 @@ _RECORDED_HELP = ("Also write the verdicts the run itself recorded as a verdict 
 
 
 def _report(manifests: list[Manifest], outs: list[Path], bad_rows: list[dict[str, Any]] | None = None) -> None:
-    for m, out in zip(manifests, outs):
+    for m, out in zip(manifests, outs, strict=True):  # a manifest per output, as write_outputs returns them
         main = "item_row.v1" if m.kind == "items" else "response_row.v1"
         rows = sum(f.rows or 0 for f in m.files if f.schema_ == main)
         items = sum(f.rows or 0 for f in m.files if f.schema_ == "item_row.v1") if main != "item_row.v1" else 0
@@ -321,17 +320,16 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
                         package_id: str | None, use_gzip: bool, force: bool, on_bad_row: str) -> int:
     import shutil
 
-    from audit.errors import AuditError
     from audit.importers import write_outputs
     from audit.importers.lm_eval_dir import describe, dir_outputs
 
     for flag, value in (("--items-out", items_out), ("--recorded", recorded), ("--id", package_id)):
         if value is not None:
             raise click.UsageError(f"{flag} takes a samples file, not a folder (each task's package holds its items)")
-    from audit.outputs import EXISTS
+    from audit.outputs import exists_error
 
     if out.exists() and not force:  # a folder of packages: each one is checked as it is written
-        raise AuditError(EXISTS, path=str(out))
+        raise exists_error(out)
     base = load_provenance(provenance) if provenance else None
     outputs, runs = dir_outputs(src, out, benchmark=benchmark, item_id=item_id, filter_name=filter_name,
                                 verify_hashes=not no_hash_check, choice_by=choice_by,
@@ -351,7 +349,7 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
             shutil.rmtree(d, ignore_errors=True)
         raise
     mismatches = 0
-    for m, o, run in zip(manifests, outputs, runs):
+    for m, o, run in zip(manifests, outputs, runs, strict=True):  # dir_outputs: an output per run
         _report([m], [o.out], run.bad_rows)
         if run.results is None:
             click.echo("  not checked: no results file of this run beside its samples")
@@ -369,7 +367,8 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
 @click.argument("src", type=click.Path(path_type=Path), metavar="LOG.eval|LOG.json")
 @benchmark_option("Benchmark spec recorded in the manifest (see `audit benchmarks`; default: the task's name when "
                   "it is a spec, else none; the task is in the provenance either way).")
-@click.option("--scorer", metavar="NAME", help="Which scorer's values are the recorded verdicts (default: the only one).")
+@click.option("--scorer", metavar="NAME",
+              help="Which scorer's values are the recorded verdicts (default: the only one).")
 @click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
               help=_RECORDED_HELP + " Each row: the scorer's value (C correct, I and N incorrect, P ungraded).")
 @_common
@@ -397,10 +396,10 @@ def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorde
     from audit.specs import spec_named
 
     bench = benchmark or spec_named(log.eval.task)
-    if recorded is not None and bench is None:
-        raise click.UsageError(f"--recorded needs --benchmark NAME: the log's task {log.eval.task!r} is not a "
-                               f"benchmark spec (see `audit benchmarks`)")
     if recorded is not None:
+        if bench is None:
+            raise click.UsageError(f"--recorded needs --benchmark NAME: the log's task {log.eval.task!r} is not a "
+                                   f"benchmark spec (see `audit benchmarks`)")
         rows = imp.recorded_rows()
 
         def write(package: Path, rel: str) -> Any:
@@ -412,6 +411,7 @@ def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorde
     click.echo("  checked against the log's results: " + "; ".join(
         describe(c) if c["ok"] is not None else f"{c['what']}: not checked (the log reports none)" for c in checks))
     if recorded is not None:
+        assert bench is not None  # refused above without one
         _report_recorded(recorded, header, bench, f" ({imp.scorer})")
     if any(c["ok"] is False for c in checks):
         click.echo("the log's figures do not come from its samples (see MISMATCH above)", err=True)

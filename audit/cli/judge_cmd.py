@@ -4,7 +4,7 @@ and `audit graders` (list the registered versions)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import click
 
@@ -20,6 +20,13 @@ if TYPE_CHECKING:
 FIELDS = ("id", "answer", "reference", "num_choices")
 
 
+class _Where(TypedDict):
+    """The place of a row in its file, as AuditError takes it."""
+
+    path: str
+    row: int
+
+
 def _load_rows(path: Path, rmap: Any = None) -> list[dict[str, Any]]:
     """Every row of FILE.jsonl checked before anything is graded: {id, answer, reference[, num_choices]}
     (with `rmap`, `--map` / `--where`: the mapped fields of the selected rows)."""
@@ -31,12 +38,13 @@ def _load_rows(path: Path, rmap: Any = None) -> list[dict[str, Any]]:
         raise AuditError(f"cannot read: {e.strerror or e}", path=str(path)) from None
     with fh:
         for raw in iter_raw_lines(fh):
-            where = {"path": str(path), "row": raw.lineno}
-            if raw.error:
-                raise AuditError(raw.error, **where)
+            where: _Where = {"path": str(path), "row": raw.lineno}
+            if raw.data is None:  # unreadable: error says why
+                raise AuditError(raw.error or "unreadable line", **where)
             obj, err = parse_object(raw.data)
             if err:
                 raise AuditError(err, **where)
+            assert obj is not None  # parse_object gives an object or an error
             if rmap:
                 if not rmap.selected(obj, str(path), raw.lineno):
                     continue
@@ -118,6 +126,7 @@ def judge(file: Path, grader_spec: str | None, cross_specs: str | None, workers:
         for row, v in zip(rows, _judgments(g, rows, workers, budget), strict=True):
             click.echo(dumps({"id": row["id"], **_as_obj(v)}))
         return 0
+    assert cross_specs is not None  # exactly one of the two was given
     specs = [s.strip() for s in cross_specs.split(",")]
     if len(specs) != 2 or not all(specs):
         raise click.UsageError("--cross takes two graders separated by a comma, e.g. math.equiv,math.mathverify")

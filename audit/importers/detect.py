@@ -194,11 +194,12 @@ def sniff(path: str | os.PathLike[str]) -> Format | None:
 def _whole_document(p: Path, head: bytes, limit: int = 64 << 20) -> dict[str, Any] | None:
     """A JSON object spanning the whole file (a pretty-printed document, not JSON Lines), if small enough."""
     if len(head) < _HEAD_BYTES:
-        data: bytes | None = head
+        data = head
     else:  # a regular file of at most `limit` bytes, read once (a file swapped after the stat is not read whole)
-        data, _ = read_document(p, limit)
-        if data is None:
+        whole, _ = read_document(p, limit)
+        if whole is None:
             return None
+        data = whole
     try:
         obj = json.loads(data)
     except (ValueError, RecursionError):

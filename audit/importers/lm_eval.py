@@ -150,7 +150,7 @@ def read_choice(obj: dict[str, Any], choice_by: str, delimiter: str, lenient_gol
         sizes = [len(o) if choice_by == "acc_norm" else len(o.encode("utf-8")) for o in options]
         if 0 in sizes:
             raise RecordError("arguments", f"an empty option: {choice_by} divides by its length")
-        scores = [ll / size for ll, size in zip(lls, sizes)]
+        scores = [ll / size for ll, size in zip(lls, sizes, strict=True)]  # both one per option
     chosen = max(range(n), key=scores.__getitem__)  # the first of equal scores, as numpy's argmax
     try:
         gold, bad = _gold(obj.get("target"), options), None
@@ -301,6 +301,7 @@ class LmEvalImport:
             if bad is not None:
                 yield bad
                 continue
+            assert obj is not None  # _records gives an object or an error row
             item_id, choice, bad = self._check(rec.label, rec.row, obj)
             if bad is not None:
                 yield bad
@@ -354,6 +355,7 @@ class LmEvalImport:
             if bad is not None:
                 yield bad
                 continue
+            assert obj is not None  # _records gives an object or an error row
             item_id, choice, bad = self._check(rec.label, rec.row, obj)
             if bad is not None:
                 yield bad
@@ -382,10 +384,11 @@ class LmEvalImport:
         used = metric
         for rec, obj, bad in self._records():
             if bad is not None:
-                raise AuditError(bad.message or "unreadable record", path=bad.label, row=bad.row, field=bad.field)
+                raise AuditError(bad.error or "unreadable record", path=bad.path, row=bad.row, field=bad.field)
+            assert obj is not None  # _records gives an object or an error row
             item_id, choice, bad = self._check(rec.label, rec.row, obj)
             if bad is not None:
-                raise AuditError(bad.message or "unreadable record", path=bad.label, row=bad.row, field=bad.field)
+                raise AuditError(bad.error or "unreadable record", path=bad.path, row=bad.row, field=bad.field)
             assert item_id is not None
             if choice is None and len(obj["resps"][0]) != 1:
                 raise AuditError(f"{len(obj['resps'][0])} repeats scored as one document: the harness recorded a "
@@ -398,6 +401,9 @@ class LmEvalImport:
                 # A multiple-choice verdict is the metric of the rule that chose the option.
                 used = self.choice_by if choice is not None and self.choice_by in names else names[0]
             value = obj.get(used)
+            answer: str | None
+            reference: str | None
+            status: str | None
             if isinstance(value, bool) or value not in (0, 1):
                 raise AuditError(f"metric {used} is {value!r}, not 0 or 1: not a verdict", path=rec.label,
                                  row=rec.row, field=used)
@@ -539,7 +545,7 @@ def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str
                         embedded_task=embedded_task, on_bad_row=on_bad_row)
 
 
-def lm_eval_outputs(imp: LmEvalImport, out: Path, *, benchmark: str, items_out: Path | None = None,
+def lm_eval_outputs(imp: LmEvalImport, out: Path, *, benchmark: str | None, items_out: Path | None = None,
                     gzip: bool = False, model: str | None = None, provenance: Provenance | None = None,
                     package_id: str | None = None) -> list[Output]:
     """The packages an lm-eval samples import (from `lm_eval_import`, not yet read) writes: responses at `out`,

@@ -66,7 +66,7 @@ class Expr:
         if not self.template:
             if not text:
                 raise ValueError("empty column name")
-            self.columns = (text,)
+            self.columns: tuple[str, ...] = (text,)
             return
         roots = []
         try:

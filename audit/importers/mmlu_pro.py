@@ -60,11 +60,13 @@ def _records(files: list[SourceFile], rmap: RecordMap | None = None
             if rec.obj is None:
                 yield rec, None, SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
                 continue
+            obj = rec.obj
             if rmap:
-                if not rmap.selected(rec.obj, rec.label, rec.row):
+                if not rmap.selected(obj, rec.label, rec.row):
                     continue
-                rec = Record(rec.label, rec.row, rmap.apply(rec.obj, rec.label, rec.row))
-            item_id, bad = _question_id(rec.obj, rec.label, rec.row)
+                obj = rmap.apply(obj, rec.label, rec.row)
+                rec = Record(rec.label, rec.row, obj)
+            item_id, bad = _question_id(obj, rec.label, rec.row)
             yield rec, item_id, bad
 
 
@@ -162,7 +164,7 @@ def recorded_rows(files: list[SourceFile], on_bad_row: str = "refuse", rmap: Rec
     no_pred = 0
     for rec, item_id, bad in _records(files, rmap):
         if bad is not None:
-            raise AuditError(bad.message or "unreadable record", path=bad.label, row=bad.row, field=bad.field)
+            raise AuditError(bad.error or "unreadable record", path=bad.path, row=bad.row, field=bad.field)
         assert item_id is not None
         obj = rec.obj
         if "pred" not in obj:

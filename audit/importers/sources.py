@@ -105,7 +105,7 @@ def _first_char(fh: IO[bytes]) -> bytes:
 
 def _iter_jsonl(fh: IO[bytes], label: str) -> Iterator[Record]:
     for raw in iter_raw_lines(fh):
-        if raw.error:
+        if raw.data is None:  # unreadable: error says why
             yield Record(label, raw.lineno, None, raw.error)
             continue
         obj, err = parse_object(raw.data)
@@ -171,7 +171,8 @@ def _iter_zip(path: Path) -> Iterator[Record]:
             label = f"{path}:{member}"
             try:
                 with zf.open(member) as raw:
-                    fh = io.BufferedReader(raw, buffer_size=_CHUNK)
+                    # zf.open gives a ZipExtFile (typeshed says IO[bytes]), which BufferedReader takes
+                    fh = io.BufferedReader(raw, buffer_size=_CHUNK)  # type: ignore[type-var]
                     if member.lower().endswith(".json") and _first_char(fh) == b"[":
                         yield from iter_json_array(fh, label)
                     else:

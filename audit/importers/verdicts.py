@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +176,7 @@ def recorded_header(rows: list[dict[str, Any]], *, benchmark: str, tool: str, so
     """The header of recorded rows (see `write_recorded`; an open `package` is read as it is), and the rows
     sorted by item and sample; a repeated (item, sample) is refused, naming `where`."""
     rows = sorted(rows, key=lambda r: (r["item_id"], r["sample"]))
-    for a, b in zip(rows, rows[1:], strict=False):
+    for a, b in pairwise(rows):
         if (a["item_id"], a["sample"]) == (b["item_id"], b["sample"]):
             raise AuditError(f"duplicate (item_id={a['item_id']!r}, sample={a['sample']})", path=where,
                              field="item_id")

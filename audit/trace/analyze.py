@@ -57,8 +57,8 @@ from audit.trace.models import (
     Linking,
     MainStream,
     Markers,
-    Spread,
     StepFigures,
+    StepSpread,
     TraceConfig,
     TraceInfo,
     TraceSource,
@@ -193,8 +193,8 @@ def _us(ns: float | int) -> float:
     return round(ns / 1000, 3)
 
 
-def _spread(values: np.ndarray) -> Spread:
-    return Spread(median=float(np.median(values)), min=int(values.min()), max=int(values.max()),
+def _spread(values: np.ndarray) -> StepSpread:
+    return StepSpread(median=float(np.median(values)), min=int(values.min()), max=int(values.max()),
                   constant=bool(values.min() == values.max()))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from audit.models import Record
 from audit.schemas import register
@@ -18,8 +18,12 @@ TRACE_SUMMARY_SCHEMA_VERSION = 1
 TRACE_DIFF_SCHEMA_VERSION = 1
 
 
-class Spread(Record):
+class StepSpread(Record):
     """How a per-step count varies across the selected steps."""
+
+    # Named `Spread` in the committed trace_summary.v1 schema ($defs key and title): pinned so.
+    __qualname__ = "Spread"
+    model_config = ConfigDict(title="Spread")
 
     median: float
     """Median over the steps."""
@@ -163,13 +167,13 @@ class StepFigures(Record):
 
     steps: int = Field(ge=1)
     """Selected complete steps."""
-    kernels_per_step: Spread
+    kernels_per_step: StepSpread
     """Kernels launched per step, all streams."""
-    kernels_per_step_by_stream: dict[str, Spread]
+    kernels_per_step_by_stream: dict[str, StepSpread]
     """Kernels launched per step, by stream (a step without kernels on a stream counts 0)."""
-    memcpy_per_step: Spread
+    memcpy_per_step: StepSpread
     """Memory copies per step."""
-    memset_per_step: Spread
+    memset_per_step: StepSpread
     """Memsets per step."""
     step_us: Durations
     """Step durations: marker start to the next marker's start (CPU clock)."""
@@ -230,9 +234,9 @@ class CudaGraphs(Record):
     """Graph launches in the selected steps (whole trace when there are none)."""
     kernels: int = Field(ge=0)
     """Kernels those launches ran."""
-    kernels_per_launch: Spread | None
+    kernels_per_launch: StepSpread | None
     """Kernels per graph launch; null without graph launches."""
-    launches_per_step: Spread | None
+    launches_per_step: StepSpread | None
     """Graph launches per selected step; null without steps."""
     multi_kernel_launches: int = Field(ge=0)
     """Other launch events with more than one GPU activity on their correlation id."""
@@ -262,7 +266,7 @@ class CollectiveKind(Record):
     """The kind."""
     calls: int = Field(ge=0)
     """Calls in the selected steps."""
-    calls_per_step: Spread
+    calls_per_step: StepSpread
     """Calls per selected step."""
     positions: list[CollectivePosition]
     """One entry per position, in order."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from audit.trace.models import Spread, TraceDiff, TraceSummary
+from audit.trace.models import StepSpread, TraceDiff, TraceSummary
 
 NAME_WIDTH = 72
 
@@ -22,7 +22,7 @@ def short(name: str, width: int = NAME_WIDTH) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
-def _spread(s: Spread) -> str:
+def _spread(s: StepSpread) -> str:
     if s.constant:
         return f"{s.min:,} (constant)"
     return f"median {s.median:,g}, {s.min:,} to {s.max:,}"
