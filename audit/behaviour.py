@@ -166,7 +166,7 @@ def _run_grader(g: Any, inputs: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
 
     tasks = [tuple(t) for t in inputs]
     unique = list(dict.fromkeys(tasks))  # a registered version is a pure function: each task once
-    by_task = dict(zip(unique, grade_many(g, unique)))
+    by_task = dict(zip(unique, grade_many(g, unique), strict=True))
     return [[by_task[t].correct, by_task[t].status, by_task[t].reason] for t in tasks]
 
 

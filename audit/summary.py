@@ -119,7 +119,7 @@ def summarize(df: pd.DataFrame, subject_of: Mapping[str, str | None] | None = No
     # (Summary is SummaryV2, which has subjects: verdicts.py rebinds the name, mypy sees the first class)
     return Summary(samples=int(df["sample"].nunique()) if len(df) else 0, items=int(df["item_id"].nunique()),
                    statuses=statuses, figures=figures(df), excluded=excluded,
-                   subjects=subject_summaries(df, subject_of or {}))  # type: ignore[call-arg]
+                   subjects=subject_summaries(df, subject_of or {}))
 
 
 # --------------------------------------------------------------------------- several samples per item

@@ -69,6 +69,7 @@ class EitherSource(RecipeArgs):
         return self
 
     def grade_source(self) -> GradeSource:
+        assert self.package is not None and self.benchmark is not None  # checked by _one_source
         return GradeSource(package=self.package, benchmark=self.benchmark, items=self.items,
                            extractor=self.extractor, grader=self.grader, reference_field=self.reference_field,
                            policy=self.policy)
@@ -252,7 +253,7 @@ def _read_table(data: bytes, label: str) -> list[tuple[int, dict[str, Any]]]:
     (a duplicate key is refused, naming it), a gzip'd one decompressed to at most MAX_TABLE_BYTES."""
     import gzip
 
-    from audit.fileio import READ_ERRORS, iter_raw_lines, parse_object
+    from audit.fileio import READ_ERRORS, ParseError, iter_raw_lines, parse_object
 
     rows: list[tuple[int, dict[str, Any]]] = []
     if label.endswith(".csv"):
@@ -284,7 +285,7 @@ def _read_table(data: bytes, label: str) -> list[tuple[int, dict[str, Any]]]:
             raise RecipeFailed(f"{label}: row {raw.lineno}: {raw.error}")
         obj, err = parse_object(raw.data)
         if err:
-            where = f"field {err.field}: " if getattr(err, "field", None) else ""
+            where = f"field {err.field}: " if isinstance(err, ParseError) and err.field else ""
             raise RecipeFailed(f"{label}: row {raw.lineno}: {where}{err}")
         rows.append((raw.lineno, obj))  # type: ignore[arg-type]
     return rows

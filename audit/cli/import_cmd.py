@@ -467,17 +467,19 @@ def import_lighteval(src: Path, benchmark: str | None, results: Path | None, cho
                                 model=model, provenance=base, package_id=package_id)
     write = None
     if recorded is not None:
+        assert benchmark is not None  # refused above
         rows, used = imp.recorded_rows(metric)
+        bench = benchmark
 
         def write(package: Path, rel: str) -> Any:
-            return write_recorded(recorded, rows, benchmark=benchmark, tool=f"lighteval ({used})",
+            return write_recorded(recorded, rows, benchmark=bench, tool=f"lighteval ({used})",
                                   source=f"{imp.src.name} sha256:{imp.src.sha256}", package=package, package_path=rel)
     with _collapsed_problems():
         manifests, header = _write_all(outputs, force, recorded, write)
         _report(manifests, [o.out for o in outputs], imp.bad_rows)
     click.echo("  checked against the results file: " + "; ".join(describe(c) for c in checks))
     if recorded is not None:
-        _report_recorded(recorded, header, benchmark, f" ({used})")
+        _report_recorded(recorded, header, bench, f" ({used})")
     if any(c["ok"] is False for c in checks):
         click.echo("the results file's figures do not come from these details (see MISMATCH above)", err=True)
         return 1

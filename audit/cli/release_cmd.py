@@ -29,6 +29,7 @@ def _read_salt(salt: str | None, salt_file: Path | None) -> str | None:
         data, err = read_document(salt_file, MAX_SALT_FILE_BYTES, what="a salt file")  # not a file of any size
         if err:
             raise AuditError(err, path=str(salt_file))
+        assert data is not None  # read_document gives bytes or an error
         try:
             return data.decode("utf-8").strip()
         except UnicodeDecodeError as e:

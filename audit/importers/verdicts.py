@@ -91,9 +91,10 @@ def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: s
     selects and renames the columns of a table written another way first.
     """
     rows, subject_of, source = _read_recorded(src, tool, rmap)
-    return write_recorded(out, rows, benchmark=benchmark, tool=tool, source=source,
-                          package=package, package_path=package_path_from(out, package) if package is not None else None,
-                          subject_of=subject_of, mapping=json.dumps(rmap.as_json(), ensure_ascii=False) if rmap else None,
+    return write_recorded(out, rows, benchmark=benchmark, tool=tool, source=source, package=package,
+                          package_path=package_path_from(out, package) if package is not None else None,
+                          subject_of=subject_of,
+                          mapping=json.dumps(rmap.as_json(), ensure_ascii=False) if rmap else None,
                           overwrite=overwrite)
 
 

@@ -180,7 +180,8 @@ class BuildContext:
 
 def _read_inputs(b: BuildContext) -> None:
     """Read the verdict file, check the options, and read the items package that says which items are protected."""
-    b.vt = read_verdicts(b.verdicts, sha256=True)  # one read: the rows published and the sha256 named come from the same bytes
+    # one read: the rows published and the sha256 named come from the same bytes
+    b.vt = read_verdicts(b.verdicts, sha256=True)
     assert b.vt.sha256 is not None  # asked for
     b.sha256 = b.vt.sha256
     header = b.vt.header
