@@ -8,10 +8,10 @@ gave. Every list of kinds, row models, row keys and document schemas derives fro
 (`audit.models.PACKAGE_KINDS` and `ROW_MODELS`, `audit.packages.layout.ROW_KEYS` and
 `DOCUMENT_SCHEMAS`, `audit.schemas`, `audit show`, the claims recipes).
 
-Each domain module registers its kind with `register_kind` (`audit.bench.store`: throughput and
-telemetry; `audit.trace.package`: profile; `audit.floor.package`: checkpoint-headers). The kinds
-with no domain module of their own (responses, items) and those whose modules are being reorganised
-(verdicts, release) are registered here. Adding a kind is its module, its schema files and one
+Each domain module registers its kind with `register_kind` (`audit.verdicts.kind`: verdicts;
+`audit.release.kind`: release; `audit.bench.store`: throughput and telemetry; `audit.trace.package`:
+profile; `audit.floor.package`: checkpoint-headers). The kinds with no domain module of their own
+(responses, items) are registered here. Adding a kind is its module, its schema files and one
 line in `KIND_MODULES` (when its module is not listed yet).
 """
 
@@ -26,13 +26,14 @@ import pydantic
 from pydantic import BaseModel, ConfigDict
 
 from audit.errors import AuditError
-from audit.models import ItemRow, Manifest, Record, ReleaseRow, ResponseRow
+from audit.models import ItemRow, Manifest, Record, ResponseRow
 from audit.registry import Catalog, catalog, duplicate_error
 
 if TYPE_CHECKING:
     from audit.packages.read import Package
 
-KIND_MODULES = ("audit.packages.kinds", "audit.bench.store", "audit.trace.package", "audit.floor.package")
+KIND_MODULES = ("audit.packages.kinds", "audit.verdicts.kind", "audit.release.kind", "audit.bench.store",
+                "audit.trace.package", "audit.floor.package")
 """Modules that register package kinds on import, in the order the kinds are listed (the manifest
 schema's `kind` enum follows it)."""
 
@@ -290,66 +291,3 @@ RESPONSES = register_kind(_rows_kind(
 ITEMS = register_kind(_rows_kind(
     "items", "benchmark items: one row per item, with its reference answer",
     {"item_row.v1": ItemRow}, {"item_row.v1": ("item_id",)}, NoExtra), __name__)
-
-
-# --------------------------------------------------------------------------- verdicts and release
-# Registered here while audit.verdicts and audit.release are being split into packages; the
-# registrations can move beside their code afterwards.
-
-def _verdict_schemas() -> dict[str, type[BaseModel]]:
-    from audit.verdicts import VerdictFileV1, VerdictFileV2
-
-    return {"verdict_file.v1": VerdictFileV1, "verdict_file.v2": VerdictFileV2}
-
-
-VERDICTS = register_kind(Kind("verdicts", "verdicts of a grading (written as verdict files, results.json)",
-                              schemas=_verdict_schemas), __name__)
-
-
-@dataclass(frozen=True)
-class ReleaseView:
-    """A release package read back: its release.json (checked against the rows) as a JSON object."""
-
-    info: dict[str, Any]
-
-
-def _read_release(pkg: Package) -> ReleaseView:
-    """release.json from the bytes the manifest pins, validated as `release_info.v1`; its counts,
-    statuses and figures recomputed from the rows (AuditError naming the first that differs)."""
-    from audit.release import INFO_FILE, ROWS_FILE, ReleaseInfo, release_figures
-
-    RELEASE.extra_of(pkg.manifest, str(pkg.source))
-    where = f"{pkg.source}/{INFO_FILE}"
-    obj = pkg.read_json(INFO_FILE)
-    try:
-        info = ReleaseInfo.model_validate(obj)
-    except pydantic.ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        raise AuditError(first["msg"], path=where, field=".".join(str(p) for p in first["loc"])) from None
-    rows = list(pkg.iter_rows("release_row.v1"))
-    fresh = {"rows": len(rows), "items": len({r.item_id for r in rows}), "samples": len({r.sample for r in rows}),
-             "statuses": dict(sorted(Counter(r.status for r in rows).items())),
-             "figures": [f.model_dump(mode="json") for f in release_figures(rows)]}
-    stored = info.model_dump(mode="json")
-    for key, value in fresh.items():
-        if stored[key] != value:
-            raise AuditError(f"{key}: differs from what {ROWS_FILE} gives", path=where, field=key)
-    return ReleaseView(obj)
-
-
-def _release_view(view: ReleaseView) -> list[str]:
-    from audit.views import release_view
-
-    return release_view(view.info)
-
-
-def _release_schemas() -> dict[str, type[BaseModel]]:
-    from audit.release import ReleaseInfo
-
-    return {"release_info.v1": ReleaseInfo}
-
-
-RELEASE = register_kind(Kind(
-    "release", "published per-item verdicts, protected items as verdict and status only",
-    rows={"release_row.v1": ReleaseRow}, row_keys={"release_row.v1": ("item_id", "sample")},
-    schemas=_release_schemas, reader=_read_release, viewer=_release_view), __name__)

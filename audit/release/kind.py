@@ -1,0 +1,64 @@
+"""The `release` package kind: published per-item verdicts, as one registered Kind (rows, release.json, the
+recompute `audit show` runs)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pydantic
+from pydantic import BaseModel
+
+from audit.errors import AuditError
+from audit.models import ReleaseRow
+from audit.packages.kinds import Kind, register_kind
+from audit.release.build import release_figures
+from audit.release.models import INFO_FILE, ROWS_FILE, ReleaseInfo
+from audit.views import release_view
+
+if TYPE_CHECKING:
+    from audit.packages.read import Package
+
+
+@dataclass(frozen=True)
+class ReleaseView:
+    """A release package read back: its release.json (checked against the rows) as a JSON object."""
+
+    info: dict[str, Any]
+
+
+def _read_release(pkg: Package) -> ReleaseView:
+    """release.json from the bytes the manifest pins, validated as `release_info.v1`; its counts,
+    statuses and figures recomputed from the rows (AuditError naming the first that differs)."""
+    RELEASE.extra_of(pkg.manifest, str(pkg.source))
+    where = f"{pkg.source}/{INFO_FILE}"
+    obj = pkg.read_json(INFO_FILE)
+    try:
+        info = ReleaseInfo.model_validate(obj)
+    except pydantic.ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        raise AuditError(first["msg"], path=where, field=".".join(str(p) for p in first["loc"])) from None
+    rows = list(pkg.iter_rows("release_row.v1"))
+    fresh = {"rows": len(rows), "items": len({r.item_id for r in rows}), "samples": len({r.sample for r in rows}),
+             "statuses": dict(sorted(Counter(r.status for r in rows).items())),
+             "figures": [f.model_dump(mode="json") for f in release_figures(rows)]}
+    stored = info.model_dump(mode="json")
+    for key, value in fresh.items():
+        if stored[key] != value:
+            raise AuditError(f"{key}: differs from what {ROWS_FILE} gives", path=where, field=key)
+    return ReleaseView(obj)
+
+
+def _release_view(view: ReleaseView) -> list[str]:
+    return release_view(view.info)
+
+
+def _release_schemas() -> dict[str, type[BaseModel]]:
+    return {"release_info.v1": ReleaseInfo}
+
+
+RELEASE = register_kind(Kind(
+    "release", "published per-item verdicts, protected items as verdict and status only",
+    rows={"release_row.v1": ReleaseRow}, row_keys={"release_row.v1": ("item_id", "sample")},
+    schemas=_release_schemas, reader=_read_release, viewer=_release_view), __name__)
