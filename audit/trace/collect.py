@@ -12,7 +12,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from audit.trace.reader import MAX_NS, FastPathUnsure, TraceError, TraceReader, to_id, to_ns
 
@@ -40,6 +40,28 @@ _GPU_CATEGORIES = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "memcpy": MEMCPY, "gp
 _LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
 
 
+class Marker(NamedTuple):
+    """A step marker event (fields in sort order: by start, then file order)."""
+
+    start: int
+    """ns."""
+    event: int
+    """Its index in traceEvents."""
+    name: str
+    thread: int
+    """Index into `_Collected.threads`."""
+    end: int | None
+    """start + dur in ns; None for an instant event."""
+
+
+class CommOp(NamedTuple):
+    """A communication op (nccl:*, c10d::*, ...) on the CPU: its span and the index of its kind."""
+
+    start: int
+    end: int
+    kind: int
+
+
 @dataclass
 class _Collected:
     """Compact arrays of what one pass over the trace found."""
@@ -59,10 +81,9 @@ class _Collected:
     launches: dict[int, int] = field(default_factory=dict)
     launch_threads: dict[int, int] = field(default_factory=dict)
     graph_launches: set[int] = field(default_factory=set)
-    # step markers: (start ns, event index, name, thread id, end ns or None)
-    markers: list[tuple[int, int, str, int, int | None]] = field(default_factory=list)
-    # communication ops: thread id -> [(start ns, end ns, kind index)]
-    comm_ops: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
+    markers: list[Marker] = field(default_factory=list)
+    # communication ops by thread id
+    comm_ops: dict[int, list[CommOp]] = field(default_factory=dict)
     # ac2g flow ends: (thread id, ts ns) -> flow id
     flow_ends: dict[tuple[int, int], int] = field(default_factory=dict)
     threads: dict[tuple[Any, Any], int] = field(default_factory=dict)
@@ -218,7 +239,7 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
                 ck = next((i for i, (_, r) in enumerate(ops) if r.fullmatch(op)), -1)
                 ts, dur = to_ns(e.get("ts")), to_ns(e.get("dur"))
                 if ck >= 0 and ts is not None and dur is not None and dur >= 0:
-                    c.comm_ops.setdefault(thread_id(e.get("pid"), e.get("tid")), []).append((ts, ts + dur, ck))
+                    c.comm_ops.setdefault(thread_id(e.get("pid"), e.get("tid")), []).append(CommOp(ts, ts + dur, ck))
             if kind[3] and ph in ("X", "i", "I") and marker_search(name):
                 ts = to_ns(e.get("ts"))
                 if ts is None:
@@ -226,8 +247,8 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
                 dur = to_ns(e.get("dur")) if ph == "X" else None
                 if dur is not None and dur < 0:
                     raise _bad(reader, index, e, f"step marker with a negative 'dur' ({_field(e, 'dur')})")
-                c.markers.append((ts, index, name, thread_id(e.get("pid"), e.get("tid")),
-                                  ts + dur if dur is not None else None))
+                c.markers.append(Marker(ts, index, name, thread_id(e.get("pid"), e.get("tid")),
+                                        ts + dur if dur is not None else None))
         elif ph == "f" and kind[0] == "ac2g":
             fid, ts = to_id(e.get("id")), to_ns(e.get("ts"))
             if fid is not None and ts is not None:
@@ -389,13 +410,13 @@ def collect_fast(reader: TraceReader, marker: re.Pattern[str], marker_categories
                     ck = next((i for i, (_, r) in enumerate(ops) if r.fullmatch(op)), -1)
                     ts, dur = to_ns(e.ts), to_ns(e.dur)
                     if ck >= 0 and ts is not None and dur is not None and dur >= 0:
-                        comm_ops.setdefault(thread_id(e.pid, e.tid), []).append((ts, ts + dur, ck))
+                        comm_ops.setdefault(thread_id(e.pid, e.tid), []).append(CommOp(ts, ts + dur, ck))
                 if flags & 16 and ph in ("X", "i", "I"):
                     ts = to_ns(e.ts)
                     dur = to_ns(e.dur) if ph == "X" else None
                     if ts is None or (dur is not None and dur < 0):
                         raise FastPathUnsure(index)
-                    markers.append((ts, index, name, thread_id(e.pid, e.tid), ts + dur if dur is not None else None))
+                    markers.append(Marker(ts, index, name, thread_id(e.pid, e.tid), ts + dur if dur is not None else None))
     for kind in kinds:
         categories[kind[0]] += kind[4]
     c.events = reader.events_read
