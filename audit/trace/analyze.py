@@ -29,13 +29,14 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from audit.models import ProfileCollectiveRow, ProfileKernelRow, ProfileStepRow
 from audit.trace import DEFAULT_STEP_MARKER
 from audit.trace.collect import (
+    _MISSING_CORRELATION,
     CATEGORY_NAMES,
     KERNEL,
     MARKER_CATEGORIES,
@@ -43,7 +44,6 @@ from audit.trace.collect import (
     MEMSET,
     VLLM_STEP_MARKER,
     VLLM_WORKER_STEP_MARKER,
-    _MISSING_CORRELATION,
     Marker,
     _Collected,
     collect,
@@ -85,7 +85,8 @@ DEFAULT_COLLECTIVES: dict[str, tuple[str, ...]] = {
     "all_reduce": (_FAMILY + r"nccl(?:Dev)?Kernel_AllReduce", _FAMILY + r"cross_device_reduce_",
                    _FAMILY + r"(?:one_shot|two_shot|multimem)_all_reduce", _FAMILY + r"allreduce_fusion"),
     "all_gather": (_FAMILY + r"nccl(?:Dev)?Kernel_AllGather", _FAMILY + r"multimem_all_gather"),
-    "reduce_scatter": (_FAMILY + r"nccl(?:Dev)?Kernel_ReduceScatter", _FAMILY + r"(?:two_shot|multimem)_reduce_scatter"),
+    "reduce_scatter": (_FAMILY + r"nccl(?:Dev)?Kernel_ReduceScatter",
+                       _FAMILY + r"(?:two_shot|multimem)_reduce_scatter"),
     "all_to_all": (_FAMILY + r"nccl(?:Dev)?Kernel_AllToAll",),
     "send_recv": (_FAMILY + r"nccl(?:Dev)?Kernel_(?:SendRecv|Send|Recv)",),
     "broadcast": (_FAMILY + r"nccl(?:Dev)?Kernel_Broadcast",),
@@ -289,7 +290,7 @@ class _MainStreamEvents:
 
     index: int
     """Index into the stream labels."""
-    chosen: str
+    chosen: Literal["most kernels", "given"]
     ts: np.ndarray
     end: np.ndarray
     name: np.ndarray
@@ -309,10 +310,14 @@ def _stream_labels(dev: np.ndarray, stream: np.ndarray) -> tuple[np.ndarray, lis
     """Stream index per event and the label of each index (`STREAM`, or `DEVICE:STREAM` over several GPUs)."""
     if len(stream) == 0:
         return np.zeros(0, dtype=np.int64), []
-    pairs = np.stack([dev, stream], axis=1)
-    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
     many = len(np.unique(dev)) > 1
-    labels = [f"{d}:{s}" if many else f"{s}" for d, s in uniq.tolist()]
+    if int(dev.max()) < 1 << 31 and int(stream.max()) < 1 << 31:  # one key sorts as the pairs do, faster
+        keys, inverse = np.unique((dev << 31) | stream, return_inverse=True)
+        uniq = [(k >> 31, k & ((1 << 31) - 1)) for k in keys.tolist()]
+    else:
+        pairs, inverse = np.unique(np.stack([dev, stream], axis=1), axis=0, return_inverse=True)
+        uniq = pairs.tolist()
+    labels = [f"{d}:{s}" if many else f"{s}" for d, s in uniq]
     return inverse.reshape(-1).astype(np.int64), labels
 
 
@@ -389,7 +394,7 @@ def _link(c: _Collected, gpu: _Gpu) -> _Links:
     if c.flow_ends:
         flow_ends = c.flow_ends
         corr_list = corr.tolist()
-        for i, key in enumerate(zip(c.g_thread.tolist(), c.g_ts.tolist())):
+        for i, key in enumerate(zip(c.g_thread.tolist(), c.g_ts.tolist(), strict=True)):
             fid = flow_ends.get(key)
             if fid is None:
                 continue
@@ -426,7 +431,7 @@ def _checked_markers(c: _Collected, options: TraceOptions, label: str) -> list[M
         shown = ", ".join(f"{_thread_label(thread_names[t])} ({n})" for t, n in marker_threads.most_common(4))
         raise TraceError(f"step markers /{options.step_marker}/ are on {len(marker_threads)} threads: {shown}; "
                          f"use a --step-marker that matches one event per step", path=label)
-    for a, b in zip(markers, markers[1:]):
+    for a, b in zip(markers, markers[1:], strict=False):
         if b.start == a.start or (a.end is not None and b.start < a.end):
             raise TraceError(f"step markers overlap: {a.name!r} and {b.name!r} (traceEvents[{a.event}], "
                              f"[{b.event}]); use a --step-marker that matches one event per step", path=label)
@@ -537,7 +542,7 @@ def _pick_main_stream(options: TraceOptions, gpu: _Gpu, steps: _Steps, label: st
             raise TraceError(f"--main-stream {options.main_stream}: no such stream in the trace "
                              f"(streams: {', '.join(labels)})", path=label)
         main = labels.index(options.main_stream)
-        chosen = "given"
+        chosen: Literal["most kernels", "given"] = "given"
     else:
         scope = steps.in_selected if not steps.refused else np.ones(gpu.count, dtype=bool)
         pick = scope & gpu.is_kernel if (scope & gpu.is_kernel).any() else np.ones(gpu.count, dtype=bool)
@@ -605,11 +610,11 @@ def _per_step(c: _Collected, gpu: _Gpu, links: _Links, steps: _Steps, coll: _Col
     graph_corr = np.isin(links.corr, np.fromiter(c.graph_launches, dtype=np.int64, count=len(c.graph_launches)))
     graph_launches: Counter[int] = Counter()
     in_graph = sk & graph_corr
-    for k, _ in set(zip(step_of[in_graph].tolist(), links.corr[in_graph].tolist())):
+    for k, _ in set(zip(step_of[in_graph].tolist(), links.corr[in_graph].tolist(), strict=True)):
         graph_launches[k] += 1
     collectives: dict[int, Counter[str]] = {}
     is_coll = sk & (coll.of >= 0) & gpu.is_kernel
-    for k, ck in zip(step_of[is_coll].tolist(), coll.of[is_coll].tolist()):
+    for k, ck in zip(step_of[is_coll].tolist(), coll.of[is_coll].tolist(), strict=True):
         collectives.setdefault(k, Counter())[coll.kinds[ck]] += 1
     # A step's GPU window ends where the next step's GPU activity starts.
     after = step_of == -1
@@ -749,26 +754,29 @@ def _position(names: list[str], position: int, calls: list[tuple[int, int]]) -> 
 
 def _trace_info(c: _Collected, gpu: _Gpu) -> TraceInfo:
     meta = c.metadata
-    dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
+    dist: dict[str, Any] = meta["distributedInfo"] if isinstance(meta.get("distributedInfo"), dict) else {}
     props = {d.get("id"): d.get("name") for d in meta.get("deviceProperties", []) if isinstance(d, dict)} \
         if isinstance(meta.get("deviceProperties"), list) else {}
     is_kernel = gpu.is_kernel
     return TraceInfo(
         kineto_schema_version=_int_or_none(meta.get("schemaVersion")),
         rank=_int_or_none(dist.get("rank")), world_size=_int_or_none(dist.get("world_size")),
-        devices=[f"{d}: {props[d]}" if isinstance(props.get(d), str) else f"{d}" for d in sorted(set(gpu.dev.tolist()))],
+        devices=[f"{d}: {props[d]}" if isinstance(props.get(d), str) else f"{d}"
+                 for d in sorted(set(gpu.dev.tolist()))],
         events=c.events, events_by_category=dict(sorted(c.categories.items())),
         kernels=int(is_kernel.sum()), memcpy=int((gpu.cat == MEMCPY).sum()), memset=int((gpu.cat == MEMSET).sum()),
         kernel_us=_us(int(gpu.dur[is_kernel].sum())), kernel_names=len(set(gpu.name[is_kernel].tolist())))
 
 
 def _config(options: TraceOptions) -> TraceConfig:
-    v2 = {"analysis": options.analysis, "step_span": options.step_span,
-          "collective_ops": {k: list(v) for k, v in options.collective_ops.items()}} if options.analysis >= 2 else {}
+    # analysis 1 wrote none of the fields after embed_limit_bytes (their defaults are its reading)
+    later: dict[str, Any] = {"analysis": options.analysis, "step_span": options.step_span,
+                             "collective_ops": {k: list(v) for k, v in options.collective_ops.items()}} \
+        if options.analysis >= 2 else {}
     return TraceConfig(step_marker=options.step_marker, step_filter=options.step_filter,
                        marker_categories=list(options.marker_categories),
                        collectives={k: list(v) for k, v in options.collectives.items()},
-                       main_stream=options.main_stream, embed_limit_bytes=options.embed_limit_bytes, **v2)
+                       main_stream=options.main_stream, embed_limit_bytes=options.embed_limit_bytes, **later)
 
 
 def _no_gpu_activity(c: _Collected, file: str) -> str:
@@ -787,7 +795,8 @@ def _no_gpu_activity(c: _Collected, file: str) -> str:
                 f"audit trace does not read")
     hint = ""
     if "async_llm" in file or c.vllm_functions:
-        hint = "; a vLLM server's API process writes such a trace (*.async_llm.*): the GPU workers' traces hold the kernels"
+        hint = ("; a vLLM server's API process writes such a trace (*.async_llm.*): the GPU workers' traces hold "
+                "the kernels")
     return f"{what}: a CPU-only trace (it holds {held}){hint}"
 
 
@@ -874,30 +883,32 @@ class _Idle(NamedTuple):
     step: int
 
 
-def _main_stream(label: str, chosen: str, window: str, windows: list[_Window], main: _MainStreamEvents,
-                 names: list[str]) -> MainStream:
+def _main_stream(label: str, chosen: Literal["most kernels", "given"], window: Literal["steps", "trace"],
+                 windows: list[_Window], main: _MainStreamEvents, names: list[str]) -> MainStream:
     """How busy the main stream is in the windows, and its idle gaps."""
     ms, me, m_ts, m_end, m_name = main.busy_starts, main.busy_ends, main.ts, main.end, main.name
     total = busy = 0
-    gaps: list[_Idle] = []
-    for step, a, b in windows:
-        total += b - a
-        s, e = _clipped(ms, me, a, b)
+    starts, lengths, steps = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0, np.int64)]
+    for w in windows:
+        total += w.end - w.start
+        s, e = _clipped(ms, me, w.start, w.end)
         busy += int(np.clip(e - s, 0, None).sum())
         # idle: before the first interval, between intervals, after the last
-        bounds_s = np.concatenate(([a], e))
-        bounds_e = np.concatenate((s, [b]))
-        lengths = bounds_e - bounds_s
-        for gs, gl in zip(bounds_s[lengths > 0].tolist(), lengths[lengths > 0].tolist()):
-            gaps.append(_Idle(gs, gl, step))
-    lengths = np.array([g.length for g in gaps], dtype=np.int64)
+        bounds_s = np.concatenate((np.array([w.start], dtype=np.int64), e))
+        idle = np.concatenate((s, np.array([w.end], dtype=np.int64))) - bounds_s
+        starts.append(bounds_s[idle > 0])
+        lengths.append(idle[idle > 0])
+        steps.append(np.full(len(starts[-1]), w.step, dtype=np.int64))
+    gap_starts, gap_lengths, gap_steps = np.concatenate(starts), np.concatenate(lengths), np.concatenate(steps)
     hist: dict[str, int] = {}
     lo = 0
     for hi, name in _GAP_BUCKETS:
-        sel = (lengths >= lo) & (lengths < hi) if hi is not None else lengths >= lo
+        sel = (gap_lengths >= lo) & (gap_lengths < hi) if hi is not None else gap_lengths >= lo
         hist[name] = int(sel.sum())
         lo = hi or 0
-    largest = sorted(gaps, key=lambda g: (-g.length, g.start))[:LARGEST_GAPS]
+    # longest first, then earliest (a stable sort: ties keep window order)
+    top = np.lexsort((gap_starts, -gap_lengths))[:LARGEST_GAPS]
+    largest = [_Idle(int(gap_starts[i]), int(gap_lengths[i]), int(gap_steps[i])) for i in top.tolist()]
 
     def before(t: int) -> str | None:
         # the main-stream event that ends exactly where the gap starts (the latest-starting one)
@@ -910,9 +921,9 @@ def _main_stream(label: str, chosen: str, window: str, windows: list[_Window], m
 
     return MainStream(
         stream=label, chosen=chosen, window=window, window_us=_us(total), busy_us=_us(busy),
-        busy_fraction=round(busy / total, 6) if total else 0.0, gaps=len(gaps), idle_us=_us(total - busy),
-        gap_median_us=_us(float(np.median(lengths))) if len(lengths) else None,
-        gap_max_us=_us(int(lengths.max())) if len(lengths) else None, gap_histogram=hist,
+        busy_fraction=round(busy / total, 6) if total else 0.0, gaps=len(gap_lengths), idle_us=_us(total - busy),
+        gap_median_us=_us(float(np.median(gap_lengths))) if len(gap_lengths) else None,
+        gap_max_us=_us(int(gap_lengths.max())) if len(gap_lengths) else None, gap_histogram=hist,
         largest_gaps=[Gap(start_ns=g.start, duration_us=_us(g.length), step=g.step if g.step >= 0 else None,
                           before=before(g.start), after=after(g.start + g.length)) for g in largest])
 
@@ -943,7 +954,7 @@ def _kernel_rows(names: list[str], gpu: _Gpu, steps: _Steps, coll: _Collectives)
             per_min, per_max = int(counts.min()), int(counts.max())
         cks = sorted({int(x) for x in g_coll[grp].tolist()} - {-1}) if cat == KERNEL else []
         rows.append(ProfileKernelRow(
-            name=names[nid], category=CATEGORY_NAMES[cat],
+            name=names[nid], category=CATEGORY_NAMES[cat],  # type: ignore[arg-type]  # one of the three
             collective="+".join(sorted(coll.kinds[ck] for ck in cks)) or None,
             count=int(len(sel)), total_us=_us(int(d_sel.sum())),
             median_us=_us(float(np.median(d_sel))) if len(sel) else None,
