@@ -394,8 +394,9 @@ def _link(c: _Collected, gpu: _Gpu) -> _Links:
     if c.flow_ends:
         flow_ends = c.flow_ends
         corr_list = corr.tolist()
-        for i, key in enumerate(zip(c.g_thread.tolist(), c.g_ts.tolist(), strict=True)):
-            fid = flow_ends.get(key)
+        for i, (thread, ts) in enumerate(zip(c.g_thread.tolist(), c.g_ts.tolist(), strict=True)):
+            by_ts = flow_ends.get(thread)
+            fid = by_ts.get(ts) if by_ts is not None else None
             if fid is None:
                 continue
             if corr_list[i] == _MISSING_CORRELATION:

@@ -88,8 +88,8 @@ class _Collected:
     markers: list[Marker] = field(default_factory=list)
     # communication ops by thread id
     comm_ops: dict[int, list[CommOp]] = field(default_factory=dict)
-    # ac2g flow ends: (thread id, ts ns) -> flow id
-    flow_ends: dict[tuple[int, int], int] = field(default_factory=dict)
+    # ac2g flow ends: thread id -> ts ns -> flow id (by thread: merged halves renumber threads cheaply)
+    flow_ends: dict[int, dict[int, int]] = field(default_factory=dict)
     threads: dict[tuple[Any, Any], int] = field(default_factory=dict)
     categories: Counter[str] = field(default_factory=Counter)
     vllm_annotations: int = 0
@@ -257,7 +257,7 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
         elif ph == "f" and kind[0] == "ac2g":
             fid, ts = to_id(e.get("id")), to_ns(e.get("ts"))
             if fid is not None and ts is not None:
-                c.flow_ends[(thread_id(e.get("pid"), e.get("tid")), ts)] = fid
+                c.flow_ends.setdefault(thread_id(e.get("pid"), e.get("tid")), {})[ts] = fid
     for kind in kinds:
         categories[kind[0]] += kind[4]
     c.events = reader.events_read
@@ -338,6 +338,7 @@ def _collect_split(reader: TraceReader, pass_: _FastPass, half: int) -> _Collect
     if result is None or result[0] != reader.split_at:
         raise FastPathUnsure("the second half")
     _, second, reader.sha256, reader.bytes, reader.text_chars = result
+    del result
     reader.metadata = second.metadata
     reader.events_read += second.events
     return _merged(first, second)
@@ -359,17 +360,19 @@ def _merged(c: _Collected, later: _Collected) -> _Collected:
     c.g_thread.extend(later.g_thread if same_threads else array("q", [thread_of[i] for i in later.g_thread]))
     for part in ("g_cat", "g_ts", "g_dur", "g_dev", "g_stream", "g_corr"):
         getattr(c, part).extend(getattr(later, part))
+    # each part of `later` is dropped once merged: the peak holds one copy of it, not two
     c.launches.update(later.launches)
+    later.launches = {}
     c.graph_launches |= later.graph_launches
     c.markers.extend(m._replace(event=m.event + offset, thread=thread_of[m.thread]) for m in later.markers)
     for t, ops in later.comm_ops.items():
         c.comm_ops.setdefault(thread_of[t], []).extend(ops)
-    if same_threads:
-        c.launch_threads.update(later.launch_threads)
-        c.flow_ends.update(later.flow_ends)
-    else:
-        c.launch_threads.update((k, thread_of[t]) for k, t in later.launch_threads.items())
-        c.flow_ends.update(((thread_of[t], ts), fid) for (t, ts), fid in later.flow_ends.items())
+    lt = later.launch_threads
+    c.launch_threads.update(lt if same_threads else zip(lt, map(thread_of.__getitem__, lt.values()), strict=True))
+    later.launch_threads = {}
+    for t, by_ts in later.flow_ends.items():
+        c.flow_ends.setdefault(thread_of[t], {}).update(by_ts)
+    later.flow_ends = {}
     c.categories.update(later.categories)
     c.vllm_annotations += later.vllm_annotations
     c.vllm_worker_steps += later.vllm_worker_steps
@@ -459,7 +462,10 @@ class _FastPass:
                             t = threads[key]
                         except (KeyError, TypeError):
                             t = thread_id(*key)
-                        flow_ends[(t, ts)] = fid
+                        by_ts = flow_ends.get(t)
+                        if by_ts is None:
+                            by_ts = flow_ends[t] = {}
+                        by_ts[ts] = fid
                 elif code == 2:
                     args = e.args
                     corr = args.get("correlation") if type(args) is dict else None
