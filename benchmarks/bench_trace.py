@@ -32,7 +32,7 @@ ProfilerStep, as audit's step definition does; with fewer than two markers both 
 kernel). Without HTA those columns are skipped with a message.
 
     .venv/bin/python benchmarks/bench_trace.py [--size-mb 350] [--real-size-mb 350] [--runs 3] [--keep DIR]
-        [--no-gzip] [--skip-synthetic]
+        [--no-gzip] [--skip-synthetic] [--skip-real-traces]
 
 Measured 2026-12-01 before the fast path (`--skip-synthetic`, median of 3, shared 2-core machine under load 6):
 the 357.9 MB real-event trace (41 copies, 1,661,973 events): audit 29.3 s wall (14.0 s CPU), peak RSS 259 MB;
@@ -311,8 +311,9 @@ def _audit_counts(trace: Path) -> tuple[Counter, float]:
 
 def _hta_version() -> str | None:
     try:
-        import hta  # noqa: F401
         from importlib.metadata import version
+
+        import hta  # noqa: F401
 
         return version("HolisticTraceAnalysis")
     except ImportError:
@@ -338,14 +339,18 @@ def compare_hta_real_events(runs: int, size_mb: float, work: Path, tmp: Path) ->
     summary = json.loads((tmp / "pkg-real" / "summary.json").read_text())
     print(f"audit: {summary['markers']['complete_steps']:,} steps, {summary['trace']['kernels']:,} kernels; "
           f"{a_wall:.2f} s wall, {a_cpu:.2f} s CPU, peak RSS {a_rss:,.0f} MB = {a_rss / (size / 2**20):.2f}x the JSON")
+    if os.cpu_count() and os.cpu_count() > 1:
+        print("  (audit reads a trace this size with two processes: CPU is both together; the peak RSS is the larger "
+              "one's, the reading child's adds about 100 MB, half of it pages shared with its parent)")
     ok_m = a_rss <= TARGET_REAL_RSS_RATIO * size / 2**20
     if hta_version is None:
         return ok_m
     h_wall, h_rss, h_cpu = _median_case(me + ["hta", str(trace)], runs)
     ratio = h_wall / a_wall
     print(f"HTA {hta_version}: {h_wall:.2f} s wall, {h_cpu:.2f} s CPU, peak RSS {h_rss:,.0f} MB")
-    print(f"target: HTA/audit wall-clock >= {TARGET_HTA_RATIO:.0f}x: {ratio:.1f}x {'OK' if ratio >= TARGET_HTA_RATIO else 'MISSED'}"
-          f" (CPU {h_cpu / a_cpu:.1f}x); audit peak RSS <= {TARGET_REAL_RSS_RATIO:.0f}x the JSON: "
+    print(f"target: HTA/audit wall-clock >= {TARGET_HTA_RATIO:.0f}x: {ratio:.1f}x "
+          f"{'OK' if ratio >= TARGET_HTA_RATIO else 'MISSED'} (CPU {h_cpu / a_cpu:.1f}x); "
+          f"audit peak RSS <= {TARGET_REAL_RSS_RATIO:.0f}x the JSON: "
           f"{a_rss / (size / 2**20):.2f}x {'OK' if ok_m else 'MISSED'}")
     return ok_m and ratio >= TARGET_HTA_RATIO
 
@@ -387,6 +392,8 @@ def main() -> int:
     ap.add_argument("--no-gzip", action="store_true", help="Skip the .json.gz case.")
     ap.add_argument("--real-size-mb", type=float, default=350.0, help="Size of the real-event trace (0: skip it).")
     ap.add_argument("--skip-synthetic", action="store_true", help="Only the real-event and real-trace cases.")
+    ap.add_argument("--skip-real-traces", action="store_true",
+                    help="Leave out the comparison on each file of ../shared/data/torch_profiler_traces.")
     ap.add_argument("--worker", nargs="+", metavar="KIND PATH", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -404,7 +411,8 @@ def main() -> int:
     try:
         if args.skip_synthetic:
             ok = compare_hta_real_events(args.runs, args.real_size_mb, work, tmp) if args.real_size_mb else True
-            compare_hta(args.runs)
+            if not args.skip_real_traces:
+                compare_hta(args.runs)
             return 0 if ok else 1
         if not (syn.exists() and meta.exists()):
             t = time.perf_counter()
@@ -450,7 +458,8 @@ def main() -> int:
               f"{'OK' if ok_t else 'MISSED'}; peak RSS < {TARGET_RSS_RATIO:.0f}x file: {rss / (size / 2**20):.2f}x "
               f"{'OK' if ok_m else 'MISSED'}  (median of {args.runs} runs)")
         ok_real = compare_hta_real_events(args.runs, args.real_size_mb, work, tmp) if args.real_size_mb else True
-        compare_hta(args.runs)
+        if not args.skip_real_traces:
+            compare_hta(args.runs)
         return 0 if ok_t and ok_m and ok_real else 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

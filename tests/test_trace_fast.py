@@ -8,6 +8,7 @@ must never finish where the exact path refuses the file (a key named twice, a va
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -205,8 +206,8 @@ def test_two_processes_collect_what_one_does(shared, tmp_path, monkeypatch, name
 
     from audit.trace import collect as collect_mod
 
-    if not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("one core or no fork: never split")
+    if not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("not Linux, or one core: never split")
     path = tmp_path / name.removesuffix(".gz")
     path.write_bytes(gzip.open(shared(f"torch_profiler_traces/{name}")).read())
     monkeypatch.setattr(collect_mod, "SPLIT_BYTES", 1)
@@ -228,8 +229,8 @@ def test_a_key_named_twice_on_either_side_of_the_split_is_refused_as_before(tmp_
 
     from audit.trace import collect as collect_mod
 
-    if not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("one core or no fork: never split")
+    if not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("not Linux, or one core: never split")
     monkeypatch.setattr(collect_mod, "SPLIT_BYTES", 1)
     monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 16 << 10)
     path = _write(tmp_path / "t.json", _trace(1500, {where: DUPLICATES[case]}))
@@ -248,8 +249,8 @@ def test_odd_events_around_the_split_give_the_exact_paths_result(tmp_path, monke
 
     from audit.trace import collect as collect_mod
 
-    if not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("one core or no fork: never split")
+    if not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("not Linux, or one core: never split")
     monkeypatch.setattr(collect_mod, "SPLIT_BYTES", 1)
     monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 16 << 10)
     odd = {k: ODD_BUT_FINE[case] for k in (100, 1490, 1500, 1510, 1600, 2900)}

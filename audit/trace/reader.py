@@ -27,6 +27,7 @@ a key (a repeated one, an explicit null, a field Event lacks). Such a batch, one
 (NaN, a lone surrogate, nesting over the limit) and the last events are decoded by the exact path
 above, one by one, and converted. Anything else unusual raises `FastPathUnsure`: the analysis then
 reads the file again by the exact path alone, so the fast path never changes a result or an error.
+`batches(stop_at=)` / `batches(start_at=)` let two readers share the array (audit.trace.collect).
 """
 
 from __future__ import annotations
