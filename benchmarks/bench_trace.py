@@ -44,6 +44,17 @@ to 4.7): audit 11.17 s wall, 7.45 s CPU, peak RSS 252 MB = 0.74x the JSON; HTA 1
 decoding, 0.9 s the duplicate-key check, 1.8 s the Python pass over 1.66 M events, 1 s reading, UTF-8 and
 sha256, 1 s the figures, 0.4 s imports. Real traces in the same run (wall, median of 3): 1.6x (alexnet) to
 3.9x (vLLM TP4 H100); there fresh-process start-up and imports (about 0.5 s) weigh most.
+Measured 2026-12-02 with the trace read by two processes (a forked child collects the events after the middle,
+merged in file order; `audit.trace.collect.SPLIT_BYTES`), flow ends kept by thread, main-stream gaps vectorised,
+on the same shared 2-core machine, fresh processes through `_process.measure`, load average 2.4 to 2.6 (other
+work running): audit 4.54 s wall (median of 3: 4.00, 4.54, 5.53), 7.84 s CPU (both processes), peak RSS 210 MB
+= 0.62x the JSON (the larger process; the child's own peak is about 96 MB, 48 MB of it pages shared with its
+parent: both together 0.90x counted whole); HTA, one run at load 3.3 to 4.4: 84.7 s wall, 64.8 s CPU, 2,413 MB:
+HTA/audit 18.7x wall-clock (8.3x CPU). Of audit's CPU per process (about 3.2 s each): msgspec decoding about
+1.1 s, the duplicate-key check 0.55 s, the Python pass 1 s, reading, UTF-8 and sha256 0.4 s (the child reads the
+first half too, undecoded, and hashes the whole file); then, in this process alone, 0.13 s unpickling the
+child's arrays, 0.1 s merging, 0.3 s the figures, 0.15 s the package, after 0.42 s of imports. The ratio on
+a quiet machine is the coordinator's to take (median of 3): under load both sides stretch unevenly.
 """
 
 from __future__ import annotations

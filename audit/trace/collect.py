@@ -52,6 +52,9 @@ _GPU_CATEGORIES = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "memcpy": MEMCPY, "gp
 _LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
 
 
+_MISSING_CORRELATION = -1
+
+
 class Marker(NamedTuple):
     """A step marker event (fields in sort order: by start, then file order)."""
 
@@ -106,6 +109,22 @@ class _Collected:
     events: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    def add_gpu(self, name: str, cat: int, ts: int, dur: int, dev: int, stream: int, corr: int | None,
+                thread: int) -> None:
+        """Append one GPU event (its name numbered in order of first appearance)."""
+        nid = self.name_ids.get(name)
+        if nid is None:
+            nid = self.name_ids[name] = len(self.names)
+            self.names.append(name)
+        self.g_name.append(nid)
+        self.g_cat.append(cat)
+        self.g_ts.append(ts)
+        self.g_dur.append(dur)
+        self.g_dev.append(dev)
+        self.g_stream.append(stream)
+        self.g_corr.append(corr if corr is not None else _MISSING_CORRELATION)
+        self.g_thread.append(thread)
+
     def thread_id(self, pid: Any, tid: Any) -> int:
         """The index of the thread (pid, tid), numbered in order of first appearance."""
         key = (pid, tid)
@@ -119,7 +138,6 @@ class _Collected:
         return t
 
 
-_MISSING_CORRELATION = -1
 _NAME_CACHE, _NAME_CACHE_CHARS = 100_000, 256
 """Names (of at most 256 characters) whose marker/op tests the fast pass remembers per category: at most
 about 25 MB however many distinct names a trace holds."""
@@ -169,19 +187,7 @@ def _exact_gpu_event(c: _Collected, reader: TraceReader, index: int, e: dict[str
     if type(corr) is int and corr >= MAX_NS:  # negative: no correlation, as before
         raise _bad(reader, index, e, f"args.correlation {_field(args, 'correlation')} is not an id from 0 "
                                      f"to 2**62")
-    corr = to_id(corr)
-    nid = c.name_ids.get(name)
-    if nid is None:
-        nid = c.name_ids[name] = len(c.names)
-        c.names.append(name)
-    c.g_name.append(nid)
-    c.g_cat.append(gpu)
-    c.g_ts.append(ts)
-    c.g_dur.append(dur)
-    c.g_dev.append(dev)
-    c.g_stream.append(stream)
-    c.g_corr.append(corr if corr is not None else _MISSING_CORRELATION)
-    c.g_thread.append(c.thread_id(e.get("pid"), e.get("tid")))
+    c.add_gpu(name, gpu, ts, dur, dev, stream, to_id(corr), c.thread_id(e.get("pid"), e.get("tid")))
 
 
 def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Iterable[str] = MARKER_CATEGORIES,
@@ -525,19 +531,7 @@ class _FastPass:
         corr = args.get("correlation")
         if stream is None or dev is None or (type(corr) is int and corr >= MAX_NS):
             raise FastPathUnsure(index)
-        corr = to_id(corr)
-        nid = c.name_ids.get(name)
-        if nid is None:
-            nid = c.name_ids[name] = len(c.names)
-            c.names.append(name)
-        c.g_name.append(nid)
-        c.g_cat.append(gpu)
-        c.g_ts.append(ts)
-        c.g_dur.append(dur)
-        c.g_dev.append(dev)
-        c.g_stream.append(stream)
-        c.g_corr.append(corr if corr is not None else _MISSING_CORRELATION)
-        c.g_thread.append(c.thread_id(e.pid, e.tid))
+        c.add_gpu(name, gpu, ts, dur, dev, stream, to_id(corr), c.thread_id(e.pid, e.tid))
 
     def name_flags(self, kind: list[Any], name: str) -> int:
         """What a CPU event's name says in its category: 1 vLLM annotation, 2 vLLM function, 4 vLLM worker
