@@ -249,3 +249,13 @@ def test_odd_events_around_the_split_give_the_exact_paths_result(tmp_path, monke
     got = analyze(path)
     monkeypatch.setattr(analyze_mod, "collect_fast", lambda *a, **k: (_ for _ in ()).throw(FastPathUnsure("off")))
     assert analyze(path).summary == got.summary
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(odd=st.lists(st.tuples(st.integers(150, 250), _obj(2)), max_size=4))
+def test_two_processes_never_differ_from_the_exact_path(tmp_path_factory, monkeypatch, odd):
+    """The random events of the test above, placed around the middle where the two readers meet."""
+    _split_always(monkeypatch, 2048)
+    path = _write(tmp_path_factory.mktemp("h") / "t.json", _trace(200, dict(odd)))
+    fast, exact = _both(path)
+    _agree(fast, exact)
