@@ -160,6 +160,31 @@ def _field(e: dict[str, Any], key: str) -> str:
     return text if len(text) <= 40 else text[:40] + "…"
 
 
+GPU_EVENT, LAUNCH, NAMED, FLOW, OTHER = 1, 2, 3, 4, 0
+"""What a category's events are to the pass (`_Kind.branch`): GPU activity, launches, CPU events whose names
+count (markers, communication ops), ac2g flows, nothing."""
+
+
+class _Kind:
+    """What the events of one category are to the pass, worked out once per category."""
+
+    __slots__ = ("label", "gpu", "branch", "marker", "op", "python_function", "events", "names")
+
+    def __init__(self, cat: Any, marker_cats: set[str], op_cats: set[str]):
+        self.label = cat if isinstance(cat, str) else "(none)"
+        low = self.label.lower()
+        self.gpu: int | None = _GPU_CATEGORIES.get(low)
+        """KERNEL, MEMCPY or MEMSET; None: no GPU activity."""
+        self.marker = low in marker_cats
+        self.op = low in op_cats
+        self.branch = GPU_EVENT if self.gpu is not None else LAUNCH if low in _LAUNCH_CATEGORIES else \
+            NAMED if self.marker or self.op else FLOW if self.label == "ac2g" else OTHER
+        self.python_function = low == "python_function"
+        self.events = 0
+        self.names: dict[str, int] = {}
+        """The fast pass's flags by name (`_FastPass.name_flags`)."""
+
+
 def _exact_gpu_event(c: _Collected, reader: TraceReader, index: int, e: dict[str, Any], gpu: int) -> None:
     """A kernel, copy or memset event (ph X) of the exact pass; one it cannot place is refused."""
     name = e.get("name")
@@ -198,8 +223,8 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
     categories = c.categories
     marker_cats = {m.lower() for m in marker_categories}
     op_cats = {"cpu_op", "user_annotation"} if ops else set()
-    kind_of: dict[Any, list[Any]] = {}  # cat -> [label, gpu code, launch?, marker?, events seen, comm op?]
-    kinds: list[list[Any]] = []
+    kind_of: dict[Any, _Kind] = {}
+    kinds: list[_Kind] = []
     marker_search = marker.search
 
     thread_id = c.thread_id
@@ -208,20 +233,16 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
         cat = e.get("cat")
         kind = kind_of.get(cat) if type(cat) is str or cat is None else None
         if kind is None:
-            label = cat if isinstance(cat, str) else "(none)"
-            low = label.lower()
-            kind = [label, _GPU_CATEGORIES.get(low), low in _LAUNCH_CATEGORIES, low in marker_cats, 0,
-                    low in op_cats, low == "python_function"]
+            kind = _Kind(cat, marker_cats, op_cats)
             kinds.append(kind)
             if type(cat) is str or cat is None:
                 kind_of[cat] = kind
-        kind[4] += 1
+        kind.events += 1
         ph = e.get("ph")
-        gpu = kind[1]
-        if gpu is not None:
+        if kind.gpu is not None:
             if ph == "X":
-                _exact_gpu_event(c, reader, index, e, gpu)
-        elif kind[2]:
+                _exact_gpu_event(c, reader, index, e, kind.gpu)
+        elif kind.branch == LAUNCH:
             args = e.get("args")
             corr = args.get("correlation") if type(args) is dict else None
             if type(corr) is not int or corr < 0 or ph != "X":
@@ -238,18 +259,18 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
             name = e.get("name")
             if type(name) is str and "GraphLaunch" in name:
                 graph_launches.add(corr)
-        elif kind[3] or kind[5]:
+        elif kind.branch == NAMED:
             name = e.get("name")
             if type(name) is not str:
                 continue
-            if kind[6]:
+            if kind.python_function:
                 if "vllm" in name:
                     c.vllm_functions += 1
                     if name.endswith("execute_model") and _VLLM_WORKER.search(name):
                         c.vllm_worker_steps += 1
             elif name.startswith("execute_context_"):
                 c.vllm_annotations += 1
-            if kind[5] and ph == "X" and name.startswith(_OP_PREFIXES):
+            if kind.op and ph == "X" and name.startswith(_OP_PREFIXES):
                 op = name
                 if name == "record_param_comms":
                     args = e.get("args")
@@ -259,7 +280,7 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
                 ts, dur = to_ns(e.get("ts")), to_ns(e.get("dur"))
                 if ck >= 0 and ts is not None and dur is not None and dur >= 0:
                     c.comm_ops.setdefault(thread_id(e.get("pid"), e.get("tid")), []).append(CommOp(ts, ts + dur, ck))
-            if kind[3] and ph in ("X", "i", "I") and marker_search(name):
+            if kind.marker and ph in ("X", "i", "I") and marker_search(name):
                 ts = to_ns(e.get("ts"))
                 if ts is None:
                     raise _bad(reader, index, e, f"step marker whose 'ts' is not a time ({_field(e, 'ts')})")
@@ -268,12 +289,12 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
                     raise _bad(reader, index, e, f"step marker with a negative 'dur' ({_field(e, 'dur')})")
                 c.markers.append(Marker(ts, index, name, thread_id(e.get("pid"), e.get("tid")),
                                         ts + dur if dur is not None else None))
-        elif ph == "f" and kind[0] == "ac2g":
+        elif ph == "f" and kind.branch == FLOW:
             fid, ts = to_id(e.get("id")), to_ns(e.get("ts"))
             if fid is not None and ts is not None:
                 c.flow_ends.setdefault(thread_id(e.get("pid"), e.get("tid")), {})[ts] = fid
     for kind in kinds:
-        categories[kind[0]] += kind[4]
+        categories[kind.label] += kind.events
     c.events = reader.events_read
     c.metadata = reader.metadata
     return c
@@ -420,17 +441,10 @@ class _FastPass:
         self.op_cats = {"cpu_op", "user_annotation"} if ops else set()
         self.ops = ops or []
         self.c = _Collected()
-        self.kinds: list[list[Any]] = []
+        self.kinds: list[_Kind] = []
 
-    def kind(self, cat: Any) -> list[Any]:
-        """[label, GPU code, branch, marker?, events seen, comm op?, python_function?, {name: flags}]"""
-        label = cat if isinstance(cat, str) else "(none)"
-        low = label.lower()
-        # the branch of `collect` this category takes: 1 GPU, 2 launch, 3 marker or op, 4 flow, 0 none
-        code = 1 if low in _GPU_CATEGORIES else 2 if low in _LAUNCH_CATEGORIES else \
-            3 if low in self.marker_cats or low in self.op_cats else 4 if label == "ac2g" else 0
-        kind: list[Any] = [label, _GPU_CATEGORIES.get(low), code, low in self.marker_cats, 0, low in self.op_cats,
-                           low == "python_function", {}]
+    def kind(self, cat: Any) -> _Kind:
+        kind = _Kind(cat, self.marker_cats, self.op_cats)
         self.kinds.append(kind)
         return kind
 
@@ -438,7 +452,7 @@ class _FastPass:
         """The collected arrays (the pass starts afresh for the next run)."""
         c, self.c = self.c, _Collected()
         for kind in self.kinds:
-            c.categories[kind[0]] += kind[4]
+            c.categories[kind.label] += kind.events
         self.kinds = []
         c.events = reader.events_read
         c.metadata = reader.metadata
@@ -450,7 +464,7 @@ class _FastPass:
         threads, thread_id = c.threads, c.thread_id
         launches, launch_threads, graph_launches, flow_ends = c.launches, c.launch_threads, c.graph_launches, \
             c.flow_ends
-        kind_of: dict[Any, list[Any]] = {}
+        kind_of: dict[Any, _Kind] = {}
         new_kind, gpu_event, named = self.kind, self.gpu_event, self.named
         index = -1
         for batch in batches:
@@ -462,8 +476,8 @@ class _FastPass:
                     kind = new_kind(cat)
                     if type(cat) is str or cat is None:
                         kind_of[cat] = kind
-                kind[4] += 1
-                code = kind[2]
+                kind.events += 1
+                code = kind.branch  # literals below: OTHER 0, FLOW 4, LAUNCH 2, GPU_EVENT 1, NAMED 3
                 if code == 0:
                     continue
                 ph = e.ph
@@ -505,12 +519,12 @@ class _FastPass:
                         graph_launches.add(corr)
                 elif code == 1:
                     if ph == "X":
-                        gpu_event(e, kind[1], index)
+                        gpu_event(e, kind.gpu, index)  # type: ignore[arg-type]  # set on this branch
                 else:
                     name = e.name
                     if type(name) is str:
                         # names repeat (aten::mm, ...): what each says, per category, is looked up once
-                        flags = kind[7].get(name)
+                        flags = kind.names.get(name)
                         if flags is None:
                             flags = self.name_flags(kind, name)
                         if flags:
@@ -533,22 +547,22 @@ class _FastPass:
             raise FastPathUnsure(index)
         c.add_gpu(name, gpu, ts, dur, dev, stream, to_id(corr), c.thread_id(e.pid, e.tid))
 
-    def name_flags(self, kind: list[Any], name: str) -> int:
+    def name_flags(self, kind: _Kind, name: str) -> int:
         """What a CPU event's name says in its category: 1 vLLM annotation, 2 vLLM function, 4 vLLM worker
         step, 8 communication op, 16 step marker (remembered for names that repeat)."""
         flags = 0
-        if kind[6]:
+        if kind.python_function:
             if "vllm" in name:
                 flags |= 2
                 if name.endswith("execute_model") and _VLLM_WORKER.search(name):
                     flags |= 4
         elif name.startswith("execute_context_"):
             flags |= 1
-        if kind[5] and name.startswith(_OP_PREFIXES):
+        if kind.op and name.startswith(_OP_PREFIXES):
             flags |= 8
-        if kind[3] and self.marker_search(name):
+        if kind.marker and self.marker_search(name):
             flags |= 16
-        seen = kind[7]
+        seen = kind.names
         if len(seen) < _NAME_CACHE and len(name) <= _NAME_CACHE_CHARS:
             seen[name] = flags
         return flags
