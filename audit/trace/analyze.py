@@ -391,20 +391,22 @@ def _link(c: _Collected, gpu: _Gpu) -> _Links:
     """Link GPU events to their launch: by correlation id, else by the ac2g flow ending on the event."""
     corr = np.frombuffer(c.g_corr, dtype=np.int64).copy()
     by_flow = disagreements = 0
-    if c.flow_ends:
-        flow_ends = c.flow_ends
-        corr_list = corr.tolist()
-        for i, (thread, ts) in enumerate(zip(c.g_thread.tolist(), c.g_ts.tolist(), strict=True)):
-            by_ts = flow_ends.get(thread)
-            fid = by_ts.get(ts) if by_ts is not None else None
-            if fid is None:
-                continue
-            if corr_list[i] == _MISSING_CORRELATION:
-                corr_list[i] = fid
-                by_flow += 1
-            elif fid != corr_list[i]:
-                disagreements += 1
-        corr = np.array(corr_list, dtype=np.int64)
+    thread = np.frombuffer(c.g_thread, dtype=np.int64)
+    for t, by_ts in c.flow_ends.items():  # the flow ending on each event's (thread, start), by thread
+        on_t = np.flatnonzero(thread == t)
+        if not len(on_t) or not by_ts:
+            continue
+        flow_ts = np.fromiter(by_ts.keys(), dtype=np.int64, count=len(by_ts))
+        flow_id = np.fromiter(by_ts.values(), dtype=np.int64, count=len(by_ts))
+        order = np.argsort(flow_ts)
+        flow_ts, flow_id = flow_ts[order], flow_id[order]
+        j = np.minimum(np.searchsorted(flow_ts, gpu.ts[on_t]), len(flow_ts) - 1)
+        hit = flow_ts[j] == gpu.ts[on_t]
+        on_t, fid = on_t[hit], flow_id[j[hit]]
+        missing = corr[on_t] == _MISSING_CORRELATION
+        corr[on_t[missing]] = fid[missing]
+        by_flow += int(missing.sum())
+        disagreements += int((fid[~missing] != corr[on_t[~missing]]).sum())
     get = c.launches.get
     launch_ts = np.array([get(x, -1) for x in corr.tolist()], dtype=np.int64)
     linked = launch_ts != -1
@@ -699,17 +701,20 @@ def _cuda_graphs(c: _Collected, links: _Links, gpu: _Gpu, steps: _Steps, step_ro
     """CUDA-graph launches and the kernels each ran (in the selected steps, else in the whole trace)."""
     corr = links.corr
     scope = steps.in_selected if not steps.refused else links.linked
-    graph_counts = Counter(x for x in corr[scope & gpu.is_kernel].tolist() if x in c.graph_launches)
-    launch_sizes = Counter(x for x in corr[scope].tolist() if x >= 0)
-    multi = sum(1 for x, n in launch_sizes.items() if n > 1 and x not in c.graph_launches)
-    if graph_counts:
-        notes.append(f"{len(graph_counts):,} CUDA-graph launches ran {sum(graph_counts.values()):,} kernels "
+    graph_ids = np.fromiter(c.graph_launches, dtype=np.int64, count=len(c.graph_launches))
+    kernels = corr[scope & gpu.is_kernel]
+    per_launch = np.unique(kernels[np.isin(kernels, graph_ids)], return_counts=True)[1]  # kernels per graph launch
+    launched = corr[scope]
+    ids, sizes = np.unique(launched[launched >= 0], return_counts=True)
+    multi = int(((sizes > 1) & ~np.isin(ids, graph_ids)).sum())
+    graphs, graph_kernels = len(per_launch), int(per_launch.sum())
+    if graphs:
+        notes.append(f"{graphs:,} CUDA-graph launches ran {graph_kernels:,} kernels "
                      f"(each kernel counted in the step of its graph's launch)")
     return CudaGraphs(
-        graph_launches=len(graph_counts), kernels=sum(graph_counts.values()),
-        kernels_per_launch=_spread(np.array(list(graph_counts.values()))) if graph_counts else None,
+        graph_launches=graphs, kernels=graph_kernels, kernels_per_launch=_spread(per_launch) if graphs else None,
         launches_per_step=_spread(np.array([step_rows[k].graph_launches for k in steps.selected_steps]))
-        if not steps.refused and graph_counts else None,
+        if not steps.refused and graphs else None,
         multi_kernel_launches=multi)
 
 
