@@ -53,8 +53,11 @@ parent: both together 0.90x counted whole); HTA, one run at load 3.3 to 4.4: 84.
 HTA/audit 18.7x wall-clock (8.3x CPU). Of audit's CPU per process (about 3.2 s each): msgspec decoding about
 1.1 s, the duplicate-key check 0.55 s, the Python pass 1 s, reading, UTF-8 and sha256 0.4 s (the child reads the
 first half too, undecoded, and hashes the whole file); then, in this process alone, 0.13 s unpickling the
-child's arrays, 0.1 s merging, 0.3 s the figures, 0.15 s the package, after 0.42 s of imports. The ratio on
-a quiet machine is the coordinator's to take (median of 3): under load both sides stretch unevenly.
+child's arrays, 0.1 s merging, 0.3 s the figures, 0.15 s the package, after 0.42 s of imports.
+Then, flow links and CUDA-graph counts vectorised (figures 0.2 s), at load 0.75 to 0.94: audit 4.69 s wall
+(median of 3: 3.93, 4.69, 5.28), 7.56 s CPU, 196 to 206 MB; HTA right after, at load 0.9 to 1.8: 73.35 s wall,
+71.7 s CPU: 15.6x wall-clock on the median (18.7x on the best run), just over the target, so the ratio on a
+quiet machine is the coordinator's to take (median of 3); with the load back at 1.8 to 2, audit took 5.4 to 8.2 s.
 """
 
 from __future__ import annotations
