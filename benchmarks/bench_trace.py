@@ -32,7 +32,7 @@ ProfilerStep, as audit's step definition does; with fewer than two markers both 
 kernel). Without HTA those columns are skipped with a message.
 
     .venv/bin/python benchmarks/bench_trace.py [--size-mb 350] [--real-size-mb 350] [--runs 3] [--keep DIR]
-        [--no-gzip] [--skip-synthetic]
+        [--no-gzip] [--skip-synthetic] [--skip-real-traces]
 
 Measured 2026-12-01 before the fast path (`--skip-synthetic`, median of 3, shared 2-core machine under load 6):
 the 357.9 MB real-event trace (41 copies, 1,661,973 events): audit 29.3 s wall (14.0 s CPU), peak RSS 259 MB;
@@ -44,6 +44,20 @@ to 4.7): audit 11.17 s wall, 7.45 s CPU, peak RSS 252 MB = 0.74x the JSON; HTA 1
 decoding, 0.9 s the duplicate-key check, 1.8 s the Python pass over 1.66 M events, 1 s reading, UTF-8 and
 sha256, 1 s the figures, 0.4 s imports. Real traces in the same run (wall, median of 3): 1.6x (alexnet) to
 3.9x (vLLM TP4 H100); there fresh-process start-up and imports (about 0.5 s) weigh most.
+Measured 2026-12-02 with the trace read by two processes (a forked child collects the events after the middle,
+merged in file order; `audit.trace.collect.SPLIT_BYTES`), flow ends kept by thread, main-stream gaps vectorised,
+on the same shared 2-core machine, fresh processes through `_process.measure`, load average 2.4 to 2.6 (other
+work running): audit 4.54 s wall (median of 3: 4.00, 4.54, 5.53), 7.84 s CPU (both processes), peak RSS 210 MB
+= 0.62x the JSON (the larger process; the child's own peak is about 96 MB, 48 MB of it pages shared with its
+parent: both together 0.90x counted whole); HTA, one run at load 3.3 to 4.4: 84.7 s wall, 64.8 s CPU, 2,413 MB:
+HTA/audit 18.7x wall-clock (8.3x CPU). Of audit's CPU per process (about 3.2 s each): msgspec decoding about
+1.1 s, the duplicate-key check 0.55 s, the Python pass 1 s, reading, UTF-8 and sha256 0.4 s (the child reads the
+first half too, undecoded, and hashes the whole file); then, in this process alone, 0.13 s unpickling the
+child's arrays, 0.1 s merging, 0.3 s the figures, 0.15 s the package, after 0.42 s of imports.
+Then, flow links and CUDA-graph counts vectorised (figures 0.2 s), at load 0.75 to 0.94: audit 4.69 s wall
+(median of 3: 3.93, 4.69, 5.28), 7.56 s CPU, 196 to 206 MB; HTA right after, at load 0.9 to 1.8: 73.35 s wall,
+71.7 s CPU: 15.6x wall-clock on the median (18.7x on the best run), just over the target, so the ratio on a
+quiet machine is the coordinator's to take (median of 3); with the load back at 1.8 to 2, audit took 5.4 to 8.2 s.
 """
 
 from __future__ import annotations
@@ -311,8 +325,9 @@ def _audit_counts(trace: Path) -> tuple[Counter, float]:
 
 def _hta_version() -> str | None:
     try:
-        import hta  # noqa: F401
         from importlib.metadata import version
+
+        import hta  # noqa: F401
 
         return version("HolisticTraceAnalysis")
     except ImportError:
@@ -338,14 +353,18 @@ def compare_hta_real_events(runs: int, size_mb: float, work: Path, tmp: Path) ->
     summary = json.loads((tmp / "pkg-real" / "summary.json").read_text())
     print(f"audit: {summary['markers']['complete_steps']:,} steps, {summary['trace']['kernels']:,} kernels; "
           f"{a_wall:.2f} s wall, {a_cpu:.2f} s CPU, peak RSS {a_rss:,.0f} MB = {a_rss / (size / 2**20):.2f}x the JSON")
+    if os.cpu_count() and os.cpu_count() > 1:
+        print("  (audit reads a trace this size with two processes: CPU is both together; the peak RSS is the larger "
+              "one's, the reading child's adds about 100 MB, half of it pages shared with its parent)")
     ok_m = a_rss <= TARGET_REAL_RSS_RATIO * size / 2**20
     if hta_version is None:
         return ok_m
     h_wall, h_rss, h_cpu = _median_case(me + ["hta", str(trace)], runs)
     ratio = h_wall / a_wall
     print(f"HTA {hta_version}: {h_wall:.2f} s wall, {h_cpu:.2f} s CPU, peak RSS {h_rss:,.0f} MB")
-    print(f"target: HTA/audit wall-clock >= {TARGET_HTA_RATIO:.0f}x: {ratio:.1f}x {'OK' if ratio >= TARGET_HTA_RATIO else 'MISSED'}"
-          f" (CPU {h_cpu / a_cpu:.1f}x); audit peak RSS <= {TARGET_REAL_RSS_RATIO:.0f}x the JSON: "
+    print(f"target: HTA/audit wall-clock >= {TARGET_HTA_RATIO:.0f}x: {ratio:.1f}x "
+          f"{'OK' if ratio >= TARGET_HTA_RATIO else 'MISSED'} (CPU {h_cpu / a_cpu:.1f}x); "
+          f"audit peak RSS <= {TARGET_REAL_RSS_RATIO:.0f}x the JSON: "
           f"{a_rss / (size / 2**20):.2f}x {'OK' if ok_m else 'MISSED'}")
     return ok_m and ratio >= TARGET_HTA_RATIO
 
@@ -387,6 +406,8 @@ def main() -> int:
     ap.add_argument("--no-gzip", action="store_true", help="Skip the .json.gz case.")
     ap.add_argument("--real-size-mb", type=float, default=350.0, help="Size of the real-event trace (0: skip it).")
     ap.add_argument("--skip-synthetic", action="store_true", help="Only the real-event and real-trace cases.")
+    ap.add_argument("--skip-real-traces", action="store_true",
+                    help="Leave out the comparison on each file of ../shared/data/torch_profiler_traces.")
     ap.add_argument("--worker", nargs="+", metavar="KIND PATH", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -404,7 +425,8 @@ def main() -> int:
     try:
         if args.skip_synthetic:
             ok = compare_hta_real_events(args.runs, args.real_size_mb, work, tmp) if args.real_size_mb else True
-            compare_hta(args.runs)
+            if not args.skip_real_traces:
+                compare_hta(args.runs)
             return 0 if ok else 1
         if not (syn.exists() and meta.exists()):
             t = time.perf_counter()
@@ -450,7 +472,8 @@ def main() -> int:
               f"{'OK' if ok_t else 'MISSED'}; peak RSS < {TARGET_RSS_RATIO:.0f}x file: {rss / (size / 2**20):.2f}x "
               f"{'OK' if ok_m else 'MISSED'}  (median of {args.runs} runs)")
         ok_real = compare_hta_real_events(args.runs, args.real_size_mb, work, tmp) if args.real_size_mb else True
-        compare_hta(args.runs)
+        if not args.skip_real_traces:
+            compare_hta(args.runs)
         return 0 if ok_t and ok_m and ok_real else 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

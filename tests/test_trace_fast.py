@@ -8,6 +8,7 @@ must never finish where the exact path refuses the file (a key named twice, a va
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,18 +111,21 @@ DUPLICATES = {
 }
 
 
-@pytest.mark.parametrize("where", [11, 3001, 7999])
-@pytest.mark.parametrize("case", sorted(DUPLICATES))
-def test_a_key_named_twice_deep_in_a_large_trace_is_refused_as_before(tmp_path, monkeypatch, case, where):
-    """Issue 19's refusal holds on the fast path: the message is the exact path's, wherever the batch falls."""
-    monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 64 << 10)
-    path = _write(tmp_path / "t.json", _trace(4000, {where: DUPLICATES[case]}))
+def _refused_as_before(path: Path) -> None:
     fast, exact = _both(path)
     assert isinstance(exact, TraceError) and "twice" in str(exact)
     _agree(fast, exact)
     with pytest.raises(TraceError) as e:
         analyze(path)
     assert str(e.value) == str(exact)
+
+
+@pytest.mark.parametrize("where", [11, 3001, 7999])
+@pytest.mark.parametrize("case", sorted(DUPLICATES))
+def test_a_key_named_twice_deep_in_a_large_trace_is_refused_as_before(tmp_path, monkeypatch, case, where):
+    """Issue 19's refusal holds on the fast path: the message is the exact path's, wherever the batch falls."""
+    monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 64 << 10)
+    _refused_as_before(_write(tmp_path / "t.json", _trace(4000, {where: DUPLICATES[case]})))
 
 
 ODD_BUT_FINE = {
@@ -193,3 +197,65 @@ def test_fast_path_never_differs_from_the_exact_path(tmp_path_factory, odd):
         _agree(fast, exact)
     finally:
         reader_mod.CHUNK_CHARS = saved
+
+
+def _split_always(monkeypatch, chunk: int) -> None:
+    """Every trace read by two processes (where the machine splits at all), in batches of `chunk` characters."""
+    import os
+
+    from audit.trace import collect as collect_mod
+
+    if not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("not Linux, or one core: never split")
+    monkeypatch.setattr(collect_mod, "SPLIT_BYTES", 1)
+    monkeypatch.setattr(reader_mod, "CHUNK_CHARS", chunk)
+
+
+@pytest.mark.parametrize("name", ["hta_nccl_parser_config_nccl_data.json.gz", "recsys_a100_sampled_rank-0.json.gz",
+                                  "vllm_tp4_h100_1000isl_10osl_32con.pt.trace.json.gz"])
+def test_two_processes_collect_what_one_does(shared, tmp_path, monkeypatch, name):
+    """Split across a forked child (events after the middle) and merged, the pass is the exact path's, with
+    the reader's hash, sizes and top-level keys."""
+    import gzip
+
+    path = tmp_path / name.removesuffix(".gz")
+    path.write_bytes(gzip.open(shared(f"torch_profiler_traces/{name}")).read())
+    _split_always(monkeypatch, 64 << 10)  # many batches on each side of the split
+    o = TraceOptions()
+    fast_reader, exact_reader = TraceReader(path), TraceReader(path)
+    fast = collect_fast(fast_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
+    exact = collect(exact_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
+    assert fast_reader.split_at is not None, "the split was not taken"
+    assert fast == exact
+    for attr in ("sha256", "bytes", "text_chars", "events_read", "metadata", "gzip"):
+        assert getattr(fast_reader, attr) == getattr(exact_reader, attr), attr
+
+
+@pytest.mark.parametrize("where", [150, 2500])
+@pytest.mark.parametrize("case", ["top-level ts", "an args key no one reads"])
+def test_a_key_named_twice_on_either_side_of_the_split_is_refused_as_before(tmp_path, monkeypatch, case, where):
+    _split_always(monkeypatch, 16 << 10)
+    _refused_as_before(_write(tmp_path / "t.json", _trace(1500, {where: DUPLICATES[case]})))
+
+
+@pytest.mark.parametrize("case", ["a nested object ending in a comma", "braces and commas in a string",
+                                  "a lone surrogate", "non-ASCII text", "a list as tid"])
+def test_odd_events_around_the_split_give_the_exact_paths_result(tmp_path, monkeypatch, case):
+    _split_always(monkeypatch, 16 << 10)
+    odd = {k: ODD_BUT_FINE[case] for k in (100, 1490, 1500, 1510, 1600, 2900)}
+    path = _write(tmp_path / "t.json", _trace(1500, odd))
+    fast, exact = _both(path)
+    _agree(fast, exact)
+    got = analyze(path)
+    monkeypatch.setattr(analyze_mod, "collect_fast", lambda *a, **k: (_ for _ in ()).throw(FastPathUnsure("off")))
+    assert analyze(path).summary == got.summary
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(odd=st.lists(st.tuples(st.integers(150, 250), _obj(2)), max_size=4))
+def test_two_processes_never_differ_from_the_exact_path(tmp_path_factory, monkeypatch, odd):
+    """The random events of the test above, placed around the middle where the two readers meet."""
+    _split_always(monkeypatch, 2048)
+    path = _write(tmp_path_factory.mktemp("h") / "t.json", _trace(200, dict(odd)))
+    fast, exact = _both(path)
+    _agree(fast, exact)

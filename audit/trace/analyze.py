@@ -29,13 +29,14 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from audit.models import ProfileCollectiveRow, ProfileKernelRow, ProfileStepRow
 from audit.trace import DEFAULT_STEP_MARKER
 from audit.trace.collect import (
+    _MISSING_CORRELATION,
     CATEGORY_NAMES,
     KERNEL,
     MARKER_CATEGORIES,
@@ -43,7 +44,7 @@ from audit.trace.collect import (
     MEMSET,
     VLLM_STEP_MARKER,
     VLLM_WORKER_STEP_MARKER,
-    _MISSING_CORRELATION,
+    Marker,
     _Collected,
     collect,
     collect_fast,
@@ -84,7 +85,8 @@ DEFAULT_COLLECTIVES: dict[str, tuple[str, ...]] = {
     "all_reduce": (_FAMILY + r"nccl(?:Dev)?Kernel_AllReduce", _FAMILY + r"cross_device_reduce_",
                    _FAMILY + r"(?:one_shot|two_shot|multimem)_all_reduce", _FAMILY + r"allreduce_fusion"),
     "all_gather": (_FAMILY + r"nccl(?:Dev)?Kernel_AllGather", _FAMILY + r"multimem_all_gather"),
-    "reduce_scatter": (_FAMILY + r"nccl(?:Dev)?Kernel_ReduceScatter", _FAMILY + r"(?:two_shot|multimem)_reduce_scatter"),
+    "reduce_scatter": (_FAMILY + r"nccl(?:Dev)?Kernel_ReduceScatter",
+                       _FAMILY + r"(?:two_shot|multimem)_reduce_scatter"),
     "all_to_all": (_FAMILY + r"nccl(?:Dev)?Kernel_AllToAll",),
     "send_recv": (_FAMILY + r"nccl(?:Dev)?Kernel_(?:SendRecv|Send|Recv)",),
     "broadcast": (_FAMILY + r"nccl(?:Dev)?Kernel_Broadcast",),
@@ -183,9 +185,6 @@ def with_collectives(base: dict[str, tuple[str, ...]], specs: Iterable[str]) -> 
     return out
 
 
-# --------------------------------------------------------------------------- collection
-
-
 # --------------------------------------------------------------------------- figures
 
 
@@ -215,24 +214,151 @@ class TraceResult:
     collectives: list[ProfileCollectiveRow]
 
 
+@dataclass(frozen=True)
+class _Gpu:
+    """The GPU events (kernels, copies, memsets) as arrays, one entry per event in file order."""
+
+    name: np.ndarray
+    """Index into `_Collected.names`."""
+    cat: np.ndarray
+    """KERNEL, MEMCPY or MEMSET."""
+    ts: np.ndarray
+    dur: np.ndarray
+    end: np.ndarray
+    dev: np.ndarray
+    stream: np.ndarray
+    """Index into `stream_labels`."""
+    stream_labels: list[str]
+    is_kernel: np.ndarray
+
+    @property
+    def count(self) -> int:
+        """How many GPU events."""
+        return len(self.ts)
+
+
+@dataclass(frozen=True)
+class _Links:
+    """Each GPU event's launch: its correlation id (a flow's id where the event has none) and the launch's start."""
+
+    corr: np.ndarray
+    launch_ts: np.ndarray
+    """-1: no launch in the trace (a real launch at ts -1 ns is not a thing profilers write)."""
+    linked: np.ndarray
+    linking: Linking
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """The steps the markers bound and the step of each GPU event."""
+
+    markers: list[Marker]
+    """Sorted by start."""
+    starts: list[int]
+    ends: list[int]
+    count: int
+    """Complete steps."""
+    step_of: np.ndarray
+    """Per GPU event: its step, or -1 after the last, -2 before the first marker, -3 unlinked, -4 between spans."""
+    selected: np.ndarray
+    """Per step: its marker matches --step-filter."""
+    selected_count: int
+    in_selected: np.ndarray
+    """Per GPU event: launched in a selected step."""
+    between: int
+    """GPU events launched between markers' spans (--step-span marker)."""
+    refused: str | None
+    """Why there are no per-step figures."""
+
+    @property
+    def selected_steps(self) -> np.ndarray:
+        """The selected steps' numbers (none when refused)."""
+        return np.flatnonzero(self.selected) if not self.refused else np.zeros(0, dtype=np.int64)
+
+
+class _Window(NamedTuple):
+    """The GPU window of one selected step (step -1: the whole trace)."""
+
+    step: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class _MainStreamEvents:
+    """The main stream's events by start, and the union of their intervals."""
+
+    index: int
+    """Index into the stream labels."""
+    chosen: Literal["most kernels", "given"]
+    ts: np.ndarray
+    end: np.ndarray
+    name: np.ndarray
+    busy_starts: np.ndarray
+    busy_ends: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Collectives:
+    """The collective kind of each GPU event (-1: none) and the kinds' names."""
+
+    of: np.ndarray
+    kinds: list[str]
+
+
 def _stream_labels(dev: np.ndarray, stream: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Stream index per event and the label of each index (`STREAM`, or `DEVICE:STREAM` over several GPUs)."""
     if len(stream) == 0:
         return np.zeros(0, dtype=np.int64), []
-    pairs = np.stack([dev, stream], axis=1)
-    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
     many = len(np.unique(dev)) > 1
-    labels = [f"{d}:{s}" if many else f"{s}" for d, s in uniq.tolist()]
+    if int(dev.max()) < 1 << 31 and int(stream.max()) < 1 << 31:  # one key sorts as the pairs do, faster
+        keys, inverse = np.unique((dev << 31) | stream, return_inverse=True)
+        uniq = [(k >> 31, k & ((1 << 31) - 1)) for k in keys.tolist()]
+    else:
+        pairs, inverse = np.unique(np.stack([dev, stream], axis=1), axis=0, return_inverse=True)
+        uniq = pairs.tolist()
+    labels = [f"{d}:{s}" if many else f"{s}" for d, s in uniq]
     return inverse.reshape(-1).astype(np.int64), labels
 
 
 def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResult:
-    """Summarise one trace file. Raises TraceError (one line) on bad input."""
+    """Summarise one trace file. Raises TraceError (one line) on bad input.
+
+    One pass collects the compact arrays (`collect_fast`, else `collect`); each figure then has its own
+    analyzer over them, in the order their notes appear."""
     options = options or TraceOptions()
     marker_re, filter_re, collective_res = options.compiled()
+    c, reader = _collect(path, options, marker_re)
+    label = reader.label
+    gpu = _gpu_events(c, reader)
+    links = _link(c, gpu)
+    notes = _linking_notes(links.linking)
+    steps = _steps(c, options, filter_re, gpu, links, label)
+    notes += _step_notes(c, options, steps)
+    main = _pick_main_stream(options, gpu, steps, label)
+    coll = _collective_of(c, options, gpu, links, collective_res, notes)
+    step_rows, windows = _step_rows(c, gpu, links, steps, coll, main)
+    step_figures = _step_figures(gpu, steps, step_rows, windows, notes)
+    if steps.refused:
+        windows = [_Window(-1, int(gpu.ts.min()), int(gpu.end.max()))]
+    main_stream = _main_stream(gpu.stream_labels[main.index], main.chosen, "trace" if steps.refused else "steps",
+                               windows, main, c.names)
+    cuda_graphs = _cuda_graphs(c, links, gpu, steps, step_rows, notes)
+    coll_rows, coll_kinds = _collectives(c, gpu, steps, coll)
+    kernel_rows = _kernel_rows(c.names, gpu, steps, coll)
+    summary = TraceSummary(
+        source=TraceSource(file=Path(reader.path).name, sha256=reader.sha256, bytes=reader.bytes,
+                           gzip=reader.gzip, json_chars=reader.text_chars, included=None),
+        config=_config(options), trace=_trace_info(c, gpu), linking=links.linking,
+        markers=_marker_info(c, steps), steps=step_figures, main_stream=main_stream,
+        cuda_graphs=cuda_graphs, collectives=coll_kinds, notes=notes)
+    return TraceResult(summary, step_rows, kernel_rows, coll_rows)
+
+
+def _collect(path: str | Path, options: TraceOptions, marker_re: re.Pattern[str]) -> tuple[_Collected, TraceReader]:
+    """The one pass over the trace: the fast path, else (anything unusual) the exact path again from the start."""
     reader = TraceReader(path, options.max_json_chars)
-    v2 = options.analysis >= 2
-    ops = options.ops_compiled() if v2 else None
+    ops = options.ops_compiled() if options.analysis >= 2 else None
     # The pass makes millions of small objects and no cycles: the cyclic collector would only re-walk them.
     collecting = gc.isenabled()
     gc.disable()
@@ -245,320 +371,418 @@ def analyze(path: str | Path, options: TraceOptions | None = None) -> TraceResul
     finally:
         if collecting:
             gc.enable()
-    notes: list[str] = []
+    return c, reader
 
-    g_name = np.frombuffer(c.g_name, dtype=np.int64)
-    g_cat = np.frombuffer(c.g_cat, dtype=np.int8)
-    g_ts = np.frombuffer(c.g_ts, dtype=np.int64)
-    g_dur = np.frombuffer(c.g_dur, dtype=np.int64)
-    g_end = g_ts + g_dur
-    g_dev = np.frombuffer(c.g_dev, dtype=np.int64)
-    g_corr = np.frombuffer(c.g_corr, dtype=np.int64).copy()
-    n_gpu = len(g_ts)
-    if n_gpu == 0:
+
+def _gpu_events(c: _Collected, reader: TraceReader) -> _Gpu:
+    """The GPU events' arrays; a trace without any is refused, naming what it holds."""
+    ts = np.frombuffer(c.g_ts, dtype=np.int64)
+    if len(ts) == 0:
         raise TraceError(_no_gpu_activity(c, Path(reader.path).name), path=reader.label)
-    g_sidx, stream_labels = _stream_labels(g_dev, np.frombuffer(c.g_stream, dtype=np.int64))
+    dur = np.frombuffer(c.g_dur, dtype=np.int64)
+    dev = np.frombuffer(c.g_dev, dtype=np.int64)
+    cat = np.frombuffer(c.g_cat, dtype=np.int8)
+    stream, labels = _stream_labels(dev, np.frombuffer(c.g_stream, dtype=np.int64))
+    return _Gpu(name=np.frombuffer(c.g_name, dtype=np.int64), cat=cat, ts=ts, dur=dur, end=ts + dur, dev=dev,
+                stream=stream, stream_labels=labels, is_kernel=cat == KERNEL)
 
-    # ---- link GPU events to their launch: correlation id, else the ac2g flow ending on the event
+
+def _link(c: _Collected, gpu: _Gpu) -> _Links:
+    """Link GPU events to their launch: by correlation id, else by the ac2g flow ending on the event."""
+    corr = np.frombuffer(c.g_corr, dtype=np.int64).copy()
     by_flow = disagreements = 0
-    if c.flow_ends:
-        flow_ends = c.flow_ends
-        corr_list = g_corr.tolist()
-        for i, key in enumerate(zip(c.g_thread.tolist(), c.g_ts.tolist())):
-            fid = flow_ends.get(key)
-            if fid is None:
-                continue
-            if corr_list[i] == _MISSING_CORRELATION:
-                corr_list[i] = fid
-                by_flow += 1
-            elif fid != corr_list[i]:
-                disagreements += 1
-        g_corr = np.array(corr_list, dtype=np.int64)
+    thread = np.frombuffer(c.g_thread, dtype=np.int64)
+    for t, by_ts in c.flow_ends.items():  # the flow ending on each event's (thread, start), by thread
+        on_t = np.flatnonzero(thread == t)
+        if not len(on_t) or not by_ts:
+            continue
+        flow_ts = np.fromiter(by_ts.keys(), dtype=np.int64, count=len(by_ts))
+        flow_id = np.fromiter(by_ts.values(), dtype=np.int64, count=len(by_ts))
+        order = np.argsort(flow_ts)
+        flow_ts, flow_id = flow_ts[order], flow_id[order]
+        j = np.minimum(np.searchsorted(flow_ts, gpu.ts[on_t]), len(flow_ts) - 1)
+        hit = flow_ts[j] == gpu.ts[on_t]
+        on_t, fid = on_t[hit], flow_id[j[hit]]
+        missing = corr[on_t] == _MISSING_CORRELATION
+        corr[on_t[missing]] = fid[missing]
+        by_flow += int(missing.sum())
+        disagreements += int((fid[~missing] != corr[on_t[~missing]]).sum())
     get = c.launches.get
-    launch_ts = np.array([get(x, -1) for x in g_corr.tolist()], dtype=np.int64)
-    # ts -1 marks "no launch"; a real launch at ts -1 ns is not a thing profilers write.
+    launch_ts = np.array([get(x, -1) for x in corr.tolist()], dtype=np.int64)
     linked = launch_ts != -1
     n_linked = int(linked.sum())
-    linking = Linking(launch_events=len(c.launches), gpu_events=n_gpu, by_correlation=n_linked - by_flow,
-                      by_flow=by_flow, unlinked=n_gpu - n_linked, flow_disagreements=disagreements)
-    if linking.unlinked:
-        notes.append(f"{linking.unlinked:,} of {n_gpu:,} GPU events have no launching CPU event in the trace "
-                     f"(launched before profiling started, or events dropped): they count in whole-trace totals "
-                     f"only, never in a step")
+    linking = Linking(launch_events=len(c.launches), gpu_events=gpu.count, by_correlation=n_linked - by_flow,
+                      by_flow=by_flow, unlinked=gpu.count - n_linked, flow_disagreements=disagreements)
+    return _Links(corr=corr, launch_ts=launch_ts, linked=linked, linking=linking)
 
-    # ---- markers and steps
+
+def _linking_notes(linking: Linking) -> list[str]:
+    if not linking.unlinked:
+        return []
+    return [f"{linking.unlinked:,} of {linking.gpu_events:,} GPU events have no launching CPU event in the trace "
+            f"(launched before profiling started, or events dropped): they count in whole-trace totals "
+            f"only, never in a step"]
+
+
+def _checked_markers(c: _Collected, options: TraceOptions, label: str) -> list[Marker]:
+    """The step markers by start; markers on several threads, overlapping, or (--step-span marker) without a
+    duration are refused."""
     markers = sorted(c.markers)
-    marker_threads = Counter(m[3] for m in markers)
-    thread_names = {v: k for k, v in c.threads.items()}
+    marker_threads = Counter(m.thread for m in markers)
     if len(marker_threads) > 1:
+        thread_names = {v: k for k, v in c.threads.items()}
         shown = ", ".join(f"{_thread_label(thread_names[t])} ({n})" for t, n in marker_threads.most_common(4))
         raise TraceError(f"step markers /{options.step_marker}/ are on {len(marker_threads)} threads: {shown}; "
-                         f"use a --step-marker that matches one event per step", path=reader.label)
-    for a, b in zip(markers, markers[1:]):
-        if b[0] == a[0] or (a[4] is not None and b[0] < a[4]):
-            raise TraceError(f"step markers overlap: {a[2]!r} and {b[2]!r} (traceEvents[{a[1]}], [{b[1]}]); "
-                             f"use a --step-marker that matches one event per step", path=reader.label)
-    by_span = options.step_span == "marker"
-    if by_span:
-        no_dur = next((m for m in markers if m[4] is None), None)
+                         f"use a --step-marker that matches one event per step", path=label)
+    for a, b in zip(markers, markers[1:], strict=False):
+        if b.start == a.start or (a.end is not None and b.start < a.end):
+            raise TraceError(f"step markers overlap: {a.name!r} and {b.name!r} (traceEvents[{a.event}], "
+                             f"[{b.event}]); use a --step-marker that matches one event per step", path=label)
+    if options.step_span == "marker":
+        no_dur = next((m for m in markers if m.end is None), None)
         if no_dur is not None:
-            raise TraceError(f"--step-span marker: the step marker {no_dur[2]!r} (traceEvents[{no_dur[1]}]) has "
-                             f"no duration", path=reader.label)
-    starts = [m[0] for m in markers]
-    n_steps = len(markers) if by_span else max(len(markers) - 1, 0)
-    ends = [m[4] for m in markers] if by_span else starts[1:]
-    step_of = np.full(n_gpu, -3, dtype=np.int64)  # -3 unlinked, -2 before first marker, -1 after last
-    between = 0
-    if markers:
-        idx = np.searchsorted(np.asarray(starts, dtype=np.int64), launch_ts, side="right") - 1
-        step_of = np.where(idx < 0, -2, np.where(idx >= n_steps, -1, idx))
-        if by_span:  # launched after its marker's span ended: in no step (-4)
-            end_of = np.asarray(ends, dtype=np.int64)[np.clip(idx, 0, None)]
-            gap = (idx >= 0) & (launch_ts >= end_of)
-            step_of = np.where(gap & (idx < n_steps - 1), -4, np.where(gap, -1, step_of))
-            between = int(((step_of == -4) & linked).sum())
-        step_of[~linked] = -3
-    else:
-        step_of[linked] = -2
-    selected = np.array([filter_re is None or bool(filter_re.search(markers[k][2])) for k in range(n_steps)],
-                        dtype=bool)
-    n_sel = int(selected.sum())
-    in_sel = (step_of >= 0) & selected[np.clip(step_of, 0, None)] if n_steps else np.zeros(n_gpu, dtype=bool)
+            raise TraceError(f"--step-span marker: the step marker {no_dur.name!r} (traceEvents[{no_dur.event}]) "
+                             f"has no duration", path=label)
+    return markers
 
-    refused = None
+
+def _step_of(markers: list[Marker], by_span: bool, links: _Links) -> tuple[np.ndarray, int]:
+    """Each GPU event's step (by its launch's start) and how many fell between markers' spans."""
+    launch_ts, linked = links.launch_ts, links.linked
+    step_of = np.full(len(launch_ts), -3, dtype=np.int64)
+    if not markers:
+        step_of[linked] = -2
+        return step_of, 0
+    n_steps = len(markers) if by_span else len(markers) - 1
+    idx = np.searchsorted(np.asarray([m.start for m in markers], dtype=np.int64), launch_ts, side="right") - 1
+    step_of = np.where(idx < 0, -2, np.where(idx >= n_steps, -1, idx))
+    between = 0
+    if by_span:  # launched after its marker's span ended: in no step (-4)
+        end_of = np.asarray([m.end for m in markers], dtype=np.int64)[np.clip(idx, 0, None)]
+        gap = (idx >= 0) & (launch_ts >= end_of)
+        step_of = np.where(gap & (idx < n_steps - 1), -4, np.where(gap, -1, step_of))
+        between = int(((step_of == -4) & linked).sum())
+    step_of[~linked] = -3
+    return step_of, between
+
+
+def _refusal(options: TraceOptions, markers: list[Marker], selected_count: int, in_selected: np.ndarray) -> str | None:
+    """Why no per-step figures are given, or None."""
+    v2 = options.analysis >= 2
     if not markers:
         refused = f"no event matches the step marker /{options.step_marker}/"
         if v2:
             refused += f" (markers are read from {', '.join(options.marker_categories)} events)"
-    elif len(markers) == 1 and not by_span:
-        refused = (f"only one step marker ({markers[0][2]!r}): a step needs a marker at each end, so no step "
+        return refused
+    if len(markers) == 1 and options.step_span != "marker":
+        refused = (f"only one step marker ({markers[0].name!r}): a step needs a marker at each end, so no step "
                    f"is complete")
-        if v2 and markers[0][4] is not None:
+        if v2 and markers[0].end is not None:
             refused += "; --step-span marker counts the marker's own span as one step (as HTA does)"
-    elif n_sel == 0:
-        refused = f"no complete step's marker matches --step-filter /{options.step_filter}/"
-    elif not in_sel.any():
-        refused = "no GPU activity was launched inside a selected complete step"
+        return refused
+    if selected_count == 0:
+        return f"no complete step's marker matches --step-filter /{options.step_filter}/"
+    if not in_selected.any():
+        return "no GPU activity was launched inside a selected complete step"
+    return None
+
+
+def _steps(c: _Collected, options: TraceOptions, filter_re: re.Pattern[str] | None, gpu: _Gpu, links: _Links,
+           label: str) -> _Steps:
+    """The steps: marker k's start to marker k+1's (or, --step-span marker, marker k's own span)."""
+    markers = _checked_markers(c, options, label)
+    by_span = options.step_span == "marker"
+    starts = [m.start for m in markers]
+    n_steps = len(markers) if by_span else max(len(markers) - 1, 0)
+    # (under --step-span marker every marker has an end: _checked_markers refused those without)
+    ends = [e for e in (m.end for m in markers) if e is not None] if by_span else starts[1:]
+    step_of, between = _step_of(markers, by_span, links)
+    selected = np.array([filter_re is None or bool(filter_re.search(markers[k].name)) for k in range(n_steps)],
+                        dtype=bool)
+    selected_count = int(selected.sum())
+    in_selected = (step_of >= 0) & selected[np.clip(step_of, 0, None)] if n_steps else \
+        np.zeros(gpu.count, dtype=bool)
+    return _Steps(markers=markers, starts=starts, ends=ends, count=n_steps,
+                  step_of=step_of, selected=selected, selected_count=selected_count, in_selected=in_selected,
+                  between=between, refused=_refusal(options, markers, selected_count, in_selected))
+
+
+def _step_notes(c: _Collected, options: TraceOptions, steps: _Steps) -> list[str]:
+    """A hint at the vLLM step marker where the trace has its annotations, and why steps are missing."""
+    notes = []
+    refused, v2 = steps.refused, options.analysis >= 2
     if refused and c.vllm_annotations and options.step_marker != VLLM_STEP_MARKER:
         notes.append(f"the trace has {c.vllm_annotations:,} vLLM step annotations (execute_context_…): "
                      f"try --step-marker '{VLLM_STEP_MARKER}'")
     elif refused and v2 and c.vllm_worker_steps and options.step_marker != VLLM_WORKER_STEP_MARKER:
         notes.append(f"the trace has {c.vllm_worker_steps:,} vLLM engine steps (python_function "
                      f"…gpu_worker.py(N): execute_model): try --step-marker '{VLLM_WORKER_STEP_MARKER}'")
-    if between:
-        notes.append(f"{between:,} GPU events were launched between step markers' spans (--step-span marker): "
-                     f"they are in no step")
+    if steps.between:
+        notes.append(f"{steps.between:,} GPU events were launched between step markers' spans (--step-span "
+                     f"marker): they are in no step")
     if refused:
         notes.append(f"no per-step figures: {refused}")
-    marker_info = Markers(
-        found=len(markers), first=markers[0][2] if markers else None, last=markers[-1][2] if markers else None,
-        thread=_thread_label(thread_names[markers[0][3]]) if markers else None,
-        complete_steps=n_steps, selected_steps=n_sel if not refused else 0,
-        gpu_events_before_first=int((step_of == -2).sum()), gpu_events_after_last=int((step_of == -1).sum()),
-        refused=refused)
+    return notes
 
-    # ---- main stream: given, or the one that ran the most kernels (in the selected steps when there are);
-    # not the most kernel time: a collective stream's kernels sit waiting for peers for long stretches.
-    is_kernel = g_cat == KERNEL
-    scope = in_sel if not refused else np.ones(n_gpu, dtype=bool)
+
+def _marker_info(c: _Collected, steps: _Steps) -> Markers:
+    markers = steps.markers
+    thread_names = {v: k for k, v in c.threads.items()}
+    return Markers(
+        found=len(markers), first=markers[0].name if markers else None, last=markers[-1].name if markers else None,
+        thread=_thread_label(thread_names[markers[0].thread]) if markers else None,
+        complete_steps=steps.count, selected_steps=steps.selected_count if not steps.refused else 0,
+        gpu_events_before_first=int((steps.step_of == -2).sum()),
+        gpu_events_after_last=int((steps.step_of == -1).sum()), refused=steps.refused)
+
+
+def _pick_main_stream(options: TraceOptions, gpu: _Gpu, steps: _Steps, label: str) -> _MainStreamEvents:
+    """The main stream: given, or the one that ran the most kernels (in the selected steps when there are);
+    not the most kernel time: a collective stream's kernels sit waiting for peers for long stretches."""
+    labels = gpu.stream_labels
     if options.main_stream is not None:
-        if options.main_stream not in stream_labels:
+        if options.main_stream not in labels:
             raise TraceError(f"--main-stream {options.main_stream}: no such stream in the trace "
-                             f"(streams: {', '.join(stream_labels)})", path=reader.label)
-        main = stream_labels.index(options.main_stream)
-        chosen = "given"
+                             f"(streams: {', '.join(labels)})", path=label)
+        main = labels.index(options.main_stream)
+        chosen: Literal["most kernels", "given"] = "given"
     else:
-        pick = scope & is_kernel if (scope & is_kernel).any() else np.ones(n_gpu, dtype=bool)
-        count_by_stream = np.bincount(g_sidx[pick], minlength=len(stream_labels))
-        time_by_stream = np.bincount(g_sidx[pick], weights=g_dur[pick], minlength=len(stream_labels))
+        scope = steps.in_selected if not steps.refused else np.ones(gpu.count, dtype=bool)
+        pick = scope & gpu.is_kernel if (scope & gpu.is_kernel).any() else np.ones(gpu.count, dtype=bool)
+        count_by_stream = np.bincount(gpu.stream[pick], minlength=len(labels))
+        time_by_stream = np.bincount(gpu.stream[pick], weights=gpu.dur[pick], minlength=len(labels))
         # most kernels, then most kernel time, then the lowest stream
-        main = min(range(len(stream_labels)), key=lambda s: (-count_by_stream[s], -time_by_stream[s], s))
+        main = min(range(len(labels)), key=lambda s: (-count_by_stream[s], -time_by_stream[s], s))
         chosen = "most kernels"
-    on_main = g_sidx == main
-    m_order = np.argsort(g_ts[on_main], kind="stable")
-    m_ts, m_end = g_ts[on_main][m_order], g_end[on_main][m_order]
-    m_name = g_name[on_main][m_order]
-    merged_s, merged_e = _merge(m_ts, m_end)
+    on_main = gpu.stream == main
+    order = np.argsort(gpu.ts[on_main], kind="stable")
+    ts, end = gpu.ts[on_main][order], gpu.end[on_main][order]
+    busy_starts, busy_ends = _merge(ts, end)
+    return _MainStreamEvents(index=main, chosen=chosen, ts=ts, end=end, name=gpu.name[on_main][order],
+                             busy_starts=busy_starts, busy_ends=busy_ends)
 
-    # ---- per-step rows
-    step_rows: list[ProfileStepRow] = []
-    windows: list[tuple[int, int, int]] = []  # (step, start, end) GPU windows of selected steps
-    n_streams = len(stream_labels)
-    kinds_all = [k for k, _ in collective_res]
-    g_coll = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[g_name] if n_gpu else \
-        np.zeros(0, dtype=np.int64)
-    if v2:
-        kinds_all += [k for k in options.collective_ops if k not in kinds_all]
-        g_coll, left_out = _by_enclosing_op(c, options, kinds_all, g_name, g_cat, g_corr, g_coll)
-        collective_res = [(k, None) for k in kinds_all]
+
+def _collective_of(c: _Collected, options: TraceOptions, gpu: _Gpu, links: _Links,
+                   collective_res: list[tuple[str, re.Pattern[str]]], notes: list[str]) -> _Collectives:
+    """Each kernel's collective kind: by its name's family, then (analysis 2) NCCL/RCCL kernels by the
+    communication op enclosing their launch."""
+    kinds = [k for k, _ in collective_res]
+    of = np.array(_collective_kinds(c.names, collective_res), dtype=np.int64)[gpu.name]
+    if options.analysis >= 2:
+        kinds += [k for k in options.collective_ops if k not in kinds]
+        of, left_out = _by_enclosing_op(c, options, kinds, gpu, links.corr, of)
         if left_out:
-            notes.append(f"{len(left_out):,} NCCL/RCCL kernels ({int(g_dur[left_out].sum()) / 1e6:,.3f} ms) are not "
-                         f"counted as "
-                         f"collectives: neither their name nor a communication op enclosing their launch "
-                         f"(nccl:*, c10d::*, vllm::*, record_param_comms) names a collective kind")
-    if n_steps:
-        sk = step_of >= 0
-        k_idx = step_of[sk]
-        per_kernel = np.bincount(k_idx[is_kernel[sk]], minlength=n_steps)
-        per_memcpy = np.bincount(k_idx[g_cat[sk] == MEMCPY], minlength=n_steps)
-        per_memset = np.bincount(k_idx[g_cat[sk] == MEMSET], minlength=n_steps)
-        per_stream = np.zeros((n_steps, max(n_streams, 1)), dtype=np.int64)
-        np.add.at(per_stream, (k_idx[is_kernel[sk]], g_sidx[sk][is_kernel[sk]]), 1)
-        first_gpu = np.full(n_steps, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first_gpu, k_idx, g_ts[sk])
-        last_gpu = np.full(n_steps, np.iinfo(np.int64).min, dtype=np.int64)
-        np.maximum.at(last_gpu, k_idx, g_end[sk])
-        after = step_of == -1
-        next_after = int(g_ts[after].min()) if after.any() else None
-        graph_corr = np.isin(g_corr, np.fromiter(c.graph_launches, dtype=np.int64, count=len(c.graph_launches)))
-        per_graph = Counter()
-        in_graph = sk & graph_corr
-        for k, corr in set(zip(step_of[in_graph].tolist(), g_corr[in_graph].tolist())):
-            per_graph[k] += 1
-        per_coll: dict[int, Counter[str]] = {}
-        is_coll = sk & (g_coll >= 0) & is_kernel
-        for k, ck in zip(step_of[is_coll].tolist(), g_coll[is_coll].tolist()):
-            per_coll.setdefault(k, Counter())[collective_res[ck][0]] += 1
-        # A step's GPU window ends where the next step's GPU activity starts.
-        next_start: list[int | None] = [None] * n_steps
-        following = next_after
-        for k in range(n_steps - 1, -1, -1):
-            next_start[k] = following
-            if first_gpu[k] != np.iinfo(np.int64).max:
-                following = int(first_gpu[k])
-        for k in range(n_steps):
-            has_gpu = first_gpu[k] != np.iinfo(np.int64).max
-            win = busy = None
-            if has_gpu:
-                start = int(first_gpu[k])
-                end = next_start[k] if next_start[k] is not None else int(last_gpu[k])
-                end = max(end, start)
-                win = end - start
-                busy = _overlap(merged_s, merged_e, start, end)
-                if selected[k]:
-                    windows.append((k, start, end))
-            step_rows.append(ProfileStepRow(
-                step=k, marker=markers[k][2], start_ns=starts[k], duration_us=_us(ends[k] - starts[k]),
-                selected=bool(selected[k]), kernels=int(per_kernel[k]),
-                kernels_by_stream={stream_labels[s]: int(per_stream[k, s]) for s in range(n_streams)
-                                   if per_stream[k, s]},
-                memcpy=int(per_memcpy[k]), memset=int(per_memset[k]), graph_launches=per_graph.get(k, 0),
-                collectives=dict(sorted(per_coll.get(k, Counter()).items())),
-                gpu_start_ns=int(first_gpu[k]) if has_gpu else None,
-                gpu_window_us=_us(win) if win is not None else None,
-                main_stream_busy_us=_us(busy) if busy is not None else None))
+            notes.append(f"{len(left_out):,} NCCL/RCCL kernels ({int(gpu.dur[left_out].sum()) / 1e6:,.3f} ms) are "
+                         f"not counted as collectives: neither their name nor a communication op enclosing their "
+                         f"launch (nccl:*, c10d::*, vllm::*, record_param_comms) names a collective kind")
+    return _Collectives(of=of, kinds=kinds)
 
-    # ---- step figures
-    sel_steps = np.flatnonzero(selected) if not refused else np.zeros(0, dtype=np.int64)
-    step_figures = None
-    if not refused:
-        rows = [step_rows[k] for k in sel_steps]
-        per_stream_spread = {}
-        for s in range(n_streams):
-            counts = np.array([r.kernels_by_stream.get(stream_labels[s], 0) for r in rows])
-            if counts.any():
-                per_stream_spread[stream_labels[s]] = _spread(counts)
-        step_ns = np.array([ends[k] - starts[k] for k in sel_steps], dtype=np.int64)
-        win_ns = np.array([e - s for _, s, e in windows], dtype=np.int64)
-        step_figures = StepFigures(
-            steps=n_sel,
-            kernels_per_step=_spread(np.array([r.kernels for r in rows])),
-            kernels_per_step_by_stream=per_stream_spread,
-            memcpy_per_step=_spread(np.array([r.memcpy for r in rows])),
-            memset_per_step=_spread(np.array([r.memset for r in rows])),
-            step_us=_durations(step_ns), gpu_window_us=_durations(win_ns),
-            kernel_us=_durations(g_dur[in_sel & is_kernel]))
-        if not step_figures.kernels_per_step.constant:
-            notes.append(f"kernels per step vary from {step_figures.kernels_per_step.min:,} to "
-                         f"{step_figures.kernels_per_step.max:,} across {n_sel:,} steps")
 
-    # ---- main stream busy and gaps
-    if refused:
-        windows = [(-1, int(g_ts.min()), int(g_end.max()))]
-    main_stream = _main_stream(stream_labels[main], chosen, "trace" if refused else "steps", windows,
-                               merged_s, merged_e, m_ts, m_end, m_name, c.names)
+@dataclass(frozen=True)
+class _PerStep:
+    """Counts per complete step."""
 
-    # ---- CUDA graphs
-    graph_scope = in_sel if not refused else linked
-    graph_counts = Counter(x for x in g_corr[graph_scope & is_kernel].tolist() if x in c.graph_launches)
-    launch_sizes = Counter(x for x in g_corr[graph_scope].tolist() if x >= 0)
-    multi = sum(1 for corr, n in launch_sizes.items() if n > 1 and corr not in c.graph_launches)
-    cuda_graphs = CudaGraphs(
-        graph_launches=len(graph_counts), kernels=sum(graph_counts.values()),
-        kernels_per_launch=_spread(np.array(list(graph_counts.values()))) if graph_counts else None,
-        launches_per_step=_spread(np.array([step_rows[k].graph_launches for k in sel_steps]))
-        if not refused and graph_counts else None,
-        multi_kernel_launches=multi)
-    if graph_counts:
-        notes.append(f"{len(graph_counts):,} CUDA-graph launches ran {sum(graph_counts.values()):,} kernels "
+    kernels: np.ndarray
+    memcpy: np.ndarray
+    memset: np.ndarray
+    by_stream: np.ndarray
+    """[step, stream] kernels."""
+    first_gpu: np.ndarray
+    """Earliest GPU start (int64 max: none)."""
+    last_gpu: np.ndarray
+    graph_launches: Counter[int]
+    collectives: dict[int, Counter[str]]
+    next_start: list[int | None]
+    """Where the next step's GPU activity (or, after the last, any later activity) starts."""
+
+
+_NONE_YET = np.iinfo(np.int64).max
+
+
+def _per_step(c: _Collected, gpu: _Gpu, links: _Links, steps: _Steps, coll: _Collectives) -> _PerStep:
+    n_steps, step_of = steps.count, steps.step_of
+    sk = step_of >= 0
+    k_idx = step_of[sk]
+    kernel_in = gpu.is_kernel[sk]
+    by_stream = np.zeros((n_steps, max(len(gpu.stream_labels), 1)), dtype=np.int64)
+    np.add.at(by_stream, (k_idx[kernel_in], gpu.stream[sk][kernel_in]), 1)
+    first_gpu = np.full(n_steps, _NONE_YET, dtype=np.int64)
+    np.minimum.at(first_gpu, k_idx, gpu.ts[sk])
+    last_gpu = np.full(n_steps, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(last_gpu, k_idx, gpu.end[sk])
+    graph_corr = np.isin(links.corr, np.fromiter(c.graph_launches, dtype=np.int64, count=len(c.graph_launches)))
+    graph_launches: Counter[int] = Counter()
+    in_graph = sk & graph_corr
+    for k, _ in set(zip(step_of[in_graph].tolist(), links.corr[in_graph].tolist(), strict=True)):
+        graph_launches[k] += 1
+    collectives: dict[int, Counter[str]] = {}
+    is_coll = sk & (coll.of >= 0) & gpu.is_kernel
+    for k, ck in zip(step_of[is_coll].tolist(), coll.of[is_coll].tolist(), strict=True):
+        collectives.setdefault(k, Counter())[coll.kinds[ck]] += 1
+    # A step's GPU window ends where the next step's GPU activity starts.
+    after = step_of == -1
+    following = int(gpu.ts[after].min()) if after.any() else None
+    next_start: list[int | None] = [None] * n_steps
+    for k in range(n_steps - 1, -1, -1):
+        next_start[k] = following
+        if first_gpu[k] != _NONE_YET:
+            following = int(first_gpu[k])
+    return _PerStep(kernels=np.bincount(k_idx[kernel_in], minlength=n_steps),
+                    memcpy=np.bincount(k_idx[gpu.cat[sk] == MEMCPY], minlength=n_steps),
+                    memset=np.bincount(k_idx[gpu.cat[sk] == MEMSET], minlength=n_steps), by_stream=by_stream,
+                    first_gpu=first_gpu, last_gpu=last_gpu, graph_launches=graph_launches, collectives=collectives,
+                    next_start=next_start)
+
+
+def _step_rows(c: _Collected, gpu: _Gpu, links: _Links, steps: _Steps, coll: _Collectives,
+               main: _MainStreamEvents) -> tuple[list[ProfileStepRow], list[_Window]]:
+    """One row per complete step, and the GPU windows of the selected steps."""
+    rows: list[ProfileStepRow] = []
+    windows: list[_Window] = []
+    if not steps.count:
+        return rows, windows
+    per = _per_step(c, gpu, links, steps, coll)
+    labels = gpu.stream_labels
+    for k in range(steps.count):
+        has_gpu = per.first_gpu[k] != _NONE_YET
+        win = busy = None
+        if has_gpu:
+            start = int(per.first_gpu[k])
+            nxt = per.next_start[k]
+            end = max(nxt if nxt is not None else int(per.last_gpu[k]), start)
+            win = end - start
+            busy = _overlap(main.busy_starts, main.busy_ends, start, end)
+            if steps.selected[k]:
+                windows.append(_Window(k, start, end))
+        rows.append(ProfileStepRow(
+            step=k, marker=steps.markers[k].name, start_ns=steps.starts[k],
+            duration_us=_us(steps.ends[k] - steps.starts[k]), selected=bool(steps.selected[k]),
+            kernels=int(per.kernels[k]),
+            kernels_by_stream={labels[s]: int(per.by_stream[k, s]) for s in range(len(labels))
+                               if per.by_stream[k, s]},
+            memcpy=int(per.memcpy[k]), memset=int(per.memset[k]), graph_launches=per.graph_launches.get(k, 0),
+            collectives=dict(sorted(per.collectives.get(k, Counter()).items())),
+            gpu_start_ns=int(per.first_gpu[k]) if has_gpu else None,
+            gpu_window_us=_us(win) if win is not None else None,
+            main_stream_busy_us=_us(busy) if busy is not None else None))
+    return rows, windows
+
+
+def _step_figures(gpu: _Gpu, steps: _Steps, step_rows: list[ProfileStepRow], windows: list[_Window],
+                  notes: list[str]) -> StepFigures | None:
+    """How the selected steps' counts and times spread (None when per-step figures are refused)."""
+    if steps.refused:
+        return None
+    sel_steps = steps.selected_steps
+    rows = [step_rows[k] for k in sel_steps]
+    per_stream_spread = {}
+    for label in gpu.stream_labels:
+        counts = np.array([r.kernels_by_stream.get(label, 0) for r in rows])
+        if counts.any():
+            per_stream_spread[label] = _spread(counts)
+    step_ns = np.array([steps.ends[k] - steps.starts[k] for k in sel_steps], dtype=np.int64)
+    win_ns = np.array([w.end - w.start for w in windows], dtype=np.int64)
+    figures = StepFigures(
+        steps=steps.selected_count,
+        kernels_per_step=_spread(np.array([r.kernels for r in rows])),
+        kernels_per_step_by_stream=per_stream_spread,
+        memcpy_per_step=_spread(np.array([r.memcpy for r in rows])),
+        memset_per_step=_spread(np.array([r.memset for r in rows])),
+        step_us=_durations(step_ns), gpu_window_us=_durations(win_ns),
+        kernel_us=_durations(gpu.dur[steps.in_selected & gpu.is_kernel]))
+    if not figures.kernels_per_step.constant:
+        notes.append(f"kernels per step vary from {figures.kernels_per_step.min:,} to "
+                     f"{figures.kernels_per_step.max:,} across {steps.selected_count:,} steps")
+    return figures
+
+
+def _cuda_graphs(c: _Collected, links: _Links, gpu: _Gpu, steps: _Steps, step_rows: list[ProfileStepRow],
+                 notes: list[str]) -> CudaGraphs:
+    """CUDA-graph launches and the kernels each ran (in the selected steps, else in the whole trace)."""
+    corr = links.corr
+    scope = steps.in_selected if not steps.refused else links.linked
+    graph_ids = np.fromiter(c.graph_launches, dtype=np.int64, count=len(c.graph_launches))
+    kernels = corr[scope & gpu.is_kernel]
+    per_launch = np.unique(kernels[np.isin(kernels, graph_ids)], return_counts=True)[1]  # kernels per graph launch
+    launched = corr[scope]
+    ids, sizes = np.unique(launched[launched >= 0], return_counts=True)
+    multi = int(((sizes > 1) & ~np.isin(ids, graph_ids)).sum())
+    graphs, graph_kernels = len(per_launch), int(per_launch.sum())
+    if graphs:
+        notes.append(f"{graphs:,} CUDA-graph launches ran {graph_kernels:,} kernels "
                      f"(each kernel counted in the step of its graph's launch)")
+    return CudaGraphs(
+        graph_launches=graphs, kernels=graph_kernels, kernels_per_launch=_spread(per_launch) if graphs else None,
+        launches_per_step=_spread(np.array([step_rows[k].graph_launches for k in steps.selected_steps]))
+        if not steps.refused and graphs else None,
+        multi_kernel_launches=multi)
 
-    # ---- collectives per position
-    coll_rows: list[ProfileCollectiveRow] = []
-    coll_kinds: list[CollectiveKind] = []
-    if not refused and collective_res:
-        sel = in_sel & is_kernel & (g_coll >= 0)
-        idx = np.flatnonzero(sel)
-        order = np.lexsort((g_sidx[idx], g_ts[idx], step_of[idx]))
-        idx = idx[order]
-        position: Counter[tuple[int, int]] = Counter()
-        by_pos: dict[tuple[int, int], list[tuple[int, int]]] = {}
-        for i in idx.tolist():
-            k, ck = int(step_of[i]), int(g_coll[i])
-            p = position[(k, ck)]
-            position[(k, ck)] += 1
-            coll_rows.append(ProfileCollectiveRow(
-                step=k, kind=collective_res[ck][0], position=p, name=c.names[int(g_name[i])],
-                start_ns=int(g_ts[i]), duration_us=_us(int(g_dur[i])), stream=stream_labels[int(g_sidx[i])]))
-            by_pos.setdefault((ck, p), []).append((int(g_dur[i]), int(g_name[i])))
-        coll_rows.sort(key=lambda r: (r.step, r.kind, r.position))
-        for ck, (kind, _) in enumerate(collective_res):
-            calls = np.array([position.get((int(k), ck), 0) for k in sel_steps])
-            if not calls.any():
-                continue
-            positions = []
-            for p in range(int(calls.max())):
-                items = by_pos[(ck, p)]
-                durs = np.array([d for d, _ in items], dtype=np.int64)
-                common = Counter(nm for _, nm in items).most_common()
-                top = min(nid for nid, n in common if n == common[0][1])
-                positions.append(CollectivePosition(
-                    position=p, steps=len(items), median_us=_us(float(np.median(durs))), min_us=_us(int(durs.min())),
-                    max_us=_us(int(durs.max())), name=c.names[top]))
-            coll_kinds.append(CollectiveKind(kind=kind, calls=int(calls.sum()), calls_per_step=_spread(calls),
-                                             positions=positions))
-        coll_kinds.sort(key=lambda ck: ck.kind)
 
-    # ---- kernel rows
-    kernel_rows = _kernel_rows(c.names, g_name, g_cat, g_dur, g_sidx, stream_labels, in_sel, step_of,
-                               sel_steps, g_coll, collective_res)
+def _collectives(c: _Collected, gpu: _Gpu, steps: _Steps,
+                 coll: _Collectives) -> tuple[list[ProfileCollectiveRow], list[CollectiveKind]]:
+    """Each selected step's collectives by kind and position (the n-th call of a kind in its step)."""
+    rows: list[ProfileCollectiveRow] = []
+    if steps.refused or not coll.kinds:
+        return rows, []
+    step_of = steps.step_of
+    idx = np.flatnonzero(steps.in_selected & gpu.is_kernel & (coll.of >= 0))
+    idx = idx[np.lexsort((gpu.stream[idx], gpu.ts[idx], step_of[idx]))]
+    position: Counter[tuple[int, int]] = Counter()
+    by_pos: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for i in idx.tolist():
+        k, ck = int(step_of[i]), int(coll.of[i])
+        p = position[(k, ck)]
+        position[(k, ck)] += 1
+        rows.append(ProfileCollectiveRow(
+            step=k, kind=coll.kinds[ck], position=p, name=c.names[int(gpu.name[i])], start_ns=int(gpu.ts[i]),
+            duration_us=_us(int(gpu.dur[i])), stream=gpu.stream_labels[int(gpu.stream[i])]))
+        by_pos.setdefault((ck, p), []).append((int(gpu.dur[i]), int(gpu.name[i])))
+    rows.sort(key=lambda r: (r.step, r.kind, r.position))
+    kinds = []
+    for ck, kind in enumerate(coll.kinds):
+        calls = np.array([position.get((int(k), ck), 0) for k in steps.selected_steps])
+        if calls.any():
+            kinds.append(CollectiveKind(kind=kind, calls=int(calls.sum()), calls_per_step=_spread(calls),
+                                        positions=[_position(c.names, p, by_pos[(ck, p)])
+                                                   for p in range(int(calls.max()))]))
+    kinds.sort(key=lambda k: k.kind)
+    return rows, kinds
 
+
+def _position(names: list[str], position: int, calls: list[tuple[int, int]]) -> CollectivePosition:
+    """One position's calls (duration ns, name index) across the steps; named by its commonest kernel."""
+    durs = np.array([d for d, _ in calls], dtype=np.int64)
+    common = Counter(nm for _, nm in calls).most_common()
+    top = min(nid for nid, n in common if n == common[0][1])
+    return CollectivePosition(position=position, steps=len(calls), median_us=_us(float(np.median(durs))),
+                              min_us=_us(int(durs.min())), max_us=_us(int(durs.max())), name=names[top])
+
+
+def _trace_info(c: _Collected, gpu: _Gpu) -> TraceInfo:
     meta = c.metadata
-    dist = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
-    used_devices = sorted(set(g_dev.tolist()))
+    dist: dict[str, Any] = meta["distributedInfo"] if isinstance(meta.get("distributedInfo"), dict) else {}
     props = {d.get("id"): d.get("name") for d in meta.get("deviceProperties", []) if isinstance(d, dict)} \
         if isinstance(meta.get("deviceProperties"), list) else {}
-    kernels_all = g_dur[is_kernel]
-    info = TraceInfo(
+    is_kernel = gpu.is_kernel
+    return TraceInfo(
         kineto_schema_version=_int_or_none(meta.get("schemaVersion")),
         rank=_int_or_none(dist.get("rank")), world_size=_int_or_none(dist.get("world_size")),
-        devices=[f"{d}: {props[d]}" if isinstance(props.get(d), str) else f"{d}" for d in used_devices],
+        devices=[f"{d}: {props[d]}" if isinstance(props.get(d), str) else f"{d}"
+                 for d in sorted(set(gpu.dev.tolist()))],
         events=c.events, events_by_category=dict(sorted(c.categories.items())),
-        kernels=int(is_kernel.sum()), memcpy=int((g_cat == MEMCPY).sum()), memset=int((g_cat == MEMSET).sum()),
-        kernel_us=_us(int(kernels_all.sum())), kernel_names=len(set(g_name[is_kernel].tolist())))
-    summary = TraceSummary(
-        source=TraceSource(file=Path(reader.path).name, sha256=reader.sha256, bytes=reader.bytes,
-                           gzip=reader.gzip, json_chars=reader.text_chars, included=None),
-        config=TraceConfig(step_marker=options.step_marker, step_filter=options.step_filter,
-                           marker_categories=list(options.marker_categories),
-                           collectives={k: list(v) for k, v in options.collectives.items()},
-                           main_stream=options.main_stream, embed_limit_bytes=options.embed_limit_bytes,
-                           **({"analysis": options.analysis, "step_span": options.step_span,
-                               "collective_ops": {k: list(v) for k, v in options.collective_ops.items()}}
-                              if v2 else {})),
-        trace=info, linking=linking, markers=marker_info, steps=step_figures, main_stream=main_stream,
-        cuda_graphs=cuda_graphs, collectives=coll_kinds, notes=notes)
-    return TraceResult(summary, step_rows, kernel_rows, coll_rows)
+        kernels=int(is_kernel.sum()), memcpy=int((gpu.cat == MEMCPY).sum()), memset=int((gpu.cat == MEMSET).sum()),
+        kernel_us=_us(int(gpu.dur[is_kernel].sum())), kernel_names=len(set(gpu.name[is_kernel].tolist())))
+
+
+def _config(options: TraceOptions) -> TraceConfig:
+    # analysis 1 wrote none of the fields after embed_limit_bytes (their defaults are its reading)
+    later: dict[str, Any] = {"analysis": options.analysis, "step_span": options.step_span,
+                             "collective_ops": {k: list(v) for k, v in options.collective_ops.items()}} \
+        if options.analysis >= 2 else {}
+    return TraceConfig(step_marker=options.step_marker, step_filter=options.step_filter,
+                       marker_categories=list(options.marker_categories),
+                       collectives={k: list(v) for k, v in options.collectives.items()},
+                       main_stream=options.main_stream, embed_limit_bytes=options.embed_limit_bytes, **later)
 
 
 def _no_gpu_activity(c: _Collected, file: str) -> str:
@@ -577,42 +801,42 @@ def _no_gpu_activity(c: _Collected, file: str) -> str:
                 f"audit trace does not read")
     hint = ""
     if "async_llm" in file or c.vllm_functions:
-        hint = "; a vLLM server's API process writes such a trace (*.async_llm.*): the GPU workers' traces hold the kernels"
+        hint = ("; a vLLM server's API process writes such a trace (*.async_llm.*): the GPU workers' traces hold "
+                "the kernels")
     return f"{what}: a CPU-only trace (it holds {held}){hint}"
 
 
-def _by_enclosing_op(c: _Collected, options: TraceOptions, kinds: list[str], g_name: np.ndarray,
-                     g_cat: np.ndarray, g_corr: np.ndarray, g_coll: np.ndarray) -> tuple[np.ndarray, list[int]]:
+def _by_enclosing_op(c: _Collected, options: TraceOptions, kinds: list[str], gpu: _Gpu, corr: np.ndarray,
+                     of: np.ndarray) -> tuple[np.ndarray, list[int]]:
     """Give NCCL/RCCL kernels that their name leaves unclassified the kind of the innermost communication op
     enclosing their launch on the launching thread; returns the kinds and the kernels still left out."""
     op_kinds = [kinds.index(k) for k, _ in options.ops_compiled()]
     nccl_names = np.array([bool(_NCCL_KERNEL.match(n)) for n in c.names], dtype=bool)
-    todo = np.flatnonzero((g_coll < 0) & (g_cat == KERNEL) & nccl_names[g_name] if len(g_name) else
-                          np.zeros(0, dtype=bool))
+    todo = np.flatnonzero((of < 0) & gpu.is_kernel & nccl_names[gpu.name])
     if not len(todo):
-        return g_coll, []
-    g_coll = g_coll.copy()
+        return of, []
+    of = of.copy()
     per_thread = {t: sorted(v) for t, v in c.comm_ops.items()}
-    starts = {t: [o[0] for o in v] for t, v in per_thread.items()}
-    longest = {t: max(o[1] - o[0] for o in v) for t, v in per_thread.items()}
+    starts = {t: [o.start for o in v] for t, v in per_thread.items()}
+    longest = {t: max(o.end - o.start for o in v) for t, v in per_thread.items()}
     left = []
     for i in todo.tolist():
-        corr = int(g_corr[i])
-        ts, thread = c.launches.get(corr), c.launch_threads.get(corr)
-        ops = per_thread.get(thread)
+        launch = int(corr[i])
+        ts, thread = c.launches.get(launch), c.launch_threads.get(launch)
+        ops = per_thread.get(thread) if thread is not None else None
         kind = -1
-        if ts is not None and ops:
+        if ts is not None and thread is not None and ops:
             j = bisect_right(starts[thread], ts) - 1
-            while j >= 0 and ops[j][0] >= ts - longest[thread]:
-                if ops[j][1] >= ts:  # the latest-starting op still open at the launch: the innermost
-                    kind = op_kinds[ops[j][2]]
+            while j >= 0 and ops[j].start >= ts - longest[thread]:
+                if ops[j].end >= ts:  # the latest-starting op still open at the launch: the innermost
+                    kind = op_kinds[ops[j].kind]
                     break
                 j -= 1
         if kind >= 0:
-            g_coll[i] = kind
+            of[i] = kind
         else:
             left.append(i)
-    return g_coll, left
+    return of, left
 
 
 def _int_or_none(v: Any) -> int | None:
@@ -657,29 +881,40 @@ def _overlap(ms: np.ndarray, me: np.ndarray, a: int, b: int) -> int:
     return int(np.clip(e - s, 0, None).sum())
 
 
-def _main_stream(label: str, chosen: str, window: str, windows: list[tuple[int, int, int]], ms: np.ndarray,
-                 me: np.ndarray, m_ts: np.ndarray, m_end: np.ndarray, m_name: np.ndarray,
-                 names: list[str]) -> MainStream:
+class _Idle(NamedTuple):
+    """An idle stretch of the main stream inside a window."""
+
+    start: int
+    length: int
+    step: int
+
+
+def _main_stream(label: str, chosen: Literal["most kernels", "given"], window: Literal["steps", "trace"],
+                 windows: list[_Window], main: _MainStreamEvents, names: list[str]) -> MainStream:
+    """How busy the main stream is in the windows, and its idle gaps."""
+    ms, me, m_ts, m_end, m_name = main.busy_starts, main.busy_ends, main.ts, main.end, main.name
     total = busy = 0
-    gaps: list[tuple[int, int, int]] = []  # (start, length, step)
-    for step, a, b in windows:
-        total += b - a
-        s, e = _clipped(ms, me, a, b)
+    starts, lengths, steps = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0, np.int64)]
+    for w in windows:
+        total += w.end - w.start
+        s, e = _clipped(ms, me, w.start, w.end)
         busy += int(np.clip(e - s, 0, None).sum())
         # idle: before the first interval, between intervals, after the last
-        bounds_s = np.concatenate(([a], e))
-        bounds_e = np.concatenate((s, [b]))
-        lengths = bounds_e - bounds_s
-        for gs, gl in zip(bounds_s[lengths > 0].tolist(), lengths[lengths > 0].tolist()):
-            gaps.append((gs, gl, step))
-    lengths = np.array([g[1] for g in gaps], dtype=np.int64)
+        bounds_s = np.concatenate((np.array([w.start], dtype=np.int64), e))
+        idle = np.concatenate((s, np.array([w.end], dtype=np.int64))) - bounds_s
+        starts.append(bounds_s[idle > 0])
+        lengths.append(idle[idle > 0])
+        steps.append(np.full(len(starts[-1]), w.step, dtype=np.int64))
+    gap_starts, gap_lengths, gap_steps = np.concatenate(starts), np.concatenate(lengths), np.concatenate(steps)
     hist: dict[str, int] = {}
     lo = 0
     for hi, name in _GAP_BUCKETS:
-        sel = (lengths >= lo) & (lengths < hi) if hi is not None else lengths >= lo
+        sel = (gap_lengths >= lo) & (gap_lengths < hi) if hi is not None else gap_lengths >= lo
         hist[name] = int(sel.sum())
         lo = hi or 0
-    largest = sorted(gaps, key=lambda g: (-g[1], g[0]))[:LARGEST_GAPS]
+    # longest first, then earliest (a stable sort: ties keep window order)
+    top = np.lexsort((gap_starts, -gap_lengths))[:LARGEST_GAPS]
+    largest = [_Idle(int(gap_starts[i]), int(gap_lengths[i]), int(gap_steps[i])) for i in top.tolist()]
 
     def before(t: int) -> str | None:
         # the main-stream event that ends exactly where the gap starts (the latest-starting one)
@@ -692,16 +927,17 @@ def _main_stream(label: str, chosen: str, window: str, windows: list[tuple[int, 
 
     return MainStream(
         stream=label, chosen=chosen, window=window, window_us=_us(total), busy_us=_us(busy),
-        busy_fraction=round(busy / total, 6) if total else 0.0, gaps=len(gaps), idle_us=_us(total - busy),
-        gap_median_us=_us(float(np.median(lengths))) if len(lengths) else None,
-        gap_max_us=_us(int(lengths.max())) if len(lengths) else None, gap_histogram=hist,
-        largest_gaps=[Gap(start_ns=s, duration_us=_us(n), step=k if k >= 0 else None, before=before(s),
-                          after=after(s + n)) for s, n, k in largest])
+        busy_fraction=round(busy / total, 6) if total else 0.0, gaps=len(gap_lengths), idle_us=_us(total - busy),
+        gap_median_us=_us(float(np.median(gap_lengths))) if len(gap_lengths) else None,
+        gap_max_us=_us(int(gap_lengths.max())) if len(gap_lengths) else None, gap_histogram=hist,
+        largest_gaps=[Gap(start_ns=g.start, duration_us=_us(g.length), step=g.step if g.step >= 0 else None,
+                          before=before(g.start), after=after(g.start + g.length)) for g in largest])
 
 
-def _kernel_rows(names: list[str], g_name: np.ndarray, g_cat: np.ndarray, g_dur: np.ndarray, g_sidx: np.ndarray,
-                 stream_labels: list[str], in_sel: np.ndarray, step_of: np.ndarray, sel_steps: np.ndarray,
-                 g_coll: np.ndarray, coll_res: list[tuple[str, re.Pattern[str]]]) -> list[ProfileKernelRow]:
+def _kernel_rows(names: list[str], gpu: _Gpu, steps: _Steps, coll: _Collectives) -> list[ProfileKernelRow]:
+    """One row per kernel (copy, memset) name: counts and times in the selected steps and in the whole trace."""
+    g_name, g_cat, g_dur, g_sidx, stream_labels = gpu.name, gpu.cat, gpu.dur, gpu.stream, gpu.stream_labels
+    in_sel, step_of, sel_steps, g_coll = steps.in_selected, steps.step_of, steps.selected_steps, coll.of
     key = g_name * 3 + g_cat
     rows = []
     n_sel = len(sel_steps)
@@ -724,8 +960,8 @@ def _kernel_rows(names: list[str], g_name: np.ndarray, g_cat: np.ndarray, g_dur:
             per_min, per_max = int(counts.min()), int(counts.max())
         cks = sorted({int(x) for x in g_coll[grp].tolist()} - {-1}) if cat == KERNEL else []
         rows.append(ProfileKernelRow(
-            name=names[nid], category=CATEGORY_NAMES[cat],
-            collective="+".join(sorted(coll_res[ck][0] for ck in cks)) or None,
+            name=names[nid], category=CATEGORY_NAMES[cat],  # type: ignore[arg-type]  # one of the three
+            collective="+".join(sorted(coll.kinds[ck] for ck in cks)) or None,
             count=int(len(sel)), total_us=_us(int(d_sel.sum())),
             median_us=_us(float(np.median(d_sel))) if len(sel) else None,
             min_us=_us(int(d_sel[0])) if len(sel) else None, max_us=_us(int(d_sel[-1])) if len(sel) else None,

@@ -2,19 +2,31 @@
 
 `collect` reads event by event through the exact reader; `collect_fast` reads decoded batches and gives
 up (FastPathUnsure) on anything unusual, so the exact pass decides. Both fill one `_Collected`.
+
+A large uncompressed trace is read by two processes (`SPLIT_BYTES`): a forked child cuts the text into
+batches exactly as this process does, skips those before the middle undecoded, collects the rest and sends
+its `_Collected` back (pickled, through a pipe); this process collects the batches before the middle and
+adds the child's, renumbering its names and threads, as one pass over both halves gives. The split holds
+only where both readers switched at the same offset and no batch before it needed the exact reader (whose
+cuts may differ); otherwise this process reads on alone, or (the child gave up) the exact pass decides.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import pickle
 import re
+import signal
+import stat
+import sys
 from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from audit.trace.reader import MAX_NS, FastPathUnsure, TraceError, TraceReader, to_id, to_ns
+from audit.trace.reader import MAX_NS, Event, FastPathUnsure, TraceError, TraceReader, to_id, to_ns
 
 VLLM_STEP_MARKER = r"^execute_context_"
 """vLLM's per-step annotation (`execute_context_N(T)_generation_M(T)`, gpu_worker.annotate_profile)."""
@@ -40,6 +52,31 @@ _GPU_CATEGORIES = {"kernel": KERNEL, "gpu_memcpy": MEMCPY, "memcpy": MEMCPY, "gp
 _LAUNCH_CATEGORIES = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
 
 
+_MISSING_CORRELATION = -1
+
+
+class Marker(NamedTuple):
+    """A step marker event (fields in sort order: by start, then file order)."""
+
+    start: int
+    """ns."""
+    event: int
+    """Its index in traceEvents."""
+    name: str
+    thread: int
+    """Index into `_Collected.threads`."""
+    end: int | None
+    """start + dur in ns; None for an instant event."""
+
+
+class CommOp(NamedTuple):
+    """A communication op (nccl:*, c10d::*, ...) on the CPU: its span and the index of its kind."""
+
+    start: int
+    end: int
+    kind: int
+
+
 @dataclass
 class _Collected:
     """Compact arrays of what one pass over the trace found."""
@@ -59,12 +96,11 @@ class _Collected:
     launches: dict[int, int] = field(default_factory=dict)
     launch_threads: dict[int, int] = field(default_factory=dict)
     graph_launches: set[int] = field(default_factory=set)
-    # step markers: (start ns, event index, name, thread id, end ns or None)
-    markers: list[tuple[int, int, str, int, int | None]] = field(default_factory=list)
-    # communication ops: thread id -> [(start ns, end ns, kind index)]
-    comm_ops: dict[int, list[tuple[int, int, int]]] = field(default_factory=dict)
-    # ac2g flow ends: (thread id, ts ns) -> flow id
-    flow_ends: dict[tuple[int, int], int] = field(default_factory=dict)
+    markers: list[Marker] = field(default_factory=list)
+    # communication ops by thread id
+    comm_ops: dict[int, list[CommOp]] = field(default_factory=dict)
+    # ac2g flow ends: thread id -> ts ns -> flow id (by thread: merged halves renumber threads cheaply)
+    flow_ends: dict[int, dict[int, int]] = field(default_factory=dict)
     threads: dict[tuple[Any, Any], int] = field(default_factory=dict)
     categories: Counter[str] = field(default_factory=Counter)
     vllm_annotations: int = 0
@@ -72,6 +108,22 @@ class _Collected:
     vllm_functions: int = 0
     events: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def add_gpu(self, name: str, cat: int, ts: int, dur: int, dev: int, stream: int, corr: int | None,
+                thread: int) -> None:
+        """Append one GPU event (its name numbered in order of first appearance)."""
+        nid = self.name_ids.get(name)
+        if nid is None:
+            nid = self.name_ids[name] = len(self.names)
+            self.names.append(name)
+        self.g_name.append(nid)
+        self.g_cat.append(cat)
+        self.g_ts.append(ts)
+        self.g_dur.append(dur)
+        self.g_dev.append(dev)
+        self.g_stream.append(stream)
+        self.g_corr.append(corr if corr is not None else _MISSING_CORRELATION)
+        self.g_thread.append(thread)
 
     def thread_id(self, pid: Any, tid: Any) -> int:
         """The index of the thread (pid, tid), numbered in order of first appearance."""
@@ -86,7 +138,6 @@ class _Collected:
         return t
 
 
-_MISSING_CORRELATION = -1
 _NAME_CACHE, _NAME_CACHE_CHARS = 100_000, 256
 """Names (of at most 256 characters) whose marker/op tests the fast pass remembers per category: at most
 about 25 MB however many distinct names a trace holds."""
@@ -109,19 +160,71 @@ def _field(e: dict[str, Any], key: str) -> str:
     return text if len(text) <= 40 else text[:40] + "…"
 
 
+GPU_EVENT, LAUNCH, NAMED, FLOW, OTHER = 1, 2, 3, 4, 0
+"""What a category's events are to the pass (`_Kind.branch`): GPU activity, launches, CPU events whose names
+count (markers, communication ops), ac2g flows, nothing."""
+
+
+class _Kind:
+    """What the events of one category are to the pass, worked out once per category."""
+
+    __slots__ = ("label", "gpu", "branch", "marker", "op", "python_function", "events", "names")
+
+    def __init__(self, cat: Any, marker_cats: set[str], op_cats: set[str]):
+        self.label = cat if isinstance(cat, str) else "(none)"
+        low = self.label.lower()
+        self.gpu: int | None = _GPU_CATEGORIES.get(low)
+        """KERNEL, MEMCPY or MEMSET; None: no GPU activity."""
+        self.marker = low in marker_cats
+        self.op = low in op_cats
+        self.branch = GPU_EVENT if self.gpu is not None else LAUNCH if low in _LAUNCH_CATEGORIES else \
+            NAMED if self.marker or self.op else FLOW if self.label == "ac2g" else OTHER
+        self.python_function = low == "python_function"
+        self.events = 0
+        self.names: dict[str, int] = {}
+        """The fast pass's flags by name (`_FastPass.name_flags`)."""
+
+
+def _exact_gpu_event(c: _Collected, reader: TraceReader, index: int, e: dict[str, Any], gpu: int) -> None:
+    """A kernel, copy or memset event (ph X) of the exact pass; one it cannot place is refused."""
+    name = e.get("name")
+    ts = to_ns(e.get("ts"))
+    dur = to_ns(e.get("dur"))
+    if type(name) is not str:
+        raise _bad(reader, index, e, "no 'name' string")
+    if ts is None or ts < 0:
+        raise _bad(reader, index, e, f"'ts' is not a time ({_field(e, 'ts')}): a number of µs, "
+                                     f"0 or more")
+    if dur is None or dur < 0:
+        raise _bad(reader, index, e, f"'dur' is not a duration ({_field(e, 'dur')}): a number of µs, "
+                                     f"0 or more")
+    args = e.get("args")
+    if type(args) is not dict:
+        args = {}
+    stream = to_id(args.get("stream", e.get("tid")))
+    if stream is None:
+        raise _bad(reader, index, e, "no stream: args.stream (or tid) must be an integer from 0 to 2**62")
+    dev = args.get("device")
+    dev = (to_id(e.get("pid")) or 0) if dev is None else to_id(dev)
+    if dev is None:
+        raise _bad(reader, index, e, f"args.device {_field(args, 'device')} is not an id from 0 to 2**62")
+    corr = args.get("correlation")
+    if type(corr) is int and corr >= MAX_NS:  # negative: no correlation, as before
+        raise _bad(reader, index, e, f"args.correlation {_field(args, 'correlation')} is not an id from 0 "
+                                     f"to 2**62")
+    c.add_gpu(name, gpu, ts, dur, dev, stream, to_id(corr), c.thread_id(e.get("pid"), e.get("tid")))
+
+
 def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Iterable[str] = MARKER_CATEGORIES,
             ops: list[tuple[str, re.Pattern[str]]] | None = None) -> _Collected:
     """One streaming pass over the trace. `ops`: communication-op patterns by kind (none: not collected)."""
     c = _Collected()
-    names, name_ids = c.names, c.name_ids
-    g_name, g_cat, g_ts, g_dur = c.g_name.append, c.g_cat.append, c.g_ts.append, c.g_dur.append
-    g_dev, g_stream, g_corr, g_thread = c.g_dev.append, c.g_stream.append, c.g_corr.append, c.g_thread.append
     launches, launch_threads, graph_launches = c.launches, c.launch_threads, c.graph_launches
     categories = c.categories
     marker_cats = {m.lower() for m in marker_categories}
     op_cats = {"cpu_op", "user_annotation"} if ops else set()
-    kind_of: dict[Any, list[Any]] = {}  # cat -> [label, gpu code, launch?, marker?, events seen, comm op?]
-    kinds: list[list[Any]] = []
+    kind_of: dict[Any, _Kind] = {}
+    kinds: list[_Kind] = []
     marker_search = marker.search
 
     thread_id = c.thread_id
@@ -130,65 +233,23 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
         cat = e.get("cat")
         kind = kind_of.get(cat) if type(cat) is str or cat is None else None
         if kind is None:
-            label = cat if isinstance(cat, str) else "(none)"
-            low = label.lower()
-            kind = [label, _GPU_CATEGORIES.get(low), low in _LAUNCH_CATEGORIES, low in marker_cats, 0,
-                    low in op_cats, low == "python_function"]
+            kind = _Kind(cat, marker_cats, op_cats)
             kinds.append(kind)
             if type(cat) is str or cat is None:
                 kind_of[cat] = kind
-        kind[4] += 1
+        kind.events += 1
         ph = e.get("ph")
-        gpu = kind[1]
-        if gpu is not None:
-            if ph != "X":
-                continue
-            name = e.get("name")
-            ts = to_ns(e.get("ts"))
-            dur = to_ns(e.get("dur"))
-            if type(name) is not str:
-                raise _bad(reader, index, e, "no 'name' string")
-            if ts is None or ts < 0:
-                raise _bad(reader, index, e, f"'ts' is not a time ({_field(e, 'ts')}): a number of µs, "
-                                             f"0 or more")
-            if dur is None or dur < 0:
-                raise _bad(reader, index, e, f"'dur' is not a duration ({_field(e, 'dur')}): a number of µs, "
-                                             f"0 or more")
-            args = e.get("args")
-            if type(args) is not dict:
-                args = {}
-            stream = to_id(args.get("stream", e.get("tid")))
-            if stream is None:
-                raise _bad(reader, index, e, "no stream: args.stream (or tid) must be an integer from 0 to 2**62")
-            dev = args.get("device")
-            dev = (to_id(e.get("pid")) or 0) if dev is None else to_id(dev)
-            if dev is None:
-                raise _bad(reader, index, e, f"args.device {_field(args, 'device')} is not an id from 0 to 2**62")
-            corr = args.get("correlation")
-            if type(corr) is int and corr >= MAX_NS:  # negative: no correlation, as before
-                raise _bad(reader, index, e, f"args.correlation {_field(args, 'correlation')} is not an id from 0 "
-                                             f"to 2**62")
-            corr = to_id(corr)
-            nid = name_ids.get(name)
-            if nid is None:
-                nid = name_ids[name] = len(names)
-                names.append(name)
-            g_name(nid)
-            g_cat(gpu)
-            g_ts(ts)
-            g_dur(dur)
-            g_dev(dev)
-            g_stream(stream)
-            g_corr(corr if corr is not None else _MISSING_CORRELATION)
-            g_thread(thread_id(e.get("pid"), e.get("tid")))
-        elif kind[2]:
+        if kind.gpu is not None:
+            if ph == "X":
+                _exact_gpu_event(c, reader, index, e, kind.gpu)
+        elif kind.branch == LAUNCH:
             args = e.get("args")
             corr = args.get("correlation") if type(args) is dict else None
             if type(corr) is not int or corr < 0 or ph != "X":
                 continue
             if corr >= MAX_NS:
-                raise _bad(reader, index, e, f"args.correlation {_field(args, 'correlation')} is not an id from 0 "
-                                             f"to 2**62")
+                raise _bad(reader, index, e, f"args.correlation {_field(e['args'], 'correlation')} is not an id "
+                                             f"from 0 to 2**62")
             ts = to_ns(e.get("ts"))
             if ts is None or ts < 0:
                 raise _bad(reader, index, e, f"'ts' is not a time ({_field(e, 'ts')}): a number of µs, "
@@ -198,45 +259,51 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
             name = e.get("name")
             if type(name) is str and "GraphLaunch" in name:
                 graph_launches.add(corr)
-        elif kind[3] or kind[5]:
+        elif kind.branch == NAMED:
             name = e.get("name")
             if type(name) is not str:
                 continue
-            if kind[6]:
+            if kind.python_function:
                 if "vllm" in name:
                     c.vllm_functions += 1
                     if name.endswith("execute_model") and _VLLM_WORKER.search(name):
                         c.vllm_worker_steps += 1
             elif name.startswith("execute_context_"):
                 c.vllm_annotations += 1
-            if kind[5] and ph == "X" and name.startswith(_OP_PREFIXES):
+            if kind.op and ph == "X" and name.startswith(_OP_PREFIXES):
                 op = name
                 if name == "record_param_comms":
                     args = e.get("args")
                     cn = args.get("Collective name") if type(args) is dict else None
                     op = f"record_param_comms:{cn}" if type(cn) is str else name
-                ck = next((i for i, (_, r) in enumerate(ops) if r.fullmatch(op)), -1)
+                ck = next((i for i, (_, r) in enumerate(ops or ()) if r.fullmatch(op)), -1)
                 ts, dur = to_ns(e.get("ts")), to_ns(e.get("dur"))
                 if ck >= 0 and ts is not None and dur is not None and dur >= 0:
-                    c.comm_ops.setdefault(thread_id(e.get("pid"), e.get("tid")), []).append((ts, ts + dur, ck))
-            if kind[3] and ph in ("X", "i", "I") and marker_search(name):
+                    c.comm_ops.setdefault(thread_id(e.get("pid"), e.get("tid")), []).append(CommOp(ts, ts + dur, ck))
+            if kind.marker and ph in ("X", "i", "I") and marker_search(name):
                 ts = to_ns(e.get("ts"))
                 if ts is None:
                     raise _bad(reader, index, e, f"step marker whose 'ts' is not a time ({_field(e, 'ts')})")
                 dur = to_ns(e.get("dur")) if ph == "X" else None
                 if dur is not None and dur < 0:
                     raise _bad(reader, index, e, f"step marker with a negative 'dur' ({_field(e, 'dur')})")
-                c.markers.append((ts, index, name, thread_id(e.get("pid"), e.get("tid")),
-                                  ts + dur if dur is not None else None))
-        elif ph == "f" and kind[0] == "ac2g":
+                c.markers.append(Marker(ts, index, name, thread_id(e.get("pid"), e.get("tid")),
+                                        ts + dur if dur is not None else None))
+        elif ph == "f" and kind.branch == FLOW:
             fid, ts = to_id(e.get("id")), to_ns(e.get("ts"))
             if fid is not None and ts is not None:
-                c.flow_ends[(thread_id(e.get("pid"), e.get("tid")), ts)] = fid
+                c.flow_ends.setdefault(thread_id(e.get("pid"), e.get("tid")), {})[ts] = fid
     for kind in kinds:
-        categories[kind[0]] += kind[4]
+        categories[kind.label] += kind.events
     c.events = reader.events_read
     c.metadata = reader.metadata
     return c
+
+
+SPLIT_BYTES = 64 << 20
+"""Uncompressed traces of at least this many bytes are read by two processes where the machine has two
+cores or more: a forked child reads the second half of the events array (`TraceReader.batches(start_at=)`)
+while this process reads the first (`stop_at=`); the child's compact arrays are merged in file order."""
 
 
 def collect_fast(reader: TraceReader, marker: re.Pattern[str], marker_categories: Iterable[str] = MARKER_CATEGORIES,
@@ -245,159 +312,280 @@ def collect_fast(reader: TraceReader, marker: re.Pattern[str], marker_categories
 
     Where `collect` would refuse an event this raises FastPathUnsure instead, and the caller reads the file
     again with `collect`, which names the problem exactly as before."""
-    c = _Collected()
-    names, name_ids, threads = c.names, c.name_ids, c.threads
-    g_name, g_cat, g_ts, g_dur = c.g_name.append, c.g_cat.append, c.g_ts.append, c.g_dur.append
-    g_dev, g_stream, g_corr, g_thread = c.g_dev.append, c.g_stream.append, c.g_corr.append, c.g_thread.append
-    launches, launch_threads, graph_launches = c.launches, c.launch_threads, c.graph_launches
-    flow_ends, markers, comm_ops = c.flow_ends, c.markers, c.comm_ops
-    categories = c.categories
-    marker_cats = {m.lower() for m in marker_categories}
-    op_cats = {"cpu_op", "user_annotation"} if ops else set()
-    kind_of: dict[Any, list[Any]] = {}
-    kinds: list[list[Any]] = []
-    marker_search = marker.search
+    pass_ = _FastPass(marker, marker_categories, ops)
+    half = _split_point(reader)
+    if half is not None:
+        return _collect_split(reader, pass_, half)
+    pass_.run(reader.batches())
+    return pass_.done(reader)
 
-    thread_id = c.thread_id
 
-    index = -1
-    for batch in reader.batches():
-        for e in batch:
-            index += 1
-            cat = e.cat
-            kind = kind_of.get(cat) if type(cat) is str or cat is None else None
-            if kind is None:
-                label = cat if isinstance(cat, str) else "(none)"
-                low = label.lower()
-                # the branch of `collect` this category takes: 1 GPU, 2 launch, 3 marker or op, 4 flow, 0 none
-                code = 1 if low in _GPU_CATEGORIES else 2 if low in _LAUNCH_CATEGORIES else \
-                    3 if low in marker_cats or low in op_cats else 4 if label == "ac2g" else 0
-                kind = [label, _GPU_CATEGORIES.get(low), code, low in marker_cats, 0, low in op_cats,
-                        low == "python_function", {}]
-                kinds.append(kind)
-                if type(cat) is str or cat is None:
-                    kind_of[cat] = kind
-            kind[4] += 1
-            code = kind[2]
-            if code == 0:
-                continue
-            ph = e.ph
-            if code == 4:
-                if ph != "f":
+def _split_point(reader: TraceReader) -> int | None:
+    """Where the second process starts reading (a character offset), or None: read by this process alone."""
+    # Linux only: fork there copies nothing up front and is what this was measured with
+    if not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2:
+        return None
+    try:
+        with open(reader.path, "rb") as f:
+            if f.read(2) == b"\x1f\x8b" or not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return None
+    # the child also reads (without decoding) the first half and hashes the whole file: give it a bit less
+    return int(size * 0.53) if size >= SPLIT_BYTES else None
+
+
+def _collect_split(reader: TraceReader, pass_: _FastPass, half: int) -> _Collected:
+    """Read the events before `half` here and those after it in a forked child; merged as one pass gives."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller
+        code = 1
+        try:
+            os.close(rfd)
+            child = TraceReader(reader.path, reader.max_json_chars)
+            result: tuple[Any, ...] | None
+            try:
+                pass_.run(child.batches(start_at=half))
+                result = (child.split_at, pass_.done(child), child.sha256, child.bytes, child.text_chars)
+            except (FastPathUnsure, TraceError):
+                result = None
+            with os.fdopen(wfd, "wb") as out:
+                pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    reaped = False
+    try:
+        with os.fdopen(rfd, "rb") as got:
+            pass_.run(reader.batches(stop_at=half))
+            first = pass_.done(reader)
+            if reader.split_at is None:  # this process read every event (the split was not safe to take)
+                return first
+            try:
+                result = pickle.load(got)
+            except (EOFError, pickle.UnpicklingError):  # the child died before it said anything
+                result = None
+        os.waitpid(pid, 0)
+        reaped = True
+    finally:
+        if not reaped:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    if result is None or result[0] != reader.split_at:
+        raise FastPathUnsure("the second half")
+    _, second, reader.sha256, reader.bytes, reader.text_chars = result
+    del result
+    reader.metadata = second.metadata
+    reader.events_read += second.events
+    return _merged(first, second)
+
+
+def _merged(c: _Collected, later: _Collected) -> _Collected:
+    """`later` (the events after `c`'s, read apart) added to `c` as one pass over both would have."""
+    offset = c.events
+    name_of = []
+    for name in later.names:
+        nid = c.name_ids.get(name)
+        if nid is None:
+            nid = c.name_ids[name] = len(c.names)
+            c.names.append(name)
+        name_of.append(nid)
+    thread_of = [c.thread_id(*key) for key in later.threads]
+    same_threads = thread_of == list(range(len(thread_of)))  # the usual case: no renumbering
+    c.g_name.extend(array("q", [name_of[i] for i in later.g_name]))
+    c.g_thread.extend(later.g_thread if same_threads else array("q", [thread_of[i] for i in later.g_thread]))
+    for part in ("g_cat", "g_ts", "g_dur", "g_dev", "g_stream", "g_corr"):
+        getattr(c, part).extend(getattr(later, part))
+    # each part of `later` is dropped once merged: the peak holds one copy of it, not two
+    c.launches.update(later.launches)
+    later.launches = {}
+    c.graph_launches |= later.graph_launches
+    c.markers.extend(m._replace(event=m.event + offset, thread=thread_of[m.thread]) for m in later.markers)
+    for t, ops in later.comm_ops.items():
+        c.comm_ops.setdefault(thread_of[t], []).extend(ops)
+    lt = later.launch_threads
+    c.launch_threads.update(lt if same_threads else zip(lt, map(thread_of.__getitem__, lt.values()), strict=True))
+    later.launch_threads = {}
+    for t, by_ts in later.flow_ends.items():
+        c.flow_ends.setdefault(thread_of[t], {}).update(by_ts)
+    later.flow_ends = {}
+    c.categories.update(later.categories)
+    c.vllm_annotations += later.vllm_annotations
+    c.vllm_worker_steps += later.vllm_worker_steps
+    c.vllm_functions += later.vllm_functions
+    c.events += later.events
+    c.metadata = later.metadata
+    return c
+
+
+def _ns(v: Any) -> int | None:
+    """`to_ns`, with the times Kineto writes (\"1695835542514261.123\" µs) converted inline."""
+    if type(v) is str and 4 < len(v) <= 19 and v[-4] == ".":
+        d = v[:-4] + v[-3:]
+        if d.isdigit() and d.isascii():
+            return int(d)
+    return to_ns(v)
+
+
+class _FastPass:
+    """The pass of `collect` over decoded batches; `run` may be called on the batches of two readers in turn
+    (the second time in a forked child), each run starting a fresh `_Collected`."""
+
+    def __init__(self, marker: re.Pattern[str], marker_categories: Iterable[str],
+                 ops: list[tuple[str, re.Pattern[str]]] | None):
+        self.marker_search = marker.search
+        self.marker_cats = {m.lower() for m in marker_categories}
+        self.op_cats = {"cpu_op", "user_annotation"} if ops else set()
+        self.ops = ops or []
+        self.c = _Collected()
+        self.kinds: list[_Kind] = []
+
+    def kind(self, cat: Any) -> _Kind:
+        kind = _Kind(cat, self.marker_cats, self.op_cats)
+        self.kinds.append(kind)
+        return kind
+
+    def done(self, reader: TraceReader) -> _Collected:
+        """The collected arrays (the pass starts afresh for the next run)."""
+        c, self.c = self.c, _Collected()
+        for kind in self.kinds:
+            c.categories[kind.label] += kind.events
+        self.kinds = []
+        c.events = reader.events_read
+        c.metadata = reader.metadata
+        return c
+
+    def run(self, batches: Iterable[list[Event]]) -> None:
+        """Collect from the batches, in the hot loop: one branch per category, names' tests looked up once."""
+        c = self.c
+        threads, thread_id = c.threads, c.thread_id
+        launches, launch_threads, graph_launches, flow_ends = c.launches, c.launch_threads, c.graph_launches, \
+            c.flow_ends
+        kind_of: dict[Any, _Kind] = {}
+        new_kind, gpu_event, named = self.kind, self.gpu_event, self.named
+        index = -1
+        for batch in batches:
+            for e in batch:
+                index += 1
+                cat = e.cat
+                kind = kind_of.get(cat) if type(cat) is str or cat is None else None
+                if kind is None:
+                    kind = new_kind(cat)
+                    if type(cat) is str or cat is None:
+                        kind_of[cat] = kind
+                kind.events += 1
+                code = kind.branch  # literals below: OTHER 0, FLOW 4, LAUNCH 2, GPU_EVENT 1, NAMED 3
+                if code == 0:
                     continue
-                # times as Kineto writes them ("1695835542514261.123" µs) convert inline; others by to_ns
-                ts = e.ts
-                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
-                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
-                fid = e.id
-                fid = fid if type(fid) is int and 0 <= fid < MAX_NS else None
-                if fid is not None and ts is not None:
+                ph = e.ph
+                if code == 4:
+                    if ph != "f":
+                        continue
+                    ts = e.ts
+                    ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
+                        (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
+                    fid = e.id
+                    if type(fid) is int and 0 <= fid < MAX_NS and ts is not None:
+                        key = (e.pid, e.tid)
+                        try:
+                            t = threads[key]
+                        except (KeyError, TypeError):
+                            t = thread_id(*key)
+                        by_ts = flow_ends.get(t)
+                        if by_ts is None:
+                            by_ts = flow_ends[t] = {}
+                        by_ts[ts] = fid
+                elif code == 2:
+                    args = e.args
+                    corr = args.get("correlation") if type(args) is dict else None
+                    if type(corr) is not int or corr < 0 or ph != "X":
+                        continue
+                    ts = e.ts
+                    ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
+                        (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
+                    if corr >= MAX_NS or ts is None or ts < 0:
+                        raise FastPathUnsure(index)
+                    launches[corr] = ts
                     key = (e.pid, e.tid)
                     try:
-                        t = threads[key]
+                        launch_threads[corr] = threads[key]
                     except (KeyError, TypeError):
-                        t = thread_id(*key)
-                    flow_ends[(t, ts)] = fid
-            elif code == 1:
-                if ph != "X":
-                    continue
-                name = e.name
-                ts, dur = e.ts, e.dur
-                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
-                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
-                dur = int(d) if type(dur) is str and 4 < len(dur) <= 19 and dur[-4] == "." and \
-                    (d := dur[:-4] + dur[-3:]).isdigit() and d.isascii() else to_ns(dur)
-                if type(name) is not str or ts is None or ts < 0 or dur is None or dur < 0:
-                    raise FastPathUnsure(index)
+                        launch_threads[corr] = thread_id(*key)
+                    name = e.name
+                    if type(name) is str and "GraphLaunch" in name:
+                        graph_launches.add(corr)
+                elif code == 1:
+                    if ph == "X":
+                        gpu_event(e, kind.gpu, index)  # type: ignore[arg-type]  # set on this branch
+                else:
+                    name = e.name
+                    if type(name) is str:
+                        # names repeat (aten::mm, ...): what each says, per category, is looked up once
+                        flags = kind.names.get(name)
+                        if flags is None:
+                            flags = self.name_flags(kind, name)
+                        if flags:
+                            named(e, name, ph, flags, index)
+
+    def gpu_event(self, e: Event, gpu: int, index: int) -> None:
+        c = self.c
+        name = e.name
+        ts, dur = _ns(e.ts), _ns(e.dur)
+        if type(name) is not str or ts is None or ts < 0 or dur is None or dur < 0:
+            raise FastPathUnsure(index)
+        args = e.args
+        if type(args) is not dict:
+            args = {}
+        stream = to_id(args.get("stream", e.tid))
+        dev = args.get("device")
+        dev = (to_id(e.pid) or 0) if dev is None else to_id(dev)
+        corr = args.get("correlation")
+        if stream is None or dev is None or (type(corr) is int and corr >= MAX_NS):
+            raise FastPathUnsure(index)
+        c.add_gpu(name, gpu, ts, dur, dev, stream, to_id(corr), c.thread_id(e.pid, e.tid))
+
+    def name_flags(self, kind: _Kind, name: str) -> int:
+        """What a CPU event's name says in its category: 1 vLLM annotation, 2 vLLM function, 4 vLLM worker
+        step, 8 communication op, 16 step marker (remembered for names that repeat)."""
+        flags = 0
+        if kind.python_function:
+            if "vllm" in name:
+                flags |= 2
+                if name.endswith("execute_model") and _VLLM_WORKER.search(name):
+                    flags |= 4
+        elif name.startswith("execute_context_"):
+            flags |= 1
+        if kind.op and name.startswith(_OP_PREFIXES):
+            flags |= 8
+        if kind.marker and self.marker_search(name):
+            flags |= 16
+        seen = kind.names
+        if len(seen) < _NAME_CACHE and len(name) <= _NAME_CACHE_CHARS:
+            seen[name] = flags
+        return flags
+
+    def named(self, e: Event, name: str, ph: Any, flags: int, index: int) -> None:
+        """A CPU event whose name counts: vLLM's, a communication op, a step marker."""
+        c = self.c
+        c.vllm_annotations += flags & 1
+        c.vllm_functions += (flags & 2) >> 1
+        c.vllm_worker_steps += (flags & 4) >> 2
+        if flags & 8 and ph == "X":
+            op = name
+            if name == "record_param_comms":
                 args = e.args
-                if type(args) is not dict:
-                    args = {}
-                stream = to_id(args.get("stream", e.tid))
-                dev = args.get("device")
-                dev = (to_id(e.pid) or 0) if dev is None else to_id(dev)
-                corr = args.get("correlation")
-                if stream is None or dev is None or (type(corr) is int and corr >= MAX_NS):
-                    raise FastPathUnsure(index)
-                corr = to_id(corr)
-                nid = name_ids.get(name)
-                if nid is None:
-                    nid = name_ids[name] = len(names)
-                    names.append(name)
-                g_name(nid)
-                g_cat(kind[1])
-                g_ts(ts)
-                g_dur(dur)
-                g_dev(dev)
-                g_stream(stream)
-                g_corr(corr if corr is not None else _MISSING_CORRELATION)
-                g_thread(thread_id(e.pid, e.tid))
-            elif code == 2:
-                args = e.args
-                corr = args.get("correlation") if type(args) is dict else None
-                if type(corr) is not int or corr < 0 or ph != "X":
-                    continue
-                ts = e.ts
-                ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
-                    (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
-                if corr >= MAX_NS or ts is None or ts < 0:
-                    raise FastPathUnsure(index)
-                launches[corr] = ts
-                key = (e.pid, e.tid)
-                try:
-                    launch_threads[corr] = threads[key]
-                except (KeyError, TypeError):
-                    launch_threads[corr] = thread_id(*key)
-                name = e.name
-                if type(name) is str and "GraphLaunch" in name:
-                    graph_launches.add(corr)
-            else:
-                name = e.name
-                if type(name) is not str:
-                    continue
-                # names repeat (aten::mm, ...): what each says, per category, is looked up once
-                seen = kind[7]
-                flags = seen.get(name)
-                if flags is None:
-                    flags = 0
-                    if kind[6]:
-                        if "vllm" in name:
-                            flags |= 2
-                            if name.endswith("execute_model") and _VLLM_WORKER.search(name):
-                                flags |= 4
-                    elif name.startswith("execute_context_"):
-                        flags |= 1
-                    if kind[5] and name.startswith(_OP_PREFIXES):
-                        flags |= 8
-                    if kind[3] and marker_search(name):
-                        flags |= 16
-                    if len(seen) < _NAME_CACHE and len(name) <= _NAME_CACHE_CHARS:
-                        seen[name] = flags
-                if not flags:
-                    continue
-                if flags & 1:
-                    c.vllm_annotations += 1
-                if flags & 2:
-                    c.vllm_functions += 1
-                if flags & 4:
-                    c.vllm_worker_steps += 1
-                if flags & 8 and ph == "X":
-                    op = name
-                    if name == "record_param_comms":
-                        args = e.args
-                        cn = args.get("Collective name") if type(args) is dict else None
-                        op = f"record_param_comms:{cn}" if type(cn) is str else name
-                    ck = next((i for i, (_, r) in enumerate(ops) if r.fullmatch(op)), -1)
-                    ts, dur = to_ns(e.ts), to_ns(e.dur)
-                    if ck >= 0 and ts is not None and dur is not None and dur >= 0:
-                        comm_ops.setdefault(thread_id(e.pid, e.tid), []).append((ts, ts + dur, ck))
-                if flags & 16 and ph in ("X", "i", "I"):
-                    ts = to_ns(e.ts)
-                    dur = to_ns(e.dur) if ph == "X" else None
-                    if ts is None or (dur is not None and dur < 0):
-                        raise FastPathUnsure(index)
-                    markers.append((ts, index, name, thread_id(e.pid, e.tid), ts + dur if dur is not None else None))
-    for kind in kinds:
-        categories[kind[0]] += kind[4]
-    c.events = reader.events_read
-    c.metadata = reader.metadata
-    return c
+                cn = args.get("Collective name") if type(args) is dict else None
+                op = f"record_param_comms:{cn}" if type(cn) is str else name
+            ck = next((i for i, (_, r) in enumerate(self.ops) if r.fullmatch(op)), -1)
+            ts, dur = to_ns(e.ts), to_ns(e.dur)
+            if ck >= 0 and ts is not None and dur is not None and dur >= 0:
+                c.comm_ops.setdefault(c.thread_id(e.pid, e.tid), []).append(CommOp(ts, ts + dur, ck))
+        if flags & 16 and ph in ("X", "i", "I"):
+            ts = to_ns(e.ts)
+            dur = to_ns(e.dur) if ph == "X" else None
+            if ts is None or (dur is not None and dur < 0):
+                raise FastPathUnsure(index)
+            c.markers.append(Marker(ts, index, name, c.thread_id(e.pid, e.tid), ts + dur if dur is not None else None))

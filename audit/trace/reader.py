@@ -27,6 +27,7 @@ a key (a repeated one, an explicit null, a field Event lacks). Such a batch, one
 (NaN, a lone surrogate, nesting over the limit) and the last events are decoded by the exact path
 above, one by one, and converted. Anything else unusual raises `FastPathUnsure`: the analysis then
 reads the file again by the exact path alone, so the fast path never changes a result or an error.
+`batches(stop_at=)` / `batches(start_at=)` let two readers share the array (audit.trace.collect).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ import zlib
 from collections.abc import Iterator
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import IO, Any, cast
 
 import msgspec
 
@@ -153,20 +155,23 @@ class TraceReader:
         """sha256 of the file's bytes, set once every event was read."""
         self.bytes = 0
         """Size of the file, set with `sha256`."""
+        self.split_at: int | None = None
+        """`batches(stop_at=)`: the offset of the first event left unread (None: every event was read);
+        `batches(start_at=)`: the offset of the first event read."""
 
     # The buffer: `_buf[_pos:]` is unread text; `_lines` counts newlines before `_buf`.
     def _open(self) -> None:
         try:
             # A regular file (a link to one is followed): a FIFO or device is refused, never waited on.
             raw, _ = open_regular(self.path, follow_links=True)
-            self._file = io.BufferedReader(raw, CHUNK_CHARS)
+            self._file = io.BufferedReader(cast(io.RawIOBase, raw), CHUNK_CHARS)
         except OSError as e:
             raise TraceError(f"unreadable: {e.strerror or e}", path=self.label) from None
         self._hashing = HashingReader(self._file, sys.maxsize)  # the whole file, however long
         buffered = io.BufferedReader(self._hashing, CHUNK_CHARS)
         self.gzip = buffered.peek(2)[:2] == b"\x1f\x8b"
-        raw = gzip.GzipFile(fileobj=buffered, mode="rb") if self.gzip else buffered
-        self._text = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+        data = cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb") if self.gzip else buffered)
+        self._text = io.TextIOWrapper(data, encoding="utf-8", errors="strict")
         self._buf = ""
         self._pos = 0
         self._eof = False
@@ -174,6 +179,8 @@ class TraceReader:
         self._col0 = 0  # characters of the current line that were dropped from the buffer
         self._dropped = 0  # characters dropped from the buffer's front
         self._fast = False
+        self._stopped = False  # batches(stop_at=) stopped before the array's end
+        self._exact_batches = 0
 
     def _fill(self) -> None:
         """Drop the consumed text and append the next chunk; sets `_eof` at the end of the file."""
@@ -216,7 +223,7 @@ class TraceReader:
     def _peek(self) -> str:
         """The next non-blank character ('' at the end of the file), without consuming it."""
         while True:
-            self._pos = _WS.match(self._buf, self._pos).end()
+            self._pos = _WS.match(self._buf, self._pos).end()  # type: ignore[union-attr]  # matches ""
             if self._pos < len(self._buf):
                 return self._buf[self._pos]
             if self._eof:
@@ -266,25 +273,32 @@ class TraceReader:
         """(index in traceEvents, event object) for every event, in file order."""
         return self._read(fast=False)
 
-    def batches(self) -> Iterator[list[Event]]:
+    def batches(self, start_at: int | None = None, stop_at: int | None = None) -> Iterator[list[Event]]:
         """The events in file order, as lists of `Event` (the fast path); raises FastPathUnsure (or
-        TraceError) where the exact path must read the file instead."""
-        return self._read(fast=True)
+        TraceError) where the exact path must read the file instead.
 
-    def _read(self, fast: bool) -> Iterator[Any]:
+        Two readers can share the work (`collect_fast`): `stop_at` ends before the first batch that starts at
+        or after that character offset (nothing after it is read or hashed), unless a batch before it was
+        read by the exact path (whose cuts differ): then every event is read; `start_at` cuts the batches
+        before it the same way but skips them undecoded. `split_at` says where each switched."""
+        return self._read(fast=True, start_at=start_at, stop_at=stop_at)
+
+    def _read(self, fast: bool, start_at: int | None = None, stop_at: int | None = None) -> Iterator[Any]:
         self._open()
         self._fast = fast
         try:
-            yield from self._document(fast=fast)
-            # Hash what the decompressor left unread too: the digest pins the whole file.
-            while self._hashing.read(CHUNK_CHARS):
-                pass
-            self.sha256, self.bytes = self._hashing.sha.hexdigest(), self._hashing.bytes
+            yield from self._document(fast=fast, start_at=start_at, stop_at=stop_at)
+            if not self._stopped:
+                # Hash what the decompressor left unread too: the digest pins the whole file.
+                while self._hashing.read(CHUNK_CHARS):
+                    pass
+                self.sha256, self.bytes = self._hashing.sha.hexdigest(), self._hashing.bytes
         finally:
             self._text.close()
             self._file.close()
 
-    def _document(self, fast: bool = False) -> Iterator[Any]:
+    def _document(self, fast: bool = False, start_at: int | None = None,
+                  stop_at: int | None = None) -> Iterator[Any]:
         first = self._peek()
         if first == "":
             raise TraceError("empty file: not a JSON trace", path=self.label)
@@ -304,7 +318,9 @@ class TraceReader:
                     if seen_events:
                         raise self._fail("traceEvents appears twice")
                     seen_events = True
-                    yield from (self._fast_events() if fast else self._events())
+                    yield from (self._fast_events(start_at, stop_at) if fast else self._events())
+                    if self._stopped:
+                        return
                 else:
                     if key in self.metadata:
                         raise self._fail(f"the top-level key {key!r} appears twice")
@@ -368,6 +384,7 @@ class TraceReader:
 
     def _exact_batch(self, until: int) -> list[Event]:
         """Events decoded by the exact path, converted, up to absolute offset `until` (or the array's end)."""
+        self._exact_batches += 1
         out: list[Event] = []
         convert = msgspec.convert
         while True:
@@ -392,7 +409,7 @@ class TraceReader:
                 return out
             raise FastPathUnsure("malformed separator")
 
-    def _fast_events(self) -> Iterator[list[Event]]:
+    def _fast_events(self, start_at: int | None = None, stop_at: int | None = None) -> Iterator[list[Event]]:
         self._expect("[", "'[' (traceEvents must be an array)")
         if self._peek() == "]":
             self._pos += 1
@@ -401,14 +418,28 @@ class TraceReader:
         decode = _FAST.decode
         while not self._array_done:
             buf, pos = self._buf, self._pos
+            if stop_at is not None and self._dropped + pos >= stop_at:
+                if self._exact_batches:
+                    stop_at = None  # the other reader's cuts may differ from these: read on alone
+                else:
+                    self.split_at, self._stopped = self._dropped + pos, True
+                    return
             cut = buf.rfind("},", pos)
             if cut < 0:
                 if not self._eof and len(buf) - pos <= MAX_VALUE_CHARS:
                     self._fill()
                     self._peek()
                     continue
+                if start_at is not None:
+                    raise FastPathUnsure("the array ends before the second reader's start")
                 yield self._exact_batch(self._dropped + len(self._buf))  # the last events, to the array's end
                 continue
+            if start_at is not None:
+                if self._dropped + pos < start_at:  # the other reader's part: cut as it cuts, not decoded
+                    self._pos = cut + 2
+                    self._peek()
+                    continue
+                self.split_at, start_at = self._dropped + pos, None
             text = buf[pos:cut + 1]
             batch = None
             if "\\u003" not in text:
@@ -434,7 +465,8 @@ class TraceReader:
 
 
 def _frame_depth() -> int:
-    f, n = sys._getframe(1), 0
+    f: FrameType | None = sys._getframe(1)
+    n = 0
     while f is not None:
         f, n = f.f_back, n + 1
     return n

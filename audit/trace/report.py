@@ -82,8 +82,9 @@ def render_summary(s: TraceSummary) -> str:
     g = s.cuda_graphs
     if g.graph_launches:
         per_step = f"; launches per step: {_spread(g.launches_per_step)}" if g.launches_per_step else ""
+        per_launch = _spread(g.kernels_per_launch) if g.kernels_per_launch else ""  # set whenever there are launches
         add(f"cuda graphs {g.graph_launches:,} launches ran {g.kernels:,} kernels; kernels per launch: "
-            f"{_spread(g.kernels_per_launch)}{per_step}")
+            f"{per_launch}{per_step}")
     else:
         add("cuda graphs none")
     if s.collectives:
@@ -99,7 +100,7 @@ def render_summary(s: TraceSummary) -> str:
 
 
 def render_diff(d: TraceDiff, top: int | None = 40) -> str:
-    lines = []
+    lines: list[str] = []
     add = lines.append
     unit = "per step" if d.basis == "per_step" else "whole trace"
     add(f"A  {d.a.label}  (sha256 {d.a.source_sha256[:16]}…, {_plural(d.a.steps, 'step')})")
