@@ -317,6 +317,9 @@ class HashingReader(io.RawIOBase):
         self._limit = limit
         self.sha = hashlib.sha256()
         self.bytes = 0
+        self.marks: dict[int, str] | None = None
+        """When a dict: the digest of the bytes so far after every read, by their count (so another reader of
+        the same file can prove it read the same first bytes)."""
 
     def readable(self) -> bool:
         return True
@@ -331,6 +334,8 @@ class HashingReader(io.RawIOBase):
         if n:
             self.sha.update(memoryview(b)[:n])
             self.bytes += n
+            if self.marks is not None:
+                self.marks[self.bytes] = self.sha.copy().hexdigest()
         return n or 0
 
     def drain(self) -> None:

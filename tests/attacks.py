@@ -255,6 +255,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "added", "succeeded"),
     ("import.lighteval-literal", "a lighteval text-layout cell that is code, a 5,000-deep nest or 16 MiB (read as a "
                                  "Python literal)", "added", "held"),
+    ("trace.split-swap", "a trace replaced between the two opens of a split read (parent and forked child)",
+     "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

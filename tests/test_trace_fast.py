@@ -20,6 +20,7 @@ from audit.trace import reader as reader_mod
 from audit.trace.analyze import TraceOptions, analyze
 from audit.trace.collect import collect, collect_fast
 from audit.trace.reader import FastPathUnsure, TraceError, TraceReader
+from tests.attacks import attack
 
 REAL = ("alexnet_a100_benchmark_trace.json.gz", "hta_amd_mi250_minitoy_train_rocm6_2.json.gz",
         "hta_nccl_parser_config_nccl_data.json.gz", "hta_negative_queue_length_rank0.json.gz",
@@ -259,3 +260,30 @@ def test_two_processes_never_differ_from_the_exact_path(tmp_path_factory, monkey
     path = _write(tmp_path_factory.mktemp("h") / "t.json", _trace(200, dict(odd)))
     fast, exact = _both(path)
     _agree(fast, exact)
+
+
+@attack("trace.split-swap")
+def test_a_file_rewritten_between_the_two_readers_opens_is_read_again_exactly(tmp_path, monkeypatch):
+    """The forked child opens the trace again: when the first bytes it reads are not the bytes this process
+    read (the file replaced in between, here with a kernel renamed in the first half, same length, so both
+    readers still meet at the same event), the split read gives up and the exact path reads the file once."""
+    import hashlib
+
+    from audit.trace import collect as collect_mod
+
+    _split_always(monkeypatch, 16 << 10)
+    path = _write(tmp_path / "t.json", _trace(1500, {}))
+    swapped = tmp_path / "swapped.json"
+    swapped.write_text(path.read_text().replace('"name": "k3"', '"name": "k8"', 1))
+    assert swapped.read_bytes() != path.read_bytes() and swapped.stat().st_size == path.stat().st_size
+    real = collect_mod.TraceReader
+    monkeypatch.setattr(collect_mod, "TraceReader", lambda p, *a: real(swapped, *a))  # what the child opens
+    o = TraceOptions()
+    with pytest.raises(FastPathUnsure, match="the two readers read different bytes"):
+        collect_fast(TraceReader(path), o.compiled()[0], o.marker_categories, o.ops_compiled())
+    got = analyze(path)
+    monkeypatch.setattr(collect_mod, "TraceReader", real)
+    monkeypatch.setattr(analyze_mod, "collect_fast", lambda *a, **k: (_ for _ in ()).throw(FastPathUnsure("off")))
+    exact = analyze(path)
+    assert got.summary == exact.summary
+    assert got.summary.source.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()

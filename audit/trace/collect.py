@@ -345,10 +345,12 @@ def _collect_split(reader: TraceReader, pass_: _FastPass, half: int) -> _Collect
         try:
             os.close(rfd)
             child = TraceReader(reader.path, reader.max_json_chars)
+            child.prefix_marks = {}
             result: tuple[Any, ...] | None
             try:
                 pass_.run(child.batches(start_at=half))
-                result = (child.split_at, pass_.done(child), child.sha256, child.bytes, child.text_chars)
+                result = (child.split_at, pass_.done(child), child.sha256, child.bytes, child.text_chars,
+                          child.prefix_marks)
             except (FastPathUnsure, TraceError):
                 result = None
             with os.fdopen(wfd, "wb") as out:
@@ -376,7 +378,12 @@ def _collect_split(reader: TraceReader, pass_: _FastPass, half: int) -> _Collect
             os.waitpid(pid, 0)
     if result is None or result[0] != reader.split_at:
         raise FastPathUnsure("the second half")
-    _, second, reader.sha256, reader.bytes, reader.text_chars = result
+    # The child opened the file again: its digest names what both read only if the bytes this process read
+    # are the child's first bytes too (a file replaced or rewritten between the two opens is re-read exactly).
+    read, digest = reader.prefix
+    if result[5].get(read) != digest:
+        raise FastPathUnsure("the two readers read different bytes")
+    _, second, reader.sha256, reader.bytes, reader.text_chars, _ = result
     del result
     reader.metadata = second.metadata
     reader.events_read += second.events

@@ -155,6 +155,11 @@ class TraceReader:
         """sha256 of the file's bytes, set once every event was read."""
         self.bytes = 0
         """Size of the file, set with `sha256`."""
+        self.prefix_marks: dict[int, str] | None = None
+        """Set to a dict before reading: filled with the digest of the file's first bytes after every read, by
+        their count (the child of a split read proves with them that both read the same file)."""
+        self.prefix: tuple[int, str] = (0, "")
+        """`batches(stop_at=)` that stopped early: (bytes read, their sha256), for that proof."""
         self.split_at: int | None = None
         """`batches(stop_at=)`: the offset of the first event left unread (None: every event was read);
         `batches(start_at=)`: the offset of the first event read."""
@@ -168,6 +173,7 @@ class TraceReader:
         except OSError as e:
             raise TraceError(f"unreadable: {e.strerror or e}", path=self.label) from None
         self._hashing = HashingReader(self._file, sys.maxsize)  # the whole file, however long
+        self._hashing.marks = self.prefix_marks
         buffered = io.BufferedReader(self._hashing, CHUNK_CHARS)
         self.gzip = buffered.peek(2)[:2] == b"\x1f\x8b"
         data = cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb") if self.gzip else buffered)
@@ -293,6 +299,8 @@ class TraceReader:
                 while self._hashing.read(CHUNK_CHARS):
                     pass
                 self.sha256, self.bytes = self._hashing.sha.hexdigest(), self._hashing.bytes
+            else:
+                self.prefix = (self._hashing.bytes, self._hashing.sha.hexdigest())
         finally:
             self._text.close()
             self._file.close()
