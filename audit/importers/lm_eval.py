@@ -277,6 +277,18 @@ class LmEvalImport:
         self.output_types[kind] = self.output_types.get(kind, 0) + 1
         return item_id, choice, None
 
+    def _checked(self) -> Iterator[tuple[Any, dict[str, Any], str | None, Choice | None] | SourceRow]:
+        """Each record of the chosen filter as (record, object, item id, choice), or the row saying why not."""
+        for rec, obj, bad in self._records():
+            if bad is None:
+                assert obj is not None  # _records gives an object or an error row
+                item_id, choice, bad = self._check(rec.label, rec.row, obj)
+            if bad is not None:
+                yield bad
+                continue
+            assert obj is not None
+            yield rec, obj, item_id, choice
+
     def _hash_problems(self, obj: dict[str, Any]) -> Iterator[tuple[str, str]]:
         # The harness hashes what it logged; a mismatch means the file changed after the run.
         reqs = _requests(obj.get("arguments"))
@@ -297,15 +309,11 @@ class LmEvalImport:
         return {m: obj[m] for m in names if isinstance(m, str) and m in obj}
 
     def response_rows(self) -> Iterator[SourceRow]:
-        for rec, obj, bad in self._records():
-            if bad is not None:
-                yield bad
+        for checked in self._checked():
+            if isinstance(checked, SourceRow):
+                yield checked
                 continue
-            assert obj is not None  # _records gives an object or an error row
-            item_id, choice, bad = self._check(rec.label, rec.row, obj)
-            if bad is not None:
-                yield bad
-                continue
+            rec, obj, item_id, choice = checked
             self.docs += 1
             scores = self._scores(obj)
             if choice is not None:
@@ -351,15 +359,11 @@ class LmEvalImport:
                 yield SourceRow(rec.label, rec.row, row)
 
     def item_rows(self) -> Iterator[SourceRow]:
-        for rec, obj, bad in self._records():
-            if bad is not None:
-                yield bad
+        for checked in self._checked():
+            if isinstance(checked, SourceRow):
+                yield checked
                 continue
-            assert obj is not None  # _records gives an object or an error row
-            item_id, choice, bad = self._check(rec.label, rec.row, obj)
-            if bad is not None:
-                yield bad
-                continue
+            rec, obj, item_id, choice = checked
             if "target" not in obj:
                 yield SourceRow(rec.label, rec.row, None, "missing required field", "target")
                 continue
@@ -382,13 +386,11 @@ class LmEvalImport:
         rows and the metric used."""
         rows: list[dict[str, Any]] = []
         used = metric
-        for rec, obj, bad in self._records():
-            if bad is not None:
-                raise AuditError(bad.error or "unreadable record", path=bad.path, row=bad.row, field=bad.field)
-            assert obj is not None  # _records gives an object or an error row
-            item_id, choice, bad = self._check(rec.label, rec.row, obj)
-            if bad is not None:
-                raise AuditError(bad.error or "unreadable record", path=bad.path, row=bad.row, field=bad.field)
+        for checked in self._checked():
+            if isinstance(checked, SourceRow):
+                raise AuditError(checked.error or "unreadable record", path=checked.path, row=checked.row,
+                                 field=checked.field)
+            rec, obj, item_id, choice = checked
             assert item_id is not None
             if choice is None and len(obj["resps"][0]) != 1:
                 raise AuditError(f"{len(obj['resps'][0])} repeats scored as one document: the harness recorded a "
