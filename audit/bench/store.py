@@ -191,15 +191,10 @@ def _stored_summary(pkg: Package) -> dict[str, Any]:
 
 
 @dataclass
-class Throughput:
-    """A throughput package read back: its rows, its stored summary and the recomputed one. Open until
-    `close` (or the end of a `with` block)."""
+class _ReadBack:
+    """A package read back, open until `close` (or the end of a `with` block)."""
 
     pkg: Package
-    requests: list[BenchRequestRow]
-    windows: list[BenchWindowRow]
-    stored: dict[str, Any]
-    summary: figures.ThroughputSummary
 
     @property
     def extra(self) -> dict[str, Any]:
@@ -216,28 +211,25 @@ class Throughput:
 
 
 @dataclass
-class Telemetry:
+class Throughput(_ReadBack):
+    """A throughput package read back: its rows, its stored summary and the recomputed one. Open until
+    `close` (or the end of a `with` block)."""
+
+    requests: list[BenchRequestRow]
+    windows: list[BenchWindowRow]
+    stored: dict[str, Any]
+    summary: figures.ThroughputSummary
+
+
+@dataclass
+class Telemetry(_ReadBack):
     """A telemetry package read back: its samples, its stored summary and the recomputed one. Open until
     `close` (or the end of a `with` block)."""
 
-    pkg: Package
     gpu_rows: list[GpuSampleRow]
     gpm_rows: list[GpmSampleRow]
     stored: dict[str, Any]
     summary: telemetry.TelemetrySummary
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        return self.pkg.manifest.provenance.extra
-
-    def close(self) -> None:
-        self.pkg.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _check(src: str, stored: dict[str, Any], fresh: Any) -> None:
