@@ -135,6 +135,26 @@ def audit_jailed(*args: object, max_file_bytes: int = 0, setup: str = "", timeou
                           env={**os.environ, **(env or {})})
 
 
+_SWAP_FOR_FIFO = """
+import os, audit.packages.read as r
+orig = r.validate_tree
+def swap(root, *a, **k):
+    out = orig(root, *a, **k)
+    p = os.path.join(str(root), {name!r})
+    if os.path.basename(str(root)) == {folder!r} and os.path.isfile(p):
+        os.unlink(p)
+        os.mkfifo(p)
+    return out
+r.validate_tree = swap
+"""
+
+
+def swap_for_fifo(name: str, folder: str) -> str:
+    """`audit_jailed` setup: once a package folder named `folder` is validated, its file `name` becomes a
+    FIFO (a reader that opened it would wait for a writer forever)."""
+    return _SWAP_FOR_FIFO.format(name=name, folder=folder)
+
+
 
 
 def concurrent_pair_writer(grading, out, barrier, runs: int, errors) -> None:

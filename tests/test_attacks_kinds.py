@@ -16,7 +16,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from tests.attack_tools import MIB, audit_jailed, sha256, tar_gz
+from tests.attack_tools import MIB, audit_jailed, sha256, swap_for_fifo, tar_gz
 from tests.attacks import attack
 from tests.claims_helpers import PACKAGES
 
@@ -93,25 +93,11 @@ def test_duplicate_key_in_a_throughput_document_is_refused(tmp_path, cli, name):
 # --------------------------------------------------------------------------- files swapped after validation
 
 
-_SWAP_FOR_FIFO = """
-import os, audit.packages.read as r
-orig = r.validate_tree
-def swap(root, *a, **k):
-    out = orig(root, *a, **k)
-    p = os.path.join(str(root), {name!r})
-    if os.path.basename(str(root)) == {folder!r} and os.path.isfile(p):
-        os.unlink(p)
-        os.mkfifo(p)
-    return out
-r.validate_tree = swap
-"""
-
-
 @attack("kinds.fifo-swap")
 def test_a_telemetry_parquet_swapped_for_a_fifo_is_refused_not_waited_on(tmp_path):
     run = _copy(BENCH / "eager", tmp_path / "eager")
     tel = _copy(BENCH / "eager.telemetry", tmp_path / "eager.telemetry")
-    setup = _SWAP_FOR_FIFO.format(name="gpu_samples.parquet", folder="eager.telemetry")
+    setup = swap_for_fifo("gpu_samples.parquet", "eager.telemetry")
     r = audit_jailed("bench", "report", run, "--telemetry", tel, "--no-png", setup=setup,
                      timeout=60)  # a reader that opened the FIFO would wait for a writer forever
     assert r.returncode == 2, r.stdout + r.stderr
@@ -122,7 +108,7 @@ def test_a_telemetry_parquet_swapped_for_a_fifo_is_refused_not_waited_on(tmp_pat
 def test_a_floor_shard_swapped_for_a_fifo_is_refused_not_waited_on(tmp_path):
     pkg = _unbundle(FLOOR / "floor-llama-3.1-8b.tar.gz", tmp_path / "floor")
     shard = "checkpoint/model-00001-of-00004.safetensors"
-    r = audit_jailed("floor-check", pkg, setup=_SWAP_FOR_FIFO.format(name=shard, folder="floor"), timeout=60)
+    r = audit_jailed("floor-check", pkg, setup=swap_for_fifo(shard, "floor"), timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.startswith(f"audit: error: {pkg}/checkpoint/"), r.stderr  # refused, whichever reader saw it
     assert "model-00001-of-00004.safetensors" in r.stderr and "Traceback" not in r.stderr

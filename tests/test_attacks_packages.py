@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from tests.attack_tools import MIB, ROW, audit_jailed, gzip_repeated, manifest, many_empty_members_tar_gz, \
-    sha256, tar_gz, write_package
+    sha256, swap_for_fifo, tar_gz, write_package
 from tests.attacks import attack
 from tests.builders import make_package
 
@@ -268,26 +268,12 @@ def test_a_hard_link_rewritten_through_its_other_name_is_refused(tmp_path, monke
     assert "changed while being read" in r.err
 
 
-_SWAP_FOR_FIFO = """
-import os, audit.packages.read as r
-orig = r.validate_tree
-def swap(root, *a, **k):
-    out = orig(root, *a, **k)
-    p = os.path.join(str(root), "responses.jsonl")
-    if os.path.basename(str(root)) == "resp":
-        os.unlink(p)
-        os.mkfifo(p)
-    return out
-r.validate_tree = swap
-"""
-
-
 @attack("pkg.fifo-swap")
 def test_a_file_swapped_for_a_fifo_after_validation_is_refused_not_waited_on(tmp_path):
     resp, items = _mc_packages(tmp_path, "B")
     out = tmp_path / "results.json"
-    r = audit_jailed("grade", resp, "--items", items, "--benchmark", "choice", "-o", out, setup=_SWAP_FOR_FIFO,
-                     timeout=30)  # a reader that opened the FIFO would wait for a writer forever
+    r = audit_jailed("grade", resp, "--items", items, "--benchmark", "choice", "-o", out,
+                     setup=swap_for_fifo("responses.jsonl", "resp"), timeout=30)  # a reader that opened the FIFO would wait for a writer forever
     assert r.returncode == 2 and not out.exists()
     assert f"{resp}/responses.jsonl: changed while being read: unreadable: not a regular file" in r.stderr
 
