@@ -135,6 +135,17 @@ def audit_jailed(*args: object, max_file_bytes: int = 0, setup: str = "", timeou
                           env={**os.environ, **(env or {})})
 
 
+def repin(pkg: Path, name: str, data: bytes, indent: int | None = 2) -> None:
+    """Replace a listed file and its pin in manifest.json (what an attacker holding the package can do; a
+    release's manifest is written without `indent`)."""
+    (pkg / name).write_bytes(data)
+    m = json.loads((pkg / "manifest.json").read_text())
+    for f in m["files"]:
+        if f["path"] == name:
+            f.update(sha256=sha256(data), bytes=len(data))
+    (pkg / "manifest.json").write_text(json.dumps(m, indent=indent))
+
+
 _SWAP_FOR_FIFO = """
 import os, audit.packages.read as r
 orig = r.validate_tree

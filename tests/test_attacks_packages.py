@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from tests.attack_tools import MIB, ROW, audit_jailed, gzip_repeated, manifest, many_empty_members_tar_gz, \
-    sha256, swap_for_fifo, tar_gz, write_package
+    repin, sha256, swap_for_fifo, tar_gz, write_package
 from tests.attacks import attack
 from tests.builders import make_package
 
@@ -504,15 +504,6 @@ def test_paths_equal_under_unicode_normalization_are_refused(tmp_path, cli):
 # --------------------------------------------------------------------------- formats
 
 
-def _repin(pkg: Path, name: str, data: bytes) -> None:
-    (pkg / name).write_bytes(data)
-    m = json.loads((pkg / "manifest.json").read_text())
-    for f in m["files"]:
-        if f["path"] == name:
-            f.update(sha256=sha256(data), bytes=len(data))
-    (pkg / "manifest.json").write_text(json.dumps(m, indent=2))
-
-
 @attack("fmt.dup-key-manifest")
 def test_duplicate_key_in_manifest_is_refused(tmp_path, cli):
     pkg = write_package(tmp_path / "pkg", {"responses.jsonl": ROW})
@@ -533,7 +524,7 @@ def test_duplicate_key_in_a_row_is_refused(tmp_path, cli):
     # Also through an escape, which the fast path cannot see as the same key, and in a nested object.
     for row in (b'{"item_id":"q1","response":"x","respons\\u0065":"y"}\n',
                 b'{"item_id":"q1","response":"x","extra":{"a":1,"a":2}}\n'):
-        _repin(pkg, "responses.jsonl", row)
+        repin(pkg, "responses.jsonl", row)
         r = cli("validate", pkg)
         assert r.code == 1 and "duplicate key in a JSON object" in r.out, row
 
