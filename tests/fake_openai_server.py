@@ -53,6 +53,7 @@ import re
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -85,47 +86,46 @@ def prompt_tokens(body: dict[str, Any], chat: bool) -> tuple[str, int]:
     return text, count_tokens(text) + (1 if body.get("add_special_tokens", not chat) else 0)
 
 
+@dataclass(kw_only=True, eq=False)
 class FakeState:
     """Configuration and counters shared by the handler threads."""
 
-    def __init__(self, *, model: str = "fake-model", root: str | None = None, max_model_len: int = 512,
-                 version: str = "0.26.0-fake", token_delay: float = 0.0, stop_prob: float = 0.05,
-                 log_path: str | None = None, faults: list[dict[str, Any]] | None = None,
-                 apply: dict[str, Any] | None = None, max_tokens_cap: int | None = None,
-                 prompt_tokens_delta: int = 0, defaults: dict[str, Any] | None = None, log_stdout: bool = False,
-                 log_requests: bool = True, dev_mode: bool = False, bundle: list[int] | None = None,
-                 spec_k: int | None = None, metrics: bool = True, first_token_delay: float = 0.0,
-                 no_chunk_usage: bool = False, empty_first_chunk: bool = False,
-                 claim_tokens: int | None = None, endless: bool = False, metrics_text: str | None = None,
-                 tokenize_count: int | None = None):
-        self.model = model
-        self.root = root or model
-        self.max_model_len = max_model_len
-        self.version = version
-        self.token_delay = token_delay
-        self.stop_prob = stop_prob
-        self.log_path = log_path
-        self.log_stdout = log_stdout
-        self.log_requests = log_requests
-        self.faults = list(faults or [])
-        self.apply = dict(apply or {})
-        self.max_tokens_cap = max_tokens_cap
-        self.prompt_tokens_delta = prompt_tokens_delta
-        self.defaults = dict(defaults or {})
-        self.dev_mode = dev_mode
-        self.bundle = list(bundle or [1])
-        self.spec_k = spec_k
-        self.metrics = metrics
-        self.first_token_delay = first_token_delay
-        self.no_chunk_usage = no_chunk_usage
-        self.empty_first_chunk = empty_first_chunk
-        # Misbehaving modes for `audit bench` (issue 19): a first chunk claiming `claim_tokens` completion
-        # tokens; an endless stream (chunks without tokens, forever); /metrics serving `metrics_text`
-        # verbatim; /tokenize answering `tokenize_count` whatever the text.
-        self.claim_tokens = claim_tokens
-        self.endless = endless
-        self.metrics_text = metrics_text
-        self.tokenize_count = tokenize_count
+    model: str = "fake-model"
+    root: str | None = None
+    max_model_len: int = 512
+    version: str = "0.26.0-fake"
+    token_delay: float = 0.0
+    stop_prob: float = 0.05
+    log_path: str | None = None
+    faults: list[dict[str, Any]] | None = None
+    apply: dict[str, Any] | None = None
+    max_tokens_cap: int | None = None
+    prompt_tokens_delta: int = 0
+    defaults: dict[str, Any] | None = None
+    log_stdout: bool = False
+    log_requests: bool = True
+    dev_mode: bool = False
+    bundle: list[int] | None = None
+    spec_k: int | None = None
+    metrics: bool = True
+    first_token_delay: float = 0.0
+    no_chunk_usage: bool = False
+    empty_first_chunk: bool = False
+    # Misbehaving modes for `audit bench` (issue 19): a first chunk claiming `claim_tokens` completion
+    # tokens; an endless stream (chunks without tokens, forever); /metrics serving `metrics_text`
+    # verbatim; /tokenize answering `tokenize_count` whatever the text.
+    claim_tokens: int | None = None
+    endless: bool = False
+    metrics_text: str | None = None
+    tokenize_count: int | None = None
+
+    def __post_init__(self) -> None:
+        self.root = self.root or self.model
+        # own copies: a fault's `times` counts down in place
+        self.faults = list(self.faults or [])
+        self.apply = dict(self.apply or {})
+        self.defaults = dict(self.defaults or {})
+        self.bundle = list(self.bundle or [1])
         self.counters = {"generation": 0, "prompt": 0, "drafts": 0, "draft_tokens": 0, "accepted": 0}
         self.lock = threading.Lock()
         self.generate_requests: list[dict[str, Any]] = []
