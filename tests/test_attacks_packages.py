@@ -176,26 +176,35 @@ def _swapped_rows(pkg: Path) -> bytes:
     return data.replace(b"(B)", b"(A)")
 
 
+def _after_validating(monkeypatch, root: Path, act) -> None:
+    """`act()` runs just after package `root` is validated: the window an attacker races for."""
+    original = pkg_read.validate_tree
+
+    def validate_then_act(path, *a, **k):
+        out = original(path, *a, **k)
+        if Path(path) == root:
+            act()
+        return out
+
+    monkeypatch.setattr(pkg_read, "validate_tree", validate_then_act)
+
+
 @attack("pkg.toctou-grade")
 @pytest.mark.parametrize("how", ["rename", "in-place"])
 def test_grade_refuses_a_file_swapped_after_validation(tmp_path, monkeypatch, cli, how):
     resp, items = _mc_packages(tmp_path, "B")
     forged = _swapped_rows(resp)
-    original = pkg_read.validate_tree
 
-    def validate_then_swap(root, *a, **k):
-        out = original(root, *a, **k)
-        if Path(root) == resp:
-            target = resp / "responses.jsonl"
-            if how == "rename":
-                (resp / "new").write_bytes(forged)
-                os.replace(resp / "new", target)
-            else:
-                with open(target, "r+b") as f:
-                    f.write(forged)
-        return out
+    def swap():
+        target = resp / "responses.jsonl"
+        if how == "rename":
+            (resp / "new").write_bytes(forged)
+            os.replace(resp / "new", target)
+        else:
+            with open(target, "r+b") as f:
+                f.write(forged)
 
-    monkeypatch.setattr(pkg_read, "validate_tree", validate_then_swap)
+    _after_validating(monkeypatch, resp, swap)
     out = tmp_path / "results.json"
     r = cli("grade", resp, "--items", items, "--benchmark", "choice", "-o", out)
     if r.code == 0:  # graded: then it must have graded the validated text (all wrong), never the swapped one
@@ -252,16 +261,12 @@ def test_a_hard_link_rewritten_through_its_other_name_is_refused(tmp_path, monke
     outside = tmp_path / "outside.jsonl"
     os.link(resp / "responses.jsonl", outside)  # the package's file has a second name outside it
     forged = _swapped_rows(resp)
-    original = pkg_read.validate_tree
 
-    def validate_then_rewrite(root, *a, **k):
-        out = original(root, *a, **k)
-        if Path(root) == resp:
-            with open(outside, "r+b") as f:
-                f.write(forged)
-        return out
+    def rewrite():
+        with open(outside, "r+b") as f:
+            f.write(forged)
 
-    monkeypatch.setattr(pkg_read, "validate_tree", validate_then_rewrite)
+    _after_validating(monkeypatch, resp, rewrite)
     out = tmp_path / "results.json"
     r = cli("grade", resp, "--items", items, "--benchmark", "choice", "-o", out)
     assert r.code == 2 and not out.exists()
