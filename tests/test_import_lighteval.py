@@ -26,12 +26,6 @@ GSM_TASK = "lighteval|gsm8k|5"
 COPA_TASK = "lighteval|copa|0"
 
 
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _records(path):
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 

@@ -48,12 +48,6 @@ def _rows(path, schema="response_row.v1"):
         return list(pkg.iter_rows(schema))
 
 
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _import_recorded(cli, src: Path, benchmark: str, out: str, *extra: str) -> str:
     """`audit import lm-eval SRC` into OUT, its recorded verdicts to recorded.json; the line naming their figure."""
     r = cli("import", "lm-eval", src, "--benchmark", benchmark, "-o", out, *extra, "--recorded", "recorded.json")
