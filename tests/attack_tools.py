@@ -135,6 +135,37 @@ def audit_jailed(*args: object, max_file_bytes: int = 0, setup: str = "", timeou
                           env={**os.environ, **(env or {})})
 
 
+def repin(pkg: Path, name: str, data: bytes, indent: int | None = 2) -> None:
+    """Replace a listed file and its pin in manifest.json (what an attacker holding the package can do; a
+    release's manifest is written without `indent`)."""
+    (pkg / name).write_bytes(data)
+    m = json.loads((pkg / "manifest.json").read_text())
+    for f in m["files"]:
+        if f["path"] == name:
+            f.update(sha256=sha256(data), bytes=len(data))
+    (pkg / "manifest.json").write_text(json.dumps(m, indent=indent))
+
+
+_SWAP_FOR_FIFO = """
+import os, audit.packages.read as r
+orig = r.validate_tree
+def swap(root, *a, **k):
+    out = orig(root, *a, **k)
+    p = os.path.join(str(root), {name!r})
+    if os.path.basename(str(root)) == {folder!r} and os.path.isfile(p):
+        os.unlink(p)
+        os.mkfifo(p)
+    return out
+r.validate_tree = swap
+"""
+
+
+def swap_for_fifo(name: str, folder: str) -> str:
+    """`audit_jailed` setup: once a package folder named `folder` is validated, its file `name` becomes a
+    FIFO (a reader that opened it would wait for a writer forever)."""
+    return _SWAP_FOR_FIFO.format(name=name, folder=folder)
+
+
 
 
 def concurrent_pair_writer(grading, out, barrier, runs: int, errors) -> None:

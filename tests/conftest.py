@@ -28,6 +28,13 @@ def shared():
     return shared_path
 
 
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """A fresh folder, made the working directory for the test (relative CLI paths land in it)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
 @dataclass
 class CliResult:
     code: int

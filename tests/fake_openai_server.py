@@ -53,6 +53,7 @@ import re
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -77,47 +78,54 @@ def chat_template(messages: list[dict[str, Any]], add_generation_prompt: bool = 
     return out + (f"{IM_START}assistant\n" if add_generation_prompt else "")
 
 
+def prompt_tokens(body: dict[str, Any], chat: bool) -> tuple[str, int]:
+    """The text the model reads for a request and its token count: a BOS where the request adds special
+    tokens (by default only for plain completions: the chat template carries its own)."""
+    text = (chat_template(body["messages"], body.get("add_generation_prompt", True)) if chat
+            else body.get("prompt") or "")
+    return text, count_tokens(text) + (1 if body.get("add_special_tokens", not chat) else 0)
+
+
+@dataclass(kw_only=True, eq=False)
 class FakeState:
     """Configuration and counters shared by the handler threads."""
 
-    def __init__(self, *, model: str = "fake-model", root: str | None = None, max_model_len: int = 512,
-                 version: str = "0.26.0-fake", token_delay: float = 0.0, stop_prob: float = 0.05,
-                 log_path: str | None = None, faults: list[dict[str, Any]] | None = None,
-                 apply: dict[str, Any] | None = None, max_tokens_cap: int | None = None,
-                 prompt_tokens_delta: int = 0, defaults: dict[str, Any] | None = None, log_stdout: bool = False,
-                 log_requests: bool = True, dev_mode: bool = False, bundle: list[int] | None = None,
-                 spec_k: int | None = None, metrics: bool = True, first_token_delay: float = 0.0,
-                 no_chunk_usage: bool = False, empty_first_chunk: bool = False,
-                 claim_tokens: int | None = None, endless: bool = False, metrics_text: str | None = None,
-                 tokenize_count: int | None = None):
-        self.model = model
-        self.root = root or model
-        self.max_model_len = max_model_len
-        self.version = version
-        self.token_delay = token_delay
-        self.stop_prob = stop_prob
-        self.log_path = log_path
-        self.log_stdout = log_stdout
-        self.log_requests = log_requests
-        self.faults = list(faults or [])
-        self.apply = dict(apply or {})
-        self.max_tokens_cap = max_tokens_cap
-        self.prompt_tokens_delta = prompt_tokens_delta
-        self.defaults = dict(defaults or {})
-        self.dev_mode = dev_mode
-        self.bundle = list(bundle or [1])
-        self.spec_k = spec_k
-        self.metrics = metrics
-        self.first_token_delay = first_token_delay
-        self.no_chunk_usage = no_chunk_usage
-        self.empty_first_chunk = empty_first_chunk
-        # Misbehaving modes for `audit bench` (issue 19): a first chunk claiming `claim_tokens` completion
-        # tokens; an endless stream (chunks without tokens, forever); /metrics serving `metrics_text`
-        # verbatim; /tokenize answering `tokenize_count` whatever the text.
-        self.claim_tokens = claim_tokens
-        self.endless = endless
-        self.metrics_text = metrics_text
-        self.tokenize_count = tokenize_count
+    model: str = "fake-model"
+    root: str | None = None
+    max_model_len: int = 512
+    version: str = "0.26.0-fake"
+    token_delay: float = 0.0
+    stop_prob: float = 0.05
+    log_path: str | None = None
+    faults: list[dict[str, Any]] | None = None
+    apply: dict[str, Any] | None = None
+    max_tokens_cap: int | None = None
+    prompt_tokens_delta: int = 0
+    defaults: dict[str, Any] | None = None
+    log_stdout: bool = False
+    log_requests: bool = True
+    dev_mode: bool = False
+    bundle: list[int] | None = None
+    spec_k: int | None = None
+    metrics: bool = True
+    first_token_delay: float = 0.0
+    no_chunk_usage: bool = False
+    empty_first_chunk: bool = False
+    # Misbehaving modes for `audit bench` (issue 19): a first chunk claiming `claim_tokens` completion
+    # tokens; an endless stream (chunks without tokens, forever); /metrics serving `metrics_text`
+    # verbatim; /tokenize answering `tokenize_count` whatever the text.
+    claim_tokens: int | None = None
+    endless: bool = False
+    metrics_text: str | None = None
+    tokenize_count: int | None = None
+
+    def __post_init__(self) -> None:
+        self.root = self.root or self.model
+        # own copies: a fault's `times` counts down in place
+        self.faults = list(self.faults or [])
+        self.apply = dict(self.apply or {})
+        self.defaults = dict(self.defaults or {})
+        self.bundle = list(self.bundle or [1])
         self.counters = {"generation": 0, "prompt": 0, "drafts": 0, "draft_tokens": 0, "accepted": 0}
         self.lock = threading.Lock()
         self.generate_requests: list[dict[str, Any]] = []
@@ -198,15 +206,22 @@ class Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------------ replies
 
-    def _json(self, status: int, obj: Any) -> None:
-        data = json.dumps(obj).encode()
+    def _head(self, status: int, headers: dict[str, str]) -> None:
+        """Status line and `headers`, then `Connection: close`: every reply is the connection's last."""
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
         self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(data)
         self.close_connection = True
+
+    def _send(self, status: int, content_type: str | None, data: bytes) -> None:
+        self._head(status, ({"Content-Type": content_type} if content_type else {}) |
+                   {"Content-Length": str(len(data))})
+        self.wfile.write(data)
+
+    def _json(self, status: int, obj: Any) -> None:
+        self._send(status, "application/json", json.dumps(obj).encode())
 
     def _error(self, status: int, message: str, err_type: str = "BadRequestError") -> None:
         self._json(status, {"error": {"message": message, "type": err_type, "param": None, "code": status}})
@@ -217,6 +232,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def _event(self, obj: Any) -> None:
         self._chunk(b"data: " + (obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n\n")
+
+    def _close_stream(self, final: dict[str, Any] | None = None) -> None:
+        """The usage event `final` (when given), then the end marker and the closing empty chunk."""
+        if final is not None:
+            self._event(final)
+        self._chunk(b"data: [DONE]\n\n")
+        self._chunk(b"")
 
     def _drop(self) -> None:
         self.close_connection = True
@@ -230,11 +252,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         st = self.state
         if self.path == "/health":
-            self.send_response(200)
-            self.send_header("Content-Length", "0")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
+            self._send(200, None, b"")
         elif self.path == "/version":
             self._json(200, {"version": st.version})
         elif self.path == "/v1/models":
@@ -271,13 +289,7 @@ class Handler(BaseHTTPRequestHandler):
         data = ("\n".join(lines) + "\n").encode()
         if st.metrics_text is not None:
             data = st.metrics_text.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(data)
-        self.close_connection = True
+        self._send(200, "text/plain; version=0.0.4", data)
 
     def do_POST(self) -> None:  # noqa: N802
         st = self.state
@@ -293,15 +305,9 @@ class Handler(BaseHTTPRequestHandler):
         chat = self.path == "/v1/chat/completions"
         if body.get("model") not in (st.model, None):
             return self._error(404, f"The model `{body.get('model')}` does not exist.", "NotFoundError")
-        if chat:
-            text = chat_template(body["messages"], body.get("add_generation_prompt", True))
-            plain = body["messages"][-1]["content"]
-            n_prompt = count_tokens(text) + (1 if body.get("add_special_tokens", False) else 0)
-            asked = body.get("max_completion_tokens", body.get("max_tokens"))
-        else:
-            plain = text = body.get("prompt") or ""
-            n_prompt = count_tokens(text) + (1 if body.get("add_special_tokens", True) else 0)
-            asked = body.get("max_tokens", 16)
+        text, n_prompt = prompt_tokens(body, chat)
+        plain = body["messages"][-1]["content"] if chat else text
+        asked = body.get("max_completion_tokens", body.get("max_tokens")) if chat else body.get("max_tokens", 16)
         with st.lock:
             st.generate_requests.append(body)
         fault_spec = st.take_fault_spec(plain, "generate")
@@ -354,11 +360,7 @@ class Handler(BaseHTTPRequestHandler):
         fault = st.take_fault(json.dumps(body), "tokenize")
         if fault == "500":
             return self._error(500, "injected tokenize error", "InternalServerError")
-        if "messages" in body:
-            text = chat_template(body["messages"], body.get("add_generation_prompt", True))
-            n = count_tokens(text) + (1 if body.get("add_special_tokens", False) else 0)
-        else:
-            n = count_tokens(body.get("prompt", "")) + (1 if body.get("add_special_tokens", True) else 0)
+        _text, n = prompt_tokens(body, "messages" in body)
         if st.tokenize_count is not None:
             return self._json(200, {"count": st.tokenize_count, "max_model_len": st.max_model_len})
         self._json(200, {"count": n, "max_model_len": st.max_model_len, "tokens": list(range(n)),
@@ -393,12 +395,7 @@ class Handler(BaseHTTPRequestHandler):
     def _stream(self, rid: str, chat: bool, pieces: list[str], finish: str, stop_reason: Any,
                 usage: dict[str, Any], body: dict[str, Any], fault: str | None, fault_spec: dict[str, Any]) -> None:
         st = self.state
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        self._head(200, {"Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"})
         created = int(time.time())
         obj = "chat.completion.chunk" if chat else "text_completion"
 
@@ -435,9 +432,7 @@ class Handler(BaseHTTPRequestHandler):
                 if fault == "error_event" and i == 1:
                     self._event({"error": {"message": "injected engine error", "type": "InternalServerError",
                                            "param": None, "code": 500}})
-                    self._chunk(b"data: [DONE]\n\n")
-                    self._chunk(b"")
-                    return
+                    return self._close_stream()
                 last = i == len(pieces) - 1
                 self._event(chunk(piece, finish if last else None))
             if not pieces:
@@ -445,11 +440,8 @@ class Handler(BaseHTTPRequestHandler):
                     return self._drop()
                 self._event(chunk(None if chat else "", finish))
             opts = body.get("stream_options") or {}
-            if opts.get("include_usage") and fault != "no_usage":
-                self._event({"id": rid, "object": obj, "created": created, "model": st.model, "choices": [],
-                             "usage": usage})
-            self._chunk(b"data: [DONE]\n\n")
-            self._chunk(b"")
+            self._close_stream({"id": rid, "object": obj, "created": created, "model": st.model, "choices": [],
+                                "usage": usage} if opts.get("include_usage") and fault != "no_usage" else None)
         except (BrokenPipeError, ConnectionResetError):
             pass
 
@@ -475,8 +467,7 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 while time.monotonic() < end:
                     self._event(chunk("" if fault == "endless_empty" else " x"))
-            self._chunk(b"data: [DONE]\n\n")
-            self._chunk(b"")
+            self._close_stream()
         except (BrokenPipeError, ConnectionResetError, OSError):
             pass
 
@@ -495,21 +486,21 @@ class Handler(BaseHTTPRequestHandler):
         eos = finish == "stop" and stop_reason is None  # the end-of-sequence token: counted, no text
         n_prompt = usage["prompt_tokens"]
         done = 0
+
+        def counted(piece: str | None, completion: int, fin: str | None = None) -> None:
+            c = chunk(piece, fin)
+            c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": completion,
+                          "total_tokens": n_prompt + completion}
+            self._event(c)
+
         try:
             if st.claim_tokens is not None:
-                c = chunk("x")
-                c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": st.claim_tokens,
-                              "total_tokens": n_prompt + st.claim_tokens}
-                self._event(c)
+                counted("x", st.claim_tokens)
             while st.endless:  # chunks that carry no token, until the client goes away
-                c = chunk("")
-                c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": 0, "total_tokens": n_prompt}
-                self._event(c)
+                counted("", 0)
                 time.sleep(0.002)
             if st.empty_first_chunk:
-                c = chunk(None if chat else "")
-                c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": 0, "total_tokens": n_prompt}
-                self._event(c)
+                counted(None if chat else "", 0)
             if st.first_token_delay:
                 time.sleep(st.first_token_delay)
             for gi, group in enumerate(groups):
@@ -527,20 +518,12 @@ class Handler(BaseHTTPRequestHandler):
                         st.counters["draft_tokens"] += st.spec_k
                         st.counters["accepted"] += len(group) - 1
                 last = gi == len(groups) - 1 and not eos
-                text = "".join(group)
-                c = chunk(text, finish if last else None)
-                c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": done, "total_tokens": n_prompt + done}
-                self._event(c)
+                counted("".join(group), done, finish if last else None)
             if eos or not groups:
                 done += 1 if eos else 0
-                c = chunk(None if chat else "", finish)
-                c["usage"] = {"prompt_tokens": n_prompt, "completion_tokens": done, "total_tokens": n_prompt + done}
-                self._event(c)
-            if fault != "no_usage":
-                self._event({"id": rid, "object": obj, "created": created, "model": st.model, "choices": [],
-                             "usage": usage})
-            self._chunk(b"data: [DONE]\n\n")
-            self._chunk(b"")
+                counted(None if chat else "", done, finish)
+            self._close_stream({"id": rid, "object": obj, "created": created, "model": st.model, "choices": [],
+                                "usage": usage} if fault != "no_usage" else None)
         except (BrokenPipeError, ConnectionResetError):
             pass
 

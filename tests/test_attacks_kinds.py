@@ -16,7 +16,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from tests.attack_tools import MIB, audit_jailed, sha256, tar_gz
+from tests.attack_tools import MIB, audit_jailed, repin, sha256, swap_for_fifo, tar_gz
 from tests.attacks import attack
 from tests.claims_helpers import PACKAGES
 
@@ -30,16 +30,6 @@ FLOOR = PACKAGES / "evidence-h200-floor"
 def _copy(src: Path, dest: Path) -> Path:
     shutil.copytree(src, dest)
     return dest
-
-
-def _repin(pkg: Path, name: str, data: bytes) -> None:
-    """Replace a listed file and its pin in manifest.json (what an attacker holding the package can do)."""
-    (pkg / name).write_bytes(data)
-    m = json.loads((pkg / "manifest.json").read_text())
-    for f in m["files"]:
-        if f["path"] == name:
-            f.update(sha256=sha256(data), bytes=len(data))
-    (pkg / "manifest.json").write_text(json.dumps(m, indent=2))
 
 
 def _unbundle(tgz: Path, dest: Path) -> Path:
@@ -68,7 +58,7 @@ def _dup_key(text: str, key: str, forged: str) -> str:
 def test_duplicate_key_in_a_trace_summary_is_refused(tmp_path, cli):
     pkg = _copy(TRACE / "profile-default-marker", tmp_path / "profile")
     text = (pkg / "summary.json").read_text()
-    _repin(pkg, "summary.json", _dup_key(text, "schema_version", "1").encode())
+    repin(pkg, "summary.json", _dup_key(text, "schema_version", "1").encode())
     r = cli("validate", pkg)
     assert r.code == 1
     assert r.out == f"{pkg}/summary.json: field schema_version: duplicate key in a JSON object\n"
@@ -83,7 +73,7 @@ def test_duplicate_key_in_a_throughput_document_is_refused(tmp_path, cli, name):
     pkg = _copy(BENCH / "graphs", tmp_path / "graphs")
     text = (pkg / name).read_text()
     key = next(iter(json.loads(text)))  # the first key: a forged value first, the real one last (json.loads keeps it)
-    _repin(pkg, name, _dup_key(text, key, json.dumps("forged")).encode())
+    repin(pkg, name, _dup_key(text, key, json.dumps("forged")).encode())
     r = cli("bench", "report", pkg, "--no-png")
     assert r.code == 2, r.out
     assert f"{pkg}/{name}: field {key}: " in r.err and "duplicate key in a JSON object" in r.err
@@ -93,25 +83,11 @@ def test_duplicate_key_in_a_throughput_document_is_refused(tmp_path, cli, name):
 # --------------------------------------------------------------------------- files swapped after validation
 
 
-_SWAP_FOR_FIFO = """
-import os, audit.packages.read as r
-orig = r.validate_tree
-def swap(root, *a, **k):
-    out = orig(root, *a, **k)
-    p = os.path.join(str(root), {name!r})
-    if os.path.basename(str(root)) == {folder!r} and os.path.isfile(p):
-        os.unlink(p)
-        os.mkfifo(p)
-    return out
-r.validate_tree = swap
-"""
-
-
 @attack("kinds.fifo-swap")
 def test_a_telemetry_parquet_swapped_for_a_fifo_is_refused_not_waited_on(tmp_path):
     run = _copy(BENCH / "eager", tmp_path / "eager")
     tel = _copy(BENCH / "eager.telemetry", tmp_path / "eager.telemetry")
-    setup = _SWAP_FOR_FIFO.format(name="gpu_samples.parquet", folder="eager.telemetry")
+    setup = swap_for_fifo("gpu_samples.parquet", "eager.telemetry")
     r = audit_jailed("bench", "report", run, "--telemetry", tel, "--no-png", setup=setup,
                      timeout=60)  # a reader that opened the FIFO would wait for a writer forever
     assert r.returncode == 2, r.stdout + r.stderr
@@ -122,7 +98,7 @@ def test_a_telemetry_parquet_swapped_for_a_fifo_is_refused_not_waited_on(tmp_pat
 def test_a_floor_shard_swapped_for_a_fifo_is_refused_not_waited_on(tmp_path):
     pkg = _unbundle(FLOOR / "floor-llama-3.1-8b.tar.gz", tmp_path / "floor")
     shard = "checkpoint/model-00001-of-00004.safetensors"
-    r = audit_jailed("floor-check", pkg, setup=_SWAP_FOR_FIFO.format(name=shard, folder="floor"), timeout=60)
+    r = audit_jailed("floor-check", pkg, setup=swap_for_fifo(shard, "floor"), timeout=60)
     assert r.returncode == 2, r.stdout + r.stderr
     assert r.stderr.startswith(f"audit: error: {pkg}/checkpoint/"), r.stderr  # refused, whichever reader saw it
     assert "model-00001-of-00004.safetensors" in r.stderr and "Traceback" not in r.stderr
@@ -233,7 +209,7 @@ def test_integers_past_2_53_in_the_new_rows_are_refused_by_the_schema(tmp_path, 
     row = json.loads(lines[0])
     row[field] = 10**30
     lines[0] = json.dumps(row).encode()
-    _repin(pkg, name, b"\n".join(lines))
+    repin(pkg, name, b"\n".join(lines))
     r = cli("validate", pkg)
     assert r.code == 1
     assert r.out.startswith(f"{pkg}/{name}: row 1: field {field}: Input should be less than or equal to "

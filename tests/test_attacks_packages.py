@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from tests.attack_tools import MIB, ROW, audit_jailed, gzip_repeated, manifest, many_empty_members_tar_gz, \
-    sha256, tar_gz, write_package
+    repin, sha256, swap_for_fifo, tar_gz, write_package
 from tests.attacks import attack
 from tests.builders import make_package
 
@@ -176,26 +176,35 @@ def _swapped_rows(pkg: Path) -> bytes:
     return data.replace(b"(B)", b"(A)")
 
 
+def _after_validating(monkeypatch, root: Path, act) -> None:
+    """`act()` runs just after package `root` is validated: the window an attacker races for."""
+    original = pkg_read.validate_tree
+
+    def validate_then_act(path, *a, **k):
+        out = original(path, *a, **k)
+        if Path(path) == root:
+            act()
+        return out
+
+    monkeypatch.setattr(pkg_read, "validate_tree", validate_then_act)
+
+
 @attack("pkg.toctou-grade")
 @pytest.mark.parametrize("how", ["rename", "in-place"])
 def test_grade_refuses_a_file_swapped_after_validation(tmp_path, monkeypatch, cli, how):
     resp, items = _mc_packages(tmp_path, "B")
     forged = _swapped_rows(resp)
-    original = pkg_read.validate_tree
 
-    def validate_then_swap(root, *a, **k):
-        out = original(root, *a, **k)
-        if Path(root) == resp:
-            target = resp / "responses.jsonl"
-            if how == "rename":
-                (resp / "new").write_bytes(forged)
-                os.replace(resp / "new", target)
-            else:
-                with open(target, "r+b") as f:
-                    f.write(forged)
-        return out
+    def swap():
+        target = resp / "responses.jsonl"
+        if how == "rename":
+            (resp / "new").write_bytes(forged)
+            os.replace(resp / "new", target)
+        else:
+            with open(target, "r+b") as f:
+                f.write(forged)
 
-    monkeypatch.setattr(pkg_read, "validate_tree", validate_then_swap)
+    _after_validating(monkeypatch, resp, swap)
     out = tmp_path / "results.json"
     r = cli("grade", resp, "--items", items, "--benchmark", "choice", "-o", out)
     if r.code == 0:  # graded: then it must have graded the validated text (all wrong), never the swapped one
@@ -252,42 +261,24 @@ def test_a_hard_link_rewritten_through_its_other_name_is_refused(tmp_path, monke
     outside = tmp_path / "outside.jsonl"
     os.link(resp / "responses.jsonl", outside)  # the package's file has a second name outside it
     forged = _swapped_rows(resp)
-    original = pkg_read.validate_tree
 
-    def validate_then_rewrite(root, *a, **k):
-        out = original(root, *a, **k)
-        if Path(root) == resp:
-            with open(outside, "r+b") as f:
-                f.write(forged)
-        return out
+    def rewrite():
+        with open(outside, "r+b") as f:
+            f.write(forged)
 
-    monkeypatch.setattr(pkg_read, "validate_tree", validate_then_rewrite)
+    _after_validating(monkeypatch, resp, rewrite)
     out = tmp_path / "results.json"
     r = cli("grade", resp, "--items", items, "--benchmark", "choice", "-o", out)
     assert r.code == 2 and not out.exists()
     assert "changed while being read" in r.err
 
 
-_SWAP_FOR_FIFO = """
-import os, audit.packages.read as r
-orig = r.validate_tree
-def swap(root, *a, **k):
-    out = orig(root, *a, **k)
-    p = os.path.join(str(root), "responses.jsonl")
-    if os.path.basename(str(root)) == "resp":
-        os.unlink(p)
-        os.mkfifo(p)
-    return out
-r.validate_tree = swap
-"""
-
-
 @attack("pkg.fifo-swap")
 def test_a_file_swapped_for_a_fifo_after_validation_is_refused_not_waited_on(tmp_path):
     resp, items = _mc_packages(tmp_path, "B")
     out = tmp_path / "results.json"
-    r = audit_jailed("grade", resp, "--items", items, "--benchmark", "choice", "-o", out, setup=_SWAP_FOR_FIFO,
-                     timeout=30)  # a reader that opened the FIFO would wait for a writer forever
+    r = audit_jailed("grade", resp, "--items", items, "--benchmark", "choice", "-o", out,
+                     setup=swap_for_fifo("responses.jsonl", "resp"), timeout=30)  # a reader that opened the FIFO would wait for a writer forever
     assert r.returncode == 2 and not out.exists()
     assert f"{resp}/responses.jsonl: changed while being read: unreadable: not a regular file" in r.stderr
 
@@ -518,15 +509,6 @@ def test_paths_equal_under_unicode_normalization_are_refused(tmp_path, cli):
 # --------------------------------------------------------------------------- formats
 
 
-def _repin(pkg: Path, name: str, data: bytes) -> None:
-    (pkg / name).write_bytes(data)
-    m = json.loads((pkg / "manifest.json").read_text())
-    for f in m["files"]:
-        if f["path"] == name:
-            f.update(sha256=sha256(data), bytes=len(data))
-    (pkg / "manifest.json").write_text(json.dumps(m, indent=2))
-
-
 @attack("fmt.dup-key-manifest")
 def test_duplicate_key_in_manifest_is_refused(tmp_path, cli):
     pkg = write_package(tmp_path / "pkg", {"responses.jsonl": ROW})
@@ -547,7 +529,7 @@ def test_duplicate_key_in_a_row_is_refused(tmp_path, cli):
     # Also through an escape, which the fast path cannot see as the same key, and in a nested object.
     for row in (b'{"item_id":"q1","response":"x","respons\\u0065":"y"}\n',
                 b'{"item_id":"q1","response":"x","extra":{"a":1,"a":2}}\n'):
-        _repin(pkg, "responses.jsonl", row)
+        repin(pkg, "responses.jsonl", row)
         r = cli("validate", pkg)
         assert r.code == 1 and "duplicate key in a JSON object" in r.out, row
 

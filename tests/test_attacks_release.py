@@ -15,7 +15,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from tests.attack_tools import sha256
+from tests.attack_tools import repin, sha256
 from tests.attacks import attack
 from tests.builders import make_package
 from tests.verdict_helpers import make_verdict_file, package, write_verdict_file
@@ -385,12 +385,7 @@ import codecs  # noqa: E402
 
 def _repin(rel: Path, name: str, data: bytes) -> None:
     """Replace one file of a release and re-pin it in the manifest (what a forger does)."""
-    (rel / name).write_bytes(data)
-    m = json.loads((rel / "manifest.json").read_text())
-    for f in m["files"]:
-        if f["path"] == name:
-            f.update(sha256=sha256(data), bytes=len(data))
-    (rel / "manifest.json").write_text(json.dumps(m))
+    repin(rel, name, data, indent=None)
 
 
 def _interleaved(s: str) -> str:

@@ -24,26 +24,25 @@ def responses(tmp_path):
     return p
 
 
-def test_extract_writes_one_row_per_response(cli, responses):
-    r = cli("extract", "--extractor", "mmlu_pro.official@f418b11", responses)
+@pytest.mark.parametrize("extractor, key, rows, answers", [
+    ("mmlu_pro.official@f418b11", "mmlu_pro.official@f418b11", [
+        '{"item_id":"q1","sample":0,"answer":"C","rule":"L1","span":[7,20]}',
+        '{"item_id":"q1","sample":1,"answer":"B","rule":"L3","span":[10,11]}',
+        '{"item_id":"q2","sample":0,"answer":null,"rule":"no_response","span":null}',
+        '{"item_id":"q3","sample":0,"answer":"D","rule":"L2","span":[8,9]}'], 3),
+    # the latest version where none is named; a finish_reason of `length` is read as truncated
+    ("gpqa.final_line", "gpqa.final_line@1", [
+        '{"item_id":"q1","sample":0,"answer":null,"rule":"no_final_line","span":null}',
+        '{"item_id":"q1","sample":1,"answer":"B","rule":"final_line","span":[10,11]}',
+        '{"item_id":"q2","sample":0,"answer":null,"rule":"no_response","span":null}',
+        '{"item_id":"q3","sample":0,"answer":null,"rule":"truncated","span":null}'], 1),
+], ids=["one_row_per_response", "latest_version_and_finish_reason"])
+def test_extract_writes_one_row_per_response(cli, responses, extractor, key, rows, answers):
+    r = cli("extract", "--extractor", extractor, responses)
     assert r.code == 0
-    assert r.out == (
-        '{"item_id":"q1","sample":0,"answer":"C","rule":"L1","span":[7,20]}\n'
-        '{"item_id":"q1","sample":1,"answer":"B","rule":"L3","span":[10,11]}\n'
-        '{"item_id":"q2","sample":0,"answer":null,"rule":"no_response","span":null}\n'
-        '{"item_id":"q3","sample":0,"answer":"D","rule":"L2","span":[8,9]}\n')
-    fp = extractors.get("mmlu_pro.official@f418b11").fingerprint[:12]
-    assert r.err == f"mmlu_pro.official@f418b11 (fingerprint {fp}): 3 answers from 4 rows\n"
-
-
-def test_extract_latest_version_and_finish_reason(cli, responses):
-    r = cli("extract", "--extractor", "gpqa.final_line", responses)
-    assert r.code == 0
-    assert r.out == (
-        '{"item_id":"q1","sample":0,"answer":null,"rule":"no_final_line","span":null}\n'
-        '{"item_id":"q1","sample":1,"answer":"B","rule":"final_line","span":[10,11]}\n'
-        '{"item_id":"q2","sample":0,"answer":null,"rule":"no_response","span":null}\n'
-        '{"item_id":"q3","sample":0,"answer":null,"rule":"truncated","span":null}\n')
+    assert r.out == "".join(row + "\n" for row in rows)
+    fp = extractors.get(key).fingerprint[:12]
+    assert r.err == f"{key} (fingerprint {fp}): {answers} answers from 4 rows\n"
 
 
 def test_extract_reads_gzip(cli, responses, tmp_path):

@@ -44,14 +44,8 @@ def graded(tmp_path, monkeypatch, cli):
     return out
 
 
-GRADE_OUTPUT = """\
-wrote official.json
-mmlu_pro: 4 rows, 4 items x 1 samples; extractor mmlu_pro.official@f418b11, grader choice@1
-accuracy[sample=0]            75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
-accuracy                      75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
-accuracy_all[sample=0]        75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
-accuracy_all                  75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
-statuses: correct=3, no_answer=1
+# The per-subject table and the rules that fired, as both `grade` and `show` print them.
+SUBJECTS_AND_RULES = """\
 per subject (2):
   subject  items  accuracy              accuracy_all
   biology      2  50.00% (1/2)          50.00% (1/2)
@@ -61,6 +55,17 @@ rules that fired (mmlu_pro.official@f418b11):
   L2          1  'Answer: X' on the first line that has one (the last on that line)
   L3          1  fallback: the last standalone capital A-J anywhere in the text
   none        1  no letter found (upstream then scores a seeded random guess)
+"""
+
+GRADE_OUTPUT = """\
+wrote official.json
+mmlu_pro: 4 rows, 4 items x 1 samples; extractor mmlu_pro.official@f418b11, grader choice@1
+accuracy[sample=0]            75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
+accuracy                      75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
+accuracy_all[sample=0]        75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
+accuracy_all                  75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
+statuses: correct=3, no_answer=1
+""" + SUBJECTS_AND_RULES + """\
 reads by strength: statement 2 (50.00%), fallback 1 (25.00%), no answer 1 (25.00%)
   1 row rests on a fallback read (L3): a read of last resort from text that states no answer
 possibly cut (a heuristic, not a verdict): 1 row has no finish reason and stops mid-sentence; 0 of the 1 fallback reads and 1 of the 1 no-answer rows are among them
@@ -99,16 +104,7 @@ figures (one run: the run's figures are the overall ones)
   accuracy                      75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
   accuracy_all                  75.00%  (3/4)  binomial_2se [31.70, 100.00]; wilson [30.06, 95.44]; clopper_pearson [19.41, 99.37]
 statuses   correct=3, no_answer=1
-per subject (2):
-  subject  items  accuracy              accuracy_all
-  biology      2  50.00% (1/2)          50.00% (1/2)
-  physics      2  100.00% (2/2)         100.00% (2/2)
-rules that fired (mmlu_pro.official@f418b11):
-  L1          1  the first 'answer is (X)' (case-sensitive)
-  L2          1  'Answer: X' on the first line that has one (the last on that line)
-  L3          1  fallback: the last standalone capital A-J anywhere in the text
-  none        1  no letter found (upstream then scores a seeded random guess)
-"""
+""" + SUBJECTS_AND_RULES
 
 
 def test_show_names_what_a_file_that_is_neither_package_nor_verdict_file_looks_like(cli, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,18 +28,11 @@ FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 POOLED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.parametrize("grader", [MathEquiv1, MathEquiv2], ids=["math", "math2"])
 @FAST
 @given(LATEXISH)
-def test_math_normalize_is_idempotent(s):
-    normalize = MathEquiv1().normalize
-    once = normalize(s)
-    assert normalize(once) == once
-
-
-@FAST
-@given(LATEXISH)
-def test_math2_normalize_is_idempotent(s):
-    normalize = MathEquiv2().normalize
+def test_math_normalize_is_idempotent(grader, s):
+    normalize = grader().normalize
     once = normalize(s)
     assert normalize(once) == once
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-import textwrap
 
 import pytest
+from tests.builders import load_source
 
 from audit import graders
 from audit.lock import read_lock
@@ -153,17 +152,7 @@ def _fingerprint(folder, source: str) -> str:
     from audit.registry import code_fingerprint
 
     folder.mkdir()
-    return code_fingerprint(_load(folder, "audit.graders._fp_probe", source).fn, config=None)
-
-
-def _load(tmp_path, name: str, source: str):
-    path = tmp_path / f"{name.replace('.', '_')}.py"
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return code_fingerprint(load_source(folder, "audit.graders._fp_probe", source).fn, config=None)
 
 
 GRADER_SRC = '''
@@ -189,8 +178,8 @@ def fn(answer, reference, *, num_choices=None, config=None):
 
 
 def test_fingerprint_covers_helpers_constants_fast_path_and_config(tmp_path):
-    a = _load(tmp_path, "audit.graders._fp_a", GRADER_SRC.format(tol="0.5"))
-    b = _load(tmp_path, "audit.graders._fp_b", GRADER_SRC.format(tol="0.25"))
+    a = load_source(tmp_path, "audit.graders._fp_a", GRADER_SRC.format(tol="0.5"))
+    b = load_source(tmp_path, "audit.graders._fp_b", GRADER_SRC.format(tol="0.25"))
 
     def make(mod, cfg, fast=True):
         return graders.Grader("t", "1", "", "", mod.fn, cfg, mod.fast if fast else None, True)

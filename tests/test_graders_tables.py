@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,32 +27,44 @@ def _ids(rows: list[dict]) -> list[str]:
     return [f"{i}:{r['answer'][:24]}|{r['reference'][:16]}" for i, r in enumerate(rows)]
 
 
+def _batch(spec: str, rows: list[dict]) -> Any:
+    """A module fixture: `rows` graded by `spec` in one batch through the worker pool, as `audit grade`
+    calls it."""
+    @pytest.fixture(scope="module")
+    def verdicts() -> list[graders.Judgment]:
+        return graders.grade_many(spec, rows)
+    return verdicts
+
+
+def _assert_status(row: dict, v: graders.Judgment) -> None:
+    assert v.status == row["status"], f"{row['source']}: {row['note']}: {v.reason}"
+
+
+def _assert_fast_path_agrees(fast_path: Callable[[str, str], Any], full: Callable[[str, str], Any],
+                             rows: list[dict]) -> None:
+    # wherever the in-process fast path decides, the full function (run inline here) decides the same
+    decided = 0
+    for row in rows:
+        fast = fast_path(row["answer"], row["reference"])
+        if fast is None:
+            continue
+        decided += 1
+        assert fast == full(row["answer"], row["reference"]), row
+    assert decided >= len(rows) // 2
+
+
 MATH_CASES = _table("math_equiv_cases.jsonl")
-
-
-@pytest.fixture(scope="module")
-def math_verdicts() -> list[graders.Judgment]:
-    # one batch through the worker pool, as `audit grade` will call it
-    return graders.grade_many("math.equiv@1", MATH_CASES)
+math_verdicts = _batch("math.equiv@1", MATH_CASES)
 
 
 @pytest.mark.parametrize("i", range(len(MATH_CASES)), ids=_ids(MATH_CASES))
 def test_math_equiv_table(i, math_verdicts):
-    row, v = MATH_CASES[i], math_verdicts[i]
-    assert v.status == row["status"], f"{row['source']}: {row['note']}: {v.reason}"
-    assert v.reason
+    _assert_status(MATH_CASES[i], math_verdicts[i])
+    assert math_verdicts[i].reason
 
 
 def test_math_equiv_fast_path_agrees_with_the_full_grader():
-    # wherever the in-process fast path decides, the full function (run inline here) decides the same
-    decided = 0
-    for row in MATH_CASES:
-        fast = math_equiv_fast(row["answer"], row["reference"])
-        if fast is None:
-            continue
-        decided += 1
-        assert fast == math_equiv(row["answer"], row["reference"]), row
-    assert decided >= len(MATH_CASES) // 2
+    _assert_fast_path_agrees(math_equiv_fast, math_equiv, MATH_CASES)
 
 
 @pytest.mark.parametrize("spec", ["math.equiv@1", "math.equiv@2", "math.equiv@3"])
@@ -67,18 +81,13 @@ def test_math_equiv_seed_cases_from_the_note(spec):
 
 
 MATH2_CASES = _table("math_equiv2_cases.jsonl")
-
-
-@pytest.fixture(scope="module")
-def math2_verdicts() -> list[graders.Judgment]:
-    return graders.grade_many("math.equiv@2", MATH2_CASES + MATH_CASES)
+math2_verdicts = _batch("math.equiv@2", MATH2_CASES + MATH_CASES)
 
 
 @pytest.mark.parametrize("i", range(len(MATH2_CASES)), ids=_ids(MATH2_CASES))
 def test_math_equiv2_table(i, math2_verdicts):
-    row, v = MATH2_CASES[i], math2_verdicts[i]
-    assert v.status == row["status"], f"{row['source']}: {row['note']}: {v.reason}"
-    assert v.reason
+    _assert_status(MATH2_CASES[i], math2_verdicts[i])
+    assert math2_verdicts[i].reason
 
 
 def test_math_equiv2_keeps_every_verdict_of_the_v1_table_it_does_not_revise():
@@ -93,14 +102,7 @@ def test_math_equiv2_keeps_every_verdict_of_the_v1_table_it_does_not_revise():
 
 
 def test_math_equiv2_fast_path_agrees_with_the_full_grader():
-    decided = 0
-    for row in MATH2_CASES + MATH_CASES:
-        fast = math_equiv2_fast(row["answer"], row["reference"])
-        if fast is None:
-            continue
-        decided += 1
-        assert fast == math_equiv2(row["answer"], row["reference"]), row
-    assert decided >= (len(MATH2_CASES) + len(MATH_CASES)) // 2
+    _assert_fast_path_agrees(math_equiv2_fast, math_equiv2, MATH2_CASES + MATH_CASES)
 
 
 def test_math_equiv2_review_cases():
@@ -132,35 +134,26 @@ def test_math_equiv2_review_cases():
 
 
 MATH3_CASES = _table("math_equiv3_cases.jsonl")
-
-
-@pytest.fixture(scope="module")
-def math3_verdicts() -> list[graders.Judgment]:
-    return graders.grade_many("math.equiv@3", MATH3_CASES)
+math3_verdicts = _batch("math.equiv@3", MATH3_CASES)
 
 
 @pytest.mark.parametrize("i", range(len(MATH3_CASES)), ids=_ids(MATH3_CASES))
 def test_math_equiv3_table(i, math3_verdicts):
     row, v = MATH3_CASES[i], math3_verdicts[i]
-    assert v.status == row["status"], f"{row['source']}: {row['note']}: {v.reason}"
+    _assert_status(row, v)
     assert v.reason and row["source"] and row["note"]
 
 
 REVIEW_CASES = _table("math_equiv3_review.jsonl")
-
-
-@pytest.fixture(scope="module")
-def review_verdicts() -> list[graders.Judgment]:
-    return graders.grade_many("math.equiv@3", REVIEW_CASES)
+review_verdicts = _batch("math.equiv@3", REVIEW_CASES)
 
 
 @pytest.mark.parametrize("i", range(len(REVIEW_CASES)), ids=_ids(REVIEW_CASES))
 def test_math_equiv3_review_table(i, review_verdicts):
     # Every grader row of the adversarial review of 2026-12-01 (its findings file, 168 rows),
     # with the verdict @3 gives since its revision and the right one (`truth`).
-    row, v = REVIEW_CASES[i], review_verdicts[i]
-    assert v.status == row["status"], f"{row['source']}: {row['note']}: {v.reason}"
-    assert row["source"].startswith("review 2026-12-01, category ")
+    _assert_status(REVIEW_CASES[i], review_verdicts[i])
+    assert REVIEW_CASES[i]["source"].startswith("review 2026-12-01, category ")
 
 
 def test_the_review_table_holds_no_false_credit_and_names_each_false_rejection():
@@ -195,15 +188,7 @@ def test_math_equiv3_table_covers_every_case_of_issue_10():
 
 
 def test_math_equiv3_fast_path_agrees_with_the_full_grader():
-    rows = MATH3_CASES + MATH2_CASES + MATH_CASES
-    decided = 0
-    for row in rows:
-        fast = math_equiv3_fast(row["answer"], row["reference"])
-        if fast is None:
-            continue
-        decided += 1
-        assert fast == math_equiv3(row["answer"], row["reference"]), row
-    assert decided >= len(rows) // 2
+    _assert_fast_path_agrees(math_equiv3_fast, math_equiv3, MATH3_CASES + MATH2_CASES + MATH_CASES)
 
 
 def test_math_equiv3_keeps_every_verdict_of_the_older_tables_it_does_not_revise():
@@ -252,8 +237,7 @@ GSM8K_CASES = _table("gsm8k_cases.jsonl")
 
 @pytest.mark.parametrize("row", GSM8K_CASES, ids=[f"{r['grader']}:{r['answer']}" for r in GSM8K_CASES])
 def test_gsm8k_table(row):
-    v = graders.get(row["grader"]).grade(row["answer"], row["reference"])
-    assert v.status == row["status"], f"{row['source']}: {row['note']}: {v.reason}"
+    _assert_status(row, graders.get(row["grader"]).grade(row["answer"], row["reference"]))
 
 
 def test_gsm8k_exact_match_is_lm_evals_metric():
@@ -280,8 +264,7 @@ HLE_CASES = _table("hle_exact_cases.jsonl")
 
 @pytest.mark.parametrize("row", HLE_CASES, ids=_ids(HLE_CASES))
 def test_hle_exact_table(row):
-    v = graders.get("exact.hle@1").grade(row["answer"], row["reference"])
-    assert v.status == row["status"], f"{row['source']}: {row['note']}: {v.reason}"
+    _assert_status(row, graders.get("exact.hle@1").grade(row["answer"], row["reference"]))
 
 
 CHOICE_CASES = _table("choice_cases.jsonl")

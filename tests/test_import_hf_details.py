@@ -21,12 +21,6 @@ ARC = DATA / "samples_arc_easy_2026-09-24T03-05-32.831346.jsonl"
 GSM8K = DATA / "samples_gsm8k_2025-04-30T18-24-41.082644.jsonl"
 
 
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _to_parquet(src, dest):
     import datasets
 

@@ -42,12 +42,6 @@ def logs(tmp_path_factory):
     return {fmt: _write_log(d / fmt, fmt) for fmt in ("eval", "json")}
 
 
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 @pytest.mark.parametrize("fmt", ["eval", "json"])
 def test_a_log_inspect_wrote_imports_with_its_items_and_recorded_verdicts(cli, here, logs, fmt):
     # The task `arith` is not a benchmark spec: a verdict file needs one named.

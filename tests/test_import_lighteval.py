@@ -26,12 +26,6 @@ GSM_TASK = "lighteval|gsm8k|5"
 COPA_TASK = "lighteval|copa|0"
 
 
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _records(path):
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
@@ -179,18 +173,26 @@ def test_a_mean_metric_that_the_details_do_not_give_is_a_mismatch(cli, here):
     assert r.err == "the results file's figures do not come from these details (see MISMATCH above)\n"
 
 
+def _refused_then_recorded(cli, here, path, *args: str) -> tuple[str, str]:
+    """`audit import lighteval PATH ARGS -o pkg` refused, writing nothing, then imported with `--on-bad-row
+    record`: the refusal's stderr and the import's stdout."""
+    r = cli("import", "lighteval", path, *args, "-o", "pkg")
+    assert r.code == 2 and not (here / "pkg").exists()
+    refusal = r.err
+    r = cli("import", "lighteval", path, *args, "-o", "pkg", "--on-bad-row", "record")
+    assert r.code == 0, r.err
+    return refusal, r.out
+
+
 def test_several_gold_choices_are_refused_or_recorded_ungraded(cli, here):
     rows = _rows("flat", COPA_TASK)[:3]
     rows[1]["gold_index"] = [0, 1]
     path = _save(here, "flat", COPA_TASK, rows)
-    r = cli("import", "lighteval", path, "--benchmark", "selected_choice", "-o", "pkg")
-    assert r.code == 2 and not (here / "pkg").exists()
-    assert r.err == (f"audit: error: {path}: row 2: field gold_index: 2 gold choices [0, 1]: no one gold letter "
-                     f"(--on-bad-row record imports it ungraded)\n")
-    r = cli("import", "lighteval", path, "--benchmark", "selected_choice", "-o", "pkg", "--on-bad-row", "record")
-    assert r.code == 0, r.err
+    refusal, out = _refused_then_recorded(cli, here, path, "--benchmark", "selected_choice")
+    assert refusal == (f"audit: error: {path}: row 2: field gold_index: 2 gold choices [0, 1]: no one gold letter "
+                       f"(--on-bad-row record imports it ungraded)\n")
     assert (f"  recorded ungraded (bad_input): {path.name}: row 2: item 1: 2 gold choices [0, 1]: no one gold "
-            f"letter") in r.out.splitlines()
+            f"letter") in out.splitlines()
     r = cli("grade", "pkg", "--benchmark", "selected_choice", "-o", "g.json")
     assert r.code == 0 and "bad_input" in r.out
 
@@ -225,12 +227,9 @@ def test_reference_boxed_reads_the_answer_of_a_logged_solution(cli, here):
     rows[0]["doc"]["choices"] = ["ANSWER: Thus the sum is $540 - 342 = \\boxed{198\\%}$."]
     rows[1]["doc"]["choices"] = ["ANSWER: the solution without a box"]
     path = _save(here, "nested", GSM_TASK, rows)
-    r = cli("import", "lighteval", path, "--reference", "boxed", "-o", "pkg")
-    assert r.code == 2 and not (here / "pkg").exists()
-    assert r.err == (f"audit: error: {path}: row 2: field gold: no \\boxed{{...}} answer in the gold text (none) "
-                     f"(--on-bad-row record imports it ungraded)\n")
-    r = cli("import", "lighteval", path, "--reference", "boxed", "-o", "pkg", "--on-bad-row", "record")
-    assert r.code == 0, r.err
+    refusal, _ = _refused_then_recorded(cli, here, path, "--reference", "boxed")
+    assert refusal == (f"audit: error: {path}: row 2: field gold: no \\boxed{{...}} answer in the gold text (none) "
+                       f"(--on-bad-row record imports it ungraded)\n")
     with open_package(here / "pkg") as pkg:
         items = [x.model_dump() for x in pkg.iter_rows("item_row.v1")]
         config = pkg.manifest.provenance.extra["import"]

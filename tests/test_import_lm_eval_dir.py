@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 
-import pytest
 
 from audit.packages import open_package
 from tests.conftest import REPO
@@ -20,12 +19,6 @@ DATA = REPO / "tests" / "data" / "lm_eval"
 COPA_DIR = DATA / "sshleifer__tiny-gpt2"
 STAMP = "2026-10-01T23-15-32.942677"
 GSM8K = DATA / "samples_gsm8k_2025-04-30T18-24-41.082644.jsonl"
-
-
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def _gsm8k_results(effective: int) -> dict:

@@ -48,10 +48,11 @@ def _rows(path, schema="response_row.v1"):
         return list(pkg.iter_rows(schema))
 
 
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+def _import_recorded(cli, src: Path, benchmark: str, out: str, *extra: str) -> str:
+    """`audit import lm-eval SRC` into OUT, its recorded verdicts to recorded.json; the line naming their figure."""
+    r = cli("import", "lm-eval", src, "--benchmark", benchmark, "-o", out, *extra, "--recorded", "recorded.json")
+    assert r.code == 0, r.err
+    return r.out.splitlines()[-1]
 
 
 def test_arc_easy_chosen_options_are_imported_and_regraded_as_the_harness_scored_them(cli, here):
@@ -83,20 +84,14 @@ def test_arc_easy_chosen_options_are_imported_and_regraded_as_the_harness_scored
 
 
 def test_acc_norm_chooses_by_log_likelihood_per_character(cli, here):
-    r = cli("import", "lm-eval", ARC, "--benchmark", "selected_choice", "-o", "arc", "--choice-by", "acc_norm",
-            "--recorded", "recorded.json")
-    assert r.code == 0, r.err
-    assert r.out.splitlines()[-1] == ("wrote recorded.json: selected_choice, 5 items x 1 samples, recorded accuracy 20.00% "
-                                      "(1/5) (acc_norm)")
+    assert _import_recorded(cli, ARC, "selected_choice", "arc", "--choice-by", "acc_norm") == (
+        "wrote recorded.json: selected_choice, 5 items x 1 samples, recorded accuracy 20.00% (1/5) (acc_norm)")
     assert [row.response for row in _rows(here / "arc")] == [_expected(rec, norm=True)[0] for rec in _records(ARC)]
 
 
 def test_copa_option_text_targets_and_the_results_file_figure(cli, here):
-    r = cli("import", "lm-eval", COPA, "--benchmark", "selected_choice", "-o", "copa", "--items-out", "items",
-            "--recorded", "recorded.json")
-    assert r.code == 0, r.err
-    assert r.out.splitlines()[-1] == ("wrote recorded.json: selected_choice, 20 items x 1 samples, recorded accuracy 60.00% "
-                                      "(12/20) (acc)")
+    assert _import_recorded(cli, COPA, "selected_choice", "copa", "--items-out", "items") == (
+        "wrote recorded.json: selected_choice, 20 items x 1 samples, recorded accuracy 60.00% (12/20) (acc)")
     records = _records(COPA)
     assert [row.response for row in _rows(here / "copa")] == [_expected(rec)[0] for rec in records]
     # COPA logs the gold as the option's text; its dataset label is the index.
@@ -171,11 +166,8 @@ def test_acc_mutual_info_requests_are_halved(cli, here):
 
 
 def test_generate_until_recorded_verdicts_from_a_real_file(cli, here):
-    r = cli("import", "lm-eval", GSM8K, "--benchmark", "gsm8k", "-o", "gsm", "--items-out", "items",
-            "--recorded", "recorded.json")
-    assert r.code == 0, r.err
-    assert r.out.splitlines()[-1] == ("wrote recorded.json: gsm8k, 3 items x 1 samples, recorded accuracy 0.00% (0/3) "
-                                      "(exact_match)")
+    assert _import_recorded(cli, GSM8K, "gsm8k", "gsm", "--items-out", "items") == (
+        "wrote recorded.json: gsm8k, 3 items x 1 samples, recorded accuracy 0.00% (0/3) (exact_match)")
     doc = json.loads((here / "recorded.json").read_text(encoding="utf-8"))
     assert doc["responses_package"]["path"] == "gsm"
     assert [(r["item_id"], r["answer"], r["verdict"], r["status"], r["reason"]) for r in doc["items"]] == [

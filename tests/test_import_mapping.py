@@ -8,18 +8,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from tests.conftest import shared_path
 
 SAMPLE = "mmlu_pro/mmlu_pro_responses_sample.jsonl"
 GPT4O = ["--where", "run_id=gpt4o_2024-05"]
-
-
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def test_import_verdicts_reads_one_run_of_a_multi_run_file(cli, here):

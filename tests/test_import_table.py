@@ -45,6 +45,15 @@ def _nothing_written(tmp_path: Path, *names: str) -> None:
     assert left == [], left
 
 
+def _import_valid(cli, src: Path, out: Path, *args: object) -> str:
+    """`audit import table SRC -o OUT ARGS`, which must succeed and write a package `audit validate` passes;
+    its stdout."""
+    r = cli("import", "table", src, "-o", out, *args)
+    assert r.code == 0, (src, r.err)
+    assert cli("validate", out).code == 0
+    return r.out
+
+
 # --------------------------------------------------------------------------- (a) MMLU-Pro responses sample
 
 
@@ -84,11 +93,9 @@ def test_mmlu_sample_one_package_per_run_with_where(cli, shared, tmp_path):
     src = shared(MMLU)
     for run, nulls in (("deepseek_2024-05", 164), ("Qwen1.5-7B-Chat_5shots", 207)):
         out = tmp_path / run
-        r = cli("import", "table", src, "-o", out, "--kind", "responses", "--where", f"run_id={run}",
-                "--map", "item_id=question_id", "--map", "extra.source_pred=source_pred", "--model", run)
-        assert r.code == 0, r.err
-        assert r.out.endswith(", 1000 rows (13000 read, 12000 filtered out)\n")
-        assert cli("validate", out).code == 0
+        assert _import_valid(cli, src, out, "--kind", "responses", "--where", f"run_id={run}", "--map",
+                             "item_id=question_id", "--map", "extra.source_pred=source_pred", "--model", run
+                             ).endswith(", 1000 rows (13000 read, 12000 filtered out)\n")
         rows = _rows(out)
         assert {r.sample for r in rows} == {0}
         # The README's count of failed upstream extractions for this run.
@@ -138,12 +145,9 @@ GPQA_ID = "item_id=gpqa-{item_index:03d}-v{version}"
 def test_gpqa_responses_stay_gzipped(cli, shared, tmp_path):
     src = shared(GPQA)
     out = tmp_path / "gpqa"
-    r = cli("import", "table", src, "-o", out, "--kind", "responses", "--gzip", "--benchmark", "gpqa_diamond",
-            "--map", GPQA_ID, "--sample-from", "model",
-            "--map", "extra.source_extracted=source_extracted", "--map", "extra.source_correct=source_correct")
-    assert r.code == 0, r.err
-    assert r.out.endswith(", 6336 rows (6336 read)\n")
-    assert cli("validate", out).code == 0
+    assert _import_valid(cli, src, out, "--kind", "responses", "--gzip", "--benchmark", "gpqa_diamond",
+                         "--map", GPQA_ID, "--sample-from", "model", "--map", "extra.source_extracted=source_extracted",
+                         "--map", "extra.source_correct=source_correct").endswith(", 6336 rows (6336 read)\n")
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "responses.jsonl.gz"]
     assert (out / "responses.jsonl.gz").read_bytes()[:2] == b"\x1f\x8b"
 
@@ -166,12 +170,9 @@ def test_gpqa_responses_stay_gzipped(cli, shared, tmp_path):
 def test_gpqa_items_protected_and_deduplicated(cli, shared, tmp_path):
     src = shared(GPQA)
     out = tmp_path / "items"
-    r = cli("import", "table", src, "-o", out, "--kind", "items", "--gzip", "--dedupe",
-            "--map", GPQA_ID, "--map", "reference=gold_letter", "--const", "protected=true",
-            "--const", "num_choices=4")
-    assert r.code == 0, r.err
-    assert r.out.endswith(", 792 rows (6336 read, 5544 duplicates dropped)\n")
-    assert cli("validate", out).code == 0
+    assert _import_valid(cli, src, out, "--kind", "items", "--gzip", "--dedupe",
+                         "--map", GPQA_ID, "--map", "reference=gold_letter", "--const", "protected=true",
+                         "--const", "num_choices=4").endswith(", 792 rows (6336 read, 5544 duplicates dropped)\n")
     items = _rows(out, "item_row.v1")
     assert len(items) == 792
     assert all(it.protected and it.num_choices == 4 and it.question is None for it in items)
@@ -199,12 +200,10 @@ def test_gpqa_template_typo_is_one_line_and_writes_nothing(cli, shared, tmp_path
 def test_math_cot_explode_and_items(cli, shared, tmp_path):
     src = shared(MATH)
     out = tmp_path / "math"
-    r = cli("import", "table", src, "-o", out, "--kind", "responses", "--benchmark", "math",
-            "--map", "item_id=idx", "--explode", "response,pred,score",
-            "--map", "extra.pred=pred", "--map", "extra.qwen_score=score")
-    assert r.code == 0, r.err
-    assert r.out.endswith(", 800 rows (100 read)\n")
-    assert cli("validate", out).code == 0
+    assert _import_valid(cli, src, out, "--kind", "responses", "--benchmark", "math",
+                         "--map", "item_id=idx", "--explode", "response,pred,score",
+                         "--map", "extra.pred=pred", "--map", "extra.qwen_score=score"
+                         ).endswith(", 800 rows (100 read)\n")
     rows = _rows(out)
     assert Counter(r.sample for r in rows) == {i: 100 for i in range(8)}
     # The README's grader tally: 728 True, 72 False.
@@ -216,10 +215,8 @@ def test_math_cot_explode_and_items(cli, shared, tmp_path):
         assert row.extra["pred"] == s["pred"][row.sample]
 
     items = tmp_path / "math_items"
-    r = cli("import", "table", src, "-o", items, "--kind", "items", "--map", "item_id=idx",
-            "--map", "reference=answer", "--map", "subject=level", "--map", "extra.qwen_gt=gt")
-    assert r.code == 0, r.err
-    assert cli("validate", items).code == 0
+    _import_valid(cli, src, items, "--kind", "items", "--map", "item_id=idx",
+                  "--map", "reference=answer", "--map", "subject=level", "--map", "extra.qwen_gt=gt")
     got = {it.item_id: it for it in _rows(items, "item_row.v1")}
     assert len(got) == 100
     assert got["0"].reference == source[0]["answer"] and got["0"].question == source[0]["question"]
@@ -260,11 +257,9 @@ def test_csv_cells_are_converted_to_field_types(cli, tmp_path):
                    '7,1,"Line one, with a comma",,\n'
                    '8,0,,length,007\n', encoding="utf-8")
     out = tmp_path / "pkg"
-    r = cli("import", "table", src, "-o", out, "--kind", "responses", "--map", "item_id=q{qid:03d}",
-            "--map", "sample=rep", "--map", "response=text", "--map", "finish_reason=finish",
-            "--map", "prompt_tokens=ptok")
-    assert r.code == 0, r.err
-    assert cli("validate", out).code == 0
+    _import_valid(cli, src, out, "--kind", "responses", "--map", "item_id=q{qid:03d}",
+                  "--map", "sample=rep", "--map", "response=text", "--map", "finish_reason=finish",
+                  "--map", "prompt_tokens=ptok")
     rows = [(r.item_id, r.sample, r.response, r.finish_reason, r.prompt_tokens) for r in _rows(out)]
     assert rows == [("q007", 0, "The answer is (B).\nDone.", "stop", 120),
                     ("q007", 1, "Line one, with a comma", None, None),
@@ -281,10 +276,8 @@ def test_parquet_and_json_array_sources(cli, shared, tmp_path):
     (tmp_path / "s.json").write_text(json.dumps(source, indent=1), encoding="utf-8")
     for name in ("s.parquet", "s.json"):
         out = tmp_path / f"pkg_{name}"
-        r = cli("import", "table", tmp_path / name, "-o", out, "--kind", "responses",
-                "--map", "item_id=question_id", "--keep-extra", "--drop", "response_field,source_path,model")
-        assert r.code == 0, (name, r.err)
-        assert cli("validate", out).code == 0
+        _import_valid(cli, tmp_path / name, out, "--kind", "responses",
+                      "--map", "item_id=question_id", "--keep-extra", "--drop", "response_field,source_path,model")
         rows = _rows(out)
         assert [r.response for r in rows] == [s["response"] for s in source]
         # question_id went to item_id: what a field took is not repeated in extra.

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from tests.conftest import shared_path
 
@@ -17,12 +16,6 @@ GEMINI = "mmlu_pro/upstream_zips/model_outputs_gemini-1.5-flash-002_5shots.zip"
 
 NOTE = ("note: 1 row with status bad_input (the source record disagrees with itself): counted as not graded in "
         "accuracy_all, left out of accuracy")
-
-
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def test_import_then_grade_gives_the_upstream_readme_figure(cli, here):

@@ -4,13 +4,11 @@ attacker: a hand-edited entry is caught, and a changed behaviour is never migrat
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import inspect
 import json
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -19,6 +17,7 @@ from audit import graders
 from audit import behaviour, lock
 from audit.errors import AuditError
 from audit.registry import Registry
+from tests.builders import load_source
 from tests.conftest import REPO, shared_path
 
 KINDS = {"extractor": extractors, "grader": graders}
@@ -87,13 +86,7 @@ CHANGED = RAW.replace("stripped = text.strip()", "stripped = text.rstrip()")
 
 def _raw_variant(tmp_path, module: str, source: str) -> extractors.Extractor:
     """raw@1 with `source` loaded as module `module` (fingerprints name the module and read its source)."""
-    path = tmp_path / f"{module.replace('.', '_')}.py"
-    path.write_text(textwrap.dedent(source), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(module, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[module] = mod
-    spec.loader.exec_module(mod)
-    return extractors.Extractor("raw", "1", "variant", "test", mod.raw)
+    return extractors.Extractor("raw", "1", "variant", "test", load_source(tmp_path, module, source).raw)
 
 
 @pytest.fixture

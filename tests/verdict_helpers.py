@@ -18,16 +18,8 @@ import pandas as pd
 
 from audit.models import Producer
 from audit.summary import summarize
-from audit.verdicts import (
-    ComponentRef,
-    PackageRef,
-    Policies,
-    VerdictFile,
-    VerdictRow,
-    dump_verdict_file,
-    items_section_sha256,
-    write_rows_parquet,
-)
+from audit.verdicts import ComponentRef, PackageRef, Policies, VerdictFile, VerdictRow, dump_verdict_file, \
+    items_section_sha256, write_rows_parquet
 from audit.fileio import dumps
 
 DIGEST_A = "a" * 64

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Generic, Self, TypeVar
 
 from pydantic import Field
 
@@ -190,54 +190,46 @@ def _stored_summary(pkg: Package) -> dict[str, Any]:
     return obj
 
 
+_Summary = TypeVar("_Summary")
+
+
 @dataclass
-class Throughput:
-    """A throughput package read back: its rows, its stored summary and the recomputed one. Open until
-    `close` (or the end of a `with` block)."""
+class _ReadBack(Generic[_Summary]):
+    """A package read back: its stored summary and the one recomputed from its rows. Open until `close`
+    (or the end of a `with` block)."""
 
     pkg: Package
+    stored: dict[str, Any]
+    summary: _Summary
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        return self.pkg.manifest.provenance.extra
+
+    def close(self) -> None:
+        self.pkg.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class Throughput(_ReadBack[figures.ThroughputSummary]):
+    """A throughput package read back, with its request and window rows."""
+
     requests: list[BenchRequestRow]
     windows: list[BenchWindowRow]
-    stored: dict[str, Any]
-    summary: figures.ThroughputSummary
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        return self.pkg.manifest.provenance.extra
-
-    def close(self) -> None:
-        self.pkg.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 @dataclass
-class Telemetry:
-    """A telemetry package read back: its samples, its stored summary and the recomputed one. Open until
-    `close` (or the end of a `with` block)."""
+class Telemetry(_ReadBack[telemetry.TelemetrySummary]):
+    """A telemetry package read back, with its GPU and GPM samples."""
 
-    pkg: Package
     gpu_rows: list[GpuSampleRow]
     gpm_rows: list[GpmSampleRow]
-    stored: dict[str, Any]
-    summary: telemetry.TelemetrySummary
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        return self.pkg.manifest.provenance.extra
-
-    def close(self) -> None:
-        self.pkg.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _check(src: str, stored: dict[str, Any], fresh: Any) -> None:
@@ -274,7 +266,7 @@ def read_throughput(pkg: Package, label: str) -> Throughput:
         raise AuditError(str(e), path=f"{label}/{ANCHOR}") from None
     stored = _stored_summary(pkg)
     _check(label, stored, fresh)
-    return Throughput(pkg, requests, windows, stored, fresh)
+    return Throughput(pkg, stored, fresh, requests=requests, windows=windows)
 
 
 def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Telemetry:
@@ -304,7 +296,7 @@ def read_telemetry(pkg: Package, label: str, throughput: Throughput | None = Non
                                 [(w[0], w[1], w[2]) for w in extra.windows], gpu_rows, gpm_rows)
     stored = _stored_summary(pkg)
     _check(label, stored, fresh)
-    return Telemetry(pkg, gpu_rows, gpm_rows, stored, fresh)
+    return Telemetry(pkg, stored, fresh, gpu_rows=gpu_rows, gpm_rows=gpm_rows)
 
 
 def find_telemetry(throughput_path: str | Path, given: str | Path | None) -> Path | None:

@@ -17,15 +17,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import Field, field_validator
 
-from audit.claims.registry import (
-    Context,
-    FileId,
-    PackageId,
-    RecipeArgs,
-    RecipeFailed,
-    Result,
-    recipe,
-)
+from audit.claims.registry import Context, FileId, PackageId, RecipeArgs, RecipeFailed, Result, recipe
 from audit.verdicts.models import Figure, Interval, Policies
 
 FigureName = Literal["accuracy", "accuracy_all"]

@@ -20,16 +20,7 @@ from pydantic import Field, field_validator, model_validator
 from audit import stats
 from audit.claims.ledger import evaluate, parse_expression
 from audit.claims.recipes_grade import GradeSource, Rows, graded_rows, recorded_rows
-from audit.claims.registry import (
-    Context,
-    FileId,
-    PackageId,
-    RecipeArgs,
-    RecipeFailed,
-    Result,
-    Series,
-    recipe,
-)
+from audit.claims.registry import Context, FileId, PackageId, RecipeArgs, RecipeFailed, Result, Series, recipe
 from audit.claims.units import ANY
 from audit.models import unsafe_path_reason
 from audit.verdicts.models import Interval

@@ -138,6 +138,24 @@ def _write_all(outputs: list, force: bool, recorded: Path | None, write_recorded
     return manifests, header
 
 
+def _write_reported(outputs: list, force: bool, recorded: Path | None, write_recorded: Any,
+                    bad_rows: list[dict[str, Any]] | None = None) -> Any:
+    """`_write_all`, then a line per package written (and each row recorded ungraded); the recorded verdict
+    file's header (None without `recorded`)."""
+    with _collapsed_problems():
+        manifests, header = _write_all(outputs, force, recorded, write_recorded)
+        _report(manifests, [o.out for o in outputs], bad_rows)
+    return header
+
+
+def _exit_on_mismatch(checks: list[dict[str, Any]], message: str) -> int:
+    """1, with `message` on stderr, when a cross-check failed; else 0."""
+    if any(c["ok"] is False for c in checks):
+        click.echo(message, err=True)
+        return 1
+    return 0
+
+
 def _report_recorded(recorded: Path, header: Any, benchmark: str, note: str = "") -> None:
     overall = next(f for f in header.summary.figures if f.name == "accuracy_all")
     click.echo(f"wrote {recorded}: {benchmark}, {header.summary.items} items x {header.summary.samples} samples, "
@@ -222,9 +240,7 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: 
             return write_recorded(recorded, rows, benchmark=benchmark, tool="TIGER-AI-Lab/MMLU-Pro (pred)",
                                   source=source, package=package, package_path=rel, subject_of=subjects,
                                   overwrite=force)
-    with _collapsed_problems():
-        manifests, header = _write_all(outputs, force, recorded, write)
-        _report(manifests, [o.out for o in outputs], bad_rows)
+    header = _write_reported(outputs, force, recorded, write, bad_rows)
     if recorded is not None:
         _report_recorded(recorded, header, benchmark, f"; {no_pred} without a pred counted wrong" if no_pred else "")
     return 0
@@ -306,9 +322,7 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
             return write_recorded(recorded, verdict_rows, benchmark=benchmark, tool=f"lm-evaluation-harness ({used})",
                                   source=f"{imp.src.name} sha256:{imp.src.sha256}", package=package,
                                   package_path=rel, overwrite=force)
-    with _collapsed_problems():
-        manifests, header = _write_all(outputs, force, recorded, write)
-        _report(manifests, [o.out for o in outputs], imp.bad_rows)
+    header = _write_reported(outputs, force, recorded, write, imp.bad_rows)
     if recorded is not None:
         _report_recorded(recorded, header, benchmark, f" ({used})")
     return 0
@@ -405,18 +419,13 @@ def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorde
         def write(package: Path, rel: str) -> Any:
             return write_recorded(recorded, rows, benchmark=bench, tool=f"inspect_ai ({imp.scorer})",
                                   source=f"{sf.name} sha256:{sf.sha256}", package=package, package_path=rel)
-    with _collapsed_problems():
-        manifests, header = _write_all(outputs, force, recorded, write)
-        _report(manifests, [o.out for o in outputs])
+    header = _write_reported(outputs, force, recorded, write)
     click.echo("  checked against the log's results: " + "; ".join(
         describe(c) if c["ok"] is not None else f"{c['what']}: not checked (the log reports none)" for c in checks))
     if recorded is not None:
         assert bench is not None  # refused above without one
         _report_recorded(recorded, header, bench, f" ({imp.scorer})")
-    if any(c["ok"] is False for c in checks):
-        click.echo("the log's figures do not come from its samples (see MISMATCH above)", err=True)
-        return 1
-    return 0
+    return _exit_on_mismatch(checks, "the log's figures do not come from its samples (see MISMATCH above)")
 
 
 @import_group.command("lighteval")
@@ -474,16 +483,12 @@ def import_lighteval(src: Path, benchmark: str | None, results: Path | None, cho
         def write(package: Path, rel: str) -> Any:
             return write_recorded(recorded, rows, benchmark=bench, tool=f"lighteval ({used})",
                                   source=f"{imp.src.name} sha256:{imp.src.sha256}", package=package, package_path=rel)
-    with _collapsed_problems():
-        manifests, header = _write_all(outputs, force, recorded, write)
-        _report(manifests, [o.out for o in outputs], imp.bad_rows)
+    header = _write_reported(outputs, force, recorded, write, imp.bad_rows)
     click.echo("  checked against the results file: " + "; ".join(describe(c) for c in checks))
     if recorded is not None:
         _report_recorded(recorded, header, bench, f" ({used})")
-    if any(c["ok"] is False for c in checks):
-        click.echo("the results file's figures do not come from these details (see MISMATCH above)", err=True)
-        return 1
-    return 0
+    return _exit_on_mismatch(checks, "the results file's figures do not come from these details (see MISMATCH "
+                                     "above)")
 
 
 @import_group.command("table")

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -277,6 +277,18 @@ class LmEvalImport:
         self.output_types[kind] = self.output_types.get(kind, 0) + 1
         return item_id, choice, None
 
+    def _checked(self) -> Iterator[tuple[Any, dict[str, Any], str | None, Choice | None] | SourceRow]:
+        """Each record of the chosen filter as (record, object, item id, choice), or the row saying why not."""
+        for rec, obj, bad in self._records():
+            if bad is None:
+                assert obj is not None  # _records gives an object or an error row
+                item_id, choice, bad = self._check(rec.label, rec.row, obj)
+            if bad is not None:
+                yield bad
+                continue
+            assert obj is not None
+            yield rec, obj, item_id, choice
+
     def _hash_problems(self, obj: dict[str, Any]) -> Iterator[tuple[str, str]]:
         # The harness hashes what it logged; a mismatch means the file changed after the run.
         reqs = _requests(obj.get("arguments"))
@@ -296,85 +308,85 @@ class LmEvalImport:
         names = metrics if isinstance(metrics, list) else [k for k in obj if k not in _RESERVED]
         return {m: obj[m] for m in names if isinstance(m, str) and m in obj}
 
+    def _each_record(self, rows_of: Callable[[Any, dict[str, Any], str | None, Choice | None],
+                                             Iterator[SourceRow]]) -> Iterator[SourceRow]:
+        """The rows `rows_of` makes of each record of the chosen filter, or the row saying why a record
+        cannot be read."""
+        for checked in self._checked():
+            if isinstance(checked, SourceRow):
+                yield checked
+            else:
+                yield from rows_of(*checked)
+
     def response_rows(self) -> Iterator[SourceRow]:
-        for rec, obj, bad in self._records():
-            if bad is not None:
-                yield bad
-                continue
-            assert obj is not None  # _records gives an object or an error row
-            item_id, choice, bad = self._check(rec.label, rec.row, obj)
-            if bad is not None:
-                yield bad
-                continue
-            self.docs += 1
-            scores = self._scores(obj)
-            if choice is not None:
-                extra: dict[str, Any] = {"doc_id": obj["doc_id"], "filter": self.filter,
-                                         "choice_by": self.choice_by, "chosen": choice.chosen,
-                                         "loglikelihoods": choice.lls, "is_greedy": choice.greedy}
-                if scores:
-                    extra["metrics"] = scores
-                if choice.bad is not None:
-                    extra["bad_input"] = choice.bad
-                    self.bad_rows.append({"item_id": item_id, "file": Path(rec.label).name, "row": rec.row,
-                                          "reason": choice.bad})
-                row: dict[str, Any] = {"item_id": item_id, "sample": 0, "response": choice.letter, "extra": extra}
-                if isinstance(obj.get("prompt_hash"), str):
-                    row["prompt_sha256"] = obj["prompt_hash"]
-                self.responses += 1
-                yield SourceRow(rec.label, rec.row, row)
-                continue
-            reqs = _requests(obj.get("arguments"))
-            kwargs = reqs[0][1] if reqs and len(reqs[0]) > 1 and isinstance(reqs[0][1], dict) else None
-            if kwargs is not None:
-                canon = json.dumps(kwargs, sort_keys=True, ensure_ascii=False)
-                self.gen_kwargs.setdefault(canon, kwargs)
-            max_tokens = kwargs.get("max_gen_toks") if kwargs else None
-            filtered = obj.get("filtered_resps")
-            filtered = filtered[0] if isinstance(filtered, list) and len(filtered) == 1 else None
-            texts = obj["resps"][0]
-            for sample, text in enumerate(texts):
-                row = {"item_id": item_id, "sample": sample, "response": text}
-                if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
-                    row["max_tokens"] = max_tokens
-                if isinstance(obj.get("prompt_hash"), str):
-                    row["prompt_sha256"] = obj["prompt_hash"]
-                extra = {"doc_id": obj["doc_id"], "filter": self.filter}
-                if isinstance(filtered, list) and len(filtered) == len(texts):
-                    extra["filtered_resp"] = filtered[sample]
-                elif filtered is not None:
-                    extra["filtered_resp"] = filtered  # one answer for all repeats (take_first, majority vote)
-                if scores:
-                    extra["metrics"] = scores
-                row["extra"] = extra
-                self.responses += 1
-                yield SourceRow(rec.label, rec.row, row)
+        return self._each_record(self._responses_of)
+
+    def _responses_of(self, rec: Any, obj: dict[str, Any], item_id: str | None,
+                      choice: Choice | None) -> Iterator[SourceRow]:
+        self.docs += 1
+        scores = self._scores(obj)
+        if choice is not None:
+            extra: dict[str, Any] = {"doc_id": obj["doc_id"], "filter": self.filter,
+                                     "choice_by": self.choice_by, "chosen": choice.chosen,
+                                     "loglikelihoods": choice.lls, "is_greedy": choice.greedy}
+            if scores:
+                extra["metrics"] = scores
+            if choice.bad is not None:
+                extra["bad_input"] = choice.bad
+                self.bad_rows.append({"item_id": item_id, "file": Path(rec.label).name, "row": rec.row,
+                                      "reason": choice.bad})
+            row: dict[str, Any] = {"item_id": item_id, "sample": 0, "response": choice.letter, "extra": extra}
+            if isinstance(obj.get("prompt_hash"), str):
+                row["prompt_sha256"] = obj["prompt_hash"]
+            self.responses += 1
+            yield SourceRow(rec.label, rec.row, row)
+            return
+        reqs = _requests(obj.get("arguments"))
+        kwargs = reqs[0][1] if reqs and len(reqs[0]) > 1 and isinstance(reqs[0][1], dict) else None
+        if kwargs is not None:
+            canon = json.dumps(kwargs, sort_keys=True, ensure_ascii=False)
+            self.gen_kwargs.setdefault(canon, kwargs)
+        max_tokens = kwargs.get("max_gen_toks") if kwargs else None
+        filtered = obj.get("filtered_resps")
+        filtered = filtered[0] if isinstance(filtered, list) and len(filtered) == 1 else None
+        texts = obj["resps"][0]
+        for sample, text in enumerate(texts):
+            row = {"item_id": item_id, "sample": sample, "response": text}
+            if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
+                row["max_tokens"] = max_tokens
+            if isinstance(obj.get("prompt_hash"), str):
+                row["prompt_sha256"] = obj["prompt_hash"]
+            extra = {"doc_id": obj["doc_id"], "filter": self.filter}
+            if isinstance(filtered, list) and len(filtered) == len(texts):
+                extra["filtered_resp"] = filtered[sample]
+            elif filtered is not None:
+                extra["filtered_resp"] = filtered  # one answer for all repeats (take_first, majority vote)
+            if scores:
+                extra["metrics"] = scores
+            row["extra"] = extra
+            self.responses += 1
+            yield SourceRow(rec.label, rec.row, row)
 
     def item_rows(self) -> Iterator[SourceRow]:
-        for rec, obj, bad in self._records():
-            if bad is not None:
-                yield bad
-                continue
-            assert obj is not None  # _records gives an object or an error row
-            item_id, choice, bad = self._check(rec.label, rec.row, obj)
-            if bad is not None:
-                yield bad
-                continue
-            if "target" not in obj:
-                yield SourceRow(rec.label, rec.row, None, "missing required field", "target")
-                continue
-            self.docs += 1
-            if choice is not None:
-                extra = {"doc_id": obj["doc_id"], "target": obj["target"]}
-                if choice.bad is not None:  # graded as ungraded (bad_input): the reference is never compared
-                    extra["bad_input"] = f"{choice.bad} ({Path(rec.label).name} row {rec.row})"
-                yield SourceRow(rec.label, rec.row, {"item_id": item_id,
-                                                     "reference": choice.gold_letter if choice.bad is None
-                                                     else obj["target"], "choices": choice.options,
-                                                     "extra": extra})
-                continue
-            yield SourceRow(rec.label, rec.row, {"item_id": item_id, "reference": obj["target"],
-                                                 "extra": {"doc_id": obj["doc_id"]}})
+        return self._each_record(self._items_of)
+
+    def _items_of(self, rec: Any, obj: dict[str, Any], item_id: str | None,
+                  choice: Choice | None) -> Iterator[SourceRow]:
+        if "target" not in obj:
+            yield SourceRow(rec.label, rec.row, None, "missing required field", "target")
+            return
+        self.docs += 1
+        if choice is not None:
+            extra = {"doc_id": obj["doc_id"], "target": obj["target"]}
+            if choice.bad is not None:  # graded as ungraded (bad_input): the reference is never compared
+                extra["bad_input"] = f"{choice.bad} ({Path(rec.label).name} row {rec.row})"
+            yield SourceRow(rec.label, rec.row, {"item_id": item_id,
+                                                 "reference": choice.gold_letter if choice.bad is None
+                                                 else obj["target"], "choices": choice.options,
+                                                 "extra": extra})
+            return
+        yield SourceRow(rec.label, rec.row, {"item_id": item_id, "reference": obj["target"],
+                                             "extra": {"doc_id": obj["doc_id"]}})
 
     def recorded_rows(self, metric: str | None) -> tuple[list[dict[str, Any]], str]:
         """The verdicts the harness recorded: per document, its `metric` (default: the first it logged) as
@@ -382,13 +394,11 @@ class LmEvalImport:
         rows and the metric used."""
         rows: list[dict[str, Any]] = []
         used = metric
-        for rec, obj, bad in self._records():
-            if bad is not None:
-                raise AuditError(bad.error or "unreadable record", path=bad.path, row=bad.row, field=bad.field)
-            assert obj is not None  # _records gives an object or an error row
-            item_id, choice, bad = self._check(rec.label, rec.row, obj)
-            if bad is not None:
-                raise AuditError(bad.error or "unreadable record", path=bad.path, row=bad.row, field=bad.field)
+        for checked in self._checked():
+            if isinstance(checked, SourceRow):
+                raise AuditError(checked.error or "unreadable record", path=checked.path, row=checked.row,
+                                 field=checked.field)
+            rec, obj, item_id, choice = checked
             assert item_id is not None
             if choice is None and len(obj["resps"][0]) != 1:
                 raise AuditError(f"{len(obj['resps'][0])} repeats scored as one document: the harness recorded a "

@@ -13,7 +13,7 @@ answer_index, cot_content, category, src, pred (the upstream regex extractor's l
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,20 +70,29 @@ def _records(files: list[SourceFile], rmap: RecordMap | None = None
             yield rec, item_id, bad
 
 
+def _per_record(files: list[SourceFile], rmap: RecordMap | None,
+                rows_of: Callable[[Any, str | None], Iterator[SourceRow]]) -> Iterator[SourceRow]:
+    """The rows `rows_of` makes of each readable record (given with its item id), and the error row of each
+    unreadable one."""
+    for rec, item_id, bad in _records(files, rmap):
+        if bad:
+            yield bad
+        else:
+            yield from rows_of(rec, item_id)
+
+
 def response_rows(files: list[SourceFile], counts: dict[str, int] | None = None,
                   rmap: RecordMap | None = None) -> Iterator[SourceRow]:
     """One response row per upstream record: item_id = question_id, sample 0."""
     counts = counts if counts is not None else {}
-    for rec, item_id, bad in _records(files, rmap):
-        if bad:
-            yield bad
-            continue
+
+    def rows_of(rec: Any, item_id: str | None) -> Iterator[SourceRow]:
         obj = rec.obj
         name = _text_field(obj)
         if name is None:
             yield SourceRow(rec.label, rec.row, None,
                             f"no model text: none of {', '.join(TEXT_FIELDS)} is present", TEXT_FIELDS[0])
-            continue
+            return
         text = obj[name]
         row: dict[str, Any] = {"item_id": item_id, "sample": 0, "response": text}
         if text is None:
@@ -94,6 +103,8 @@ def response_rows(files: list[SourceFile], counts: dict[str, int] | None = None,
         row["extra"] = extra
         counts[name] = counts.get(name, 0) + 1
         yield SourceRow(rec.label, rec.row, row)
+
+    return _per_record(files, rmap, rows_of)
 
 
 def inconsistency(obj: dict[str, Any]) -> str | None:
@@ -115,20 +126,18 @@ def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None, *,
     (`"record"`: graded as ungraded, status `bad_input`), each listed in `bad_rows`.
     """
     counts = counts if counts is not None else {}
-    for rec, item_id, bad in _records(files, rmap):
-        if bad:
-            yield bad
-            continue
+
+    def rows_of(rec: Any, item_id: str | None) -> Iterator[SourceRow]:
         obj = rec.obj
         if "answer" not in obj:
             yield SourceRow(rec.label, rec.row, None, "missing required field", "answer")
-            continue
+            return
         answer = obj["answer"]
         why = inconsistency(obj)
         if why is not None and on_bad_row != "record":
             yield SourceRow(rec.label, rec.row, None, why + " (--on-bad-row record imports it ungraded)",
                             "answer_index")
-            continue
+            return
         row: dict[str, Any] = {"item_id": item_id, "reference": answer}
         if "options" in obj:
             row["choices"] = obj["options"]
@@ -145,6 +154,8 @@ def item_rows(files: list[SourceFile], counts: dict[str, int] | None = None, *,
             row["extra"] = extra
         counts["items"] = counts.get("items", 0) + 1
         yield SourceRow(rec.label, rec.row, row)
+
+    return _per_record(files, rmap, rows_of)
 
 
 def recorded_rows(files: list[SourceFile], on_bad_row: str = "refuse", rmap: RecordMap | None = None
