@@ -190,15 +190,17 @@ def test_step_span_marker_needs_marker_durations(tmp_path):
 
 def test_the_evidence_package_of_analysis_1_still_recomputes_as_written():
     """packages/evidence-h200-trace/profile-decode-tp1 was written before `config.analysis`: it reads as 1 and
-    the claims recipe recomputes it with analysis 1's options (audit verify's M13 and M15 rest on it)."""
+    the profile kind's reader (what `audit show`, `audit trace diff` and the claims recipes use) recomputes it
+    with analysis 1's options (audit verify's M13 and M15 rest on it)."""
     from pathlib import Path
 
-    from audit.claims.recipes_trace import _recomputed
     from audit.packages import open_package
+    from audit.trace.package import read_checked
 
     pkg_dir = Path(__file__).resolve().parent.parent / "packages/evidence-h200-trace/profile-decode-tp1"
     with open_package(pkg_dir, kind="profile") as pkg:
-        loaded, how = _recomputed(pkg, "profile-decode-tp1")
+        checked = read_checked(pkg, "profile-decode-tp1")
+        loaded, how = checked.loaded, checked.how
     cfg = loaded.summary.config
     assert (cfg.analysis, cfg.step_span, cfg.collective_ops) == (1, "next_marker", {})
     assert "python_function" not in cfg.marker_categories
