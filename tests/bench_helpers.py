@@ -8,7 +8,7 @@ from typing import Any
 from audit.bench import promtext, store
 from audit.bench.telemetry import DeviceInfo, SamplerResult
 from audit.bench.throughput import BenchConfig, RunResult
-from audit.models import BenchRequestRow, BenchWindowRow
+from audit.bench.rows import BenchRequestRow, BenchWindowRow
 
 T0 = 1_700_000_000.0
 

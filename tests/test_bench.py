@@ -22,7 +22,7 @@ from audit.bench.telemetry import NvmlLayer, Sampler
 from audit.bench.throughput import BenchConfig, run
 from audit.errors import AuditError, ValidationFailed
 from audit.fileio import dumps_pretty, sha256_file
-from audit.models import GpuSampleRow
+from audit.bench.rows import GpuSampleRow
 from audit.packages import validate_package
 
 # --------------------------------------------------------------------------- figures

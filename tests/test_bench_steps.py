@@ -11,7 +11,7 @@ from tests.fake_openai_server import FakeOpenAIServer
 from audit.bench import figures, store
 from audit.bench.report import throughput_lines
 from audit.bench.throughput import BenchConfig, run
-from audit.models import BenchRequestRow
+from audit.bench.rows import BenchRequestRow
 
 
 def _row(n: int, times: list[float], phase: str = "timed", start: float = 0.0) -> BenchRequestRow:

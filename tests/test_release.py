@@ -17,7 +17,7 @@ import pytest
 from tests.verdict_helpers import make_verdict_file, write_verdict_file
 
 from audit.leaks import LeakIndex, ProtectedText, find_leaks
-from audit.models import ReleaseRow
+from audit.release.models import ReleaseRow
 from audit.pack import SourceRow, Table, build_package
 from audit.packages import open_package
 from audit.release import hash_id, release_id_key

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict
 
 from audit import schemas
 from audit.bench import promtext
-from audit.models import BenchRequestRow, BenchWindowRow
+from audit.bench.rows import BenchRequestRow, BenchWindowRow
 
 
 class FiguresDoc(BaseModel):

@@ -27,10 +27,11 @@ from typing import Any, Generic, Self, TypeVar
 from pydantic import Field
 
 from audit.bench import figures, telemetry
+from audit.bench.rows import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuSampleRow
 from audit.bench.throughput import RunResult, hardware_of
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.fileio import JsonError, dumps_pretty, json_differences, loads_strict, read_document
-from audit.models import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuSampleRow, Manifest, Provenance
+from audit.models import Manifest, Provenance
 from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, open_package, package_digest
 from audit.packages.kinds import Extra, Kind, register_kind

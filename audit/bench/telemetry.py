@@ -39,7 +39,7 @@ from typing import Any
 from audit import schemas
 from audit.bench.clock import RunClock
 from audit.bench.figures import FiguresDoc
-from audit.models import GpmSampleRow, GpuSampleRow
+from audit.bench.rows import GpmSampleRow, GpuSampleRow
 
 GPM_FAILURES_KEPT = 3
 """GPM sample failures of one GPU recorded as events one by one."""

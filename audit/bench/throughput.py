@@ -32,11 +32,11 @@ from audit.bench import promtext
 from audit.bench.client import NoChunkUsage, StreamOutcome, request_body, stream_completion
 from audit.bench.clock import RunClock
 from audit.bench.prompt import Prompt, PromptBuilder, PromptSpec
+from audit.bench.rows import BenchRequestRow, BenchWindowRow
 from audit.bench.telemetry import MIN_GPM_INTERVAL_S, DeviceLayer, NvmlLayer, Sampler, SamplerResult
 from audit.errors import AuditError
 from audit.generate.openai_http import OpenAIServer, ServerError
 from audit.generate.vllm_server import DEFAULT_PROGRAM, LaunchedServer, parse_launch_args
-from audit.models import BenchRequestRow, BenchWindowRow
 
 MAX_POOL = 100_000
 """Most prompts a run builds; past them prompts are reused (rows say which one was sent)."""

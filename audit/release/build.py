@@ -19,7 +19,7 @@ from audit import inference
 from audit.errors import AuditError, Problem
 from audit.leaks import CURRENT as LEAK_CHECK
 from audit.leaks import MIN_LEAK_CHARS, LeakIndex, ProtectedText, find_leaks, normalize
-from audit.models import ItemRow, Provenance, ReleaseRow
+from audit.models import ItemRow, Provenance
 from audit.packages import PackageWriter, open_package
 from audit.release.models import (
     INFO_FILE,
@@ -30,6 +30,7 @@ from audit.release.models import (
     LeakFound,
     LeakTransforms,
     ReleaseInfo,
+    ReleaseRow,
 )
 from audit.release.render import info_json, render_readme
 from audit.release.salt import hash_id, release_id_key, strong_salt

@@ -11,10 +11,9 @@ import pydantic
 from pydantic import BaseModel
 
 from audit.errors import AuditError
-from audit.models import ReleaseRow
 from audit.packages.kinds import Kind, register_kind
 from audit.release.build import release_figures
-from audit.release.models import INFO_FILE, ROWS_FILE, ReleaseInfo
+from audit.release.models import INFO_FILE, ROWS_FILE, ReleaseInfo, ReleaseRow
 from audit.views import release_view
 
 if TYPE_CHECKING:

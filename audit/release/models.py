@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from audit.errors import ValidationFailed
-from audit.models import Count, Record
+from audit.models import Count, Record, Verdict
 from audit.schemas import register
 from audit.verdicts import ComponentRef, Figure, PackageRef, Policies
 
@@ -115,3 +115,37 @@ class LeakFound(ValidationFailed):
     """The release would publish protected text: nothing was written. Exit code 2."""
 
     exit_code = 2
+
+
+class ReleaseRow(Record):
+    """One published verdict: a row of a `release` package (see `audit.release`)."""
+
+    item_id: str = Field(min_length=1)
+    """The dataset's id, or its salted hash when the release says `id_scheme: hmac-sha256`."""
+    sample: Count
+    """Run index (0..K-1)."""
+    verdict: Verdict
+    """How the row counts: graded correct, graded incorrect, or left out of the graded denominator."""
+    status: str
+    """Why: `correct`, `incorrect`, `no_answer`, `truncated`, `excluded`, ... (see audit.verdicts.ROW_STATUSES)."""
+    protected: bool = False
+    """True for items whose content must not be published: then only the fields above are present."""
+    attempt: Count | None = None
+    """Attempt graded (0 = original); absent for protected items."""
+    answer: str | None = None
+    """Extracted answer; absent for protected items (beside a verdict it would reveal the key)."""
+    rule: str | None = None
+    """Extractor step that fired; absent for protected items."""
+    reason: str | None = None
+    """One-line explanation of the verdict; absent for protected items."""
+    reference: str | None = None
+    """Gold answer graded against; absent for protected items."""
+
+    @model_validator(mode="after")
+    def _protected_rows_hold_only_the_verdict(self) -> ReleaseRow:
+        if self.protected:
+            present = [k for k in ("attempt", "answer", "rule", "reason", "reference") if getattr(self, k) is not None]
+            if present:
+                raise ValueError(f"a protected row may hold only item_id, sample, verdict and status, "
+                                 f"not {', '.join(present)}")
+        return self

@@ -18,10 +18,10 @@ from audit import inference
 from audit.errors import AuditError, Problem
 from audit.fileio import JsonError, loads_strict
 from audit.leaks import LeakIndex
-from audit.models import ItemRow, ReleaseRow
+from audit.models import ItemRow
 from audit.packages import load_package, open_package
 from audit.release.build import key_texts, leak_problems, protected_texts, release_figures
-from audit.release.models import INFO_FILE, README_FILE, ROWS_FILE, ReleaseInfo
+from audit.release.models import INFO_FILE, README_FILE, ROWS_FILE, ReleaseInfo, ReleaseRow
 from audit.release.render import render_readme
 from audit.release.salt import hash_id, release_id_key, salt_check
 

@@ -33,7 +33,6 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from audit.models import ProfileCollectiveRow, ProfileKernelRow, ProfileStepRow
 from audit.trace import DEFAULT_STEP_MARKER
 from audit.trace.collect import (
     _MISSING_CORRELATION,
@@ -58,6 +57,9 @@ from audit.trace.models import (
     Linking,
     MainStream,
     Markers,
+    ProfileCollectiveRow,
+    ProfileKernelRow,
+    ProfileStepRow,
     StepFigures,
     StepSpread,
     TraceConfig,

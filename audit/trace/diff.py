@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from audit.models import ProfileKernelRow
 from audit.trace.analyze import TraceOptions, analyze
-from audit.trace.models import DiffSide, KernelChange, TraceDiff
+from audit.trace.models import DiffSide, KernelChange, ProfileKernelRow, TraceDiff
 
 
 def _is_package(path: Path) -> bool:

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from audit.models import Record
+from audit.models import Count, Int64, Record
 from audit.schemas import register
 
 TRACE_SUMMARY_SCHEMA_VERSION = 1
@@ -351,3 +351,89 @@ class TraceDiff(Record):
 
 register("trace_summary.v1", TraceSummary)
 register("trace_diff.v1", TraceDiff)
+
+
+# --------------------------------------------------------------------------- profile rows (audit trace)
+
+
+class ProfileStepRow(Record):
+    """One complete step of a profiler trace: a row of a `profile` package (see `audit.trace`)."""
+
+    step: Count
+    """Index of the step among the trace's complete steps (0 = the first marker's step)."""
+    marker: str
+    """Name of the step marker that opens the step, e.g. `ProfilerStep#12`."""
+    start_ns: Int64
+    """The marker's start on the trace's clock, in ns; the step ends where the next marker starts."""
+    duration_us: float = Field(ge=0)
+    """From this marker's start to the next one's, in µs (CPU time of the step)."""
+    selected: bool
+    """True when the step counts in the summary (it matches `--step-filter`, or no filter was given)."""
+    kernels: Count
+    """GPU kernels launched inside the step (matched to their launch through the correlation id)."""
+    kernels_by_stream: dict[str, Count]
+    """Those kernels by stream (`STREAM`, or `DEVICE:STREAM` when the trace spans several GPUs)."""
+    memcpy: Count
+    """GPU memory copies launched inside the step."""
+    memset: Count
+    """GPU memsets launched inside the step."""
+    graph_launches: Count
+    """CUDA-graph launches (`cudaGraphLaunch`) inside the step; their kernels count in `kernels`."""
+    collectives: dict[str, Count]
+    """Collective kernels of the step by kind (e.g. `all_reduce`)."""
+    gpu_start_ns: Int64 | None = None
+    """Start of the step's first GPU activity, in ns; null when nothing ran on the GPU for it."""
+    gpu_window_us: float | None = None
+    """GPU window of the step: from its first GPU activity to the next step's first (or its own last end), µs."""
+    main_stream_busy_us: float | None = None
+    """Time the main stream executed work inside the GPU window, in µs."""
+
+
+class ProfileKernelRow(Record):
+    """One GPU kernel (or memcpy/memset) name of a profiler trace: a row of a `profile` package."""
+
+    name: str
+    """The kernel's name as the trace gives it."""
+    category: Literal["kernel", "memcpy", "memset"]
+    """GPU activity type."""
+    collective: str | None = None
+    """Collective kind the name matched (e.g. `all_reduce`), or null."""
+    count: Count
+    """Occurrences launched inside the selected complete steps."""
+    total_us: float = Field(ge=0)
+    """Their summed duration, µs."""
+    median_us: float | None = None
+    """Their median duration, µs; null when `count` is 0."""
+    min_us: float | None = None
+    """Their shortest duration, µs."""
+    max_us: float | None = None
+    """Their longest duration, µs."""
+    per_step_min: Int64 | None = None
+    """Fewest occurrences in one selected step; null without steps."""
+    per_step_max: Int64 | None = None
+    """Most occurrences in one selected step; null without steps."""
+    count_all: Count
+    """Occurrences in the whole trace, inside steps or not."""
+    total_us_all: float = Field(ge=0)
+    """Summed duration over the whole trace, µs."""
+    streams: list[str]
+    """Streams it ran on, in the notation of `ProfileStepRow.kernels_by_stream`."""
+
+
+class ProfileCollectiveRow(Record):
+    """One collective kernel inside a selected step, with its position: a row of a `profile` package."""
+
+    step: Count
+    """The step (`ProfileStepRow.step`)."""
+    kind: str
+    """Collective kind, e.g. `all_reduce`."""
+    position: Count
+    """Index of this call among the step's collectives of the same kind, in GPU start order (0 = first)."""
+    name: str
+    """The kernel's name."""
+    start_ns: Int64
+    """GPU start on the trace's clock, ns."""
+    duration_us: float = Field(ge=0)
+    """GPU duration, µs."""
+    stream: str
+    """Stream it ran on."""

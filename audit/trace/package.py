@@ -26,18 +26,18 @@ from pathlib import Path
 
 from audit.errors import AuditError
 from audit.fileio import json_differences, sha256_file
-from audit.models import (
-    Manifest,
-    ProfileCollectiveRow,
-    ProfileKernelRow,
-    ProfileStepRow,
-    Provenance,
-)
+from audit.models import Manifest, Provenance
 from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, open_package
 from audit.packages.kinds import Extra, Kind, register_kind
 from audit.trace.analyze import TraceOptions, TraceResult, analyze
-from audit.trace.models import TRACE_SUMMARY_SCHEMA_VERSION, TraceSummary
+from audit.trace.models import (
+    TRACE_SUMMARY_SCHEMA_VERSION,
+    ProfileCollectiveRow,
+    ProfileKernelRow,
+    ProfileStepRow,
+    TraceSummary,
+)
 
 SUMMARY = "summary.json"
 STEPS = "steps.jsonl"
