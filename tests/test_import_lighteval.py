@@ -9,6 +9,7 @@ query)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -120,10 +121,13 @@ def test_generative_details_import_and_grade_in_every_layout(cli, here, layout):
         responses = [x.model_dump() for x in pkg.iter_rows("response_row.v1")]
         items = [x.model_dump() for x in pkg.iter_rows("item_row.v1")]
         config = pkg.manifest.provenance.extra["import"]
+        source_files = pkg.manifest.provenance.extra["source_files"]
     assert [x["response"] for x in responses] == [d[2] for d in docs]
     assert [x["reference"] for x in items] == [d[1] for d in docs]
     assert [x["item_id"] for x in items] == ["0", "1", "2"]
     assert (config["layout"], config["item_id"], config["task"]) == (layout, "row", GSM_TASK)
+    results = next((here / "results").rglob("results_*.json"))
+    assert [f["sha256"] for f in source_files] == [hashlib.sha256(p.read_bytes()).hexdigest() for p in (path, results)]
     r = cli("grade", "pkg", "--benchmark", "gsm8k", "-o", "g.json")
     assert r.code == 0, r.err
 
@@ -202,6 +206,8 @@ def test_several_gold_choices_are_refused_or_recorded_ungraded(cli, here):
     ("{'acc': 1} if True else 0", "not a Python literal as lighteval writes it (IfExp)"),
     ("[" * 5000 + "]" * 5000, "not a Python literal as lighteval writes it: "),
     ("['" + "x" * (16 << 20) + "']", "a cell of 16,777,220 characters (more than 16,777,216)"),
+    ("{[1]: 2}", "not a Python literal as lighteval writes it (a list as a dict key)"),
+    ("{'acc': 1, 'acc': 0}", "the key 'acc' appears twice"),
 ])
 @attack("import.lighteval-literal")
 def test_a_text_layout_cell_is_read_as_a_literal_never_run(cli, here, cell, why):
@@ -236,3 +242,14 @@ def test_reference_boxed_reads_the_answer_of_a_logged_solution(cli, here):
     assert [x["reference"] for x in items] == ["198\\%", "ANSWER: the solution without a box"]
     assert items[0]["extra"]["golds"] == [rows[0]["doc"]["choices"][0]]
     assert config["reference_from"]["extractor"] == "boxed@1"
+
+
+def test_log_probabilities_that_do_not_fit_the_choices_are_one_line_with_or_without_recorded(cli, here):
+    rows = _rows("nested", COPA_TASK)[:2]
+    rows[1]["model_response"]["logprobs"] = [-1.0, -2.0, -3.0]  # three for two choices
+    path = _save(here, "nested", COPA_TASK, rows)
+    for extra in ((), ("--recorded", "rec.json")):
+        r = cli("import", "lighteval", path, "--benchmark", "selected_choice", "-o", "pkg", *extra)
+        assert (r.code, r.out) == (2, "")
+        assert r.err == f"audit: error: {path}: row 2: field predictions: 3 log-probabilities for 2 choices\n"
+        assert not (here / "pkg").exists() and not (here / "rec.json").exists()

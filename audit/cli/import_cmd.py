@@ -472,8 +472,8 @@ def import_lighteval(src: Path, benchmark: str | None, results: Path | None, cho
     imp = lighteval_import(src, choice_by=choice_by, on_bad_row=on_bad_row, reference_from=reference_from)
     results = results or find_results(src)
     checks = imp.cross_check(results)
-    outputs = lighteval_outputs(imp, out, benchmark=benchmark, checks=checks, results=results, gzip=use_gzip,
-                                model=model, provenance=base, package_id=package_id)
+    outputs = lighteval_outputs(imp, out, benchmark=benchmark, checks=checks, gzip=use_gzip, model=model,
+                                provenance=base, package_id=package_id)
     write = None
     if recorded is not None:
         assert benchmark is not None  # refused above

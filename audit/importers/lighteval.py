@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.fileio import parse_object, read_document
+from audit.fileio import parse_object, read_document, sha256_bytes
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.lm_eval import hf_records
 from audit.importers.sources import SourceFile, source_file
@@ -76,11 +76,9 @@ def literal(text: str, where: str) -> Any:
         raise DetailError(where, f"a cell of {len(text):,} characters (more than {MAX_LITERAL_CHARS:,})")
     try:
         tree = ast.parse(text.strip(), mode="eval")
-        return _value(tree.body, where)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        if isinstance(e, DetailError):
-            raise
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise DetailError(where, f"not a Python literal as lighteval writes it: {text[:60]!r}") from None
+    return _value(tree.body, where)
 
 
 _NAMES = {"inf": math.inf, "nan": math.nan, "True": True, "False": False, "None": None}
@@ -97,9 +95,17 @@ def _value(node: ast.AST, where: str) -> Any:
             return -v if isinstance(node.op, ast.USub) else v
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_value(e, where) for e in node.elts]
-    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
-        return {_value(k, where): _value(v, where) for k, v in zip(node.keys, node.values, strict=True)
-                if k is not None}
+    if isinstance(node, ast.Dict):
+        out: dict[Any, Any] = {}
+        for k, v in zip(node.keys, node.values, strict=True):
+            key = _value(k, where) if k is not None else []  # `**x` has no key
+            if not isinstance(key, (str, int, float, bool, type(None))):
+                raise DetailError(where, f"not a Python literal as lighteval writes it (a {type(key).__name__} "
+                                         f"as a dict key)")
+            if key in out:  # str(dict) never repeats a key: a repeated one is written by something else
+                raise DetailError(where, f"the key {key!r} appears twice")
+            out[key] = _value(v, where)
+        return out
     raise DetailError(where, f"not a Python literal as lighteval writes it ({type(node).__name__})")
 
 
@@ -202,6 +208,17 @@ def chosen_choice(d: Detail, choice_by: str) -> int:
     return max(range(n), key=scores.__getitem__)
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """What read() decided for one row, once: its item id, its reference, why it is ungraded (or None), and
+    the choice lighteval's accuracy picked (log-likelihood rows)."""
+
+    item_id: str
+    reference: str | None
+    bad: str | None
+    chosen: int | None
+
+
 @dataclass
 class LightevalImport:
     """One details file read; remembers what the provenance and the cross-check need."""
@@ -214,7 +231,10 @@ class LightevalImport:
     layout: str | None = None
     id_by: str = "row"
     rows: list[tuple[int, Detail]] = field(default_factory=list)
+    readings: list[_Reading] = field(default_factory=list)
     bad_rows: list[dict[str, Any]] = field(default_factory=list)
+    results_file: SourceFile | None = None
+    """The results file `cross_check` read, pinned by the sha256 of the bytes it checked."""
 
     @property
     def label(self) -> str:
@@ -243,59 +263,49 @@ class LightevalImport:
         ids = [d.doc_id for _, d in self.rows]
         if all(ids) and len(set(ids)) == len(ids):
             self.id_by = "doc.id"
-        for index, (row, d) in enumerate(self.rows):  # refused here, before anything is written, or recorded
-            if d.logprobs:
-                self._gold_letter(row, d, self.item_id(index, d))
-            elif d.golds:
-                self._reference(row, d, self.item_id(index, d))
+        # Decided once per row, here: a bad row is refused before anything is written, or recorded as bad input.
+        self.readings = [self._reading(index, row, d) for index, (row, d) in enumerate(self.rows)]
         return self
 
-    def item_id(self, index: int, d: Detail) -> str:
-        return d.doc_id if self.id_by == "doc.id" and d.doc_id else str(index)
-
-    def _gold_letter(self, row: int, d: Detail, item_id: str) -> tuple[str | None, str | None]:
-        """(gold letter, None), or (None, why) for a document with no single gold choice."""
-        if len(d.gold_index) == 1 and 0 <= d.gold_index[0] < len(d.choices):
-            return LETTERS[d.gold_index[0]], None
-        why = (f"{len(d.gold_index)} gold choices {d.gold_index}: no one gold letter" if len(d.gold_index) != 1
-               else f"gold_index {d.gold_index[0]} is not one of the {len(d.choices)} choices")
-        if self.on_bad_row != "record":
-            raise AuditError(why + " (--on-bad-row record imports it ungraded)", path=self.label, row=row,
-                             field="gold_index")
-        if all(b["row"] != row for b in self.bad_rows):
-            self.bad_rows.append({"item_id": item_id, "file": self.src.name, "row": row, "reason": why})
-        return None, why
-
-    def _reference(self, row: int, d: Detail, item_id: str) -> tuple[str, str | None]:
-        """(reference, None) of a generative item, or (the gold text, why) when `boxed` finds no box in it."""
-        if self.reference_from == "gold":
-            return d.golds[0], None
+    def _reading(self, index: int, row: int, d: Detail) -> _Reading:
+        item_id = d.doc_id if self.id_by == "doc.id" and d.doc_id else str(index)
+        if d.logprobs:
+            try:
+                chosen = chosen_choice(d, self.choice_by)
+            except DetailError as e:
+                raise AuditError(str(e), path=self.label, row=row, field=e.field) from None
+            if len(d.gold_index) == 1 and 0 <= d.gold_index[0] < len(d.choices):
+                return _Reading(item_id, LETTERS[d.gold_index[0]], None, chosen)
+            why = (f"{len(d.gold_index)} gold choices {d.gold_index}: no one gold letter" if len(d.gold_index) != 1
+                   else f"gold_index {d.gold_index[0]} is not one of the {len(d.choices)} choices")
+            return _Reading(item_id, str(d.gold_index), self._bad(row, item_id, why, "gold_index"), chosen)
+        if not d.golds or self.reference_from == "gold":
+            return _Reading(item_id, d.golds[0] if d.golds else None, None, None)
         from audit import extractors
 
         got = extractors.get("boxed@1").extract(d.golds[0])
         if got.answer is not None:
-            return got.answer, None
+            return _Reading(item_id, got.answer, None, None)
         why = f"no \\boxed{{...}} answer in the gold text ({got.rule})"
+        return _Reading(item_id, d.golds[0], self._bad(row, item_id, why, "gold"), None)
+
+    def _bad(self, row: int, item_id: str, why: str, field: str) -> str:
+        """`why` a row is ungraded, recorded under `--on-bad-row record`; refused (AuditError) otherwise."""
         if self.on_bad_row != "record":
-            raise AuditError(why + " (--on-bad-row record imports it ungraded)", path=self.label, row=row, field="gold")
-        if all(b["row"] != row for b in self.bad_rows):
-            self.bad_rows.append({"item_id": item_id, "file": self.src.name, "row": row, "reason": why})
-        return d.golds[0], why
+            raise AuditError(why + " (--on-bad-row record imports it ungraded)", path=self.label, row=row,
+                             field=field)
+        self.bad_rows.append({"item_id": item_id, "file": self.src.name, "row": row, "reason": why})
+        return why
 
     def response_rows(self) -> Iterator[SourceRow]:
-        for index, (row, d) in enumerate(self.rows):
-            item_id = self.item_id(index, d)
+        for index, ((row, d), r) in enumerate(zip(self.rows, self.readings, strict=True)):
+            item_id = r.item_id
             extra: dict[str, Any] = {"row": index}
             if d.metrics:
                 extra["metrics"] = d.metrics
-            if d.logprobs:
-                try:
-                    chosen = chosen_choice(d, self.choice_by)
-                except DetailError as e:
-                    yield SourceRow(self.label, row, None, str(e), e.field)
-                    continue
-                yield SourceRow(self.label, row, {"item_id": item_id, "sample": 0, "response": LETTERS[chosen],
-                                                  "extra": {**extra, "choice_by": self.choice_by, "chosen": chosen,
+            if r.chosen is not None:
+                yield SourceRow(self.label, row, {"item_id": item_id, "sample": 0, "response": LETTERS[r.chosen],
+                                                  "extra": {**extra, "choice_by": self.choice_by, "chosen": r.chosen,
                                                             "logprobs": d.logprobs}})
                 continue
             if not d.texts:
@@ -305,27 +315,21 @@ class LightevalImport:
                                                   "extra": extra})
 
     def item_rows(self) -> Iterator[SourceRow]:
-        for index, (row, d) in enumerate(self.rows):
-            item: dict[str, Any] = {"item_id": self.item_id(index, d)}
-            if d.query is not None:
-                item["question"] = d.query
-            if d.logprobs:
-                letter, why = self._gold_letter(row, d, item["item_id"])
-                item["reference"] = letter if letter is not None else str(d.gold_index)
-                item["choices"] = d.choices
-                item["extra"] = {"row": index, "gold_index": d.gold_index}
-                if why is not None:  # graded as ungraded (bad_input): the reference is never compared
-                    item["extra"]["bad_input"] = f"{why} ({self.src.name} row {row})"
-            elif d.golds:
-                reference, why = self._reference(row, d, item["item_id"])
-                item["reference"] = reference
-                item["extra"] = {"row": index, **({"golds": d.golds} if len(d.golds) > 1 or reference != d.golds[0]
-                                                  else {})}
-                if why is not None:
-                    item["extra"]["bad_input"] = f"{why} ({self.src.name} row {row})"
-            else:
+        for index, ((row, d), r) in enumerate(zip(self.rows, self.readings, strict=True)):
+            if r.reference is None:
                 yield SourceRow(self.label, row, None, "no gold answer logged", "gold")
                 continue
+            item: dict[str, Any] = {"item_id": r.item_id, "reference": r.reference}
+            if d.query is not None:
+                item["question"] = d.query
+            if r.chosen is not None:
+                item["choices"] = d.choices
+                item["extra"] = {"row": index, "gold_index": d.gold_index}
+            else:
+                item["extra"] = {"row": index, **({"golds": d.golds} if len(d.golds) > 1 or r.reference != d.golds[0]
+                                                  else {})}
+            if r.bad is not None:  # graded as ungraded (bad_input): the reference is never compared
+                item["extra"]["bad_input"] = f"{r.bad} ({self.src.name} row {row})"
             yield SourceRow(self.label, row, item)
 
     def recorded_rows(self, metric: str | None) -> tuple[list[dict[str, Any]], str]:
@@ -335,30 +339,23 @@ class LightevalImport:
 
         used = metric or self._verdict_metric()
         out = []
-        for index, (row, d) in enumerate(self.rows):
+        for (row, d), r in zip(self.rows, self.readings, strict=True):
             value = d.metrics.get(used)
             if isinstance(value, bool) or value not in (0, 1):
                 raise AuditError(f"metric {used} is {value!r}, not 0 or 1: not a verdict", path=self.label, row=row,
                                  field=f"metrics.{used}")
-            if d.logprobs:
-                letter, why = self._gold_letter(row, d, self.item_id(index, d))
-                answer: str | None = LETTERS[chosen_choice(d, self.choice_by)]
-                if why is not None:
-                    out.append(recorded_row(self.item_id(index, d), 0, answer=answer, verdict="ungraded",
-                                            status="bad_input", reference=str(d.gold_index),
-                                            reason=f"{why} ({self.src.name} row {row})"))
-                    continue
-                reference = letter
-            else:
-                if len(d.texts) != 1:
-                    raise AuditError(f"{len(d.texts)} generations scored as one document: lighteval recorded a "
-                                     f"verdict per document, not per response", path=self.label, row=row,
-                                     field="predictions")
-                answer = None
-                reference = self._reference(row, d, self.item_id(index, d))[0] if d.golds else None
+            if r.chosen is None and len(d.texts) != 1:
+                raise AuditError(f"{len(d.texts)} generations scored as one document: lighteval recorded a "
+                                 f"verdict per document, not per response", path=self.label, row=row,
+                                 field="predictions")
+            answer = LETTERS[r.chosen] if r.chosen is not None else None
+            if r.bad is not None and r.chosen is not None:  # no one gold letter: the row is kept ungraded
+                out.append(recorded_row(r.item_id, 0, answer=answer, verdict="ungraded", status="bad_input",
+                                        reference=r.reference, reason=f"{r.bad} ({self.src.name} row {row})"))
+                continue
             verdict = "correct" if value == 1 else "incorrect"
-            out.append(recorded_row(self.item_id(index, d), 0, answer=answer, verdict=verdict, status=verdict,
-                                    reference=reference, reason=f"recorded by lighteval: {used} = {value:g}"))
+            out.append(recorded_row(r.item_id, 0, answer=answer, verdict=verdict, status=verdict,
+                                    reference=r.reference, reason=f"recorded by lighteval: {used} = {value:g}"))
         return out, used
 
     def _verdict_metric(self) -> str:
@@ -374,7 +371,7 @@ class LightevalImport:
         if results is None:
             return [{"what": "results", "logged": None, "recomputed": None, "ok": None,
                      "why": "no results file given or found beside the details"}]
-        obj = results_document(results)
+        obj, self.results_file = results_document(results)
         task = self.task
         figures = (obj.get("results") or {}).get(task) if task else None
         if task is None or not isinstance(figures, dict):
@@ -406,8 +403,7 @@ class LightevalImport:
                                           if d.query is not None)).encode()).hexdigest()
         return {"what": "examples hash", "logged": logged, "recomputed": got, "n": len(self.rows), "ok": got == logged}
 
-    def provenance(self, base: Provenance | None, model: str | None, checks: list[dict[str, Any]],
-                   results: Path | None) -> Provenance:
+    def provenance(self, base: Provenance | None, model: str | None, checks: list[dict[str, Any]]) -> Provenance:
         config: dict[str, Any] = {"importer": "lighteval", "task": self.task, "layout": self.layout,
                                   "item_id": self.id_by, "documents": len(self.rows), "cross_check": checks}
         if any(d.logprobs for _, d in self.rows):
@@ -421,18 +417,17 @@ class LightevalImport:
             config["on_bad_row"] = self.on_bad_row
         if self.bad_rows:
             config["bad_input"] = [dict(b) for b in self.bad_rows]
-        files = [self.src]
-        if results is not None:
-            files.append(source_file(results, (".json",)))
+        files = [self.src] if self.results_file is None else [self.src, self.results_file]
         return import_provenance(base, files=files, importer=config, engine=ENGINE, model=model)
 
 
-def results_document(path: Path) -> dict[str, Any]:
+def results_document(path: Path) -> tuple[dict[str, Any], SourceFile]:
+    """A results file read once: its JSON object, and the file pinned by the sha256 of those same bytes."""
     data, err = read_document(path, what="a lighteval results file")
     obj, err = parse_object(data or b"") if not err else (None, err)
-    if err or not isinstance(obj, dict):
+    if err or not isinstance(obj, dict) or data is None:
         raise AuditError(err or "not a JSON object", path=str(path))
-    return obj
+    return obj, SourceFile(path, sha256_bytes(data), len(data))
 
 
 def find_results(details: Path) -> Path | None:
@@ -466,11 +461,11 @@ def lighteval_import(src: str | Path, *, choice_by: str = "acc", on_bad_row: str
 
 
 def lighteval_outputs(imp: LightevalImport, out: Path, *, benchmark: str | None, checks: list[dict[str, Any]],
-                      results: Path | None, gzip: bool = False, model: str | None = None,
+                      gzip: bool = False, model: str | None = None,
                       provenance: Provenance | None = None, package_id: str | None = None) -> list[Output]:
     """The responses package of a details file, its items inside."""
     rel, schema = data_file("responses", gzip)
     irel, ischema = data_file("items", gzip)
     return [Output(out, "responses", [Table(rel, schema, imp.response_rows()), Table(irel, ischema, imp.item_rows())],
-                   lambda: imp.provenance(provenance, model, checks, results), benchmark=benchmark,
+                   lambda: imp.provenance(provenance, model, checks), benchmark=benchmark,
                    package_id=package_id)]
