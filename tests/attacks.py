@@ -257,6 +257,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
                                  "Python literal)", "added", "held"),
     ("trace.split-swap", "a trace replaced between the two opens of a split read (parent and forked child)",
      "added", "succeeded"),
+    ("import.parquet-swap", "a Parquet details table replaced between its hash and datasets reading it", "added",
+     "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

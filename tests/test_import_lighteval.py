@@ -253,3 +253,35 @@ def test_log_probabilities_that_do_not_fit_the_choices_are_one_line_with_or_with
         assert (r.code, r.out) == (2, "")
         assert r.err == f"audit: error: {path}: row 2: field predictions: 3 log-probabilities for 2 choices\n"
         assert not (here / "pkg").exists() and not (here / "rec.json").exists()
+
+
+@attack("import.parquet-swap")
+@pytest.mark.parametrize("importer", ["lighteval", "lm-eval"])
+def test_a_parquet_table_replaced_after_it_was_hashed_is_refused(cli, here, monkeypatch, importer):
+    """The Parquet readers (lighteval details, lm-eval's leaderboard details) decode the bytes they hashed, not
+    the file as it is when `datasets` gets to it: a table swapped in between is refused, nothing is written."""
+    import audit.importers.lighteval as lighteval_mod
+    import audit.importers.lm_eval as lm_eval_mod
+
+    if importer == "lighteval":
+        path = _save(here, "nested", COPA_TASK)
+        other = _save(here / "other", "nested", COPA_TASK, _rows("nested", COPA_TASK)[:3])
+    else:  # lm-eval's own records as a Parquet table (the Open LLM Leaderboard's details)
+        import datasets
+
+        records = _records(COPA)
+        path, other = here / "samples_copa.parquet", here / "other.parquet"
+        datasets.Dataset.from_list(records).to_parquet(str(path))
+        datasets.Dataset.from_list(records[:3]).to_parquet(str(other))
+    mod = lighteval_mod if importer == "lighteval" else lm_eval_mod
+    real = mod.source_file
+
+    def hashed_then_swapped(p, suffixes):
+        pinned = real(p, suffixes)
+        path.write_bytes(other.read_bytes())  # after the hash, before the read
+        return pinned
+
+    monkeypatch.setattr(mod, "source_file", hashed_then_swapped)
+    r = cli("import", importer, path, "--benchmark", "selected_choice", "-o", "pkg")
+    assert r.code != 0 and not (here / "pkg").exists()
+    assert "the file changed since it was hashed: run again" in r.err

@@ -244,7 +244,7 @@ class LightevalImport:
         """Read every row once (a details table is one task's documents: small beside its model's run)."""
         m = DETAILS_NAME.fullmatch(self.src.name)
         self.task = m.group(1) if m else None
-        for rec in hf_records(self.src.path):
+        for rec in hf_records(self.src):
             if rec.obj is None:
                 raise AuditError(rec.error or "unreadable row", path=self.label, row=rec.row or None)
             if self.layout is None:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.fileio import parse_object, read_document
+from audit.fileio import parse_object, read_document, read_regular, sha256_bytes
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.mapping import Expr, ExprError, coerce, parse_float, parse_int
 from audit.importers.sources import Record, SourceFile, iter_json_records, parquet_problem, source_file
@@ -231,7 +231,7 @@ class LmEvalImport:
         if self.embedded_task is not None:
             yield from embedded_records(self.src.path, self.embedded_task)
         elif self.parquet:
-            yield from hf_records(self.src.path)
+            yield from hf_records(self.src)
         else:
             yield from iter_json_records(self.src.path)
 
@@ -506,26 +506,37 @@ def embedded_records(path: Path, task: str) -> Iterator[Record]:
             yield Record(label, i, None, f"expected a JSON object, found {type(rec).__name__}")
 
 
-def hf_records(path: Path) -> Iterator[Record]:
+def hf_records(src: SourceFile) -> Iterator[Record]:
     """The rows of a Parquet samples table, read with Hugging Face `datasets` (the `hf` extra). Parquet stores
     `arguments` as one struct for all rows, so a record with fewer requests gets the others as nulls: those
-    are dropped again."""
+    are dropped again.
+
+    The file is read once: those bytes must be the ones `src` pinned by sha256, are checked at the bounds of
+    any Parquet input, and are what `datasets` decodes (from a private copy), so a file replaced after it was
+    hashed is refused, never imported under the old digest."""
     import tempfile
 
-    label = str(path)
+    label = str(src.path)
     try:
         import datasets
     except ImportError:
         yield Record(label, 0, None, "reading a Parquet details table needs datasets: pip install 'audit[hf]'")
         return
-    refused = parquet_problem(path)  # bounded as any Parquet input, before datasets decodes all of it
+    data = read_regular(src.path, follow_links=True)
+    if sha256_bytes(data) != src.sha256:
+        yield Record(label, 0, None, "the file changed since it was hashed: run again")
+        return
+    refused = parquet_problem(data)  # bounded as any Parquet input, before datasets decodes all of it
     if refused:
         yield Record(label, 0, None, refused)
         return
     datasets.disable_progress_bars()  # audit's output is its own lines only
     with tempfile.TemporaryDirectory(prefix="audit-hf-") as cache:
+        copy = Path(cache) / "table.parquet"
+        copy.write_bytes(data)
+        del data
         try:
-            ds = datasets.Dataset.from_parquet(str(path), cache_dir=cache, keep_in_memory=True)
+            ds = datasets.Dataset.from_parquet(str(copy), cache_dir=cache, keep_in_memory=True)
         except Exception as e:  # pyarrow and datasets raise several types for a damaged file
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
             yield Record(label, 0, None, f"not a readable Parquet table: {first}")

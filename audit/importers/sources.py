@@ -365,13 +365,12 @@ def _iter_parquet(path: Path, batch_rows: int = 8192) -> Iterator[Record]:
         yield Record(label, row + 1, None, f"not a readable Parquet file: {msg}")
 
 
-def parquet_problem(path: Path) -> str | None:
-    """Why a Parquet input is refused at a bound of reading (see _iter_parquet), or None; for a reader that
-    decodes it with another library (datasets). Damaged files are left to that reader."""
+def parquet_problem(data: bytes) -> str | None:
+    """Why a Parquet input (its bytes) is refused at a bound of reading (see _iter_parquet), or None; for a
+    reader that decodes it with another library (datasets). Damaged files are left to that reader."""
     from audit.packages.layout import ParquetBound, open_parquet, parquet_batches
 
     try:
-        data = read_regular(path, follow_links=True)
         for _ in parquet_batches(open_parquet(data), len(data)):
             pass
     except ParquetBound as e:
