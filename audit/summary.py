@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import pandas as pd
-
-from audit import stats
 from audit.ids import natural_key, natural_sorted
 from audit.verdicts.models import Figure, Interval, SubjectSummary, Summary
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas and scipy (audit.stats) are imported by the functions that compute: the formatters here (`pct`) are
+# imported by every report and package view, which must not pay for them.
 
 DENOMINATORS: tuple[Literal["graded", "all"], ...] = ("graded", "all")
 """The denominators of every accuracy figure: the graded rows, and all of them."""
@@ -33,6 +36,8 @@ def figure_name(denominator: str, sample: int | None) -> str:
 
 def _intervals(correct: int, total: int, k_values: list[float] | None,
                question_means: pd.Series | None) -> list[Interval]:
+    from audit import stats
+
     out = []
     if k_values is None:  # a single run
         for iv in (stats.binomial_2se(correct, total), stats.zero_failure_upper(correct, total)):
@@ -54,6 +59,8 @@ def _intervals(correct: int, total: int, k_values: list[float] | None,
 
 def figures(df: pd.DataFrame) -> list[Figure]:
     """Every figure of a grading: each run and overall, for both denominators."""
+    import pandas as pd
+
     if df.empty:
         return []
     is_correct = (df["verdict"] == "correct").astype("int64")
@@ -148,6 +155,10 @@ def sample_figures(df: pd.DataFrame) -> list[SampleFigure]:
     """pass@1 and pass@K (K samples per item; every row counts, an ungraded one as not correct) and maj@K
     (the most frequent answer of an item's K samples; rows with no answer do not vote; ties by
     `MAJORITY_TIE_RULE`). Empty for one sample per item or when items have different sample counts."""
+    import pandas as pd
+
+    from audit import stats
+
     if df.empty:
         return []
     counts = df.groupby("item_id", sort=False)["sample"].count()

@@ -12,7 +12,6 @@ from pydantic import BaseModel
 
 from audit.errors import AuditError
 from audit.packages.kinds import Kind, register_kind
-from audit.release.build import release_figures
 from audit.release.models import INFO_FILE, ROWS_FILE, ReleaseInfo, ReleaseRow
 from audit.views import release_view
 
@@ -30,6 +29,8 @@ class ReleaseView:
 def _read_release(pkg: Package) -> ReleaseView:
     """release.json from the bytes the manifest pins, validated as `release_info.v1`; its counts,
     statuses and figures recomputed from the rows (AuditError naming the first that differs)."""
+    from audit.release.build import release_figures  # here: the builder imports pandas and scipy
+
     RELEASE.extra_of(pkg.manifest, str(pkg.source))
     where = f"{pkg.source}/{INFO_FILE}"
     obj = pkg.read_json(INFO_FILE)
