@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,6 +61,19 @@ def test_a_catalog_imports_its_homes_only_until_a_name_is_found():
     with pytest.raises(registry.DuplicateError):
         cat.add("a", 3)
     cat.add("a", 1)  # the same entry again (a module imported twice) is accepted
+
+
+def test_a_schema_lookup_imports_no_kind_module_past_the_one_that_registers_the_id():
+    # trace_summary.v1 is the profile kind's document: asking whether it is a row schema must not import the
+    # kind modules listed after it (it imported all of them, 0.35 s, on every `audit trace --force`).
+    code = ("import sys; import audit.trace.package; from audit.packages.kinds import ROW_MODELS, ROW_KEYS, "
+            "DOCUMENT_SCHEMAS; print('trace_summary.v1' in ROW_MODELS, ROW_KEYS.get('trace_summary.v1'), "
+            "'trace_summary.v1' in DOCUMENT_SCHEMAS, 'profile_step.v1' in DOCUMENT_SCHEMAS, 3 in ROW_MODELS); "
+            "print(sorted(m for m in sys.modules if m.endswith(('.kind', '.store')) or m == 'audit.floor.package'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["False None True False False", "[]"]
+    assert "nope.v1" not in models.ROW_MODELS  # an unknown id still looks through every kind
 
 
 def _with_summary(dest: Path, edit: Callable[[dict], object]) -> Path:

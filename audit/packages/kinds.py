@@ -151,13 +151,21 @@ class KindTable(Mapping[str, Any]):
         return table
 
     def __getitem__(self, key: str) -> Any:
-        kind = KINDS.first(lambda k: key in self._of(k))
-        if kind is None:
+        # Schema ids are unique across kinds (rows and documents alike): the kind that registers the id answers
+        # for every table, so a lookup that finds nothing imports no further than that kind's module.
+        kind = KINDS.first(lambda k: key in k.rows or key in k.documents)
+        if kind is None or key not in self._of(kind):
             raise KeyError(key)
         return self._of(kind)[key]
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and KINDS.first(lambda k: key in self._of(k)) is not None
+        if not isinstance(key, str):
+            return False
+        try:
+            self[key]
+        except KeyError:
+            return False
+        return True
 
     def __iter__(self) -> Iterator[str]:
         return iter([s for k in KINDS.values() for s in self._of(k)])
