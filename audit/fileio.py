@@ -307,6 +307,30 @@ def open_regular(path: str | os.PathLike[str], *, follow_links: bool = False) ->
         raise
 
 
+def head_and_tail(path: str | os.PathLike[str], max_bytes: int) -> tuple[bytes, int]:
+    """A regular file's bytes when it holds at most `max_bytes`, else its first and last `max_bytes // 2` with a
+    line between them saying how many bytes were left out there; returns (bytes, bytes left out)."""
+    f, size = open_regular(path)
+    with f:
+        if size <= max_bytes:
+            return _read_exactly(f, size), 0
+        half = max_bytes // 2
+        head = _read_exactly(f, half)
+        f.seek(size - half)
+        tail = _read_exactly(f, half)
+    left_out = size - 2 * half
+    return head + f"\n[audit: {left_out:,} bytes left out here]\n".encode() + tail, left_out
+
+
+def _read_exactly(f: IO[bytes], n: int) -> bytes:
+    """Up to `n` bytes (fewer where the file ended sooner: it shrank since it was opened)."""
+    parts, left = [], n
+    while left > 0 and (chunk := f.read(min(left, CHUNK))):
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
 class HashingReader(io.RawIOBase):
     """A raw reader over an open binary file that hashes (sha256) and counts every byte it hands out,
     so a digest is of exactly the bytes parsed or copied. It stops at `limit` bytes: the size

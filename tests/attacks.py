@@ -259,6 +259,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "added", "succeeded"),
     ("import.parquet-swap", "a Parquet details table replaced between its hash and datasets reading it", "added",
      "succeeded"),
+    ("bench.huge-server-log", "a launched server that writes gigabytes of log: copied whole into the package",
+     "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

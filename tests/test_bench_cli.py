@@ -14,7 +14,9 @@ from tests.bench_helpers import synthetic_run, write_run
 from tests.conftest import REPO
 from tests.fake_openai_server import FakeOpenAIServer
 
-from audit.fileio import dumps_pretty, sha256_file
+from audit.fileio import dumps_pretty, head_and_tail, sha256_file
+from audit.generate.vllm_server import KEPT_LOG_BYTES
+from tests.attacks import attack
 
 FAKE = f"{sys.executable} {REPO / 'tests' / 'fake_openai_server.py'}"
 FAKE_BENCH_SERVE = f"{sys.executable} {REPO / 'tests' / 'fake_vllm_bench_serve.py'}"
@@ -244,3 +246,30 @@ def test_launch_and_anchor(cli, tmp_path):
                      r"prompt 40 and output 12 tokens\); ours / its: tok/s [0-9.]+, TTFT median [0-9.]+$", rep, re.M)
     assert "telemetry: no telemetry package beside it (give --telemetry)" in rep
     _no_leftovers(tmp_path)
+
+
+@attack("bench.huge-server-log")
+def test_a_launched_servers_huge_log_is_kept_in_part(cli, tmp_path):
+    # The fake server grows its log by 256 MiB (sparse) as it stops: the package kept all of it before.
+    r = cli("bench", "throughput", "--launch", "--max-model-len 2048 --fake-config '{\"pad_log_bytes\": 268435456}'",
+            "--launch-program", FAKE, "--model", "m", "--arm", "big-log", "-o", tmp_path / "run", "--windows", "1",
+            "--window-s", "0.3", "--prompt-tokens", "40", "--max-tokens", "8", "--no-telemetry", "-q")
+    assert r.code == 0, r.err
+    log = (tmp_path / "run" / "server.log").read_bytes()
+    half = KEPT_LOG_BYTES // 2
+    assert b"INFO Starting vLLM API server" in log[:half] and log[-half:] == b"\0" * half
+    left_out = re.match(rb"\n\[audit: ([0-9,]+) bytes left out here\]\n$", log[half:-half])
+    assert left_out and int(left_out.group(1).replace(b",", b"")) > (256 << 20) - KEPT_LOG_BYTES
+    assert cli("validate", tmp_path / "run").code == 0
+
+
+def test_head_and_tail_keeps_a_small_file_whole_and_a_large_ones_two_ends(tmp_path):
+    small, large = tmp_path / "small", tmp_path / "large"
+    small.write_bytes(b"abcdef")
+    large.write_bytes(bytes(range(256)) * 40)  # 10,240 bytes
+    assert head_and_tail(small, 6) == (b"abcdef", 0)
+    data, left_out = head_and_tail(large, 1000)
+    assert left_out == 9240
+    assert data == (bytes(range(256)) * 40)[:500] + \
+        b"\n[audit: 9,240 bytes left out here]\n" + (bytes(range(256)) * 40)[-500:]
+

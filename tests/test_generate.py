@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from audit.generate.config import Sampling
 from audit.generate.journal import read_journal
 from audit.generate.model_info import apply_model_defaults
 from audit.generate.progress import Progress
+from audit.generate.vllm_server import KEPT_LOG_BYTES
 from audit.fileio import dumps
 from audit.models import ItemRow, ResponseRow
 from audit.pack import SourceRow, Table, build_package
@@ -794,4 +796,9 @@ def test_a_server_log_padded_at_shutdown_is_not_read_whole(tmp_path, math_items,
     assert "Traceback" not in r.stderr
     session = manifest_of(tmp_path / "out").provenance.extra["sessions"][0]
     assert session["server_default_sampling"]["defaults"] == {"temperature": 0.9}
-    shutil.rmtree(tmp_path / "out")  # (the package keeps the log: 1 GiB on disk)
+    # The package keeps the log's first and last 8 MiB, saying how much it left out (it kept the 1 GiB whole).
+    log = (tmp_path / "out" / session["launch"]["log"]).read_bytes()
+    half = KEPT_LOG_BYTES // 2
+    left_out = re.match(rb"\n\[audit: ([0-9,]+) bytes left out here\]\n", log[half:])
+    assert left_out and int(left_out.group(1).replace(b",", b"")) > (1 << 30) - KEPT_LOG_BYTES
+    assert len(log) < KEPT_LOG_BYTES + 80 and log[-half:] == b"\0" * half

@@ -2,8 +2,8 @@
 
 `throughput` package: `requests.jsonl` (`bench_request_row.v1`), `windows.jsonl`
 (`bench_window_row.v1`), `summary.json` (`ThroughputSummary`), and when there were any, the
-launched server's `server.log` and the anchor's `anchor.json` / `anchor.log`. The manifest's
-`provenance.extra` holds the run's full configuration.
+launched server's `server.log` (at most `KEPT_LOG_BYTES` of it) and the anchor's `anchor.json` /
+`anchor.log`. The manifest's `provenance.extra` holds the run's full configuration.
 
 `telemetry` package: `gpu_samples.parquet` (`gpu_sample_row.v1`), `gpm_samples.parquet`
 (`gpm_sample_row.v1`) and `summary.json` (`TelemetrySummary`); `provenance.extra.throughput`
@@ -31,6 +31,7 @@ from audit.bench.rows import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuS
 from audit.bench.throughput import RunResult, hardware_of
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.fileio import JsonError, dumps_pretty, json_differences, loads_strict, read_document
+from audit.generate.vllm_server import kept_log
 from audit.models import Manifest, Provenance
 from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, open_package, package_digest
@@ -43,6 +44,7 @@ ANCHOR = "anchor.json"
 GPU_SAMPLES = "gpu_samples.parquet"
 GPM_SAMPLES = "gpm_samples.parquet"
 ANCHOR_TOOL = "vllm bench serve"
+
 
 
 def telemetry_path(out: str | Path) -> Path:
@@ -114,7 +116,7 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *,
                 sink.write(wr)
         w.add_text(SUMMARY, _summary_text(summary))
         if result.work is not None and (result.work / "server.log").is_file():
-            w.add_file("server.log", result.work / "server.log")
+            w.add_bytes("server.log", kept_log(result.work / "server.log"))
         if anchor_bytes is not None:
             w.add_bytes(ANCHOR, anchor_bytes)
         if result.anchor_log is not None and result.anchor_log.is_file():

@@ -9,6 +9,7 @@ from audit.generate.config import RunConfig
 from audit.generate.journal import RowKey
 from audit.generate.plan import RunItems
 from audit.generate.state import RunState
+from audit.generate.vllm_server import kept_log
 from audit.models import Manifest, Provenance, ResponseRow
 from audit.packages import PackageWriter
 
@@ -20,8 +21,8 @@ def ordered_rows(done: dict[RowKey, ResponseRow], items: RunItems) -> list[Respo
 
 def write_package(out: Path, work: Path, cfg: RunConfig, state: RunState, prov: Provenance,
                   rows: list[ResponseRow], items: RunItems) -> Manifest:
-    """Write the package (responses, the items used, each launched server's log), then remove the work
-    directory; nothing is left half-written if any step fails."""
+    """Write the package (responses, the items used, each launched server's log: `KEPT_LOG_BYTES` of it at
+    most), then remove the work directory; nothing is left half-written if any step fails."""
     writer = PackageWriter(out, kind="responses", benchmark=cfg.benchmark, provenance=prov,
                            package_id=cfg.package_id, overwrite=state.overwrite)
     try:
@@ -34,7 +35,7 @@ def write_package(out: Path, work: Path, cfg: RunConfig, state: RunState, prov: 
         for s in state.sessions:
             rel = (s.launch or {}).get("log")
             if rel and (work / rel).exists():
-                writer.add_file(rel, work / rel)
+                writer.add_bytes(rel, kept_log(work / rel))
         manifest = writer.commit()
     except BaseException:
         writer.abort()

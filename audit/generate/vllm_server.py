@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
+from audit.fileio import head_and_tail
 from audit.generate.openai_http import OpenAIServer
 
 DEFAULT_PROGRAM = "{python} -m vllm.entrypoints.openai.api_server"
@@ -113,6 +114,16 @@ def tail_lines(path: Path, n: int = 20) -> list[str]:
     except OSError:
         return []
     return data.decode("utf-8", "replace").splitlines()[-n:]
+
+
+KEPT_LOG_BYTES = 16 * 1024 * 1024
+"""Most of a launched server's log that a package keeps: its first and last halves, with a line between them
+saying how much was left out (a server can write gigabytes)."""
+
+
+def kept_log(path: Path) -> bytes:
+    """The part of a launched server's log that its package keeps (`KEPT_LOG_BYTES`)."""
+    return head_and_tail(path, KEPT_LOG_BYTES)[0]
 
 
 @dataclass
