@@ -99,10 +99,8 @@ class Kind:
         and compared (AuditError or ValidationFailed on a mismatch). The caller closes `pkg`."""
         if pkg.kind != self.name:
             raise AuditError(f"is a {pkg.kind!r} package, expected {self.name!r}", path=str(pkg.source))
-        if self.reader is None:
-            self.extra_of(pkg.manifest, str(pkg.source))
-            return None
-        return self.reader(pkg)
+        self.extra_of(pkg.manifest, str(pkg.source))
+        return self.reader(pkg) if self.reader is not None else None
 
     def show(self, view: Any) -> list[str]:
         """The lines `audit show` prints for `view` (what `read` gave)."""
@@ -268,34 +266,22 @@ def _item_lines(pkg: Package) -> list[str]:
     return [f"items      {n} ({protected} protected)"]
 
 
-def held_rows(kind: Kind) -> Reader:
-    """A reader of the response and item rows a package holds (a responses package may hold its items)."""
-
-    def read(pkg: Package) -> HeldRows:
-        kind.extra_of(pkg.manifest, str(pkg.source))
-        return HeldRows(_response_lines(pkg) if pkg.files("response_row.v1") else [],
-                        _item_lines(pkg) if pkg.files("item_row.v1") else [])
-
-    return read
+def _held_rows(pkg: Package) -> HeldRows:
+    """The response and item rows a package holds (a responses package may hold its items)."""
+    return HeldRows(_response_lines(pkg) if pkg.files("response_row.v1") else [],
+                    _item_lines(pkg) if pkg.files("item_row.v1") else [])
 
 
 def _held_rows_view(view: HeldRows) -> list[str]:
     return [*view.responses, *view.items]
 
 
-def _rows_kind(name: str, description: str, rows: Mapping[str, type[Record]], keys: Mapping[str, tuple[str, ...]],
-               extra: type[Extra]) -> Kind:
-    # The reader needs the Kind (for its extra model): built in two steps.
-    kind = Kind(name, description, rows=rows, row_keys=keys, extra=extra, viewer=_held_rows_view)
-    object.__setattr__(kind, "reader", held_rows(kind))
-    return kind
-
-
-RESPONSES = register_kind(_rows_kind(
+RESPONSES = register_kind(Kind(
     "responses", "model responses: one row per (item, sample, attempt)",
-    {"response_row.v1": ResponseRow}, {"response_row.v1": ("item_id", "sample", "attempt")}, ResponsesExtra),
-    __name__)
+    rows={"response_row.v1": ResponseRow}, row_keys={"response_row.v1": ("item_id", "sample", "attempt")},
+    extra=ResponsesExtra, reader=_held_rows, viewer=_held_rows_view), __name__)
 
-ITEMS = register_kind(_rows_kind(
+ITEMS = register_kind(Kind(
     "items", "benchmark items: one row per item, with its reference answer",
-    {"item_row.v1": ItemRow}, {"item_row.v1": ("item_id",)}, NoExtra), __name__)
+    rows={"item_row.v1": ItemRow}, row_keys={"item_row.v1": ("item_id",)}, reader=_held_rows,
+    viewer=_held_rows_view), __name__)

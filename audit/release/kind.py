@@ -31,7 +31,6 @@ def _read_release(pkg: Package) -> ReleaseView:
     statuses and figures recomputed from the rows (AuditError naming the first that differs)."""
     from audit.release.build import release_figures  # here: the builder imports pandas and scipy
 
-    RELEASE.extra_of(pkg.manifest, str(pkg.source))
     where = f"{pkg.source}/{INFO_FILE}"
     obj = pkg.read_json(INFO_FILE)
     try:
