@@ -206,3 +206,19 @@ def test_the_evidence_package_of_analysis_1_still_recomputes_as_written():
     assert "python_function" not in cfg.marker_categories
     assert how.startswith("recomputed from the trace in the package")
     assert loaded.summary.steps.kernels_per_step.median == 436
+
+
+def test_every_step_between_vllm_markers_of_the_moe_decode_trace_with_no_step_filter():
+    """The H200 Qwen3-Next trace in packages/evidence-h200-moe, read without the decode filter: 18 markers,
+    17 steps (a prefill step of 0 kernels among them). On the device, in the run that made the package, this
+    crashed with an IndexError in `_kernel_rows` (logs/5-h200_trace.log); analysis by named steps fixed it."""
+    from pathlib import Path
+
+    trace = next((Path(__file__).resolve().parent.parent /
+                  "packages/evidence-h200-moe/profile-decode-tp1/trace").glob("*.pt.trace.json.gz"))
+    result = analyze(trace, TraceOptions(step_marker="^execute_context_"))
+    s = result.summary
+    assert (s.markers.found, s.markers.complete_steps, s.steps.steps) == (18, 17, 17)
+    k = s.steps.kernels_per_step
+    assert (k.median, k.min, k.max) == (1596, 0, 2070)
+    assert sum(r.count for r in result.kernels if r.category == "kernel") == s.trace.kernels == 26010
