@@ -80,6 +80,12 @@ def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
     return open(p, "rb", buffering=CHUNK)
 
 
+def gunzip_bounded(fh: IO[bytes], compressed: int) -> IO[bytes]:
+    """The un-gzipped bytes of an open `compressed`-byte gzip stream, bounded as open_binary's `.gz` (GzipBound
+    past gzip_limit); closing it leaves `fh` open."""
+    return io.BufferedReader(_BoundedGzip(fh, compressed), CHUNK)
+
+
 class GzipBound(OSError):
     """A `.gz` stream decompressed past gzip_limit of its size (an OSError: readers report it as unreadable)."""
 
@@ -88,9 +94,15 @@ class _BoundedGzip(io.RawIOBase):
     """A gzip file's decompressed bytes that raise GzipBound past gzip_limit of its size on disk, so no
     reader of it (importers, judges, inputs) can be kept decompressing a bomb."""
 
-    def __init__(self, path: str):
-        self._gz = gzip.open(path, "rb")
-        self._limit = gzip_limit(os.path.getsize(path))
+    def __init__(self, path: str | IO[bytes], compressed: int | None = None):
+        # A path, or an open binary file of `compressed` bytes (left open: its owner closes it).
+        if isinstance(path, str):
+            self._gz = gzip.GzipFile(path, "rb")
+            compressed = os.path.getsize(path)
+        else:
+            assert compressed is not None
+            self._gz = gzip.GzipFile(fileobj=path, mode="rb")
+        self._limit = gzip_limit(compressed)
         self._n = 0
 
     def readable(self) -> bool:

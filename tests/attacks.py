@@ -259,6 +259,16 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "added", "succeeded"),
     ("import.parquet-swap", "a Parquet details table replaced between its hash and datasets reading it", "added",
      "succeeded"),
+    ("import.jsonl-swap", "a JSON / JSONL source (mmlu-pro, lm-eval, table, verdicts) replaced between its hash and "
+                          "the read of its records", "added", "succeeded"),
+    ("import.csv-swap", "a CSV / .csv.gz source (table, verdicts) replaced between its hash and pandas reading it",
+     "added", "succeeded"),
+    ("import.zip-swap", "an MMLU-Pro zip replaced between its hash and the read of its members", "added",
+     "succeeded"),
+    ("import.table-parquet-swap", "a Parquet table given to import table / mmlu-pro replaced between its hash and "
+                                  "its read", "added", "succeeded"),
+    ("import.recorded-swap", "a source replaced between two reads of one import (the --recorded verdicts, the "
+                             "responses table, the items table)", "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}
