@@ -269,6 +269,10 @@ _TABLE: list[tuple[str, str, str, str]] = [
                                   "its read", "added", "succeeded"),
     ("import.recorded-swap", "a source replaced between two reads of one import (the --recorded verdicts, the "
                              "responses table, the items table)", "added", "succeeded"),
+    ("import.inspect-swap", "an inspect_ai log replaced between its hash and inspect_ai reading it", "added",
+     "succeeded"),
+    ("import.results-swap", "an lm-eval results file replaced after the cross-check read it (hashed later), or "
+                            "between the read of the samples it holds and their hash", "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}
