@@ -373,17 +373,22 @@ def read_regular(path: str | os.PathLike[str], *, follow_links: bool = False, li
 
 
 def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES, *,
-                  what: str = "a JSON document") -> tuple[bytes | None, str | None]:
-    """A whole small file's bytes, or (None, error) when it is larger than `max_bytes` (the limit "for `what`")
-    or unreadable. Only a regular file is read (a link to one is followed): a FIFO or device is refused, not
-    waited on."""
+                  what: str = "a JSON document", follow_links: bool = True) -> tuple[bytes | None, str | None]:
+    """A whole file's bytes, or (None, error) when it is larger than `max_bytes` (the limit "for `what`") or
+    unreadable. Only a regular file is read (a link to one is followed unless `follow_links` is false): a FIFO
+    or device is refused, not waited on. A file over the limit is refused from its size when opened, before a
+    byte is read; one that grows while it is read is read as it was when opened."""
     try:
-        data = read_regular(path, follow_links=True, limit=max_bytes + 1)  # one byte more tells it is larger
+        f, size = open_regular(path, follow_links=follow_links)
+        with f:
+            if size > max_bytes:
+                return None, f"larger than the {max_bytes:,}-byte limit for {what}"
+            data = bytearray()
+            while len(data) < size and (chunk := f.read(min(CHUNK, size - len(data)))):
+                data += chunk
     except OSError as e:
         return None, f"unreadable: {e.strerror or e}"
-    if len(data) > max_bytes:
-        return None, f"larger than the {max_bytes:,}-byte limit for {what}"
-    return data, None
+    return bytes(data), None
 
 
 def dumps(obj: Any) -> str:

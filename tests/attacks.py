@@ -273,6 +273,10 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "succeeded"),
     ("import.results-swap", "an lm-eval results file replaced after the cross-check read it (hashed later), or "
                             "between the read of the samples it holds and their hash", "added", "succeeded"),
+    ("verdicts.file-huge", "a verdict file, or the Parquet rows file it names, of 8 GiB (sparse) read whole",
+     "added", "succeeded"),
+    ("release.json-huge", "a release.json padded past 64 MiB (re-pinned) read whole and parsed by verify-release",
+     "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}
