@@ -277,6 +277,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "added", "succeeded"),
     ("release.json-huge", "a release.json padded past 64 MiB (re-pinned) read whole and parsed by verify-release",
      "added", "succeeded"),
+    ("gen.run-json-fifo", "OUT.work/run.json a FIFO (generate --force, or a resume, waited for ever) or 8 GiB "
+                          "(read whole)", "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}
