@@ -80,6 +80,12 @@ def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:
     return open(p, "rb", buffering=CHUNK)
 
 
+def gunzip_bounded(fh: IO[bytes], compressed: int) -> IO[bytes]:
+    """The un-gzipped bytes of an open `compressed`-byte gzip stream, bounded as open_binary's `.gz` (GzipBound
+    past gzip_limit); closing it leaves `fh` open."""
+    return io.BufferedReader(_BoundedGzip(fh, compressed), CHUNK)
+
+
 class GzipBound(OSError):
     """A `.gz` stream decompressed past gzip_limit of its size (an OSError: readers report it as unreadable)."""
 
@@ -88,9 +94,15 @@ class _BoundedGzip(io.RawIOBase):
     """A gzip file's decompressed bytes that raise GzipBound past gzip_limit of its size on disk, so no
     reader of it (importers, judges, inputs) can be kept decompressing a bomb."""
 
-    def __init__(self, path: str):
-        self._gz = gzip.open(path, "rb")
-        self._limit = gzip_limit(os.path.getsize(path))
+    def __init__(self, path: str | IO[bytes], compressed: int | None = None):
+        # A path, or an open binary file of `compressed` bytes (left open: its owner closes it).
+        if isinstance(path, str):
+            self._gz = gzip.GzipFile(path, "rb")
+            compressed = os.path.getsize(path)
+        else:
+            assert compressed is not None
+            self._gz = gzip.GzipFile(fileobj=path, mode="rb")
+        self._limit = gzip_limit(compressed)
         self._n = 0
 
     def readable(self) -> bool:
@@ -385,17 +397,22 @@ def read_regular(path: str | os.PathLike[str], *, follow_links: bool = False, li
 
 
 def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES, *,
-                  what: str = "a JSON document") -> tuple[bytes | None, str | None]:
-    """A whole small file's bytes, or (None, error) when it is larger than `max_bytes` (the limit "for `what`")
-    or unreadable. Only a regular file is read (a link to one is followed): a FIFO or device is refused, not
-    waited on."""
+                  what: str = "a JSON document", follow_links: bool = True) -> tuple[bytes | None, str | None]:
+    """A whole file's bytes, or (None, error) when it is larger than `max_bytes` (the limit "for `what`") or
+    unreadable. Only a regular file is read (a link to one is followed unless `follow_links` is false): a FIFO
+    or device is refused, not waited on. A file over the limit is refused from its size when opened, before a
+    byte is read; one that grows while it is read is read as it was when opened."""
     try:
-        data = read_regular(path, follow_links=True, limit=max_bytes + 1)  # one byte more tells it is larger
+        f, size = open_regular(path, follow_links=follow_links)
+        with f:
+            if size > max_bytes:
+                return None, f"larger than the {max_bytes:,}-byte limit for {what}"
+            data = bytearray()
+            while len(data) < size and (chunk := f.read(min(CHUNK, size - len(data)))):
+                data += chunk
     except OSError as e:
         return None, f"unreadable: {e.strerror or e}"
-    if len(data) > max_bytes:
-        return None, f"larger than the {max_bytes:,}-byte limit for {what}"
-    return data, None
+    return bytes(data), None
 
 
 def dumps(obj: Any) -> str:

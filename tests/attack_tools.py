@@ -178,3 +178,40 @@ def concurrent_pair_writer(grading, out, barrier, runs: int, errors) -> None:
         except BaseException as e:  # reported to the parent, which fails the test
             errors.put(f"{type(e).__name__}: {e}")
         barrier.wait(timeout=60)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Swap `path` for a new file holding `data`: written beside it, then renamed over it (as an editor, a sync
+    tool or a second run writing the same name does)."""
+    tmp = path.with_name(path.name + ".swap")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def swap_after_hash(monkeypatch: Any, module: Any, path: Path, data: bytes) -> None:
+    """`module.source_file` hashes `path` as it does, then the file is replaced by `data` (see replace_file):
+    after the digest the provenance records, before any read of the records."""
+    real = module.source_file
+
+    def hashed_then_swapped(p: Any, *args: Any, **kw: Any) -> Any:
+        pinned = real(p, *args, **kw)
+        if Path(p).resolve() == path.resolve():
+            replace_file(path, data)
+        return pinned
+
+    monkeypatch.setattr(module, "source_file", hashed_then_swapped)
+
+
+def swap_before_read(monkeypatch: Any, module: Any, name: str, path: Path, data: bytes, read: int = 2) -> None:
+    """`module.<name>` (a reader of the records) as it is, except that `path` is replaced by `data` just before
+    its `read`-th call: between two reads of one import (its tables, its --recorded verdicts)."""
+    real = getattr(module, name)
+    calls = [0]
+
+    def reader(*args: Any, **kw: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == read:
+            replace_file(path, data)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(module, name, reader)

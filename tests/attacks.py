@@ -261,6 +261,26 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "succeeded"),
     ("bench.huge-server-log", "a launched server that writes gigabytes of log: copied whole into the package",
      "added", "succeeded"),
+    ("import.jsonl-swap", "a JSON / JSONL source (mmlu-pro, lm-eval, table, verdicts) replaced between its hash and "
+                          "the read of its records", "added", "succeeded"),
+    ("import.csv-swap", "a CSV / .csv.gz source (table, verdicts) replaced between its hash and pandas reading it",
+     "added", "succeeded"),
+    ("import.zip-swap", "an MMLU-Pro zip replaced between its hash and the read of its members", "added",
+     "succeeded"),
+    ("import.table-parquet-swap", "a Parquet table given to import table / mmlu-pro replaced between its hash and "
+                                  "its read", "added", "succeeded"),
+    ("import.recorded-swap", "a source replaced between two reads of one import (the --recorded verdicts, the "
+                             "responses table, the items table)", "added", "succeeded"),
+    ("import.inspect-swap", "an inspect_ai log replaced between its hash and inspect_ai reading it", "added",
+     "succeeded"),
+    ("import.results-swap", "an lm-eval results file replaced after the cross-check read it (hashed later), or "
+                            "between the read of the samples it holds and their hash", "added", "succeeded"),
+    ("verdicts.file-huge", "a verdict file, or the Parquet rows file it names, of 8 GiB (sparse) read whole",
+     "added", "succeeded"),
+    ("release.json-huge", "a release.json padded past 64 MiB (re-pinned) read whole and parsed by verify-release",
+     "added", "succeeded"),
+    ("gen.run-json-fifo", "OUT.work/run.json a FIFO (generate --force, or a resume, waited for ever) or 8 GiB "
+                          "(read whole)", "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -359,3 +359,56 @@ def test_a_csv_cell_past_the_line_limit_is_refused_not_imported(tmp_path):
     r = _import_table(src, tmp_path, setup=LOW_FLOOR)
     _one_line(r, f"{src}: row 1: malformed CSV: a line is over the 1,048,576-byte limit")
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- documents read whole: bounded first
+
+
+def _sparse(path: Path, size: int = 8 << 30) -> Path:
+    with open(path, "wb") as f:
+        f.truncate(size)  # 8 GiB that take no disk: read whole before
+    return path
+
+
+@attack("verdicts.file-huge")
+def test_a_huge_verdict_file_or_rows_file_is_refused_from_its_size_unread(tmp_path):
+    big = _sparse(tmp_path / "results.json")
+    r = audit_jailed("diff", big, big, setup=MEMORY, timeout=30)
+    _one_line(r, f"{big}: larger than the 1,073,741,824-byte limit for a verdict file")
+    (tmp_path / "g").mkdir()
+    out = _graded_with_sidecar(tmp_path / "g")
+    side = out.parent / json.loads(out.read_text())["rows_file"]["path"]
+    _sparse(side)
+    r = audit_jailed("show", out, setup=MEMORY, timeout=30)
+    _one_line(r, f"{out}: rows_file {side.name}: larger than the 1,073,741,824-byte limit for a Parquet rows file")
+
+
+def test_a_verdict_file_of_13000_rows_is_far_inside_the_limit(tmp_path):
+    from audit.verdicts.read import MAX_VERDICT_FILE_BYTES, read_verdicts
+
+    out = _graded_with_sidecar(tmp_path, n=13_000)
+    assert out.stat().st_size < MAX_VERDICT_FILE_BYTES // 100
+    assert read_verdicts(out, rows="models").header.summary.items == 13_000
+
+
+@attack("release.json-huge")
+def test_a_release_json_padded_past_the_document_limit_is_refused_by_verify_release(tmp_path):
+    """verify-release read every file of the release whole and parsed release.json at any size (the release's
+    own reader, `audit show`, refuses past 64 MiB): now each file but the rows is bounded before it is read."""
+    from audit.cli import main
+    from tests.attack_tools import repin
+
+    items = make_package(tmp_path / "items", items=[{"item_id": f"q{i}", "reference": "A", "num_choices": 4}
+                                                   for i in range(20)])
+    resp = make_package(tmp_path / "resp", responses=[{"item_id": f"q{i}", "response": "The answer is (A)."}
+                                                      for i in range(20)])
+    graded, rel = tmp_path / "results.json", tmp_path / "rel"
+    assert main(["grade", str(resp), "--items", str(items), "--benchmark", "choice", "-o", str(graded)]) == 0
+    assert main(["release", str(graded), "-o", str(rel)]) == 0
+    info = (rel / "release.json").read_bytes()
+    repin(rel, "release.json", info + b" " * (65 * MIB), indent=None)  # the same JSON, whitespace after it
+    r = audit_jailed("verify-release", rel, "--items", items, "--responses", resp, timeout=60)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert ("FAIL package        release.json: larger than the 67,108,864-byte limit for a release's document"
+            in r.stdout), r.stdout
+    assert "Traceback" not in r.stdout + r.stderr

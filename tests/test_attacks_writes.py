@@ -559,3 +559,29 @@ def test_a_huge_index_html_in_the_page_folder_is_refused_unread(mini, tmp_path):
     assert (r.returncode, r.stdout) == (2, ""), r.stderr[-2000:]
     assert r.stderr == (f"audit: error: {site / 'index.html'}: not replaced: it was not written by `audit claims "
                         f"page` (move it, or write the page to another folder)\n")
+
+
+@attack("gen.run-json-fifo")
+@pytest.mark.parametrize("kind", ["fifo", "huge"])
+def test_a_run_json_that_is_a_fifo_or_huge_is_refused_unread(tmp_path, kind):
+    """`generate --force` and a resume read OUT.work/run.json: a FIFO there blocked the read for ever, a huge
+    file was read whole. Now a regular file of at most 16 MiB, else one line."""
+    import os
+
+    work = tmp_path / "pkg.work"
+    work.mkdir()
+    if kind == "fifo":
+        os.mkfifo(work / "run.json")
+    else:
+        with open(work / "run.json", "wb") as f:
+            f.truncate(8 << 30)  # sparse
+    code = ("import sys\nfrom audit.errors import AuditError\nfrom audit.generate import state\n"
+            "for check in (state.check_run_dir, state.load_state):\n"
+            "    try:\n        check(__import__('pathlib').Path(sys.argv[1]))\n"
+            "    except AuditError as e:\n        print(e)\n")
+    r = subprocess.run([sys.executable, "-c", "import resource; resource.setrlimit(resource.RLIMIT_AS, "
+                        "(1200 << 20, 1200 << 20))\n" + code, str(work)], capture_output=True, text=True, timeout=30)
+    why = "not a regular file" if kind == "fifo" else "larger than the 16,777,216-byte limit for a run state file"
+    assert r.stdout.splitlines() == [
+        f"{work}: --force replaces only what audit wrote; this is not an unfinished run's folder (no run.json of "
+        "an audit run)", f"{work}/run.json: unreadable run state: {why}"], (r.stdout, r.stderr)

@@ -7,10 +7,12 @@ writes, not a hand-made imitation."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from audit.packages import open_package
+from tests.attacks import attack
 
 
 def _write_log(log_dir, fmt: str) -> str:
@@ -119,3 +121,23 @@ def test_a_log_given_to_another_importer_names_import_inspect(cli, here, logs):
             assert (r.code, r.err) == (2, f"audit: error: {logs[fmt]}: this looks like an inspect_ai evaluation log "
                                           f"(samples, scores, model); use `audit import inspect {logs[fmt]} -o OUT "
                                           f"[--recorded RECORDED.json]`\n"), args
+
+
+@attack("import.inspect-swap")
+@pytest.mark.parametrize("fmt", ["eval", "json"])
+def test_a_log_replaced_after_its_hash_is_refused_and_nothing_is_written(cli, here, logs, monkeypatch, fmt):
+    """inspect_ai reads a private copy whose digest is the pin: a log replaced after the hash (another run's log)
+    is refused, never imported under the digest of the first."""
+    import shutil
+
+    import audit.importers.inspect_ai as mod
+    from tests.attack_tools import swap_after_hash
+
+    src = here / f"log.{fmt}"
+    shutil.copy(logs[fmt], src)
+    other = Path(_write_log(here / "other", fmt)).read_bytes()
+    swap_after_hash(monkeypatch, mod, src, other)
+    r = cli("import", "inspect", src.name, "-o", "pkg", "--recorded", "rec.json", "--benchmark", "exact")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == f"audit: error: {src.name}: the file changed since it was hashed: run again\n"
+    assert not (here / "pkg").exists() and not (here / "rec.json").exists()

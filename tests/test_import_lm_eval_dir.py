@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import shutil
 
-
 from audit.packages import open_package
+from tests.attacks import attack
 from tests.conftest import REPO
 
 DATA = REPO / "tests" / "data" / "lm_eval"
@@ -148,3 +148,65 @@ def test_folder_refusals(cli, here):
     assert r.code == 2 and "--recorded takes a samples file, not a folder" in r.err
     r = cli("import", "lm-eval", str(GSM8K), "-o", "pkgs")
     assert r.code == 2 and "--benchmark is required for a samples file" in r.err
+
+
+@attack("import.results-swap")
+def test_a_results_file_replaced_after_the_checks_read_it_is_pinned_as_it_was_checked(cli, here, monkeypatch):
+    """The results file is read once: the cross-check, the model name and the digest in the provenance all come
+    from those bytes. Replaced afterwards (other figures, another model), nothing of the new file is recorded."""
+    import hashlib
+
+    import audit.importers.lm_eval_dir as mod
+    from tests.attack_tools import replace_file
+
+    run = here / "out" / "m"
+    shutil.copytree(COPA_DIR, run)
+    results = run / f"results_{STAMP}.json"
+    checked = results.read_bytes()
+    doc = json.loads(checked)
+    doc["results"]["copa"]["acc,none"] = 0.9
+    doc["model_name"] = "someone/else"
+    real = mod.cross_check
+
+    def checked_then_swapped(task_run, imp):
+        checks = real(task_run, imp)
+        replace_file(results, json.dumps(doc).encode())
+        return checks
+
+    monkeypatch.setattr(mod, "cross_check", checked_then_swapped)
+    r = cli("import", "lm-eval", "out", "-o", "pkgs")
+    assert (r.code, r.err) == (0, "")
+    with open_package(here / "pkgs" / "m" / "copa") as pkg:
+        prov = pkg.manifest.provenance
+        (rf,) = [f for f in prov.extra["source_files"] if f["name"] == results.name]
+        assert (rf["sha256"], rf["bytes"]) == (hashlib.sha256(checked).hexdigest(), len(checked))
+        assert prov.model == "sshleifer/tiny-gpt2"
+        assert [c["logged"] for c in prov.extra["import"]["cross_check"]["checks"]] == [20, 0.6]
+
+
+@attack("import.results-swap")
+def test_a_results_file_holding_the_samples_replaced_after_it_was_read_is_refused(cli, here, monkeypatch):
+    """Samples embedded in the results file: the file the checks read (found by the walk) and the file the
+    samples are read from must be one; replaced in between, the import is refused and writes nothing."""
+    import audit.importers.lm_eval_dir as mod
+    from tests.attack_tools import replace_file
+
+    records = [json.loads(line) for line in (COPA_DIR / f"samples_copa_{STAMP}.jsonl").read_text().splitlines()]
+    doc = json.loads((COPA_DIR / f"results_{STAMP}.json").read_text())
+    doc["samples"] = {"copa": records}
+    (here / "run").mkdir()
+    results = here / "run" / f"results_{STAMP}.json"
+    results.write_text(json.dumps(doc))
+    doc["samples"] = {"copa": records[::-1]}  # as many bytes, the documents in another order
+    real = mod.discover
+
+    def found_then_swapped(root):
+        runs = real(root)
+        replace_file(results, json.dumps(doc).encode())
+        return runs
+
+    monkeypatch.setattr(mod, "discover", found_then_swapped)
+    r = cli("import", "lm-eval", "run", "-o", "pkgs")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == f"audit: error: {results.relative_to(here)}: the file changed since it was hashed: run again\n"
+    assert not (here / "pkgs").exists()

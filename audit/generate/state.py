@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 from audit.errors import AuditError
-from audit.fileio import dumps_pretty, write_atomic
+from audit.fileio import dumps_pretty, read_document, write_atomic
 from audit.generate.config import RunConfig
 
 RUN_FORMAT = "audit-generate-run.v1"
@@ -160,12 +160,26 @@ def save_state(work: Path, state: RunState) -> None:
     write_atomic(work / "run.json", dumps_pretty(state.to_json()))
 
 
+MAX_STATE_BYTES = 16 << 20
+"""The largest run.json read (a few kilobytes: the config, the sessions, the items' digest)."""
+
+
+def _run_json(work: Path) -> Any:
+    """`work`/run.json decoded: a regular file of at most MAX_STATE_BYTES (a FIFO is refused, not waited on);
+    AuditError (one line) otherwise."""
+    path = work / "run.json"
+    data, err = read_document(path, MAX_STATE_BYTES, what="a run state file", follow_links=False)
+    if err is not None or data is None:
+        raise AuditError(f"unreadable run state: {(err or '').removeprefix('unreadable: ')}", path=str(path))
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise AuditError(f"unreadable run state: {e}", path=str(path)) from None
+
+
 def load_state(work: Path) -> RunState:
     """The record of the unfinished run in `work`; refused unless it is one this code wrote."""
-    try:
-        d = json.loads((work / "run.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise AuditError(f"unreadable run state: {e}", path=str(work / "run.json")) from None
+    d = _run_json(work)
     found = d.get("format") if isinstance(d, dict) else None
     if found != RUN_FORMAT:
         raise AuditError(f"not a run this audit can resume (format {found!r})", path=str(work))
@@ -175,9 +189,8 @@ def load_state(work: Path) -> RunState:
 def check_run_dir(work: Path) -> None:
     """Refuse unless `work` is an unfinished run's folder (a run.json of this format inside, not a link)."""
     try:
-        ok = not work.is_symlink() and json.loads((work / "run.json").read_text(encoding="utf-8")).get(
-            "format") == RUN_FORMAT
-    except (OSError, ValueError, AttributeError):
+        ok = not work.is_symlink() and _run_json(work).get("format") == RUN_FORMAT
+    except (AuditError, AttributeError):
         ok = False
     if not ok:
         raise AuditError("--force replaces only what audit wrote; this is not an unfinished run's folder "

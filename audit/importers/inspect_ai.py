@@ -17,14 +17,16 @@ P 0.5, I and N 0) and compared, as the lm-eval importer checks its results file.
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
+from audit.fileio import copy_regular
 from audit.importers import Output, data_file, import_provenance
-from audit.importers.sources import SourceFile, source_file, zip_problem
+from audit.importers.sources import CHANGED, SourceFile, source_file, zip_problem
 from audit.models import DatasetRef, Provenance
 from audit.pack import SourceRow, Table
 
@@ -38,33 +40,45 @@ _LETTER_VALUES = {"C": ("correct", 1.0), "I": ("incorrect", 0.0), "N": ("incorre
 
 def read_log(path: str | Path) -> tuple[SourceFile, Any]:
     """The log file pinned by sha256 and read by inspect_ai; one line when inspect_ai is missing or the file is
-    not a log."""
+    not a log.
+
+    inspect_ai reads a private copy of the file, made in one pass whose digest must be the pin: a log replaced
+    after it was hashed is refused (CHANGED), never read under the old digest."""
     sf = source_file(path, SUFFIXES)
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
         raise AuditError("reading inspect_ai logs needs inspect_ai: pip install 'audit[inspect]'",
                          path=str(path)) from None
-    if sf.name.lower().endswith(".eval"):
-        _check_zip(sf)
-    try:
-        log = read_eval_log(str(sf.path))
-    except Exception as e:  # inspect raises many types for a damaged or foreign file
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-        raise AuditError(f"not a readable inspect_ai log: {first}", path=str(path)) from None
+    with tempfile.TemporaryDirectory(prefix="audit-inspect-") as tmp:
+        copy = Path(tmp) / ("log" + Path(sf.name).suffix.lower())  # (inspect_ai tells the format by suffix)
+        try:
+            digest, size = copy_regular(sf.path, copy)
+        except OSError as e:
+            raise AuditError(f"unreadable: {e.strerror or e}", path=str(path)) from None
+        if (digest, size) != (sf.sha256, sf.bytes):
+            raise AuditError(CHANGED, path=str(path))
+        if sf.name.lower().endswith(".eval"):
+            _check_zip(sf, copy)
+        try:
+            log = read_eval_log(str(copy))
+        except Exception as e:  # inspect raises many types for a damaged or foreign file
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            raise AuditError(f"not a readable inspect_ai log: {first}".replace(str(copy), sf.name),
+                             path=str(path)) from None
     if not log.samples:
         raise AuditError("the log holds no samples (written with --no-log-samples, or the run failed before any)",
                          path=str(path))
     return sf, log
 
 
-def _check_zip(sf: SourceFile) -> None:
-    """Refuse an .eval zip at the bounds of any zip input (see zip_problem) before inspect_ai reads it: its
-    reader loads every sample, and would expand a bomb member without end."""
+def _check_zip(sf: SourceFile, copy: Path) -> None:
+    """Refuse an .eval zip (its private `copy`) at the bounds of any zip input (see zip_problem) before inspect_ai
+    reads it: its reader loads every sample, and would expand a bomb member without end."""
     import zipfile
 
     try:
-        with zipfile.ZipFile(sf.path) as zf:
+        with zipfile.ZipFile(copy) as zf:
             refused = zip_problem(zf, sf.bytes, methods=False)  # (inspect_ai writes zstd members)
     except (zipfile.BadZipFile, OSError):
         return  # left to inspect_ai, which names what is damaged

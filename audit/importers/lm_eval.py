@@ -49,7 +49,15 @@ from audit.errors import AuditError
 from audit.fileio import parse_object, read_document, read_regular, sha256_bytes
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.mapping import Expr, ExprError, coerce, parse_float, parse_int
-from audit.importers.sources import Record, SourceFile, iter_json_records, parquet_problem, source_file
+from audit.importers.sources import (
+    CHANGED,
+    Record,
+    SourceFile,
+    check_pinned,
+    iter_json_records,
+    parquet_problem,
+    source_file,
+)
 from audit.models import LETTERS, Provenance
 from audit.pack import SourceRow, Table
 
@@ -229,11 +237,11 @@ class LmEvalImport:
     def raw_records(self) -> Iterator[Record]:
         """Every record of the file (every filter), as read."""
         if self.embedded_task is not None:
-            yield from embedded_records(self.src.path, self.embedded_task)
+            yield from embedded_records(self.src, self.embedded_task)
         elif self.parquet:
             yield from hf_records(self.src)
         else:
-            yield from iter_json_records(self.src.path)
+            yield from iter_json_records(self.src)
 
     def _records(self) -> Iterator[tuple[Any, dict[str, Any] | None, SourceRow | None]]:
         """(record, None) for each record of the chosen filter, or (None, error row)."""
@@ -482,14 +490,15 @@ class LmEvalImport:
         return prov
 
 
-def embedded_records(path: Path, task: str) -> Iterator[Record]:
+def embedded_records(src: SourceFile, task: str) -> Iterator[Record]:
     """The records a results file holds under `samples.<task>` (written by harness versions and wrappers that
-    keep the samples in the results document)."""
-    label = f"{path}:samples.{task}"
-    data, err = read_document(path, what="an lm-eval results file")
+    keep the samples in the results document); read once, its bytes checked against the sha256 `src` pinned."""
+    label = f"{src.path}:samples.{task}"
+    data, err = read_document(src.path, what="an lm-eval results file")
     if err:
         yield Record(label, 0, None, err)
         return
+    check_pinned(src, data or b"")
     obj, err = parse_object((data or b"").replace(b"\n", b" "))
     if err or obj is None:
         yield Record(label, 0, None, err or "not a JSON object")
@@ -523,8 +532,8 @@ def hf_records(src: SourceFile) -> Iterator[Record]:
         yield Record(label, 0, None, "reading a Parquet details table needs datasets: pip install 'audit[hf]'")
         return
     data = read_regular(src.path, follow_links=True)
-    if sha256_bytes(data) != src.sha256:
-        yield Record(label, 0, None, "the file changed since it was hashed: run again")
+    if len(data) != src.bytes or sha256_bytes(data) != src.sha256:
+        yield Record(label, 0, None, CHANGED)
         return
     refused = parquet_problem(data)  # bounded as any Parquet input, before datasets decodes all of it
     if refused:

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.fileio import parse_object, read_document
+from audit.fileio import parse_object, read_document, sha256_bytes
 from audit.importers import Output
 from audit.importers.lm_eval import LmEvalImport, lm_eval_import, lm_eval_outputs
+from audit.importers.sources import CHANGED, SourceFile
 from audit.models import Provenance
 
 _STAMP = r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
@@ -51,6 +52,10 @@ class TaskRun:
     stamp: str
     samples: Path | None = None
     results: Path | None = None
+    results_doc: dict[str, Any] | None = None
+    """The results file as read, once: the cross-check and the model name come from it."""
+    results_file: SourceFile | None = None
+    """The results file pinned by the sha256 of the bytes `results_doc` was parsed from."""
     embedded: bool = False
     checks: list[dict[str, Any]] = field(default_factory=list)
     bad_rows: list[dict[str, Any]] = field(default_factory=list)
@@ -81,8 +86,9 @@ def _walk(root: Path) -> list[Path]:
     return found
 
 
-def read_results(path: Path) -> dict[str, Any]:
-    """A results file as a dict; errors name the file."""
+def read_results(path: Path) -> tuple[dict[str, Any], SourceFile]:
+    """A results file read once: its JSON object, and the file pinned by the sha256 of those same bytes; errors
+    name the file."""
     data, err = read_document(path, what="an lm-eval results file")
     if err:
         raise AuditError(err, path=str(path))
@@ -94,7 +100,7 @@ def read_results(path: Path) -> dict[str, Any]:
         raise AuditError(err or "not a JSON object", path=str(path))
     if not isinstance(obj.get("results"), dict):
         raise AuditError("no `results` object: not an lm-eval results file", path=str(path), field="results")
-    return obj
+    return obj, SourceFile(path, sha256_bytes(data), len(data))
 
 
 def discover(root: Path) -> list[TaskRun]:
@@ -114,14 +120,15 @@ def discover(root: Path) -> list[TaskRun]:
         assert m is not None
         results[(folder, m.group(1))] = p
     for (folder, stamp), path in results.items():
-        doc = read_results(path)
+        doc, pinned = read_results(path)
         for run in (r for r in runs.values() if (r.folder, r.stamp) == (folder, stamp)):
-            run.results = path
+            run.results, run.results_doc, run.results_file = path, doc, pinned
         samples = doc.get("samples")
         if isinstance(samples, dict):
             for task in samples:
                 if isinstance(task, str) and (folder, task, stamp) not in runs:
-                    runs[(folder, task, stamp)] = TaskRun(folder, task, stamp, results=path, embedded=True)
+                    runs[(folder, task, stamp)] = TaskRun(folder, task, stamp, results=path, results_doc=doc,
+                                                          results_file=pinned, embedded=True)
     if not runs:
         raise AuditError("no lm-eval samples under this folder (samples_<task>_<date>.jsonl files, or a "
                          "results_<date>.json holding `samples`; run lm-eval with --log_samples)", path=str(root))
@@ -138,10 +145,10 @@ def cross_check(run: TaskRun, imp: LmEvalImport) -> list[dict[str, Any]]:
     """The task's samples against its results file: the document count, and each mean metric recomputed.
 
     Each check: {what, logged, recomputed, ok} (ok None: not comparable, with `why`)."""
-    if run.results is None:
+    if run.results is None or run.results_doc is None:
         return [{"what": "results file", "logged": None, "recomputed": None, "ok": None,
                  "why": "no results file of this run beside the samples: nothing to check against"}]
-    doc = read_results(run.results)
+    doc = run.results_doc
     checks: list[dict[str, Any]] = []
     docs: dict[str, set[Any]] = {}
     values: dict[tuple[str, str], list[Any]] = {}
@@ -238,21 +245,24 @@ def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, f
     outputs: list[Output] = []
     for run in runs:
         if run.samples is not None:
-            head = run.samples.open("rb").read(len(_LFS))
+            with run.samples.open("rb") as fh:
+                head = fh.read(len(_LFS))
             if head == _LFS:
                 raise AuditError("a Git LFS pointer, not the samples (fetch them with `git lfs pull`)",
                                  path=str(run.samples))
         imp = lm_eval_import(run.source, item_id=item_id, filter_name=filter_name, verify_hashes=verify_hashes,
                              choice_by=choice_by, target_delimiter=target_delimiter,
                              embedded_task=run.task if run.embedded else None, on_bad_row=on_bad_row)
+        if run.embedded and run.results_file is not None and \
+                (imp.src.sha256, imp.src.bytes) != (run.results_file.sha256, run.results_file.bytes):
+            raise AuditError(CHANGED, path=str(run.results))  # the samples and the checks would be of two files
         run.bad_rows = imp.bad_rows  # the same list: the responses reader fills it
         run.checks = cross_check(run, imp.reader())
         name = run.task if seen[(run.folder, run.task)] == 1 else f"{run.task}_{run.stamp}"
         dest = out / run.folder / name if run.folder != "." else out / name
         task_prov = provenance
-        if run.results is not None and model is None and (provenance is None or provenance.model is None):
-            doc = read_results(run.results)
-            name_in = doc.get("model_name")
+        if run.results_doc is not None and model is None and (provenance is None or provenance.model is None):
+            name_in = run.results_doc.get("model_name")
             if isinstance(name_in, str) and name_in:
                 task_prov = (provenance or Provenance()).model_copy(update={"model": name_in})
         (output,) = lm_eval_outputs(imp, dest, benchmark=benchmark or spec_named(run.task), gzip=gzip, model=model,
@@ -271,11 +281,9 @@ def _with_checks(output: Output, run: TaskRun) -> Output:
         imp["task"] = run.task
         imp["cross_check"] = {"results_file": run.results.name if run.results else None, "checks": run.checks}
         extra["import"] = imp
-        if run.results is not None:
-            from audit.importers.sources import source_file
-
+        if run.results_file is not None:  # pinned by the bytes the checks read, not hashed again
             files = list(extra.get("source_files") or [])
-            rf = source_file(run.results, (".json",)).as_json()
+            rf = run.results_file.as_json()
             if rf not in files:
                 files.append(rf)
             extra["source_files"] = files

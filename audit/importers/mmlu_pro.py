@@ -56,7 +56,7 @@ def _records(files: list[SourceFile], rmap: RecordMap | None = None
              ) -> Iterator[tuple[Any, str | None, SourceRow | None]]:
     """Every upstream record (selected and mapped by `rmap`) with its item id, or the error row that replaces it."""
     for f in files:
-        for rec in iter_table_records(f.path):
+        for rec in iter_table_records(f):
             if rec.obj is None:
                 yield rec, None, SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
                 continue

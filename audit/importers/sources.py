@@ -4,6 +4,12 @@ Each reader yields `Record(label, row, obj, error)`: `row` is the 1-based line
 number (JSONL), element number (JSON array) or data-row number (CSV, Parquet),
 so every error can name file and row. A damaged file ends its stream with an
 error record instead of raising from deep inside a parser.
+
+A reader given a `SourceFile` (the file pinned by sha256 for the provenance) parses only the bytes that digest
+names: it reads the file once, through a hash, and when its stream ends compares the digest and size of what
+it read with the pin (a zip or Parquet file, read whole, is compared before it is parsed). A file replaced or
+rewritten since it was hashed raises AuditError (CHANGED), so an import is never written under the digest of
+bytes it did not parse. Each read is checked: an importer that reads a file once per table checks every time.
 """
 
 from __future__ import annotations
@@ -14,24 +20,27 @@ import io
 import json
 import os
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from audit.errors import AuditError
 from audit.fileio import (
+    CHUNK,
     DECODER,
     MAX_GZIP_BYTES,
     MAX_GZIP_RATIO,
     MAX_LINE_BYTES,
     READ_ERRORS,
+    HashingReader,
+    gunzip_bounded,
     gzip_limit,
     iter_raw_lines,
-    open_binary,
+    open_regular,
     parse_object,
     read_regular,
-    sha256_file,
+    sha256_bytes,
 )
 
 JSON_SUFFIXES = (".json", ".jsonl", ".jsonl.gz", ".ndjson", ".zip")
@@ -72,28 +81,122 @@ def source_file(path: str | os.PathLike[str], suffixes: tuple[str, ...]) -> Sour
         raise AuditError("no such file", path=str(p))
     if not p.name.lower().endswith(suffixes):
         raise AuditError(f"unknown file type: expected {', '.join(suffixes)}", path=str(p))
-    digest, size = sha256_file(p)
-    return SourceFile(p, digest, size)
+    try:
+        f, size = open_regular(p, follow_links=True)
+        with f:
+            h = HashingReader(f, size)
+            h.drain()
+    except OSError as e:
+        raise AuditError(f"unreadable: {e.strerror or e}", path=str(p)) from None
+    return SourceFile(p, h.sha.hexdigest(), h.bytes)
+
+
+CHANGED = "the file changed since it was hashed: run again"
+"""Why a read of a pinned source stops: its bytes are not the ones its SourceFile hashed (replaced, rewritten,
+grown or cut since). One line, after the file's name."""
+
+
+def _path(src: Path | SourceFile) -> Path:
+    return src.path if isinstance(src, SourceFile) else src
+
+
+def check_pinned(src: Path | SourceFile, data: bytes) -> None:
+    """Refuse (AuditError CHANGED) bytes read whole from a pinned source that are not the bytes it pinned."""
+    if isinstance(src, SourceFile) and (len(data) != src.bytes or sha256_bytes(data) != src.sha256):
+        raise AuditError(CHANGED, path=str(src.path))
+
+
+class _Read:
+    """One read of an input file: a binary stream of it (un-gzipped for `.gz`, bounded as open_binary's) through a
+    HashingReader, and `check`, which proves the bytes read are the ones a SourceFile pinned. Only a regular file
+    is opened (a link to one is followed), and no more of it is read than its size when opened."""
+
+    def __init__(self, src: Path | SourceFile):
+        self.pin = src if isinstance(src, SourceFile) else None
+        self.path = _path(src)
+        self._f, size = open_regular(self.path, follow_links=True)
+        try:
+            if self.pin is not None and size != self.pin.bytes:
+                raise AuditError(CHANGED, path=str(self.path))  # refused before a byte is parsed
+            self.hashed = HashingReader(self._f, size)
+            # A large buffer: skipping an over-long line with an 8 KiB one is 3x slower.
+            self._raw = io.BufferedReader(self.hashed, CHUNK)
+            self.stream: IO[bytes] = (gunzip_bounded(self._raw, size) if self.path.name.lower().endswith(".gz")
+                                      else self._raw)
+        except BaseException:
+            self._f.close()
+            raise
+
+    def check(self) -> None:
+        """Hash what is left of the file unread (a parser may stop before its end) and raise AuditError CHANGED
+        unless all of it is the pinned file."""
+        if self.pin is None:
+            return
+        try:
+            self.hashed.drain()
+        except OSError as e:
+            raise AuditError(f"unreadable: {e.strerror or e}", path=str(self.path)) from None
+        if (self.hashed.bytes, self.hashed.sha.hexdigest()) != (self.pin.bytes, self.pin.sha256):
+            raise AuditError(CHANGED, path=str(self.path))
+
+    def close(self) -> None:
+        self._f.close()
+
+
+def _read_checked(src: Path | SourceFile, parse: Callable[[IO[bytes]], Iterator[Record]],
+                  label: str | None = None) -> Iterator[Record]:
+    """The records `parse` reads from one read of `src` (see _Read), checked against its pin when they end. An
+    error record is held until the next record comes: one that ends the stream is told only after the check, so
+    a file swapped for a damaged one says it changed rather than where the other file is damaged."""
+    path = _path(src)
+    label = label or str(path)
+    try:
+        read = _Read(src)
+    except OSError as e:
+        yield Record(label, 0, None, f"unreadable: {e.strerror or e}")
+        return
+    try:
+        held: Record | None = None
+        try:
+            for rec in parse(read.stream):
+                if held is not None:
+                    yield held
+                    held = None
+                if rec.error is None:
+                    yield rec
+                else:
+                    held = rec
+        except READ_ERRORS as e:
+            if held is not None:
+                yield held
+            held = Record(label, 0, None, f"unreadable: {e}")
+        read.check()
+        if held is not None:
+            yield held
+    finally:
+        read.close()
 
 
 # --------------------------------------------------------------------------- JSON
 
 
-def iter_json_records(path: Path) -> Iterator[Record]:
-    """Records of a JSONL (`.jsonl`, `.jsonl.gz`, `.ndjson`), JSON array (`.json`) or `.zip` of those."""
+def iter_json_records(src: Path | SourceFile) -> Iterator[Record]:
+    """Records of a JSONL (`.jsonl`, `.jsonl.gz`, `.ndjson`), JSON array (`.json`) or `.zip` of those; of a
+    SourceFile, checked to be the bytes it pinned (AuditError CHANGED otherwise)."""
+    path = _path(src)
     name = path.name.lower()
     label = str(path)
     if name.endswith(".zip"):
-        yield from _iter_zip(path)
+        yield from _iter_zip(src)
         return
-    try:
-        with open_binary(path) as fh:
-            if name.endswith(".json") and _first_char(fh) == b"[":
-                yield from iter_json_array(fh, label)
-            else:
-                yield from _iter_jsonl(fh, label)
-    except READ_ERRORS as e:
-        yield Record(label, 0, None, f"unreadable: {e}")
+
+    def parse(fh: IO[bytes]) -> Iterator[Record]:
+        if name.endswith(".json") and _first_char(fh) == b"[":
+            yield from iter_json_array(fh, label)
+        else:
+            yield from _iter_jsonl(fh, label)
+
+    yield from _read_checked(src, parse)
 
 
 def _first_char(fh: IO[bytes]) -> bytes:
@@ -149,15 +252,23 @@ def zip_problem(zf: zipfile.ZipFile, size: int, methods: bool = True) -> str | N
     return None
 
 
-def _iter_zip(path: Path) -> Iterator[Record]:
-    # Upstream MMLU-Pro keeps results as a zip holding one JSON array.
+def _iter_zip(src: Path | SourceFile) -> Iterator[Record]:
+    # Upstream MMLU-Pro keeps results as a zip holding one JSON array. zipfile seeks (its directory is at the end),
+    # so the archive is read whole, once: the bytes checked against the pin are the bytes its members come from.
+    path = _path(src)
     try:
-        zf = zipfile.ZipFile(path)
+        data = read_regular(path, follow_links=True)
+    except OSError as e:
+        yield Record(str(path), 0, None, f"unreadable: {e.strerror or e}")
+        return
+    check_pinned(src, data)
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
     except (zipfile.BadZipFile, *READ_ERRORS) as e:
         yield Record(str(path), 0, None, f"not a readable zip archive: {e}")
         return
     with zf:
-        refused = zip_problem(zf, os.path.getsize(path))
+        refused = zip_problem(zf, len(data))
         if refused:
             yield Record(str(path), 0, None, refused)
             return
@@ -277,15 +388,16 @@ def iter_json_array(fh: IO[bytes], label: str, max_element_bytes: int = MAX_LINE
 # --------------------------------------------------------------------------- tables
 
 
-def iter_table_records(path: Path) -> Iterator[Record]:
-    """Records of any supported table file: JSONL/JSON/zip, CSV (all values as text) or Parquet."""
-    name = path.name.lower()
+def iter_table_records(src: Path | SourceFile) -> Iterator[Record]:
+    """Records of any supported table file: JSONL/JSON/zip, CSV (all values as text) or Parquet; of a
+    SourceFile, checked to be the bytes it pinned (AuditError CHANGED otherwise)."""
+    name = _path(src).name.lower()
     if name.endswith((".csv", ".csv.gz")):
-        yield from _iter_csv(path)
+        yield from _iter_csv(src)
     elif name.endswith(".parquet"):
-        yield from _iter_parquet(path)
+        yield from _iter_parquet(src)
     else:
-        yield from iter_json_records(path)
+        yield from iter_json_records(src)
 
 
 class LineTooLong(OSError):
@@ -317,42 +429,52 @@ class _LineBound(io.RawIOBase):
         super().close()
 
 
-def _iter_csv(path: Path, chunk_rows: int = 8192) -> Iterator[Record]:
+def _iter_csv(src: Path | SourceFile, chunk_rows: int = 8192) -> Iterator[Record]:
     import pandas as pd
 
+    label = str(_path(src))
+
+    def parse(stream: IO[bytes]) -> Iterator[Record]:
+        row = 0
+        try:
+            # Every cell as text: CSV has no types, and guessing them would turn "007" into 7.
+            # An empty cell is null: CSV cannot tell an empty string from a missing value.
+            # A .csv.gz is read through the bounded gzip of _Read (pandas' own would expand a bomb), and
+            # every file through _LineBound (pandas would hold a cell of any length, and the rows are JSONL later).
+            fh = io.BufferedReader(_LineBound(stream), _CHUNK)
+            reader = pd.read_csv(fh, dtype=str, keep_default_na=False, chunksize=chunk_rows, compression=None,
+                                 encoding="utf-8", encoding_errors="strict")
+            with fh, reader:
+                for chunk in reader:
+                    for obj in chunk.to_dict("records"):
+                        row += 1
+                        yield Record(label, row, {k: (None if v == "" else v) for k, v in obj.items()})
+        except UnicodeDecodeError as e:
+            yield Record(label, row + 1, None, f"not valid UTF-8: {e.reason}")
+        except pd.errors.EmptyDataError:
+            return
+        except (pd.errors.ParserError, ValueError, *READ_ERRORS) as e:
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            yield Record(label, row + 1, None, f"malformed CSV: {msg}")
+
+    yield from _read_checked(src, parse)
+
+
+def _iter_parquet(src: Path | SourceFile, batch_rows: int = 8192) -> Iterator[Record]:
+    from audit.packages.layout import ParquetBound, open_parquet, parquet_batches
+
+    path = _path(src)
     label = str(path)
     row = 0
     try:
-        # Every cell as text: CSV has no types, and guessing them would turn "007" into 7.
-        # An empty cell is null: CSV cannot tell an empty string from a missing value.
-        # A .csv.gz is read through open_binary's bounded gzip (pandas' own would expand a bomb), and
-        # every file through _LineBound (pandas would hold a cell of any length, and the rows are JSONL later).
-        fh = io.BufferedReader(_LineBound(open_binary(path)), _CHUNK)
-        reader = pd.read_csv(fh, dtype=str, keep_default_na=False, chunksize=chunk_rows, compression=None,
-                             encoding="utf-8", encoding_errors="strict")
-        with fh, reader:
-            for chunk in reader:
-                for obj in chunk.to_dict("records"):
-                    row += 1
-                    yield Record(label, row, {k: (None if v == "" else v) for k, v in obj.items()})
-    except UnicodeDecodeError as e:
-        yield Record(label, row + 1, None, f"not valid UTF-8: {e.reason}")
-    except pd.errors.EmptyDataError:
+        data = read_regular(path, follow_links=True)
+    except OSError as e:
+        yield Record(label, 0, None, f"unreadable: {e.strerror or e}")
         return
-    except (pd.errors.ParserError, ValueError, *READ_ERRORS) as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        yield Record(label, row + 1, None, f"malformed CSV: {msg}")
-
-
-def _iter_parquet(path: Path, batch_rows: int = 8192) -> Iterator[Record]:
-    from audit.packages.layout import ParquetBound, open_parquet, parquet_batches
-
-    label = str(path)
-    row = 0
+    check_pinned(src, data)  # the bytes decoded are the ones pinned
     try:
         # The bytes read once (memory as the file's size), bounded as a package's Parquet file is: footer
         # and page headers checked before decoding, each batch's decoded size counted before it is decoded.
-        data = read_regular(path, follow_links=True)
         pf = open_parquet(data)
         for batch in parquet_batches(pf, len(data), batch_rows):
             for obj in batch.to_pylist():

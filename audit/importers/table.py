@@ -130,7 +130,7 @@ class TableImport:
     def rows(self) -> Iterator[SourceRow]:
         spec = self.spec
         seen: dict[tuple[Any, ...], bytes] = {}
-        for rec in iter_table_records(self.src.path):
+        for rec in iter_table_records(self.src):
             if rec.error is not None or rec.obj is None:
                 yield SourceRow(rec.label, rec.row, None, rec.error or "unreadable record")
                 continue

@@ -118,7 +118,7 @@ def _read_recorded(src: str | Path, tool: str,
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, int], int] = {}
     subject_of: dict[str, str | None] = {}
-    for rec in iter_table_records(sf.path):
+    for rec in iter_table_records(sf):
         if rec.error:
             raise AuditError(rec.error, path=rec.label, row=rec.row)
         assert rec.obj is not None

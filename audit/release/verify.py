@@ -16,7 +16,7 @@ from pathlib import Path
 
 from audit import inference
 from audit.errors import AuditError, Problem
-from audit.fileio import JsonError, loads_strict
+from audit.fileio import MAX_DOCUMENT_BYTES, JsonError, loads_strict
 from audit.leaks import LeakIndex
 from audit.models import ItemRow
 from audit.packages import load_package, open_package
@@ -95,6 +95,11 @@ def _package(v: VerifyContext) -> Check:
                 failure = f"is a {pkg.kind!r} package, not a release"
             elif missing := {ROWS_FILE, INFO_FILE, README_FILE} - {f.path for f in pkg.manifest.files}:
                 failure = f"missing {', '.join(sorted(missing))}"
+            elif big := next((f for f in pkg.manifest.files if f.path != ROWS_FILE and f.bytes > MAX_DOCUMENT_BYTES),
+                             None):
+                # Read whole below (release.json parsed, every file scanned for leaks): its size, which validation
+                # checked against the manifest, is bounded first. The rows are bounded by what they hold.
+                failure = f"{big.path}: larger than the {MAX_DOCUMENT_BYTES:,}-byte limit for a release's document"
             else:
                 # Every check below reads the bytes the manifest pins: read once, hashed, refused if they changed.
                 v.rows = list(pkg.iter_rows("release_row.v1"))

@@ -15,7 +15,16 @@ from typing import Any, Literal
 import pydantic
 
 from audit.errors import AuditError, ValidationFailed
-from audit.fileio import JsonError, loads_strict, parse_object, read_regular, sha256_bytes
+from audit.fileio import (
+    CHUNK,
+    MAX_DOCUMENT_BYTES,
+    JsonError,
+    loads_strict,
+    open_regular,
+    parse_object,
+    read_document,
+    sha256_bytes,
+)
 from audit.models import MAX_COUNT
 from audit.verdicts.models import VERDICT_FILE_SCHEMA_VERSION, VERDICTS, RowsFileRef, VerdictFile, VerdictRow
 
@@ -25,6 +34,11 @@ class BadVerdictFile(ValidationFailed):
 
     exit_code = 2
 
+
+MAX_VERDICT_FILE_BYTES = 1 << 30
+"""The largest verdict file (and Parquet rows file) read: 1 GiB, some two million rows of ~500 bytes (13,000
+rows of MMLU-Pro responses take 6.5 MB). Read whole, as one read every check and row comes from: a larger file
+is refused from its size, unread."""
 
 RowsAs = Literal["table", "frame", "models"]
 """How `read_verdicts` gives the rows: an Arrow table, a pandas DataFrame, or validated VerdictRow models."""
@@ -97,10 +111,10 @@ def _read_bytes(p: Path) -> bytes:
     """The verdict file's bytes, read once: every check and every row a reader uses come from them."""
     if not p.is_file():
         raise AuditError("no such file", path=str(p))
-    try:
-        return read_regular(p)
-    except OSError as e:
-        raise AuditError(f"unreadable: {e.strerror or e}", path=str(p)) from None
+    data, err = read_document(p, MAX_VERDICT_FILE_BYTES, what="a verdict file", follow_links=False)
+    if err is not None or data is None:
+        raise AuditError(err or "unreadable", path=str(p))
+    return data
 
 
 def _load(p: Path, data: bytes) -> VerdictFile:
@@ -332,15 +346,22 @@ def _verdict_table(p: Path, data: bytes) -> tuple[VerdictFile, Any, str]:
 
 
 def _read_head(p: Path) -> bytes | None:
-    """Bytes of the header, up to (not including) the top-level `items` key; None if not found."""
+    """Bytes of the header, up to (not including) the top-level `items` key; None if not found in the first
+    MAX_DOCUMENT_BYTES (a header is a few kilobytes: the full read then names what is wrong)."""
+    if not p.is_file():
+        raise AuditError("no such file", path=str(p))
     buf = bytearray()
-    with open(p, "rb") as f:
-        while chunk := f.read(1 << 20):
-            start = max(0, len(buf) - len(_ITEMS_MARKER))
-            buf += chunk
-            i = buf.find(_ITEMS_MARKER, start)
-            if i >= 0:
-                return bytes(buf[:i])
+    try:
+        f, size = open_regular(p)  # a regular file: a FIFO swapped in is refused, not waited on
+        with f:
+            while len(buf) < min(size, MAX_DOCUMENT_BYTES) and (chunk := f.read(CHUNK)):
+                start = max(0, len(buf) - len(_ITEMS_MARKER))
+                buf += chunk
+                i = buf.find(_ITEMS_MARKER, start)
+                if i >= 0:
+                    return bytes(buf[:i])
+    except OSError as e:
+        raise AuditError(f"unreadable: {e.strerror or e}", path=str(p)) from None
     return None
 
 
@@ -373,10 +394,9 @@ def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
     where = f"{p}: rows_file {ref.path}"
     if not side.is_file() or side.is_symlink():
         raise AuditError("the Parquet rows file it names is missing", path=where)
-    try:
-        data = read_regular(side)
-    except OSError as e:
-        raise AuditError(f"unreadable: {e.strerror or e}", path=where) from None
+    data, err = read_document(side, MAX_VERDICT_FILE_BYTES, what="a Parquet rows file", follow_links=False)
+    if err is not None or data is None:
+        raise AuditError(err or "unreadable", path=where)
     digest = sha256_bytes(data)
     if digest != ref.sha256:
         raise AuditError(f"sha256 is {digest}, the verdict file says {ref.sha256} (the file was altered)",
