@@ -67,6 +67,17 @@ the parent's bytes): audit 5.36 s wall, 9.18 s CPU, peak RSS 283 MB = 0.83x the 
 In the parent, its half takes 3.3 to 4.3 s (Python pass about 2.6 s, msgspec decode 1.0 s, the duplicate-key
 re-encode 0.5 s); the child's result arrives 0.1 to 0.9 s later. Moving the split point (0.50, 0.53, 0.56 of the
 file) changes nothing beyond that noise.
+Measured 2026-12-02 06:08 (this script, `--skip-synthetic --skip-real-traces --runs 3`, nothing else running: load
+0.51 before, 1.00 after), after two fixes outside the pass: writing over an earlier package (`--force`, as every run
+here after the first) no longer imports every package kind's module to check the old one (0.9 s: pandas and scipy
+through the release kind, and a schema lookup that imported every kind when it found none): audit 4.36 s wall,
+7.11 s CPU, peak RSS 207 MB = 0.61x the JSON; HTA 0.5.0 69.45 s wall, 69.52 s CPU, 2,415 MB: **15.9x wall-clock**
+(9.8x CPU), the target met. Five audit-only runs right after: 3.61, 3.75, 3.53, 3.92, 3.97 s (median 3.75 s, 18.5x
+that HTA figure). The same run with another process busy on the second core (load 1.5): audit 7.27 s, HTA 97.22 s,
+13.4x: the split read needs the second core, HTA uses one. Tried and dropped in the same session (no gain beyond the
+noise, or more instructions under callgrind): collecting each batch by columns (C-level maps over the branches'
+fields: 1,015 M instructions against the loop's 866 M on 20 batches), the GPU branch's lookups bound in a closure
+(0.7% fewer instructions), pydantic's `defer_build`, and 128 or 256 KiB batches instead of 1 MiB.
 """
 
 from __future__ import annotations
