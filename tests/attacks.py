@@ -281,6 +281,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "added", "succeeded"),
     ("gen.run-json-fifo", "OUT.work/run.json a FIFO (generate --force, or a resume, waited for ever) or 8 GiB "
                           "(read whole)", "added", "succeeded"),
+    ("release.rows-huge", "a release whose rows file holds gigabytes of valid rows: every row held in memory by "
+                          "verify-release and audit show", "added", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -412,3 +412,28 @@ def test_a_release_json_padded_past_the_document_limit_is_refused_by_verify_rele
     assert ("FAIL package        release.json: larger than the 67,108,864-byte limit for a release's document"
             in r.stdout), r.stdout
     assert "Traceback" not in r.stdout + r.stderr
+
+
+@attack("release.rows-huge")
+def test_a_release_whose_rows_file_is_past_the_limit_is_refused_before_its_rows_are_held(tmp_path, monkeypatch, cli):
+    """verify-release and the release kind's reader (`audit show`) held every row of any size in memory: the rows
+    file's size, which validation checked against the manifest, is bounded first (1 GiB; lowered here)."""
+    from audit.release import kind as release_kind
+
+    items = make_package(tmp_path / "items", items=[{"item_id": f"q{i}", "reference": "A", "num_choices": 4}
+                                                   for i in range(20)])
+    resp = make_package(tmp_path / "resp", responses=[{"item_id": f"q{i}", "response": "The answer is (A)."}
+                                                      for i in range(20)])
+    graded, rel = tmp_path / "results.json", tmp_path / "rel"
+    assert cli("grade", resp, "--items", items, "--benchmark", "choice", "-o", graded).code == 0
+    assert cli("release", graded, "-o", rel).code == 0
+    size = (rel / "verdicts.jsonl").stat().st_size
+    assert cli("verify-release", rel, "--items", items).code == 0
+    monkeypatch.setattr(release_kind, "MAX_ROWS_FILE_BYTES", size - 1)
+    r = cli("verify-release", rel, "--items", items)
+    assert r.code == 1
+    assert (f"FAIL package        verdicts.jsonl: larger than the {size - 1:,}-byte limit for a release's rows"
+            in r.out), r.out
+    r = cli("show", rel)
+    assert (r.code, r.err) == (2, f"audit: error: {rel}: verdicts.jsonl: larger than the {size - 1:,}-byte limit "
+                                  f"for a release's rows\n")

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from audit.errors import AuditError
 from audit.packages.kinds import Kind, register_kind
-from audit.release.models import INFO_FILE, ROWS_FILE, ReleaseInfo, ReleaseRow
+from audit.release.models import INFO_FILE, MAX_ROWS_FILE_BYTES, ROWS_FILE, ReleaseInfo, ReleaseRow
 from audit.views import release_view
 
 if TYPE_CHECKING:
@@ -24,6 +24,13 @@ class ReleaseView:
     """A release package read back: its release.json (checked against the rows) as a JSON object."""
 
     info: dict[str, Any]
+
+
+def rows_file_problem(pkg: Package) -> str | None:
+    """Why a release's rows file is too large to be read back (`MAX_ROWS_FILE_BYTES`: its rows are held in
+    memory), from the size its manifest pins (which validation checked); None if it is not."""
+    big = next((f for f in pkg.manifest.files if f.path == ROWS_FILE and f.bytes > MAX_ROWS_FILE_BYTES), None)
+    return f"{ROWS_FILE}: larger than the {MAX_ROWS_FILE_BYTES:,}-byte limit for a release's rows" if big else None
 
 
 def _read_release(pkg: Package) -> ReleaseView:
@@ -38,6 +45,8 @@ def _read_release(pkg: Package) -> ReleaseView:
     except pydantic.ValidationError as e:
         first = e.errors(include_url=False)[0]
         raise AuditError(first["msg"], path=where, field=".".join(str(p) for p in first["loc"])) from None
+    if problem := rows_file_problem(pkg):
+        raise AuditError(problem, path=str(pkg.source))
     rows = list(pkg.iter_rows("release_row.v1"))
     fresh = {"rows": len(rows), "items": len({r.item_id for r in rows}), "samples": len({r.sample for r in rows}),
              "statuses": dict(sorted(Counter(r.status for r in rows).items())),

@@ -13,6 +13,9 @@ from audit.verdicts import ComponentRef, Figure, PackageRef, Policies
 
 RELEASE_INFO_SCHEMA_VERSION = 1
 ROWS_FILE = "verdicts.jsonl"
+MAX_ROWS_FILE_BYTES = 1 << 30
+"""Largest rows file a release is read back with (its rows are held in memory to be checked): some five million
+rows, far past any benchmark's items times samples."""
 INFO_FILE = "release.json"
 README_FILE = "README.md"
 DATA_FILE = "data/verdicts.parquet"

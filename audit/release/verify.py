@@ -21,6 +21,7 @@ from audit.leaks import LeakIndex
 from audit.models import ItemRow
 from audit.packages import load_package, open_package
 from audit.release.build import key_texts, leak_problems, protected_texts, release_figures
+from audit.release.kind import rows_file_problem
 from audit.release.models import INFO_FILE, README_FILE, ROWS_FILE, ReleaseInfo, ReleaseRow
 from audit.release.render import render_readme
 from audit.release.salt import hash_id, release_id_key, salt_check
@@ -98,8 +99,10 @@ def _package(v: VerifyContext) -> Check:
             elif big := next((f for f in pkg.manifest.files if f.path != ROWS_FILE and f.bytes > MAX_DOCUMENT_BYTES),
                              None):
                 # Read whole below (release.json parsed, every file scanned for leaks): its size, which validation
-                # checked against the manifest, is bounded first. The rows are bounded by what they hold.
+                # checked against the manifest, is bounded first.
                 failure = f"{big.path}: larger than the {MAX_DOCUMENT_BYTES:,}-byte limit for a release's document"
+            elif problem := rows_file_problem(pkg):  # the rows are held in memory below
+                failure = problem
             else:
                 # Every check below reads the bytes the manifest pins: read once, hashed, refused if they changed.
                 v.rows = list(pkg.iter_rows("release_row.v1"))
