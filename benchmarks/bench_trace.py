@@ -78,6 +78,9 @@ that HTA figure). The same run with another process busy on the second core (loa
 noise, or more instructions under callgrind): collecting each batch by columns (C-level maps over the branches'
 fields: 1,015 M instructions against the loop's 866 M on 20 batches), the GPU branch's lookups bound in a closure
 (0.7% fewer instructions), pydantic's `defer_build`, and 128 or 256 KiB batches instead of 1 MiB.
+A second quiet run at 06:27 (load 1.98 falling to 1.01, nothing else running): audit 5.20 s wall, 8.90 s CPU,
+198 MB = 0.58x the JSON; HTA 90.40 s wall, 89.53 s CPU, 2,413 MB: 17.4x wall-clock (10.1x CPU). The host's speed moved
+by a third between the two runs (HTA 69 s, then 90 s); the ratio, both measured in one run, moved less.
 """
 
 from __future__ import annotations
