@@ -339,24 +339,24 @@ def test_a_csv_source_replaced_after_its_hash_is_refused_and_nothing_is_written(
     _refused_and_nothing_written(cli("import", *args, file, *out), here, file, name)
 
 
-@attack("import.zip-swap")
-def test_a_zip_source_replaced_after_its_hash_is_refused_and_nothing_is_written(cli, here, monkeypatch):
+def _swapped_whole_file(cli, here, monkeypatch, case: str) -> None:
+    """A source read whole (zip, Parquet) replaced after its hash: refused, nothing written."""
     from tests.attack_tools import swap_after_hash
 
-    args, module, file, data, swapped = _case("mmlu-pro-zip")
+    args, module, file, data, swapped = _case(case)
     (here / file).write_bytes(data)
     swap_after_hash(monkeypatch, module, here / file, swapped)
     _refused_and_nothing_written(cli("import", *args, file, "-o", "pkg"), here, file, "pkg")
+
+
+@attack("import.zip-swap")
+def test_a_zip_source_replaced_after_its_hash_is_refused_and_nothing_is_written(cli, here, monkeypatch):
+    _swapped_whole_file(cli, here, monkeypatch, "mmlu-pro-zip")
 
 
 @attack("import.table-parquet-swap")
 def test_a_parquet_table_replaced_after_its_hash_is_refused_by_import_table(cli, here, monkeypatch):
-    from tests.attack_tools import swap_after_hash
-
-    args, module, file, data, swapped = _case("table-parquet")
-    (here / file).write_bytes(data)
-    swap_after_hash(monkeypatch, module, here / file, swapped)
-    _refused_and_nothing_written(cli("import", *args, file, "-o", "pkg"), here, file, "pkg")
+    _swapped_whole_file(cli, here, monkeypatch, "table-parquet")
 
 
 @attack("import.recorded-swap")
