@@ -335,12 +335,13 @@ def head_and_tail(path: str | os.PathLike[str], max_bytes: int) -> tuple[bytes, 
 
 
 def _read_exactly(f: IO[bytes], n: int) -> bytes:
-    """Up to `n` bytes (fewer where the file ended sooner: it shrank since it was opened)."""
+    """Up to `n` bytes of an unbuffered file (fewer where it ended sooner: it shrank since it was opened). One
+    read asks for all of them, so a whole file is held once, not in pieces and again joined."""
     parts, left = [], n
-    while left > 0 and (chunk := f.read(min(left, CHUNK))):
+    while left > 0 and (chunk := f.read(left)):
         parts.append(chunk)
         left -= len(chunk)
-    return b"".join(parts)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class HashingReader(io.RawIOBase):
@@ -407,12 +408,10 @@ def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BY
         with f:
             if size > max_bytes:
                 return None, f"larger than the {max_bytes:,}-byte limit for {what}"
-            data = bytearray()
-            while len(data) < size and (chunk := f.read(min(CHUNK, size - len(data)))):
-                data += chunk
+            data = _read_exactly(f, size)
     except OSError as e:
         return None, f"unreadable: {e.strerror or e}"
-    return bytes(data), None
+    return data, None
 
 
 def dumps(obj: Any) -> str:
