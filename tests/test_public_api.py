@@ -85,6 +85,7 @@ def test_audit_release_names_its_public_api_lazily():
 
     home_of = release._HOME_OF
     assert sorted(home_of) == sorted(release.__all__)
+    assert set(release.__all__) <= set(dir(release))
     for name, home in home_of.items():
         assert getattr(release, name) is getattr(__import__(home, fromlist=[name]), name)
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
