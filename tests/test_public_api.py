@@ -80,16 +80,12 @@ def test_every_kind_module_imports_without_pandas_or_scipy():
     assert out.stdout.strip() == "[]"
 
 
-def test_audit_release_names_its_public_api_lazily():
+def test_audit_release_gives_every_name_it_lists():
     import audit.release as release
 
-    home_of = release._HOME_OF
-    assert sorted(home_of) == sorted(release.__all__)
+    for name in release.__all__:
+        assert getattr(release, name) is not None
     assert set(release.__all__) <= set(dir(release))
-    for name, home in home_of.items():
-        assert getattr(release, name) is getattr(__import__(home, fromlist=[name]), name)
-    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
-        release.nope  # noqa: B018
 
 
 def _project_imports(path) -> set[str]:

@@ -80,41 +80,37 @@ The package: `models` (release.json and the file names), `salt` (salt strength, 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from audit.release.build import (
-        SAFE_NAME,
-        ReleaseResult,
-        build_release,
-        key_texts,
-        leak_problems,
-        release_figures,
-    )
-    from audit.release.models import (
-        INFO_FILE,
-        README_FILE,
-        RELEASE_INFO_SCHEMA_VERSION,
-        ROWS_FILE,
-        InferenceCheck,
-        LeakCheckInfo,
-        LeakFound,
-        ReleaseInfo,
-    )
-    from audit.release.render import info_json, render_readme
-    from audit.release.salt import (
-        HASHED_ID_HEX,
-        MIN_SALT_BITS,
-        MIN_SALT_CHARS,
-        generate_salt,
-        hash_id,
-        release_id_key,
-        salt_bits,
-        salt_check,
-        salt_problem,
-    )
-    from audit.release.verify import VERIFY_STEPS, Check, verify_release
+from audit.release.build import (
+    SAFE_NAME,
+    ReleaseResult,
+    build_release,
+    key_texts,
+    leak_problems,
+    release_figures,
+)
+from audit.release.models import (
+    INFO_FILE,
+    README_FILE,
+    RELEASE_INFO_SCHEMA_VERSION,
+    ROWS_FILE,
+    InferenceCheck,
+    LeakCheckInfo,
+    LeakFound,
+    ReleaseInfo,
+)
+from audit.release.render import info_json, render_readme
+from audit.release.salt import (
+    HASHED_ID_HEX,
+    MIN_SALT_BITS,
+    MIN_SALT_CHARS,
+    generate_salt,
+    hash_id,
+    release_id_key,
+    salt_bits,
+    salt_check,
+    salt_problem,
+)
+from audit.release.verify import VERIFY_STEPS, Check, verify_release
 
 __all__ = [
     "HASHED_ID_HEX", "INFO_FILE", "MIN_SALT_BITS", "MIN_SALT_CHARS", "README_FILE", "RELEASE_INFO_SCHEMA_VERSION",
@@ -122,30 +118,3 @@ __all__ = [
     "ReleaseResult", "build_release", "generate_salt", "hash_id", "info_json", "key_texts", "leak_problems",
     "release_figures", "release_id_key", "render_readme", "salt_bits", "salt_check", "salt_problem", "verify_release",
 ]
-
-_HOMES = {
-    "audit.release.build": ("SAFE_NAME", "ReleaseResult", "build_release", "key_texts", "leak_problems",
-                            "release_figures"),
-    "audit.release.models": ("INFO_FILE", "README_FILE", "RELEASE_INFO_SCHEMA_VERSION", "ROWS_FILE", "InferenceCheck",
-                             "LeakCheckInfo", "LeakFound", "ReleaseInfo"),
-    "audit.release.render": ("info_json", "render_readme"),
-    "audit.release.salt": ("HASHED_ID_HEX", "MIN_SALT_BITS", "MIN_SALT_CHARS", "generate_salt", "hash_id",
-                           "release_id_key", "salt_bits", "salt_check", "salt_problem"),
-    "audit.release.verify": ("VERIFY_STEPS", "Check", "verify_release"),
-}
-_HOME_OF = {name: home for home, names in _HOMES.items() for name in names}
-"""Each public name's module: imported on first use, so that importing `audit.release.kind` (as every lookup of
-a package kind may) does not import the builder's pandas and scipy."""
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME_OF.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from audit.errors import AuditError
 from audit.packages.kinds import Kind, register_kind
+from audit.release.build import release_figures
 from audit.release.models import INFO_FILE, MAX_ROWS_FILE_BYTES, ROWS_FILE, ReleaseInfo, ReleaseRow
 from audit.views import release_view
 
@@ -36,8 +37,6 @@ def rows_file_problem(pkg: Package) -> str | None:
 def _read_release(pkg: Package) -> ReleaseView:
     """release.json from the bytes the manifest pins, validated as `release_info.v1`; its counts,
     statuses and figures recomputed from the rows (AuditError naming the first that differs)."""
-    from audit.release.build import release_figures  # here: the builder imports pandas and scipy
-
     where = f"{pkg.source}/{INFO_FILE}"
     obj = pkg.read_json(INFO_FILE)
     try:
