@@ -414,6 +414,15 @@ def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BY
     return data, None
 
 
+def document_bytes(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_BYTES, *,
+                   what: str = "a JSON document", follow_links: bool = True, label: str | None = None) -> bytes:
+    """`read_document`'s bytes, or AuditError (its one line, naming `label`, else the path) where it gives none."""
+    data, err = read_document(path, max_bytes, what=what, follow_links=follow_links)
+    if data is None:
+        raise AuditError(err or "unreadable", path=label if label is not None else str(path))
+    return data
+
+
 def dumps(obj: Any) -> str:
     """Canonical one-line JSON: key order as given, no spaces, UTF-8 kept, no NaN."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

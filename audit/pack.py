@@ -15,7 +15,7 @@ from typing import Any
 import pydantic
 
 from audit.errors import AuditError, Problem, ValidationFailed
-from audit.fileio import SourceRow, parse_object, read_document
+from audit.fileio import SourceRow, document_bytes, parse_object
 from audit.models import Manifest, Provenance
 from audit.packages.kinds import ROW_KEYS, ROW_MODELS
 from audit.packages.validate import MAX_PROBLEMS_PER_FILE, pydantic_problems
@@ -38,10 +38,7 @@ def load_provenance(path: str | os.PathLike[str] | None) -> Provenance:
     p = str(path)
     if not Path(p).is_file():
         raise AuditError("no such file", path=p)
-    data, err = read_document(p)
-    if err:
-        raise AuditError(err, path=p)
-    assert data is not None  # (read_document gives the bytes or an error)
+    data = document_bytes(p)
     obj, err = parse_object(data.replace(b"\n", b" "))
     if err:
         raise AuditError(err, path=p)

@@ -30,7 +30,7 @@ from audit.bench import figures, telemetry
 from audit.bench.rows import BenchRequestRow, BenchWindowRow, GpmSampleRow, GpuSampleRow
 from audit.bench.throughput import RunResult, hardware_of
 from audit.errors import AuditError, Problem, ValidationFailed
-from audit.fileio import JsonError, dumps_pretty, json_differences, loads_strict, read_document
+from audit.fileio import JsonError, document_bytes, dumps_pretty, json_differences, loads_strict
 from audit.generate.vllm_server import kept_log
 from audit.models import Manifest, Provenance
 from audit.outputs import check_output
@@ -80,9 +80,7 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *,
     anchor_bytes = None
     if result.anchor_result is not None:
         # Read once: the summary's anchor figures and the stored anchor.json are the same bytes.
-        anchor_bytes, err = read_document(result.anchor_result)
-        if err or anchor_bytes is None:
-            raise AuditError(err or "unreadable", path=str(result.anchor_result))
+        anchor_bytes = document_bytes(result.anchor_result)
         anchor = (ANCHOR_TOOL, _read_anchor(anchor_bytes, str(result.anchor_result)))
     summary = figures.summarize(cfg.arm, result.rows, result.windows, cfg.stall_s, anchor)
     tel = result.telemetry

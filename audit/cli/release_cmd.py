@@ -24,12 +24,9 @@ def _read_salt(salt: str | None, salt_file: Path | None) -> str | None:
             if mode & bits:
                 raise AuditError(f"the salt file is {what} by group or others (mode {mode:04o}): run chmod 600 "
                                  f"{salt_file}", path=str(salt_file))
-        from audit.fileio import read_document
+        from audit.fileio import document_bytes
 
-        data, err = read_document(salt_file, MAX_SALT_FILE_BYTES, what="a salt file")  # not a file of any size
-        if err:
-            raise AuditError(err, path=str(salt_file))
-        assert data is not None  # read_document gives bytes or an error
+        data = document_bytes(salt_file, MAX_SALT_FILE_BYTES, what="a salt file")  # not a file of any size
         try:
             return data.decode("utf-8").strip()
         except UnicodeDecodeError as e:

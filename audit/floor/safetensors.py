@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from audit.errors import AuditError
-from audit.fileio import DuplicateKey, open_regular, read_document, reject_constant, sha256_bytes, unique_pairs
+from audit.fileio import DuplicateKey, document_bytes, open_regular, reject_constant, sha256_bytes, unique_pairs
 from audit.models import unsafe_path_reason
 
 MAX_HEADER_BYTES = 100_000_000
@@ -296,10 +296,7 @@ class Checkpoint:
 
 
 def _read_json_file(path: Path, label: str) -> tuple[bytes, Any]:
-    data, err = read_document(path)
-    if err:
-        raise AuditError(err, path=label)
-    assert data is not None
+    data = document_bytes(path, label=label)
     try:
         return data, parse_json(data, "file")
     except ValueError as e:

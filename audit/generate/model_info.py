@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.fileio import JsonError, loads_strict, read_document, sha256_file
+from audit.fileio import JsonError, document_bytes, loads_strict, sha256_file
 from audit.generate.config import Sampling
 
 SAMPLING_FROM_GENERATION_CONFIG = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
@@ -27,9 +27,7 @@ def read_generation_config(model: str) -> dict[str, Any] | None:
     if not p.is_file():
         return None
     # A regular file of at most 1 MiB (a real one is under 1 KB), parsed strictly: a key twice is refused.
-    data, err = read_document(p, MAX_GENERATION_CONFIG_BYTES, what="a generation_config.json")
-    if data is None:
-        raise AuditError(err or "unreadable", path=str(p))
+    data = document_bytes(p, MAX_GENERATION_CONFIG_BYTES, what="a generation_config.json")
     try:
         obj = loads_strict(data)
     except JsonError as e:

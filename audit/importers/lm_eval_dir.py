@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.fileio import parse_object, read_document, sha256_bytes
+from audit.fileio import document_bytes, parse_object, sha256_bytes
 from audit.importers import Output
 from audit.importers.lm_eval import LmEvalImport, lm_eval_import, lm_eval_outputs
 from audit.importers.sources import CHANGED, SourceFile
@@ -89,10 +89,7 @@ def _walk(root: Path) -> list[Path]:
 def read_results(path: Path) -> tuple[dict[str, Any], SourceFile]:
     """A results file read once: its JSON object, and the file pinned by the sha256 of those same bytes; errors
     name the file."""
-    data, err = read_document(path, what="an lm-eval results file")
-    if err:
-        raise AuditError(err, path=str(path))
-    assert data is not None
+    data = document_bytes(path, what="an lm-eval results file")
     if data.startswith(_LFS):
         raise AuditError("a Git LFS pointer, not the file (fetch it with `git lfs pull`)", path=str(path))
     obj, err = parse_object(data.replace(b"\n", b" "))

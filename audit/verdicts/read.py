@@ -19,10 +19,10 @@ from audit.fileio import (
     CHUNK,
     MAX_DOCUMENT_BYTES,
     JsonError,
+    document_bytes,
     loads_strict,
     open_regular,
     parse_object,
-    read_document,
     sha256_bytes,
 )
 from audit.models import MAX_COUNT
@@ -111,10 +111,7 @@ def _read_bytes(p: Path) -> bytes:
     """The verdict file's bytes, read once: every check and every row a reader uses come from them."""
     if not p.is_file():
         raise AuditError("no such file", path=str(p))
-    data, err = read_document(p, MAX_VERDICT_FILE_BYTES, what="a verdict file", follow_links=False)
-    if err is not None or data is None:
-        raise AuditError(err or "unreadable", path=str(p))
-    return data
+    return document_bytes(p, MAX_VERDICT_FILE_BYTES, what="a verdict file", follow_links=False)
 
 
 def _load(p: Path, data: bytes) -> VerdictFile:
@@ -394,9 +391,7 @@ def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
     where = f"{p}: rows_file {ref.path}"
     if not side.is_file() or side.is_symlink():
         raise AuditError("the Parquet rows file it names is missing", path=where)
-    data, err = read_document(side, MAX_VERDICT_FILE_BYTES, what="a Parquet rows file", follow_links=False)
-    if err is not None or data is None:
-        raise AuditError(err or "unreadable", path=where)
+    data = document_bytes(side, MAX_VERDICT_FILE_BYTES, what="a Parquet rows file", follow_links=False, label=where)
     digest = sha256_bytes(data)
     if digest != ref.sha256:
         raise AuditError(f"sha256 is {digest}, the verdict file says {ref.sha256} (the file was altered)",
