@@ -46,11 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.fileio import parse_object, read_document, read_regular, sha256_bytes
+from audit.fileio import parse_object, read_document, read_regular
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.mapping import Expr, ExprError, coerce, parse_float, parse_int
 from audit.importers.sources import (
-    CHANGED,
     Record,
     SourceFile,
     check_pinned,
@@ -532,9 +531,7 @@ def hf_records(src: SourceFile) -> Iterator[Record]:
         yield Record(label, 0, None, "reading a Parquet details table needs datasets: pip install 'audit[hf]'")
         return
     data = read_regular(src.path, follow_links=True)
-    if len(data) != src.bytes or sha256_bytes(data) != src.sha256:
-        yield Record(label, 0, None, CHANGED)
-        return
+    check_pinned(src, data)
     refused = parquet_problem(data)  # bounded as any Parquet input, before datasets decodes all of it
     if refused:
         yield Record(label, 0, None, refused)
