@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import zipfile
 from pathlib import Path
 
@@ -381,6 +382,15 @@ def test_a_huge_verdict_file_or_rows_file_is_refused_from_its_size_unread(tmp_pa
     _sparse(side)
     r = audit_jailed("show", out, setup=MEMORY, timeout=30)
     _one_line(r, f"{out}: rows_file {side.name}: larger than the 1,073,741,824-byte limit for a Parquet rows file")
+
+
+def test_a_verdict_file_that_is_a_fifo_is_named_as_such_not_as_missing(tmp_path, cli):
+    fifo = tmp_path / "results.json"
+    os.mkfifo(fifo)
+    r = cli("diff", fifo, fifo)
+    assert (r.code, r.err) == (2, f"audit: error: {fifo}: not a regular file\n")
+    r = cli("diff", tmp_path / "missing.json", fifo)
+    assert (r.code, r.err) == (2, f"audit: error: {tmp_path / 'missing.json'}: no such file\n")
 
 
 def test_a_verdict_file_of_13000_rows_is_far_inside_the_limit(tmp_path):

@@ -107,10 +107,16 @@ def _check_kind_and_version(obj: dict[str, Any], p: Path) -> None:
                          path=str(p), field="schema_version")
 
 
+def _must_be_a_file(p: Path) -> None:
+    """AuditError unless `p` is a regular file: "no such file", else "not a regular file" (a FIFO or a folder,
+    which is never opened: a FIFO would be waited on)."""
+    if not p.is_file():
+        raise AuditError("not a regular file" if p.exists() else "no such file", path=str(p))
+
+
 def _read_bytes(p: Path) -> bytes:
     """The verdict file's bytes, read once: every check and every row a reader uses come from them."""
-    if not p.is_file():
-        raise AuditError("no such file", path=str(p))
+    _must_be_a_file(p)
     return document_bytes(p, MAX_VERDICT_FILE_BYTES, what="a verdict file", follow_links=False)
 
 
@@ -345,8 +351,7 @@ def _verdict_table(p: Path, data: bytes) -> tuple[VerdictFile, Any, str]:
 def _read_head(p: Path) -> bytes | None:
     """Bytes of the header, up to (not including) the top-level `items` key; None if not found in the first
     MAX_DOCUMENT_BYTES (a header is a few kilobytes: the full read then names what is wrong)."""
-    if not p.is_file():
-        raise AuditError("no such file", path=str(p))
+    _must_be_a_file(p)
     buf = bytearray()
     try:
         f, size = open_regular(p)  # a regular file: a FIFO swapped in is refused, not waited on
