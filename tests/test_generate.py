@@ -698,6 +698,7 @@ def test_usage_counting_fewer_tokens_than_the_stream_carried_is_an_error(cli, tm
     assert rows[1].error is None
 
 
+@pytest.mark.slow
 @attack("gen.drip")
 def test_headers_sent_one_byte_at_a_time_are_cut_at_the_deadline():
     import socket
