@@ -5,8 +5,8 @@ listed under, the JSON Schemas of its other documents, a typed model of its mani
 `provenance.extra`, `read(pkg)`, which reads a validated package back, recomputes what can be
 recomputed and refuses a mismatch, and `show(view)`, the lines `audit show` prints of what `read`
 gave. Every list of kinds, row models, row keys and document schemas derives from this catalog
-(`audit.models.PACKAGE_KINDS` and `ROW_MODELS`, `audit.packages.layout.ROW_KEYS` and
-`DOCUMENT_SCHEMAS`, `audit.schemas`, `audit show`, the claims recipes).
+(`kind_names()`, `ROW_MODELS`, `ROW_KEYS` and `DOCUMENT_SCHEMAS` here, `audit.schemas`, `audit show`, the
+claims recipes, and `audit.packages.validate`, which refuses a manifest whose kind is not registered).
 
 Each domain module registers its kind with `register_kind` (`audit.verdicts.kind`: verdicts;
 `audit.release.kind`: release; `audit.bench.store`: throughput and telemetry; `audit.trace.package`:
@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 
 KIND_MODULES = ("audit.packages.kinds", "audit.verdicts.kind", "audit.release.kind", "audit.bench.store",
                 "audit.trace.package", "audit.floor.package")
-"""Modules that register package kinds on import, in the order the kinds are listed (the manifest
-schema's `kind` enum follows it)."""
+"""Modules that register package kinds on import, in the order the kinds are listed."""
 
 
 class Extra(BaseModel):

@@ -25,7 +25,7 @@ from audit.models import (
     path_key,
     unsafe_path_reason,
 )
-from audit.packages.kinds import DOCUMENT_SCHEMAS, ROW_KEYS, ROW_MODELS
+from audit.packages.kinds import DOCUMENT_SCHEMAS, KINDS, ROW_KEYS, ROW_MODELS
 from audit.packages.layout import (
     DATA_SUFFIXES,
     MANIFEST,
@@ -35,6 +35,7 @@ from audit.packages.layout import (
     document_model,
     fast_row,
 )
+from audit.registry import unknown_error
 
 MAX_PROBLEMS_PER_FILE = 20
 """Row problems reported per file before the rest are summarised in one line."""
@@ -155,9 +156,18 @@ def load_manifest(root: Path, label: str) -> tuple[Manifest | None, list[Problem
         return None, [Problem(name, f"schema_version {version} is not one this audit reads "
                                     f"(1 to {MANIFEST_SCHEMA_VERSION})", field="schema_version")]
     try:
-        return Manifest.model_validate(obj), []
+        manifest = Manifest.model_validate(obj)
     except pydantic.ValidationError as e:
         return None, pydantic_problems(name, None, e)
+    if problem := unknown_kind(manifest.kind):
+        return None, [Problem(name, problem, field="kind")]
+    return manifest, []
+
+
+def unknown_kind(name: str) -> str | None:
+    """Why `name` is no registered package kind (`unknown package kind 'NAME' (known: ...)`), or None. The
+    manifest model checks only that a kind is a safe name: the registry, not the schema, says which exist."""
+    return None if name in KINDS else str(unknown_error("package kind", name, KINDS))
 
 
 def check_document(entry: FileEntry, data: bytes) -> tuple[list[Problem], Any]:
