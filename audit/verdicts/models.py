@@ -286,4 +286,8 @@ VerdictFile: typing.TypeAlias = VerdictFileV2
 """The current verdict file (schema version 2)."""
 
 VERDICT_ROW_FIELDS = tuple(VerdictRow.model_fields)
+
+AT_BUDGET_NOTE = "; at budget: used all max_tokens={} and said stop"
+"""Ends the reason of a row graded although its reply used exactly max_tokens and said stop (`audit.grade`
+writes it, `audit.views.at_budget_lines` counts it)."""
 """Key order of a row in the file (the model's field order)."""
