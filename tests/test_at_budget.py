@@ -78,7 +78,7 @@ def test_a_recorded_at_budget_must_agree_with_the_row(tmp_path, cli, row):
     f.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
     (root / "manifest.json").write_text(json.dumps(m))
     r = cli("validate", str(root))
-    assert r.code == 1 and f"{root}/responses.jsonl: row 1: Value error, at_budget is " in r.out
+    assert r.code == 1 and f"{root}/responses.jsonl: row 1: at_budget is " in r.out
 
 
 @attack("gen.at-budget")

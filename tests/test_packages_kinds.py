@@ -127,4 +127,4 @@ def test_show_checks_a_kinds_typed_extra(tmp_path, cli):
     (pkg / "manifest.json").write_text(json.dumps(m, indent=2))
     r = cli("show", pkg)
     assert r.code == 2 and r.out == ""
-    assert r.err == f"audit: error: {pkg}: manifest.json: provenance.extra.run.stall_s is missing\n"
+    assert r.err == f"audit: error: {pkg}: manifest.json: field provenance.extra.run.stall_s: missing required field\n"

@@ -53,8 +53,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import pydantic
 
 from audit.claims import units
-from audit.claims.ledger import error_message
-from audit.errors import AuditError
+from audit.errors import AuditError, error_words
 from audit.models import Record
 from audit.registry import Catalog, catalog
 from audit.verdicts.models import Interval
@@ -383,7 +382,7 @@ def _args_error(led: LoadedLedger, claim: Claim, where: str, loc: tuple[Any, ...
     e = err.errors(include_url=False)[0]
     sub = tuple(e["loc"])
     fieldname = ".".join([where, "args", *map(str, sub)])
-    msg = error_message(e, "argument", quiet=("value_error",))
+    msg = error_words(e, "argument", quiet=("value_error",))
     return led.error(msg, claim=claim, field=fieldname, loc=loc + ("args", *sub))
 
 

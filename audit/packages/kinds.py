@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
-from audit.errors import AuditError
+from audit.errors import AuditError, field_errors
 from audit.models import ItemRow, Manifest, Record, ResponseRow
 from audit.registry import Catalog, catalog, duplicate_error
 
@@ -84,14 +84,13 @@ class Kind:
 
     def extra_of(self, manifest: Manifest, label: str | None = None) -> Extra:
         """The manifest's `provenance.extra` through the kind's model: AuditError (at `label`) naming the
-        first field that does not fit (`manifest.json: provenance.extra.FIELD is missing`)."""
+        first field that does not fit (`manifest.json: field provenance.extra.FIELD: missing required field`)."""
         try:
             return self.extra.model_validate(manifest.provenance.extra)
         except pydantic.ValidationError as e:
-            first = e.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in first["loc"])
-            msg = "is missing" if first["type"] == "missing" else f"is not valid: {first['msg']}"
-            raise AuditError(f"manifest.json: provenance.extra.{where} {msg}", path=label) from None
+            first = field_errors(e)[0]
+            raise AuditError(f"manifest.json: field provenance.extra.{first.field}: {first.message}",
+                             path=label) from None
 
     def read(self, pkg: Package) -> Any:
         """The validated package `pkg` read back: its `extra` checked, what can be recomputed recomputed

@@ -15,8 +15,8 @@ from typing import IO, Any, cast
 
 import pydantic
 
-from audit.errors import AuditError, Problem, one_line
-from audit.fileio import MAX_DOCUMENT_BYTES, READ_ERRORS, JsonError, loads_strict, parse_object, short_repr
+from audit.errors import AuditError, Problem, field_errors, one_line
+from audit.fileio import MAX_DOCUMENT_BYTES, READ_ERRORS, JsonError, loads_strict, parse_object
 from audit.models import (
     MANIFEST_SCHEMA_VERSION,
     TEXT_SCHEMA,
@@ -43,18 +43,7 @@ MAX_PROBLEMS_PER_FILE = 20
 
 def pydantic_problems(path: str, row: int | None, err: pydantic.ValidationError) -> list[Problem]:
     """One Problem per pydantic error, naming the field: `missing required field`, `unknown field`, ..."""
-    problems = []
-    for e in err.errors(include_url=False):
-        loc = ".".join(str(p) for p in e["loc"]) or None
-        kind = e["type"]
-        if kind == "missing":
-            msg = "missing required field"
-        elif kind == "extra_forbidden":
-            msg = "unknown field"
-        else:
-            msg = f"{e['msg']} (got {short_repr(e.get('input'))})"
-        problems.append(Problem(path, msg, row, loc))
-    return problems
+    return [Problem(path, e.message, row, e.field) for e in field_errors(err)]
 
 
 def validate_rows(entry: FileEntry, reader: PinnedRead) -> tuple[list[Problem], int]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 from pydantic import BaseModel
 
-from audit.errors import AuditError
+from audit.errors import AuditError, field_errors
 from audit.packages.kinds import Kind, register_kind
 from audit.release.build import release_figures
 from audit.release.models import INFO_FILE, MAX_ROWS_FILE_BYTES, ROWS_FILE, ReleaseInfo, ReleaseRow
@@ -42,8 +42,8 @@ def _read_release(pkg: Package) -> ReleaseView:
     try:
         info = ReleaseInfo.model_validate(obj)
     except pydantic.ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        raise AuditError(first["msg"], path=where, field=".".join(str(p) for p in first["loc"])) from None
+        first = field_errors(e)[0]
+        raise AuditError(first.message, path=where, field=first.field) from None
     if problem := rows_file_problem(pkg):
         raise AuditError(problem, path=str(pkg.source))
     rows = list(pkg.iter_rows("release_row.v1"))
