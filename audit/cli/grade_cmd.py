@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from audit.cli import benchmark_option, cli
+from audit.cli.app import benchmark_option, cli
 
 if TYPE_CHECKING:
     from audit.grade import FitCheck

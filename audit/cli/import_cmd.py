@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from audit.cli import benchmark_option, cli
+from audit.cli.app import benchmark_option, cli
 from audit.models import Manifest
 from audit.pack import load_provenance
 
