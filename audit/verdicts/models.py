@@ -15,7 +15,6 @@ import pydantic
 from pydantic import ConfigDict, Field
 
 from audit.models import Count, Int64, Producer, Record, Verdict, unsafe_path_reason
-from audit.schemas import register
 
 VERDICT_FILE_SCHEMA_VERSION = 2
 """Version 2 added `summary.subjects`; version-1 files still load, and reproduce byte for byte (written without it)."""
@@ -275,9 +274,6 @@ class VerdictFileV2(VerdictFileV1):
     summary: SummaryV2
     """Figures and counts, overall, per run and per subject."""
 
-
-register("verdict_file.v1", VerdictFileV1)
-register("verdict_file.v2", VerdictFileV2)
 
 # What the library builds and reads: version 2 (it reads version-1 files too, with `summary.subjects` null).
 Summary: typing.TypeAlias = SummaryV2
