@@ -128,3 +128,31 @@ def test_show_checks_a_kinds_typed_extra(tmp_path, cli):
     r = cli("show", pkg)
     assert r.code == 2 and r.out == ""
     assert r.err == f"audit: error: {pkg}: manifest.json: field provenance.extra.run.stall_s: missing required field\n"
+
+
+def test_a_kind_reads_back_its_own_type_and_checks_the_link_to_the_package_it_belongs_to():
+    import typing
+
+    from audit.bench import store
+    from audit.packages import open_package
+
+    # One reader per kind, given (pkg, label), and the viewer of what it gives: no wrapper per kind.
+    assert store.THROUGHPUT.reader is store.read_throughput and store.TELEMETRY.reader is store.read_telemetry
+    assert typing.get_type_hints(store.read_throughput)["return"] is store.Throughput
+    assert store.TELEMETRY.link == kinds.Link("throughput", "throughput") and store.THROUGHPUT.link is None
+    with open_package(BENCH / "graphs") as graphs, open_package(BENCH / "eager") as eager, \
+            open_package(BENCH / "graphs.telemetry") as tel:
+        run = store.THROUGHPUT.read(graphs, "graphs")
+        assert isinstance(run, store.Throughput) and run.summary.tok_s.n
+        assert store.THROUGHPUT.show(run)[0].startswith("tok/s ")
+        assert isinstance(store.TELEMETRY.read(tel, linked=graphs), store.Telemetry)
+        with pytest.raises(AuditError) as e:
+            store.TELEMETRY.read(tel, "graphs.telemetry", linked=eager)
+        assert str(e.value).startswith("graphs.telemetry: belongs to throughput package throughput-graphs-")
+        assert f"not {eager.manifest.package_id} (digest {eager.digest[:12]}...)" in str(e.value)
+        with pytest.raises(AuditError, match="^graphs: belongs to no package of another kind"):
+            store.THROUGHPUT.read(graphs, "graphs", linked=eager)
+        with pytest.raises(AuditError, match="^x: belongs to a throughput package, not to a telemetry package"):
+            store.TELEMETRY.read(tel, "x", linked=tel)
+        with pytest.raises(AuditError, match="^x: is a 'telemetry' package, expected 'throughput'"):
+            store.THROUGHPUT.read(tel, "x")

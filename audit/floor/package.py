@@ -199,6 +199,6 @@ def _schemas() -> dict[str, type[pydantic.BaseModel]]:
 
 CHECKPOINT_HEADERS = register_kind(Kind(
     "checkpoint-headers", "a decode bandwidth floor and the header-only copy of the checkpoint it came from",
-    schemas=_schemas(), reader=lambda pkg: read_identical(pkg, str(pkg.source)), viewer=_show), __name__)
+    schemas=_schemas(), reader=read_identical, viewer=_show), __name__)
 
 KIND = CHECKPOINT_HEADERS.name
