@@ -283,6 +283,13 @@ _TABLE: list[tuple[str, str, str, str]] = [
                           "(read whole)", "added", "succeeded"),
     ("release.rows-huge", "a release whose rows file holds gigabytes of valid rows: every row held in memory by "
                           "verify-release and audit show", "added", "succeeded"),
+    # ---- round 4 (hard), issue 28 by class
+    ("names.lm-eval-task-path", "import lm-eval DIR: an embedded task name ../../x, /abs, '..', hidden or 300 "
+                                "characters becomes a package path", "issue", "succeeded"),
+    ("names.lm-eval-task-nul", "an embedded task name holding NUL, a newline or an invisible character", "issue",
+     "succeeded"),
+    ("names.lm-eval-force-outside", "--force replacing a user's package outside -o through a task name ../victim",
+     "issue", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

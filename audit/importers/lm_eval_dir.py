@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.fileio import document_bytes, parse_object, sha256_bytes
+from audit.fileio import document_bytes, join_inside, parse_object, sha256_bytes
 from audit.importers import Output
 from audit.importers.lm_eval import LmEvalImport, lm_eval_import, lm_eval_outputs
 from audit.importers.sources import CHANGED, SourceFile
@@ -239,8 +239,18 @@ def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, f
     seen: dict[tuple[str, str], int] = {}
     for r in runs:
         seen[(r.folder, r.task)] = seen.get((r.folder, r.task), 0) + 1
+    # Every task name and folder becomes a path under OUT through the one gate, before anything is read or
+    # written: a results file's `samples` may name a task `../../x`, `/abs` or a NUL.
+    dests = {}
+    for run in runs:
+        name = run.task if seen[(run.folder, run.task)] == 1 else f"{run.task}_{run.stamp}"
+        folder = [] if run.folder == "." else run.folder.split("/")
+        where = run.results if run.embedded else run.samples
+        dests[id(run)] = join_inside(join_inside(out, *folder, what="folder", path=root), name, what="task name",
+                                     path=where)
     outputs: list[Output] = []
     for run in runs:
+        dest = dests[id(run)]
         if run.samples is not None:
             with run.samples.open("rb") as fh:
                 head = fh.read(len(_LFS))
@@ -255,8 +265,6 @@ def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, f
             raise AuditError(CHANGED, path=str(run.results))  # the samples and the checks would be of two files
         run.bad_rows = imp.bad_rows  # the same list: the responses reader fills it
         run.checks = cross_check(run, imp.reader())
-        name = run.task if seen[(run.folder, run.task)] == 1 else f"{run.task}_{run.stamp}"
-        dest = out / run.folder / name if run.folder != "." else out / name
         task_prov = provenance
         if run.results_doc is not None and model is None and (provenance is None or provenance.model is None):
             name_in = run.results_doc.get("model_name")
