@@ -262,6 +262,9 @@ def _decide_graded(meta: AttemptMeta, ex: extractors.Extraction | None, judgment
                    item: ItemInfo, item_id: str, sample: int,
                    policies: Policies) -> tuple[str, str, str, dict[str, Any]]:
     assert ex is not None
+    if ex.answer is None and ex.rule == extractors.RULE_NO_OPTIONS:
+        return ("ungraded", "error", "the item records no option count, and the extractor reads only the item's own "
+                "letters: not graded (import the items with their options)", {})
     if ex.answer is None:
         if policies.no_answer == "random-guess" and item.options:
             guess, detail = _guess(policies, item_id, sample, item.options)

@@ -27,13 +27,15 @@ from typing import Any
 from audit.errors import AuditError
 from audit.fileio import document_bytes, parse_object, sha256_bytes
 from audit.importers import Output
-from audit.importers.lm_eval import LmEvalImport, lm_eval_import, lm_eval_outputs
+from audit.importers.lm_eval import CHOICE_RULES, LmEvalImport, lm_eval_import, lm_eval_outputs
 from audit.importers.sources import CHANGED, SourceFile
 from audit.models import Provenance
 
 _STAMP = r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
 SAMPLES_NAME = re.compile(r"samples_(.+)_" + _STAMP + r"\.(?:jsonl|parquet)", re.ASCII)
-RESULTS_NAME = re.compile(r"results_" + _STAMP + r"\.json", re.ASCII)
+RESULTS_NAME = re.compile(r"results_(?:.+_)?(" + _STAMP[1:-1] + r"|\d{8}_\d{6})\.json", re.ASCII)
+"""`results_<date>.json` as the harness names it, or `results_<model>_<harness>_<task>_<date>.json` (wrappers
+of `simple_evaluate`, e.g. `results_Mistral-7B-v0.1_hf_arc_easy_20250530_123425.json`)."""
 MAX_FILES = 100_000
 """Files looked at under DIR before the walk is refused (a folder of millions is not an lm-eval output)."""
 MAX_DEPTH = 8
@@ -60,6 +62,10 @@ class TaskRun:
     checks: list[dict[str, Any]] = field(default_factory=list)
     bad_rows: list[dict[str, Any]] = field(default_factory=list)
     """Records kept as bad_input (`--on-bad-row record`), filled while the package is written."""
+    choice_by: str = "acc"
+    """The rule by which a multiple-choice sample's option is taken as chosen, for this task."""
+    choice_why: str = ""
+    """Why that rule: given (`--choice-by`), or what the results file logs for the task."""
 
     @property
     def source(self) -> Path:
@@ -101,12 +107,16 @@ def read_results(path: Path) -> tuple[dict[str, Any], SourceFile]:
 
 
 def discover(root: Path) -> list[TaskRun]:
-    """Every task run under `root`, in folder and task order."""
-    if not root.is_dir():
+    """Every task run under `root`, in folder and task order; `root` may be one results file holding its samples
+    (its tasks are the runs, in folder `.`)."""
+    files = None
+    if root.is_file():
+        files, root = [root], root.parent
+    elif not root.is_dir():
         raise AuditError("no such folder", path=str(root))
     runs: dict[tuple[str, str, str], TaskRun] = {}
     results: dict[tuple[str, str], Path] = {}
-    for p in _walk(root):
+    for p in files if files is not None else _walk(root):
         folder = p.parent.relative_to(root).as_posix()
         m = SAMPLES_NAME.fullmatch(p.name)
         if m:
@@ -114,8 +124,8 @@ def discover(root: Path) -> list[TaskRun]:
             runs[(folder, task, stamp)] = TaskRun(folder, task, stamp, samples=p)
             continue
         m = RESULTS_NAME.fullmatch(p.name)
-        assert m is not None
-        results[(folder, m.group(1))] = p
+        assert m is not None or files is not None  # the walk keeps only files so named; a file given is read as one
+        results[(folder, m.group(1) if m is not None else p.stem)] = p
     for (folder, stamp), path in results.items():
         doc, pinned = read_results(path)
         for run in (r for r in runs.values() if (r.folder, r.stamp) == (folder, stamp)):
@@ -228,11 +238,29 @@ def describe(check: dict[str, Any]) -> str:
             f"{check['n']} samples is {got:g}")
 
 
+def task_choice(run: TaskRun, given: str | None, per_task: dict[str, str]) -> tuple[str, str]:
+    """The choice rule for `run`'s multiple-choice samples and why: `--choice-by TASK=RULE`, else `--choice-by RULE`,
+    else the one metric of acc, acc_norm, acc_bytes the results file logs for the task (acc when it logs acc or
+    none of them; leaderboard tasks log acc_norm only, and grading their `acc` choice gave 50.00% for a logged 0.6)."""
+    if run.task in per_task:
+        return per_task[run.task], f"--choice-by {run.task}={per_task[run.task]}"
+    if given is not None:
+        return given, f"--choice-by {given}"
+    reported = run.results_doc.get("results", {}).get(run.task) if run.results_doc is not None else None
+    logged = {k.split(",", 1)[0] for k in reported if isinstance(k, str)} if isinstance(reported, dict) else set()
+    rules = [r for r in CHOICE_RULES if r in logged]
+    if rules and "acc" not in rules:
+        return rules[0], f"the results file logs {', '.join(rules)}, not acc"
+    return "acc", "the results file logs acc" if "acc" in rules else "the default (the results file logs no acc)"
+
+
 def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, filter_name: str | None,
-                verify_hashes: bool, choice_by: str, target_delimiter: str, gzip: bool, model: str | None,
-                provenance: Provenance | None, on_bad_row: str = "refuse") -> tuple[list[Output], list[TaskRun]]:
+                verify_hashes: bool, choice_by: str | None, target_delimiter: str, gzip: bool, model: str | None,
+                provenance: Provenance | None, on_bad_row: str = "refuse",
+                task_choice_by: dict[str, str] | None = None) -> tuple[list[Output], list[TaskRun]]:
     """One output per task run under `root`, each with its cross-check done (read once before writing); a task's
-    package names the benchmark given, else its task when that is a spec (the task is in the provenance)."""
+    package names the benchmark given, else its task when that is a spec (the task is in the provenance).
+    Multiple-choice samples are chosen per task (`task_choice`)."""
     from audit.specs import spec_named
 
     runs = discover(root)
@@ -247,8 +275,9 @@ def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, f
             if head == _LFS:
                 raise AuditError("a Git LFS pointer, not the samples (fetch them with `git lfs pull`)",
                                  path=str(run.samples))
+        run.choice_by, run.choice_why = task_choice(run, choice_by, task_choice_by or {})
         imp = lm_eval_import(run.source, item_id=item_id, filter_name=filter_name, verify_hashes=verify_hashes,
-                             choice_by=choice_by, target_delimiter=target_delimiter,
+                             choice_by=run.choice_by, target_delimiter=target_delimiter,
                              embedded_task=run.task if run.embedded else None, on_bad_row=on_bad_row)
         if run.embedded and run.results_file is not None and \
                 (imp.src.sha256, imp.src.bytes) != (run.results_file.sha256, run.results_file.bytes):
