@@ -72,3 +72,25 @@ def test_task_choice_needs_a_folder(cli, tmp_path):
             "--choice-by", "x=acc_norm", "-o", tmp_path / "o")
     assert (r.code, r.err) == (2, "audit: error: --choice-by TASK=RULE takes a folder or a results file (a samples "
                                   "file is one task: give RULE)\n")
+
+
+def test_folder_mode_records_a_bad_file_and_imports_the_rest(cli, tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(ARC, d / ARC.name)
+    cut = d / BBH.name
+    cut.write_bytes(BBH.read_bytes()[:20_000])  # cut mid-write
+    lfs = d / "samples_gsm8k_2025-05-30T12-00-00.jsonl"
+    lfs.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 52168\n")
+    r = cli("import", "lm-eval", d, "-o", tmp_path / "refused")
+    assert r.code == 2 and r.err.startswith(f"audit: error: {cut}: ")  # refuse (the default): the first stops all
+    assert not (tmp_path / "refused").exists()
+    r = cli("import", "lm-eval", d, "-o", tmp_path / "out", "--on-bad-row", "record")
+    assert (r.code, r.err) == (0, ""), r.err
+    lines = r.out.splitlines()
+    assert lines[0].startswith(f"wrote {tmp_path / 'out' / 'arc_easy'}: responses package ")
+    assert [x for x in lines if x.startswith("  not imported")] == [
+        f"  not imported (bad_input): {cut}: " + r.out.split(f"{cut}: ", 1)[1].splitlines()[0],
+        f"  not imported (bad_input): {lfs} (task gsm8k): a Git LFS pointer, not the samples (fetch them with "
+        f"`git lfs pull`)"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["arc_easy"]

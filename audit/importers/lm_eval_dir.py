@@ -106,9 +106,10 @@ def read_results(path: Path) -> tuple[dict[str, Any], SourceFile]:
     return obj, SourceFile(path, sha256_bytes(data), len(data))
 
 
-def discover(root: Path) -> list[TaskRun]:
+def discover(root: Path, bad_files: list[dict[str, Any]] | None = None) -> list[TaskRun]:
     """Every task run under `root`, in folder and task order; `root` may be one results file holding its samples
-    (its tasks are the runs, in folder `.`)."""
+    (its tasks are the runs, in folder `.`). With `bad_files`, a results file that cannot be read is recorded
+    there (file and reason) instead of stopping the walk."""
     files = None
     if root.is_file():
         files, root = [root], root.parent
@@ -127,7 +128,13 @@ def discover(root: Path) -> list[TaskRun]:
         assert m is not None or files is not None  # the walk keeps only files so named; a file given is read as one
         results[(folder, m.group(1) if m is not None else p.stem)] = p
     for (folder, stamp), path in results.items():
-        doc, pinned = read_results(path)
+        try:
+            doc, pinned = read_results(path)
+        except AuditError as e:
+            if bad_files is None:
+                raise
+            bad_files.append({"file": str(path), "reason": e.problem.message})
+            continue
         for run in (r for r in runs.values() if (r.folder, r.stamp) == (folder, stamp)):
             run.results, run.results_doc, run.results_file = path, doc, pinned
         samples = doc.get("samples")
@@ -136,7 +143,7 @@ def discover(root: Path) -> list[TaskRun]:
                 if isinstance(task, str) and (folder, task, stamp) not in runs:
                     runs[(folder, task, stamp)] = TaskRun(folder, task, stamp, results=path, results_doc=doc,
                                                           results_file=pinned, embedded=True)
-    if not runs:
+    if not runs and not bad_files:
         raise AuditError("no lm-eval samples under this folder (samples_<task>_<date>.jsonl files, or a "
                          "results_<date>.json holding `samples`; run lm-eval with --log_samples)", path=str(root))
     return sorted(runs.values(), key=lambda r: (r.folder, r.task, r.stamp))
@@ -257,44 +264,66 @@ def task_choice(run: TaskRun, given: str | None, per_task: dict[str, str]) -> tu
 def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, filter_name: str | None,
                 verify_hashes: bool, choice_by: str | None, target_delimiter: str, gzip: bool, model: str | None,
                 provenance: Provenance | None, on_bad_row: str = "refuse",
-                task_choice_by: dict[str, str] | None = None) -> tuple[list[Output], list[TaskRun]]:
+                task_choice_by: dict[str, str] | None = None,
+                bad_files: list[dict[str, Any]] | None = None) -> tuple[list[Output], list[TaskRun]]:
     """One output per task run under `root`, each with its cross-check done (read once before writing); a task's
     package names the benchmark given, else its task when that is a spec (the task is in the provenance).
-    Multiple-choice samples are chosen per task (`task_choice`)."""
+    Multiple-choice samples are chosen per task (`task_choice`). With `bad_files` (`--on-bad-row record`), a file
+    that cannot be read is recorded there (file, task, reason) and the other tasks are imported."""
     from audit.specs import spec_named
 
-    runs = discover(root)
+    all_runs = discover(root, bad_files)
+    runs = []
+    outputs: list[Output] = []
+    for run in all_runs:
+        try:
+            output = _run_output(run, all_runs, out, benchmark=benchmark, item_id=item_id, filter_name=filter_name,
+                                 verify_hashes=verify_hashes, choice_by=choice_by, target_delimiter=target_delimiter,
+                                 gzip=gzip, model=model, provenance=provenance, on_bad_row=on_bad_row,
+                                 task_choice_by=task_choice_by, spec_named=spec_named)
+        except AuditError as e:
+            if bad_files is None:
+                raise
+            bad_files.append({"file": str(run.source), "task": run.task, "reason": e.problem.message})
+            continue
+        runs.append(run)
+        outputs.append(output)
+    return outputs, runs
+
+
+def _run_output(run: TaskRun, runs: list[TaskRun], out: Path, *, benchmark: str | None, item_id: str,
+                filter_name: str | None, verify_hashes: bool, choice_by: str | None, target_delimiter: str,
+                gzip: bool, model: str | None, provenance: Provenance | None, on_bad_row: str,
+                task_choice_by: dict[str, str] | None, spec_named: Any) -> Output:
+    """The output of one task run (its import read and cross-checked)."""
     seen: dict[tuple[str, str], int] = {}
     for r in runs:
         seen[(r.folder, r.task)] = seen.get((r.folder, r.task), 0) + 1
-    outputs: list[Output] = []
-    for run in runs:
-        if run.samples is not None:
-            with run.samples.open("rb") as fh:
-                head = fh.read(len(_LFS))
-            if head == _LFS:
-                raise AuditError("a Git LFS pointer, not the samples (fetch them with `git lfs pull`)",
-                                 path=str(run.samples))
-        run.choice_by, run.choice_why = task_choice(run, choice_by, task_choice_by or {})
-        imp = lm_eval_import(run.source, item_id=item_id, filter_name=filter_name, verify_hashes=verify_hashes,
-                             choice_by=run.choice_by, target_delimiter=target_delimiter,
-                             embedded_task=run.task if run.embedded else None, on_bad_row=on_bad_row)
-        if run.embedded and run.results_file is not None and \
-                (imp.src.sha256, imp.src.bytes) != (run.results_file.sha256, run.results_file.bytes):
-            raise AuditError(CHANGED, path=str(run.results))  # the samples and the checks would be of two files
-        run.bad_rows = imp.bad_rows  # the same list: the responses reader fills it
-        run.checks = cross_check(run, imp.reader())
-        name = run.task if seen[(run.folder, run.task)] == 1 else f"{run.task}_{run.stamp}"
-        dest = out / run.folder / name if run.folder != "." else out / name
-        task_prov = provenance
-        if run.results_doc is not None and model is None and (provenance is None or provenance.model is None):
-            name_in = run.results_doc.get("model_name")
-            if isinstance(name_in, str) and name_in:
-                task_prov = (provenance or Provenance()).model_copy(update={"model": name_in})
-        (output,) = lm_eval_outputs(imp, dest, benchmark=benchmark or spec_named(run.task), gzip=gzip, model=model,
-                                    provenance=task_prov)
-        outputs.append(_with_checks(output, run))
-    return outputs, runs
+    if run.samples is not None:
+        with run.samples.open("rb") as fh:
+            head = fh.read(len(_LFS))
+        if head == _LFS:
+            raise AuditError("a Git LFS pointer, not the samples (fetch them with `git lfs pull`)",
+                             path=str(run.samples))
+    run.choice_by, run.choice_why = task_choice(run, choice_by, task_choice_by or {})
+    imp = lm_eval_import(run.source, item_id=item_id, filter_name=filter_name, verify_hashes=verify_hashes,
+                         choice_by=run.choice_by, target_delimiter=target_delimiter,
+                         embedded_task=run.task if run.embedded else None, on_bad_row=on_bad_row)
+    if run.embedded and run.results_file is not None and \
+            (imp.src.sha256, imp.src.bytes) != (run.results_file.sha256, run.results_file.bytes):
+        raise AuditError(CHANGED, path=str(run.results))  # the samples and the checks would be of two files
+    run.bad_rows = imp.bad_rows  # the same list: the responses reader fills it
+    run.checks = cross_check(run, imp.reader())
+    name = run.task if seen[(run.folder, run.task)] == 1 else f"{run.task}_{run.stamp}"
+    dest = out / run.folder / name if run.folder != "." else out / name
+    task_prov = provenance
+    if run.results_doc is not None and model is None and (provenance is None or provenance.model is None):
+        name_in = run.results_doc.get("model_name")
+        if isinstance(name_in, str) and name_in:
+            task_prov = (provenance or Provenance()).model_copy(update={"model": name_in})
+    (output,) = lm_eval_outputs(imp, dest, benchmark=benchmark or spec_named(run.task), gzip=gzip, model=model,
+                                provenance=task_prov)
+    return _with_checks(output, run)
 
 
 def _with_checks(output: Output, run: TaskRun) -> Output:

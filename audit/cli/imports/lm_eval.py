@@ -86,6 +86,8 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
     OUT/<folder>/<task>, each checked against its results_<date>.json (documents against
     n-samples, each mean metric recomputed from the samples); a mismatch exits 1. A results file that holds its
     samples (`simple_evaluate(..., log_samples=True)` saved whole) is read the same way, a package per task.
+    With --on-bad-row record, a file of the folder that cannot be imported is listed (not imported, and why)
+    and the other tasks are written.
     """
     from audit.importers.lm_eval import lm_eval_import, lm_eval_outputs
     from audit.importers.verdicts import write_recorded
@@ -146,6 +148,7 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
                         package_id: str | None, use_gzip: bool, force: bool, on_bad_row: str) -> int:
     import shutil
 
+    from audit.errors import AuditError, ValidationFailed
     from audit.importers import write_outputs
     from audit.importers.lm_eval_dir import describe, dir_outputs
 
@@ -158,10 +161,12 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
     if out.exists() and not force:  # a folder of packages: each one is checked as it is written
         raise exists_error(out)
     base = load_provenance(provenance) if provenance else None
+    bad_files: list[dict[str, Any]] | None = [] if on_bad_row == "record" else None
     outputs, runs = dir_outputs(src, out, benchmark=benchmark, item_id=item_id, filter_name=filter_name,
                                 verify_hashes=not no_hash_check, choice_by=choice_by[0],
                                 target_delimiter=target_delimiter, gzip=use_gzip, model=model, provenance=base,
-                                on_bad_row=on_bad_row, task_choice_by=choice_by[1])
+                                on_bad_row=on_bad_row, task_choice_by=choice_by[1],
+                                bad_files=bad_files)
     made: list[Path] = []  # folders made for the packages: removed again if any package fails
     for o in outputs:
         for d in reversed([o.out.parent, *o.out.parent.parents]):
@@ -170,7 +175,21 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
                 made.append(d)
     try:
         with collapsed_problems():
-            manifests = write_outputs(outputs, overwrite=force)
+            if bad_files is None:
+                manifests = write_outputs(outputs, overwrite=force)
+            else:  # each task alone: a file whose rows are refused is recorded, the others written
+                manifests, kept = [], []
+                for o, run in zip(outputs, runs, strict=True):
+                    try:
+                        manifests += write_outputs([o], overwrite=force)
+                    except (AuditError, ValidationFailed) as e:
+                        first = e.problems[0] if isinstance(e, ValidationFailed) else e.problem
+                        more = len(e.problems) - 1 if isinstance(e, ValidationFailed) else 0
+                        bad_files.append({"file": str(run.source), "task": run.task, "reason": str(first) + (
+                            f" (and {more} more problems)" if more else "")})
+                        continue
+                    kept.append((o, run))
+                outputs, runs = [o for o, _ in kept], [r for _, r in kept]
     except BaseException:
         for d in reversed(made):
             shutil.rmtree(d, ignore_errors=True)
@@ -185,6 +204,11 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
         else:
             click.echo(f"  checked against {run.results.name}: " + "; ".join(describe(c) for c in run.checks))
         mismatches += sum(c["ok"] is False for c in run.checks)
+    for b in bad_files or []:
+        task = f" (task {b['task']})" if b.get("task") else ""
+        click.echo(f"  not imported (bad_input): {b['file']}{task}: {b['reason']}", err=not outputs)
+    if bad_files and not outputs:
+        raise AuditError("no task of the folder could be imported (each file above says why)", path=str(src))
     if mismatches:
         click.echo(f"{mismatches} check(s) failed: the results file's figures do not come from these samples "
                    f"(see MISMATCH above)", err=True)
