@@ -13,7 +13,7 @@ mmlu_pro.official@f418b11
         lines: `Answer:\n\nB` reads B from a later line.
     L3  `re.search(r"\b[A-J]\b(?!.*\b[A-J]\b)", text, re.DOTALL)`: the last standalone
         capital A-J anywhere (`\b` is Unicode-aware: `é` and `中` are word characters).
-    else None (upstream then scores a seeded random guess among the item's options).
+    else None (upstream then scores a guess among the item's options: see the no_answer policies).
     Spans (here and in official_x): L1 the whole `answer is (X)` match, L2 and L3 the letter.
 
     Here the same three steps run in linear time: L2 visits each `[aA]nswer:` once
@@ -34,7 +34,7 @@ mmlu_pro.official@f418b11
     - Letters beyond an item's option count (e.g. J on a 4-option item) are returned;
       upstream compares `pred == answer`, so they are simply wrong. Grading decides.
     - A null pred is scored upstream as `random.randint(0, len(options) - 1) ==
-      answer_index` (seed 12345 in `compute_accuracy.py`), not as wrong.
+      answer_index` (seed 12345, set again before each draw at 964a136), not as wrong.
 
 mmlu_pro.official_x@7535b16
     Source: TIGER-AI-Lab/MMLU-Pro `evaluate_from_apiX.py` at commit
@@ -233,7 +233,7 @@ RULE_WORDS = {
         "L1": "the first 'answer is (X)' (case-sensitive)",
         "L2": "'Answer: X' on the first line that has one (the last on that line)",
         "L3": "fallback: the last standalone capital A-J anywhere in the text",
-        "none": "no letter found (upstream then scores a seeded random guess)",
+        "none": "no letter found (upstream then scores a guess: --policy no_answer=upstream-guess@964a136)",
     },
     "mmlu_pro.official_x": {
         "L1": "the last 'answer is (X)' (case-sensitive)",

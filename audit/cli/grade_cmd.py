@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 @click.option("--grader", metavar="NAME[@VERSION]", help="Override the spec's grader.")
 @click.option("--policy", "policies", multiple=True, metavar="KEY=VALUE",
               help="Override a policy: truncation=wrong|exclude, resampling=original|longer-only, "
-                   "no_answer=wrong|random-guess, guess_seed=N, exclude=ID,ID, scope=items|responses, "
+                   "no_answer=wrong|random-guess|upstream-guess@964a136 (audit's per-item draw, or upstream MMLU-Pro's "
+                   "reseeded one), guess_seed=N, exclude=ID,ID, scope=items|responses, "
                    "at_budget=count|truncated (a stop at exactly max_tokens).")
 @click.option("--reference-field", metavar="FIELD", help="Item field holding the gold answer: reference or extra.KEY.")
 @click.option("--parquet/--no-parquet", default=None,

@@ -75,10 +75,14 @@ class Policies(Record):
     resampling: Literal["original", "longer-only"] = "original"
     """Which attempt counts when a (item, sample) has several: the original, or `longer-only` (a re-run
     longer than the original's cut replaces it, else the original stays)."""
-    no_answer: Literal["wrong", "random-guess"] = "wrong"
-    """No extracted answer: counted wrong, or (official MMLU-Pro) replaced by a seeded random guess."""
+    no_answer: Literal["wrong", "random-guess", "upstream-guess@964a136"] = "wrong"
+    """No extracted answer: counted wrong; or replaced by a random guess among the item's options, drawn either by
+    audit's rule (`random-guess`: a stream seeded by seed, item id and sample, so no draw depends on the order rows
+    are read in) or by upstream MMLU-Pro's (`upstream-guess@964a136`: `random.seed(seed)` right before each draw,
+    then `random.randint(0, options - 1)`, as evaluate_from_local.py did at TIGER-AI-Lab/MMLU-Pro@964a136, the
+    commit of the public result zips: every unanswered item of one option count gets the same letter, G of ten)."""
     guess_seed: Int64 = 12345
-    """Seed of the random guess policy (upstream MMLU-Pro's compute_accuracy.py uses 12345)."""
+    """Seed of the random guess policies (upstream MMLU-Pro uses 12345)."""
     exclude: list[str] = Field(default_factory=list)
     """Item ids excluded by the caller (in addition to rows the package marks `excluded`)."""
     scope: Literal["items", "responses"] = "items"
