@@ -659,7 +659,7 @@ def _header(resolved: ResolvedConfig, responses_ref: PackageRef, items_ref: Pack
             cols: dict[str, list[Any]], item_info: dict[str, ItemInfo]) -> VerdictFile:
     """The verdict file's header (empty `items`): what graded, with which policies, and the summary of `cols`."""
     config = resolved.config
-    df = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "status", "reason")})
+    df = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "status", "reason", "answer")})
     return VerdictFile(
         benchmark=config.benchmark, responses_package=responses_ref, items_package=items_ref,
         extractor=_ref(resolved.extractor), grader=_ref(resolved.grader), mc_extractor=_ref(resolved.mc_extractor),

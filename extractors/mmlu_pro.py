@@ -233,7 +233,7 @@ RULE_WORDS = {
         "L1": "the first 'answer is (X)' (case-sensitive)",
         "L2": "'Answer: X' on the first line that has one (the last on that line)",
         "L3": "fallback: the last standalone capital A-J anywhere in the text",
-        "none": "no letter found (upstream then scores a guess: --policy no_answer=upstream-guess@964a136)",
+        "none": "no letter found (upstream then scores a seeded random guess)",
     },
     "mmlu_pro.official_x": {
         "L1": "the last 'answer is (X)' (case-sensitive)",

@@ -80,14 +80,9 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
         for line in format_summary(vf) + at_budget_lines(grading.columns["reason"], vf.policies.at_budget):
             click.echo(line)
         if vf.summary.samples > 1:
-            import pandas as pd
-
-            from audit.summary import sample_figures
             from audit.views import sample_figure_lines
 
-            cols = grading.columns
-            frame = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "answer")})
-            for line in sample_figure_lines(sample_figures(frame)):
+            for line in sample_figure_lines(vf.summary.sample_figures or [], stored=True):
                 click.echo(line)
         from collections import Counter
 

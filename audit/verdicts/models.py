@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field
 from audit.models import Count, Int64, Producer, Record, Verdict, unsafe_path_reason
 from audit.schemas import register
 
-VERDICT_FILE_SCHEMA_VERSION = 2
+VERDICT_FILE_SCHEMA_VERSION = 3
 """Version 2 added `summary.subjects`; version-1 files still load, and reproduce byte for byte (written without it)."""
 
 VERDICTS: tuple[str, ...] = typing.get_args(Verdict)
@@ -205,6 +205,32 @@ class SummaryV2(SummaryV1):
     names one; null in schema version 1 files, which did not record subjects."""
 
 
+class SampleFigure(Record):
+    """pass@k or maj@k over the items of a grading with several samples per item."""
+
+    name: str
+    """`pass@1`, `pass@K` or `maj@K` (K samples per item)."""
+    value: float
+    """The figure, a fraction."""
+    items: Count
+    """Items it averages over."""
+    interval: Interval | None
+    """Its named interval: `clustered_t` over the per-item values for pass@k, `wilson` over items for maj@k."""
+    note: str = ""
+    """What else it needs said (maj@k: the tie rule and how many items tied)."""
+
+
+class SummaryV3(SummaryV2):
+    """Every figure `audit grade` and `audit show` print: per run, overall and per subject, each overall and
+    per-run figure with the Wilson and Clopper–Pearson intervals beside `binomial_2se`, and pass@k and maj@k."""
+
+    model_config = ConfigDict(title="SummaryV3")
+
+    sample_figures: list[SampleFigure] | None = None
+    """pass@1, pass@K and maj@K (several samples per item, each item with K); empty otherwise; null in files of
+    schema versions 1 and 2, which stored neither these nor the Wilson and Clopper–Pearson intervals."""
+
+
 class RowsFileRef(Record):
     """A Parquet copy of the rows beside the verdict file, for fast reading of large gradings."""
 
@@ -273,21 +299,35 @@ class VerdictFileV2(VerdictFileV1):
 
     model_config = ConfigDict(title="VerdictFileV2")
 
-    schema_version: int = Field(default=VERDICT_FILE_SCHEMA_VERSION, ge=1, le=VERDICT_FILE_SCHEMA_VERSION)
+    schema_version: int = Field(default=2, ge=1, le=2)
     """Version of this format (2 added `summary.subjects`); readers refuse newer versions. A version-1 file
     loads with `summary.subjects` null and is written back without it."""
     summary: SummaryV2
     """Figures and counts, overall, per run and per subject."""
 
 
+class VerdictFileV3(VerdictFileV2):
+    """`results.json`: a complete, reproducible grading of one responses package, with every printed figure."""
+
+    model_config = ConfigDict(title="VerdictFileV3")
+
+    schema_version: int = Field(default=VERDICT_FILE_SCHEMA_VERSION, ge=1, le=VERDICT_FILE_SCHEMA_VERSION)
+    """Version of this format (2 added `summary.subjects`; 3 the Wilson and Clopper–Pearson intervals of each
+    overall and per-run figure, and `summary.sample_figures`); readers refuse newer versions. Older files load
+    with what they lack null or absent, and are written back without it."""
+    summary: SummaryV3
+    """Figures and counts, overall, per run and per subject, and pass@k and maj@k."""
+
+
 register("verdict_file.v1", VerdictFileV1)
 register("verdict_file.v2", VerdictFileV2)
+register("verdict_file.v3", VerdictFileV3)
 
-# What the library builds and reads: version 2 (it reads version-1 files too, with `summary.subjects` null).
-Summary: typing.TypeAlias = SummaryV2
-"""The current summary (schema version 2)."""
-VerdictFile: typing.TypeAlias = VerdictFileV2
-"""The current verdict file (schema version 2)."""
+# What the library builds and reads: version 3 (it reads version-1 and -2 files too).
+Summary: typing.TypeAlias = SummaryV3
+"""The current summary (schema version 3)."""
+VerdictFile: typing.TypeAlias = VerdictFileV3
+"""The current verdict file (schema version 3)."""
 
 VERDICT_ROW_FIELDS = tuple(VerdictRow.model_fields)
 """Key order of a row in the file (the model's field order)."""
