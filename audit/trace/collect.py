@@ -31,6 +31,10 @@ from audit.trace.reader import MAX_NS, Event, FastPathUnsure, TraceError, TraceR
 VLLM_STEP_MARKER = r"^execute_context_"
 """vLLM's per-step annotation (`execute_context_N(T)_generation_M(T)`, gpu_worker.annotate_profile)."""
 
+SGLANG_STEP_MARKER = r"^step\["
+"""SGLang's per-forward annotation (`step[EXTEND bs=15 toks=15360]`, `step[DECODE bs=…]`: one per scheduler
+step), as its profiler traces hold it (a user_annotation)."""
+
 VLLM_WORKER_STEP_MARKER = r"gpu_worker\.py\(\d+\): execute_model$"
 """Older vLLM V1 traces taken with Python stacks: each engine step is a `python_function` event
 `vllm/v1/worker/gpu_worker.py(N): execute_model` (the model runner's own execute_model nests in it)."""
@@ -106,6 +110,7 @@ class _Collected:
     vllm_annotations: int = 0
     vllm_worker_steps: int = 0
     vllm_functions: int = 0
+    sglang_steps: int = 0
     events: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -316,6 +321,8 @@ def _exact_event(c: _Collected, reader: TraceReader, index: int, e: dict[str, An
                     c.vllm_worker_steps += 1
         elif name.startswith("execute_context_"):
             c.vllm_annotations += 1
+        elif name.startswith("step["):
+            c.sglang_steps += 1
         is_op = kind.op and name.startswith(_OP_PREFIXES)
         is_marker = kind.marker and bool(marker.search(name))
         if not (is_op or is_marker):
@@ -475,6 +482,7 @@ def _merged(c: _Collected, later: _Collected) -> _Collected:
     c.vllm_annotations += later.vllm_annotations
     c.vllm_worker_steps += later.vllm_worker_steps
     c.vllm_functions += later.vllm_functions
+    c.sglang_steps += later.sglang_steps
     c.events += later.events
     c.metadata = later.metadata
     return c
@@ -622,7 +630,7 @@ class _FastPass:
 
     def name_flags(self, kind: _Kind, name: str) -> int:
         """What a CPU event's name says in its category: 1 vLLM annotation, 2 vLLM function, 4 vLLM worker
-        step, 8 communication op, 16 step marker (remembered for names that repeat)."""
+        step, 8 communication op, 16 step marker, 32 SGLang step annotation (remembered for names that repeat)."""
         flags = 0
         if kind.python_function:
             if "vllm" in name:
@@ -631,6 +639,8 @@ class _FastPass:
                     flags |= 4
         elif name.startswith("execute_context_"):
             flags |= 1
+        elif name.startswith("step["):
+            flags |= 32
         if kind.op and name.startswith(_OP_PREFIXES):
             flags |= 8
         if kind.marker and self.marker_search(name):
@@ -646,6 +656,7 @@ class _FastPass:
         c.vllm_annotations += flags & 1
         c.vllm_functions += (flags & 2) >> 1
         c.vllm_worker_steps += (flags & 4) >> 2
+        c.sglang_steps += (flags & 32) >> 5
         if flags & 24 and ph is not None and type(ph) is not str:
             raise FastPathUnsure(index)
         if flags & 8 and ph == "X":

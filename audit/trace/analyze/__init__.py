@@ -16,8 +16,9 @@ the correlation id, never by the GPU event's own timestamp (the GPU runs behind 
 more than a step). Step k runs from marker k's start to marker k+1's start, so n markers bound
 n − 1 complete steps; work launched after the last marker belongs to a step without an end and
 is left out, and with fewer than two markers per-step figures are refused, never estimated.
-`step_span="marker"` reads each marker's own span (start to start + dur) as the step instead: HTA's
-reading, under which one marker is one step; it is recorded in the summary's config.
+`step_span="marker"` reads each marker's own span (start to start + dur) as the step instead, under which one
+marker is one step; it is recorded in the summary's config. HTA 0.5.0 reads marker spans too but drops the last
+ProfilerStep by default, so it counts one step fewer than `marker` (as many as `next_marker`).
 
 The analysis has HTA's shape: one module per analyzer over the one parsed trace, and `analyze` as the facade.
 Each analyzer returns its figure and its notes; the facade orders the notes as they appear in the summary:

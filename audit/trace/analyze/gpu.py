@@ -69,7 +69,8 @@ def trace_info(c: _Collected, gpu: GpuEvents, options: TraceOptions) -> TraceInf
     return TraceInfo(
         kineto_schema_version=int_or_none(meta.get("schemaVersion")),
         rank=int_or_none(dist.get("rank")), world_size=int_or_none(dist.get("world_size")),
-        devices=[f"{d}: {props[d]}" if isinstance(props.get(d), str) else f"{d}"
+        devices=[f"{d}: {props[d]}" if isinstance(props.get(d), str) and (props[d].strip() or options.analysis < 3)
+                 else f"{d}"
                  for d in sorted(set(gpu.dev.tolist()))],
         events=c.events, events_by_category=dict(sorted(c.categories.items())),
         kernels=int(is_kernel.sum()), memcpy=int((gpu.cat == MEMCPY).sum()), memset=int((gpu.cat == MEMSET).sum()),

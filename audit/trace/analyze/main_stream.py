@@ -15,7 +15,7 @@ from audit.trace.analyze.arrays import (
     merge_intervals,
     us,
 )
-from audit.trace.analyze.options import TraceOptions
+from audit.trace.analyze.options import SPACING_NS, TraceOptions
 from audit.trace.models import (
     Gap,
     MainStream,
@@ -69,6 +69,7 @@ def main_stream_figures(label: str, chosen: Literal["most kernels", "given"], wi
     """How busy the main stream is in the windows, and its idle gaps."""
     ms, me, m_ts, m_end, m_name = main.busy_starts, main.busy_ends, main.ts, main.end, main.name
     total = busy = 0
+    spacing = SPACING_NS if options.analysis >= 3 else 0  # ROCm's 1 ns between back-to-back kernels is no gap
     starts, lengths, steps = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)], [np.zeros(0, np.int64)]
     for w in windows:
         total += w.end - w.start
@@ -77,8 +78,9 @@ def main_stream_figures(label: str, chosen: Literal["most kernels", "given"], wi
         # idle: before the first interval, between intervals, after the last
         bounds_s = np.concatenate((np.array([w.start], dtype=np.int64), e))
         idle = np.concatenate((s, np.array([w.end], dtype=np.int64))) - bounds_s
-        starts.append(bounds_s[idle > 0])
-        lengths.append(idle[idle > 0])
+        gap = idle > spacing
+        starts.append(bounds_s[gap])
+        lengths.append(idle[gap])
         steps.append(np.full(len(starts[-1]), w.step, dtype=np.int64))
     gap_starts, gap_lengths, gap_steps = np.concatenate(starts), np.concatenate(lengths), np.concatenate(steps)
     hist: dict[str, int] = {}

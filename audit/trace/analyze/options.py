@@ -17,11 +17,20 @@ from audit.trace.models import (
 )
 from audit.trace.reader import MAX_JSON_CHARS, TraceError
 
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 3
 """Version of the analysis a new summary records (`config.analysis`). 1: collectives by a substring of the
 kernel name only; 2: by kernel family, then NCCL/RCCL kernels by the communication op enclosing their launch,
-python_function markers, marker-span steps, refusals that say what the trace holds. A package recomputes with
-the version and options it records, so old packages keep reproducing."""
+python_function markers, marker-span steps, refusals that say what the trace holds; 3: a space of at most
+SPACING_NS between main-stream kernels is the profiler's spacing, not a gap (ROCm writes back-to-back kernels
+1 ns apart), a device whose name is empty is shown by its id alone, SGLang's step annotations get a hint, and
+--step-span marker says how its step count differs from HTA 0.5.0's. A package recomputes with the version and
+options it records, so old packages keep reproducing."""
+
+ANALYSIS_VERSIONS = (1, 2, ANALYSIS_VERSION)
+
+SPACING_NS = 1
+"""Idle stretches of the main stream at most this long are the profiler's spacing between back-to-back kernels
+(ROCm's roctracer writes the next kernel's start 1 ns after the last one's end), not gaps (analysis 3)."""
 
 
 _FAMILY = r"(?:^|[\s:&*])"
@@ -67,7 +76,8 @@ communication op launches is no collective."""
 
 STEP_SPANS = ("next_marker", "marker")
 """`next_marker`: a step runs from its marker's start to the next marker's start (n markers, n − 1 steps);
-`marker`: a step is its marker's own span, start to start + dur (HTA's reading; one marker, one step)."""
+`marker`: a step is its marker's own span, start to start + dur (one marker, one step). HTA 0.5.0 reads marker spans
+so too, but drops the last ProfilerStep by default, so it reports one step fewer than `marker` does."""
 
 
 EMBED_LIMIT_BYTES = 20_000_000
@@ -110,8 +120,9 @@ class TraceOptions:
 
         if self.step_span not in STEP_SPANS:
             raise TraceError(f"--step-span {self.step_span!r}: expected one of {', '.join(STEP_SPANS)}")
-        if self.analysis not in (1, ANALYSIS_VERSION):
-            raise TraceError(f"analysis version {self.analysis} is not one this audit runs (1, {ANALYSIS_VERSION})")
+        if self.analysis not in ANALYSIS_VERSIONS:
+            raise TraceError(f"analysis version {self.analysis} is not one this audit runs "
+                             f"({', '.join(map(str, ANALYSIS_VERSIONS))})")
         marker = comp(self.step_marker, "--step-marker")
         flt = comp(self.step_filter, "--step-filter") if self.step_filter is not None else None
         coll = [(kind, comp("|".join(f"(?:{p})" for p in pats), f"--collective {kind}=", re.IGNORECASE))

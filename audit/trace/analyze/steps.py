@@ -25,6 +25,7 @@ from audit.trace.analyze.options import TraceOptions
 from audit.trace.collect import (
     MEMCPY,
     MEMSET,
+    SGLANG_STEP_MARKER,
     VLLM_STEP_MARKER,
     VLLM_WORKER_STEP_MARKER,
     Marker,
@@ -91,7 +92,10 @@ def _refusal(options: TraceOptions, markers: list[Marker], selected_count: int, 
     if len(markers) == 1 and options.step_span != "marker":
         refused = (f"only one step marker ({markers[0].name!r}): a step needs a marker at each end, so no step "
                    f"is complete")
-        if v2 and markers[0].end is not None:
+        if options.analysis >= 3 and markers[0].end is not None:
+            refused += ("; --step-span marker counts the marker's own span as one step (HTA 0.5.0 reads marker "
+                        "spans too, but drops the last ProfilerStep by default, which leaves it none here)")
+        elif v2 and markers[0].end is not None:
             refused += "; --step-span marker counts the marker's own span as one step (as HTA does)"
         return refused
     if selected_count == 0:
@@ -124,15 +128,23 @@ def find_steps(c: _Collected, options: TraceOptions, filter_re: re.Pattern[str] 
 
 
 def _step_notes(c: _Collected, options: TraceOptions, steps: Steps) -> list[str]:
-    """A hint at the vLLM step marker where the trace has its annotations, and why steps are missing."""
+    """A hint at vLLM's (or SGLang's) step marker where the trace has its annotations, how --step-span marker's
+    count differs from HTA's, and why steps are missing."""
     notes = []
-    refused, v2 = steps.refused, options.analysis >= 2
+    refused, v2, v3 = steps.refused, options.analysis >= 2, options.analysis >= 3
     if refused and c.vllm_annotations and options.step_marker != VLLM_STEP_MARKER:
         notes.append(f"the trace has {c.vllm_annotations:,} vLLM step annotations (execute_context_…): "
                      f"try --step-marker '{VLLM_STEP_MARKER}'")
     elif refused and v2 and c.vllm_worker_steps and options.step_marker != VLLM_WORKER_STEP_MARKER:
         notes.append(f"the trace has {c.vllm_worker_steps:,} vLLM engine steps (python_function "
                      f"…gpu_worker.py(N): execute_model): try --step-marker '{VLLM_WORKER_STEP_MARKER}'")
+    elif refused and v3 and c.sglang_steps and options.step_marker != SGLANG_STEP_MARKER:
+        notes.append(f"the trace has {c.sglang_steps:,} SGLang step annotations (step[EXTEND bs=… toks=…], "
+                     f"step[DECODE …]): try --step-marker '{SGLANG_STEP_MARKER}'")
+    if v3 and options.step_span == "marker" and steps.count and not refused:
+        notes.append(f"--step-span marker: each of the {steps.count:,} markers' own spans is a step; HTA 0.5.0 "
+                     f"drops the last ProfilerStep by default, so it reports {steps.count - 1:,} (a step marker at "
+                     f"each end, the default --step-span next_marker, gives HTA's count)")
     if steps.between:
         notes.append(f"{steps.between:,} GPU events were launched between step markers' spans (--step-span "
                      f"marker): they are in no step")
