@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-MANIFEST_SCHEMA_VERSION = 2
+MANIFEST_SCHEMA_VERSION = 3
 
 MAX_COUNT = 2**53 - 1
 """Largest count, index or size a record may hold: the largest integer every JSON reader keeps exact
@@ -195,7 +195,8 @@ class Manifest(Record):
 
     schema_version: int = Field(default=MANIFEST_SCHEMA_VERSION, ge=1, le=MAX_COUNT)
     """Version of this manifest format; readers refuse versions they do not know. From 2 the package's digest
-    covers this whole manifest but `created`; a version 1 package's covers its files' paths and hashes only."""
+    covers this whole manifest but `created`; a version 1 package's covers its files' paths and hashes only. 3 added
+    `provenance.subject`."""
     package_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
     """Identifier of the package: letters, digits and `._+-`."""
     kind: str = Field(min_length=1, max_length=64, pattern=KIND_NAME_PATTERN)

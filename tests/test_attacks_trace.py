@@ -54,7 +54,7 @@ def test_a_fifo_is_refused_before_any_open_blocks(cli, tmp_path, how):
         path = tmp_path / "link.json"
         path.symlink_to(fifo)
     out = tmp_path / "pkg"
-    box = _in_thread(lambda: cli("trace", path, "-o", out), fifo)
+    box = _in_thread(lambda: cli("trace", path, "-o", out, "--unattributed"), fifo)
     assert "error" not in box, box.get("error")
     r = box["value"]
     assert (r.code, r.out) == (2, "")  # type: ignore[attr-defined]
@@ -173,7 +173,7 @@ def test_ambiguous_events_are_refused_naming_the_event(cli, tmp_path, case, monk
     change, message = AMBIGUOUS[case]
     path = _event_trace(tmp_path, change)
     out = tmp_path / "pkg"
-    r = cli("trace", path, "-o", out)
+    r = cli("trace", path, "-o", out, "--unattributed")
     assert (r.code, r.out, r.err) == (2, "", f"audit: error: {path}: {message}\n")
     assert not out.exists()
 

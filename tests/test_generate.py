@@ -24,7 +24,6 @@ from audit.generate.config import Sampling
 from audit.generate.journal import read_journal
 from audit.generate.model_info import apply_model_defaults
 from audit.generate.progress import Progress
-from audit.generate.prompts import chat_messages
 from audit.generate.vllm_server import KEPT_LOG_BYTES
 from audit.models import ItemRow, ResponseRow
 from audit.pack import SourceRow, Table, build_package

@@ -124,7 +124,7 @@ def test_json_schemas_validate_real_manifests_and_rows(cli, shared, tmp_path):
             "--map", "choices=options", "--map", "subject=category", "--map", "extra.src=src")
     assert r.code == 0, r.err
 
-    manifest_v = _validator("manifest.v2")
+    manifest_v = _validator("manifest.v3")
     rows_v = {"response_row.v1": _validator("response_row.v1"), "item_row.v1": _validator("item_row.v1")}
     checked = 0
     for pkg in (resp, items):
@@ -162,7 +162,7 @@ def test_schema_files_are_in_sync():
     assert sorted(p.name for p in SCHEMAS.glob("*.json")) == sorted([*expected_files(), *FROZEN])
 
 
-PUBLISHED_MANIFEST_SCHEMA = {"manifest.v2.json": "a105d4c837af4db1891d5184388a0bd476c68d6d5bf0695586126bd1dc717558"}
+PUBLISHED_MANIFEST_SCHEMA = {"manifest.v3.json": "9c53c4fcfbbf99a995d4cee746136589cc9e883a2a1c07f5658c554456c2bc08"}
 """sha256 of each manifest schema file as published. A change to the manifest model that changes the file is a
 new manifest version: bump MANIFEST_SCHEMA_VERSION (a new file, manifest.vN.json), move the old file's digest to
 audit.schemas.FROZEN and add the new one here."""
@@ -184,10 +184,10 @@ def test_the_published_manifest_schema_never_changes_in_place(tmp_path):
     write(tmp_path / "s")
     assert check(tmp_path / "s") == [] and (tmp_path / "s" / "manifest.v1.json").is_file()
     (tmp_path / "s" / "manifest.v1.json").write_text("{}")
-    (tmp_path / "s" / "manifest.v3.json").write_text("{}")
-    assert check(tmp_path / "s") == ["manifest.v1.json", "manifest.v3.json"]
+    (tmp_path / "s" / "manifest.v9.json").write_text("{}")
+    assert check(tmp_path / "s") == ["manifest.v1.json", "manifest.v9.json"]
     (tmp_path / "s" / "manifest.v1.json").unlink()
-    assert check(tmp_path / "s") == ["manifest.v1.json", "manifest.v3.json"]
+    assert check(tmp_path / "s") == ["manifest.v1.json", "manifest.v9.json"]
 
 
 @pytest.mark.parametrize("path", ["responses.jsonl", "data/part-0.parquet", ".hidden", "a/..b", "sub/manifest.json",
@@ -197,7 +197,7 @@ def test_schema_path_pattern_agrees_with_the_model(path):
     # Non-Python users get the same path safety rule from the schema's pattern alone.
     from audit.models import unsafe_path_reason
 
-    entry = json.loads((SCHEMAS / "manifest.v2.json").read_text())["$defs"]["FileEntry"]["properties"]["path"]
+    entry = json.loads((SCHEMAS / "manifest.v3.json").read_text())["$defs"]["FileEntry"]["properties"]["path"]
     import re
 
     assert (re.search(entry["pattern"], path) is not None) == (unsafe_path_reason(path) is None)

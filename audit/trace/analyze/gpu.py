@@ -69,7 +69,7 @@ def trace_info(c: _Collected, gpu: GpuEvents, options: TraceOptions) -> TraceInf
     return TraceInfo(
         kineto_schema_version=int_or_none(meta.get("schemaVersion")),
         rank=int_or_none(dist.get("rank")), world_size=int_or_none(dist.get("world_size")),
-        devices=[f"{d}: {props[d]}" if isinstance(props.get(d), str) and (props[d].strip() or options.analysis < 3)
+        devices=[f"{d}: {name}" if isinstance(name := props.get(d), str) and (name.strip() or options.analysis < 3)
                  else f"{d}"
                  for d in sorted(set(gpu.dev.tolist()))],
         events=c.events, events_by_category=dict(sorted(c.categories.items())),
