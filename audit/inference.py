@@ -97,7 +97,7 @@ DEFAULT_OPTIONS = (4, 10)
 
 
 def draw(seed: int, item_id: str, sample: int, options: int) -> str:
-    """The letter `audit grade`'s random-guess policy draws (see audit.grade._guess: the same formula)."""
+    """The letter `audit grade`'s random-guess policy draws (the formula of audit.grade.decision.seeded_guess)."""
     import random
 
     return LETTERS[random.Random(f"{seed}:{item_id}:{sample}").randrange(options)]

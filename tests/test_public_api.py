@@ -16,7 +16,7 @@ import audit
 from tests.conftest import REPO
 
 API = {
-    "grade_package": "audit.grade", "resolve_config": "audit.specs", "reproduce": "audit.grade",
+    "grade_package": "audit.grade.passes", "resolve_config": "audit.specs", "reproduce": "audit.grade.reproduction",
     "diff_files": "audit.diff.compare", "build_release": "audit.release.build",
     "verify_release": "audit.release.verify",
     "open_package": "audit.packages.read", "load_verdict_file": "audit.verdicts.read",
