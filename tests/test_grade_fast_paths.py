@@ -17,12 +17,12 @@ import random
 import pandas as pd
 import pytest
 
-from audit.grade import _grade_all, grade_package
-from audit.specs import GradeConfig
 from audit.fileio import dumps, parse_object
+from audit.grade import _grade_all, grade_package
 from audit.models import ItemRow, ResponseRow
 from audit.packages import validate_package
-from audit.packages.layout import fast_object, fast_row
+from audit.packages.fastrow import fast_object, fast_row
+from audit.specs import GradeConfig
 from audit.verdicts import VERDICT_ROW_FIELDS, encode_rows, write_rows_parquet
 from tests.builders import make_package
 

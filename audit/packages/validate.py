@@ -25,6 +25,7 @@ from audit.models import (
     path_key,
     unsafe_path_reason,
 )
+from audit.packages.fastrow import fast_row
 from audit.packages.kinds import DOCUMENT_SCHEMAS, KINDS, ROW_KEYS, ROW_MODELS
 from audit.packages.layout import (
     DATA_SUFFIXES,
@@ -33,7 +34,6 @@ from audit.packages.layout import (
     PinnedRead,
     TarTail,
     document_model,
-    fast_row,
 )
 from audit.registry import unknown_error
 

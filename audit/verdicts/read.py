@@ -390,7 +390,7 @@ def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
     """The sidecar's rows, parsed from the bytes whose sha256 was checked (never from the path again)."""
     import pyarrow as pa
 
-    from audit.packages.layout import ParquetBound, open_parquet, parquet_batches
+    from audit.packages.parquet import ParquetBound, open_parquet, parquet_batches
 
     side = p.parent / ref.path
     where = f"{p}: rows_file {ref.path}"
