@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import json
 import random
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -113,7 +114,7 @@ def _random_columns(n: int, seed: int, surrogates: bool = True) -> dict[str, lis
     def text() -> str | None:
         return _random_text(rng, surrogates)
 
-    cols = {k: [] for k in VERDICT_ROW_FIELDS}
+    cols: dict[str, list[Any]] = {k: [] for k in VERDICT_ROW_FIELDS}
     for i in range(n):
         cols["item_id"].append(text() or f"q{i}")
         cols["sample"].append(rng.randrange(0, 300))

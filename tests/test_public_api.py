@@ -139,7 +139,9 @@ def test_pyproject_packages_every_package_and_maps_the_top_level_folders():
         on_disk |= {".".join((package, *p.parent.relative_to(REPO / folder).parts))
                     for p in (REPO / folder).rglob("__init__.py")}
     assert set(config["packages"]) == on_disk
-    assert config["package-data"] == {"audit.extractors": ["lock.json"], "audit.graders": ["lock.json"]}
+    assert config["package-data"] == {"audit": ["py.typed"], "audit.extractors": ["lock.json"],
+                                      "audit.graders": ["lock.json"]}
+    assert (REPO / "audit" / "py.typed").is_file()
 
 
 def test_the_wheel_layout_imports_and_grades(tmp_path):
