@@ -101,6 +101,7 @@ def _grade_all(grader: Any, tasks: list[tuple[str, str, int | None]],
     once (a registered grader version is a pure function of its inputs): K samples giving the
     same answer, or a million letters against ten references, cost one grading each."""
     unique = list(dict.fromkeys(tasks))
+    judgments: list[graders.Judgment]
     if isinstance(grader, graders.Grader):
         judgments = graders.grade_many(grader, unique, workers=workers)
     else:

@@ -117,7 +117,7 @@ def fast_row(model: type[Record], data: bytes, check_keys: bool = True) -> Recor
                 keys += _key_count(getattr(rec, name))
         if not _no_duplicate_keys(data, keys):
             return None
-    return rec
+    return typing.cast(Record, rec)
 
 
 @functools.cache

@@ -97,8 +97,8 @@ def decoded_size(batch: Any) -> tuple[int, int]:
 def _is_text(t: Any) -> bool:
     import pyarrow as pa
 
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or \
-        pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or
+                pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t))
 
 
 PARQUET_MAX_LIST = 65_536

@@ -8,7 +8,7 @@ import gzip
 import os
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, cast
@@ -437,7 +437,8 @@ def _declared_sizes(data: bytes) -> dict[str, int] | None:
     return out
 
 
-def _listed_size_problem(name: str, size: int, declared: dict[str, int], prefix: str, refuse) -> bool:
+def _listed_size_problem(name: str, size: int, declared: dict[str, int], prefix: str,
+                         refuse: Callable[[str, str], bool]) -> bool:
     """Refuse a member the manifest does not list, or lists with another size; True to stop reading."""
     rel = name[len(prefix):] if prefix and name.startswith(prefix) else None if prefix else name
     if rel is None or rel not in declared:
