@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from audit.diff import diff_files, render_json, render_markdown
 from audit.diff.render import guessed_letter
@@ -46,7 +47,7 @@ def _rate(correct: int, total: int) -> str:
     return f"{pct(correct / total)} ({correct}/{total})" if total else "n/a"
 
 
-def _answer(side: dict, width: int = 12) -> str:
+def _answer(side: dict[str, Any], width: int = 12) -> str:
     """The answer read, or the letter a random-guess row guessed."""
     guess = guessed_letter(side)
     return f"guess {guess}" if guess and side["answer"] is None else _cut(side["answer"], width)

@@ -99,7 +99,7 @@ DEFAULT_OPTIONS = (4, 10)
 
 
 def draw(seed: int, item_id: str, sample: int, options: int, policy: str = "random-guess") -> str:
-    """The letter `audit grade`'s guess policy draws (see audit.grade._guess: the same formulas)."""
+    """The letter `audit grade`'s guess policy draws (the formulas of audit.grade.decision.seeded_guess)."""
     import random
 
     if policy == "upstream-guess@964a136":

@@ -24,7 +24,7 @@ from typing import Any
 if __name__ != "audit.extractors":  # the folder imported under its bare name, e.g. from the repository root
     raise ImportError(f"import the extractors as `audit.extractors`, not `{__name__}`")
 
-from audit.registry import Registry, RegistryError, code_fingerprint, table  # noqa: E402
+from audit.registry import Registry, RegistryError, code_fingerprint, table
 
 LOCK_FILE = Path(__file__).with_name("lock.json")
 

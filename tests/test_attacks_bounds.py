@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import zlib
 
 import pytest
-from tests.attack_tools import MIB, ROW, audit_jailed, gzip_repeated, write_package
-from tests.attacks import attack
 
 from audit.errors import AuditError
 from audit.fileio import GzipBound, jsonl_source, open_binary
 from audit.models import FileEntry, ResponseRow
 from audit.packages.layout import PinnedRead
+from tests.attack_tools import MIB, ROW, audit_jailed, gzip_repeated, write_package
+from tests.attacks import attack
 
 
 def _one_member(chunk: bytes, copies: int) -> bytes:
@@ -245,7 +244,7 @@ def test_the_page_headers_bound_the_size_when_the_footer_understates_it():
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from audit.packages.layout import parquet_pages_problem
+    from audit.packages.parquet import parquet_pages_problem
 
     data = _parquet(pa.table({"item_id": ["q1"], "response": ["x" * (80 * MIB)]}), compression="zstd")
     md = pq.ParquetFile(io.BytesIO(data)).metadata

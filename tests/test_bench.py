@@ -136,7 +136,7 @@ def _rehash(pkg: Path, rel: str) -> None:
 def test_stored_summaries_equal_the_recomputed_ones(tmp_path):
     out, tel = write_run(tmp_path, "a", synthetic_run(gpus=2))
     assert validate_package(out) == [] and validate_package(tel) == []
-    with store.load_throughput(out) as t, store.load_telemetry(tel, t) as tt:
+    with store.open_throughput(out) as t, store.open_telemetry(tel, t) as tt:
         assert t.stored == t.summary.model_dump(mode="json")
         assert tt.stored == tt.summary.model_dump(mode="json")
         assert tt.extra["throughput"] == {"package_id": t.pkg.manifest.package_id, "digest": t.pkg.digest}
@@ -149,8 +149,8 @@ def test_a_with_block_closes_what_it_read_back(tmp_path):
     out, tel = write_run(tmp_path, "a", synthetic_run())
     bundle(out, tmp_path / "a.tar.gz")
     bundle(tel, tmp_path / "a.telemetry.tar.gz")
-    with store.load_throughput(tmp_path / "a.tar.gz") as t, \
-            store.load_telemetry(tmp_path / "a.telemetry.tar.gz", t) as tt:
+    with store.open_throughput(tmp_path / "a.tar.gz") as t, \
+            store.open_telemetry(tmp_path / "a.telemetry.tar.gz", t) as tt:
         roots = [t.pkg.root, tt.pkg.root]
         assert all(r.is_dir() and tmp_path not in r.parents for r in roots)
     assert not any(r.exists() for r in roots)
@@ -163,7 +163,7 @@ def test_an_edited_summary_is_refused_even_with_a_fixed_manifest(tmp_path):
     (out / "summary.json").write_text(dumps_pretty(s))
     _rehash(out, "summary.json")
     with pytest.raises(ValidationFailed) as e:
-        store.load_throughput(out)
+        store.open_throughput(out)
     assert "tok_s.mean: stored" in str(e.value)
 
 
@@ -177,24 +177,24 @@ def test_edited_rows_are_refused_even_with_a_fixed_manifest(tmp_path):
     (out / "requests.jsonl").write_text("\n".join(lines) + "\n")
     _rehash(out, "requests.jsonl")
     with pytest.raises(ValidationFailed) as e:
-        store.load_throughput(out)
+        store.open_throughput(out)
     assert "differs from the figures recomputed from the rows" in str(e.value)
 
 
 def test_telemetry_of_another_run_is_refused(tmp_path):
     a, _ = write_run(tmp_path, "a", synthetic_run("a"))
     _, tel_b = write_run(tmp_path, "b", synthetic_run("b", interval=0.02))
-    t = store.load_throughput(a)
+    t = store.open_throughput(a)
     try:
         with pytest.raises(AuditError, match="belongs to throughput package throughput-b-"):
-            store.load_telemetry(tel_b, t)
+            store.open_telemetry(tel_b, t)
     finally:
         t.close()
 
 
 def test_telemetry_figures_per_window(tmp_path):
     _, tel = write_run(tmp_path, "a", synthetic_run(gpus=2, window_s=2.0))
-    tt = store.load_telemetry(tel)
+    tt = store.open_telemetry(tel)
     try:
         w = tt.summary.windows[1]
         g0, g1 = w.gpus
@@ -392,8 +392,8 @@ def test_a_run_with_bundles_spec_counters_and_a_lost_gpu(tmp_path):
                           windows=2, window_s=0.6, sample_hz=20, gpm_interval_s=0.1)
         res = run(cfg, layer=layer, work_parent=tmp_path)
         store.write(res, tmp_path / "spec", tmp_path / "spec.telemetry")
-    t = store.load_throughput(tmp_path / "spec")
-    tel = store.load_telemetry(tmp_path / "spec.telemetry", t)
+    t = store.open_throughput(tmp_path / "spec")
+    tel = store.open_telemetry(tmp_path / "spec.telemetry", t)
     try:
         s = t.summary
         assert all(w.valid for w in s.windows) and s.tok_s.n == 2

@@ -77,7 +77,7 @@ def test_a_run_against_the_fake_server_agrees_with_its_counters(tmp_path):
                           windows=2, window_s=0.8, sample_hz=20, gpm_interval_s=0.1)
         res = run(cfg, layer=FakeLayer(["NVIDIA H200"]), work_parent=tmp_path)
         store.write(res, tmp_path / "mtp", tmp_path / "mtp.telemetry")
-    t = store.load_throughput(tmp_path / "mtp")
+    t = store.open_throughput(tmp_path / "mtp")
     try:
         st = figures.step_figures(t.summary, t.requests)
         # chunks 1 | 4, 4, 2, 1, 4, 4, 2: tokens per decode step 21 / 7 = 3

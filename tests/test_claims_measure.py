@@ -259,9 +259,9 @@ def one(root: Path, c: dict, name: str) -> list[str]:
 
 
 def test_a_profile_without_steps_is_refused_with_the_traces_reason(evidence):
-    from audit.trace.package import load_profile
+    from audit.trace.package import open_profile
 
-    refused = load_profile(evidence / PACKAGE_PATHS[NO_STEPS]).summary.markers.refused
+    refused = open_profile(evidence / PACKAGE_PATHS[NO_STEPS]).summary.markers.refused
     assert refused == "no event matches the step marker /^ProfilerStep#\\d+$/"
     for recipe, unit in (("trace.kernels_per_step", "count"), ("trace.step_ms", "ms")):
         reasons = one(evidence, claim("K", 410, unit, recipe, {"package": NO_STEPS}), "nosteps.yaml")

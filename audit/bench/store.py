@@ -243,7 +243,7 @@ def _check(src: str, stored: dict[str, Any], fresh: Any) -> None:
                                                                  f"{d}") for d in diffs[:20]])
 
 
-def load_throughput(path: str | Path) -> Throughput:
+def open_throughput(path: str | Path) -> Throughput:
     """Open, validate and recompute a throughput package; raise ValidationFailed when its summary is not
     what its rows give."""
     pkg = open_package(path, kind=THROUGHPUT.name)
@@ -255,7 +255,7 @@ def load_throughput(path: str | Path) -> Throughput:
 
 
 def read_throughput(pkg: Package, label: str) -> Throughput:
-    """`load_throughput` of a throughput package already open (and validated), named `label` in errors; the
+    """`open_throughput` of a throughput package already open (and validated), named `label` in errors; the
     caller closes it."""
     extra = THROUGHPUT.extra_of(pkg.manifest, label)
     assert isinstance(extra, ThroughputExtra)
@@ -273,7 +273,7 @@ def read_throughput(pkg: Package, label: str) -> Throughput:
     return Throughput(pkg, stored, fresh, requests=requests, windows=windows)
 
 
-def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Telemetry:
+def open_telemetry(path: str | Path, throughput: Throughput | None = None) -> Telemetry:
     """Open, validate and recompute a telemetry package; when `throughput` is given, check that the
     telemetry names it (by content digest)."""
     pkg = open_package(path, kind=TELEMETRY.name)
@@ -285,7 +285,7 @@ def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Te
 
 
 def read_telemetry(pkg: Package, label: str, throughput: Throughput | None = None) -> Telemetry:
-    """`load_telemetry` of a telemetry package already open (and validated), named `label` in errors; the
+    """`open_telemetry` of a telemetry package already open (and validated), named `label` in errors; the
     caller closes it."""
     extra = TELEMETRY.extra_of(pkg.manifest, label)
     assert isinstance(extra, TelemetryExtra)

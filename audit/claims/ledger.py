@@ -235,7 +235,7 @@ class _Refused(yaml.YAMLError):
 class _Loader(yaml.SafeLoader):
     """SafeLoader without aliases, anchors, tags, merge keys, duplicate or non-text keys, or timestamps."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102
+    def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
             raise _Refused(f"alias *{event.anchor} is not allowed (no anchors or aliases in a ledger)",
@@ -247,7 +247,7 @@ class _Loader(yaml.SafeLoader):
             raise _Refused(f"tag {event.tag} is not allowed (plain YAML values only)", event.start_mark)
         return super().compose_node(parent, index)
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # noqa: D102
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: dict[str, int] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":

@@ -1,6 +1,6 @@
 """Throughput and counter recipes: `bench.*` on `throughput` packages, `telemetry.*` on `telemetry` packages.
 
-Every figure comes from `audit.bench`'s own code: `store.read_throughput` (what `store.load_throughput`
+Every figure comes from `audit.bench`'s own code: `store.read_throughput` (what `store.open_throughput`
 runs on the package verify validated) recomputes its summary from `requests.jsonl` and `windows.jsonl`
 (a stored summary that differs from its rows is an error, never a value), `figures.compare` pairs two
 arms by window as `audit bench compare` does, and `store.read_telemetry` recomputes the per-window

@@ -1,6 +1,6 @@
 """Bandwidth-floor recipes: `floor.*` on `checkpoint-headers` packages (`audit floor`, `audit bundle`).
 
-The package holds a header-only copy of the checkpoint; `audit.floor.package.check_opened` (what
+The package holds a header-only copy of the checkpoint; `audit.floor.package.read_floor` (what
 `audit floor-check` runs) recomputes the floor from those headers with the recorded options and
 bandwidth and compares it with `floor.json` and `floor.txt` byte for byte. Only a package that
 recomputes identically gives a value; any difference is the claim's reason for not surviving.

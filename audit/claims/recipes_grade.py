@@ -182,7 +182,8 @@ def graded_rows(args: GradeSource, ctx: Context) -> Rows:
     config = _config(args)
     key = ("grade", args.package, args.items, repr(config.config))
     if key in ctx.cache:
-        return ctx.cache[key]
+        cached: Rows = ctx.cache[key]
+        return cached
     # The packages verify checked, read as they are: each file is read under the digest its manifest pins
     # (a file changed since the check is refused), so nothing is reopened or validated twice.
     items = ctx.package(args.items) if args.items else None
@@ -243,7 +244,8 @@ def recorded_rows(ctx: Context, ident: str) -> Rows:
 
     key = ("verdicts", ident)
     if key in ctx.cache:
-        return ctx.cache[key]
+        cached: Rows = ctx.cache[key]
+        return cached
     source = verdict_source(ctx, ident)
     if isinstance(source, Path):
         read = read_verdicts(source)

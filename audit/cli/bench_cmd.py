@@ -120,7 +120,7 @@ def throughput(**o) -> int:
     finally:
         if result.work is not None:
             shutil.rmtree(result.work, ignore_errors=True)
-    with store.load_throughput(out) as t:
+    with store.open_throughput(out) as t:
         s = t.summary
         valid = sum(w.valid for w in s.windows)
         mean = "-" if s.tok_s.mean is None else f"{s.tok_s.mean:.1f}"
@@ -145,7 +145,7 @@ def compare(a: Path, b: Path, as_json: bool) -> int:
     from audit.bench import figures, report, store
     from audit.fileio import dumps_pretty
 
-    with store.load_throughput(a) as ta, store.load_throughput(b) as tb:
+    with store.open_throughput(a) as ta, store.open_throughput(b) as tb:
         c = figures.compare(ta.pkg.manifest.package_id, ta.summary, ta.extra.get("run", {}),
                             tb.pkg.manifest.package_id, tb.summary, tb.extra.get("run", {}))
     if as_json:
@@ -171,9 +171,9 @@ def report_cmd(package: Path, tel_path: Path | None, png: Path | None, no_png: b
     """
     from audit.bench import report, store
 
-    with store.load_throughput(package) as t, ExitStack() as opened:
+    with store.open_throughput(package) as t, ExitStack() as opened:
         found = store.find_telemetry(package, tel_path)
-        tel = opened.enter_context(store.load_telemetry(found, t)) if found is not None else None
+        tel = opened.enter_context(store.open_telemetry(found, t)) if found is not None else None
         for line in report.throughput_lines(t):
             click.echo(line)
         why = None if tel is not None else "no telemetry package beside it (give --telemetry)"

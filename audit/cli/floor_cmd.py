@@ -101,9 +101,9 @@ def floor_check(package: Path) -> int:
 
     Uses the recorded options, role table (refused if its published rules changed) and bandwidth.
     """
-    from audit.floor import check_package
+    from audit.floor import open_floor
 
-    result = check_package(package)
+    result = open_floor(package)
     if result.identical:
         click.echo(f"identical: {package}")
         return 0

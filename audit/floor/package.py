@@ -123,17 +123,17 @@ def _read_as_listed(pkg: Package, ckpt: Checkpoint, label: str) -> None:
                              f"{entry.sha256}", path=f"{label}/{rel}")
 
 
-def check_package(path: str | os.PathLike[str]) -> CheckResult:
+def open_floor(path: str | os.PathLike[str]) -> CheckResult:
     """Recompute the floor from the package's header-only checkpoint; compare with floor.json and floor.txt.
 
     Everything compared is what the manifest pins: floor.json and floor.txt are read once through
     `Package.read_bytes`, and the checkpoint's bytes as read are checked against their listed sha256."""
     with open_package(path, kind=KIND) as pkg:
-        return check_opened(pkg, str(path))
+        return read_floor(pkg, str(path))
 
 
-def check_opened(pkg: Package, label: str) -> CheckResult:
-    """`check_package` of a checkpoint-headers package already open (and validated), named `label` in errors."""
+def read_floor(pkg: Package, label: str) -> CheckResult:
+    """`open_floor` of a checkpoint-headers package already open (and validated), named `label` in errors."""
     report_bytes = pkg.read_bytes(REPORT_FILE)
     table_bytes = pkg.read_bytes(TABLE_FILE)
     recorded = _parse_report(report_bytes, label)
@@ -180,9 +180,9 @@ class CheckedFloor:
 
 
 def read_identical(pkg: Package, label: str) -> CheckedFloor:
-    """`check_opened`, refusing a package whose floor does not recompute identically (AuditError naming the
+    """`read_floor`, refusing a package whose floor does not recompute identically (AuditError naming the
     first difference)."""
-    check = check_opened(pkg, label)
+    check = read_floor(pkg, label)
     if not check.identical or check.report is None:
         more = f" (and {len(check.differences) - 1} more)" if len(check.differences) > 1 else ""
         first = check.differences[0] if check.differences else "no report"

@@ -8,7 +8,7 @@ import gzip
 import os
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, cast
@@ -25,6 +25,7 @@ from audit.models import (
     path_key,
     unsafe_path_reason,
 )
+from audit.packages.fastrow import fast_row
 from audit.packages.kinds import DOCUMENT_SCHEMAS, KINDS, ROW_KEYS, ROW_MODELS
 from audit.packages.layout import (
     DATA_SUFFIXES,
@@ -33,7 +34,6 @@ from audit.packages.layout import (
     PinnedRead,
     TarTail,
     document_model,
-    fast_row,
 )
 from audit.registry import unknown_error
 
@@ -437,7 +437,8 @@ def _declared_sizes(data: bytes) -> dict[str, int] | None:
     return out
 
 
-def _listed_size_problem(name: str, size: int, declared: dict[str, int], prefix: str, refuse) -> bool:
+def _listed_size_problem(name: str, size: int, declared: dict[str, int], prefix: str,
+                         refuse: Callable[[str, str], bool]) -> bool:
     """Refuse a member the manifest does not list, or lists with another size; True to stop reading."""
     rel = name[len(prefix):] if prefix and name.startswith(prefix) else None if prefix else name
     if rel is None or rel not in declared:

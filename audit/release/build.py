@@ -363,7 +363,7 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
     return context.result
 
 
-def _release_row(r: dict, release_id: str, protected: bool) -> ReleaseRow:
+def _release_row(r: dict[str, Any], release_id: str, protected: bool) -> ReleaseRow:
     """A verdict row as published: verdict and status only for a protected item."""
     if protected:
         return ReleaseRow(item_id=release_id, sample=r["sample"], verdict=r["verdict"], status=r["status"],

@@ -119,7 +119,7 @@ class LoadedProfile:
     digest: str
 
 
-def load_profile(path: str | Path) -> LoadedProfile:
+def open_profile(path: str | Path) -> LoadedProfile:
     """Read a validated `profile` package, its figures checked as the kind reads it (`read_checked`: recomputed
     from the trace it holds, else cross-checked against its steps)."""
     with open_package(path, kind=PROFILE.name) as pkg:
@@ -127,7 +127,7 @@ def load_profile(path: str | Path) -> LoadedProfile:
 
 
 def read_profile(pkg: Package, label: str) -> LoadedProfile:
-    """`load_profile` of a profile package already open (and validated), named `label` in errors."""
+    """`open_profile` of a profile package already open (and validated), named `label` in errors."""
     summary = pkg.document("trace_summary.v1")
     if summary.schema_version > TRACE_SUMMARY_SCHEMA_VERSION:
         raise AuditError(f"summary schema_version {summary.schema_version} is newer than this audit reads",
