@@ -191,7 +191,8 @@ class TaskRunsSummary(_Doc):
     mean: list[MeanOverK]
     """The mean over K repetitions: `counted` always, and `left_out` beside it when a trial is excluded."""
     pass_k: list[PassK]
-    """pass@k and pass^k for k = 1 up to the fewest trials of a task (over tasks with k trials or more)."""
+    """pass@k and pass^k for k = 1 up to the most trials of a task, each over the tasks with k trials or more
+    (`tasks` says how many: fewer than all when trials were excluded)."""
     notes: list[str]
     """What a reader must know to read the figures (mixed setups, censoring, coverage, workers ≥ tasks)."""
 
@@ -223,9 +224,7 @@ def _pass_k(trials: Iterable[TrialRow]) -> list[PassK]:
         return []
     out = []
     for k in range(1, max(n.values()) + 1):
-        tasks = [task for task in n if n[task] >= k]
-        if len(tasks) < len(n):
-            break  # every task must have k trials, or the mean is over a different set of tasks
+        tasks = [task for task in n if n[task] >= k]  # a task with fewer trials has no pass@k at this k
         at = sum(stats.pass_at_k(n[t], c[t], k) for t in tasks) / len(tasks)
         hat = sum(math.comb(c[t], k) / math.comb(n[t], k) for t in tasks) / len(tasks)
         out.append(PassK(k=k, pass_at_k=at, pass_hat_k=hat, tasks=len(tasks)))
