@@ -111,6 +111,7 @@ def test_gz_inputs_are_bounded_too(tmp_path):
     (b"\n" * MIB, 8192, "more than 1,000,000 blank lines; reading stopped there"),  # 8 GiB of newlines
     (ROW * (MIB // len(ROW)), 2048, "decompresses to more than"),  # 2 GiB of rows, past 1 x its size
 ])
+@pytest.mark.slow
 def test_import_of_a_gz_bomb_stops_with_one_line(tmp_path, chunk, copies, message):
     p = tmp_path / "in.jsonl.gz"
     p.write_bytes(gzip_repeated(chunk, copies))
@@ -132,6 +133,7 @@ def _parquet(table, **kw) -> bytes:
     return buf.getvalue()
 
 
+@pytest.mark.slow
 @attack("pkg.parquet-huge-value")
 def test_a_small_parquet_file_holding_one_huge_value_is_refused_unread(tmp_path):
     import pyarrow as pa
@@ -184,6 +186,7 @@ def test_parquet_files_of_absurd_shape_are_refused_from_the_footer(tmp_path, sha
     assert message in reader.problems[0][0]
 
 
+@pytest.mark.slow
 @attack("pkg.parquet-huge-value")
 def test_one_value_repeated_through_a_parquet_dictionary_is_counted_decoded(tmp_path):
     import pyarrow as pa
@@ -216,6 +219,7 @@ def test_a_parquet_value_over_the_row_limit_is_refused_before_it_is_decoded(tmp_
                                 "limit for a row", None)]
 
 
+@pytest.mark.slow
 def test_a_valid_parquet_package_reads_the_same_rows(tmp_path):
     from audit.pack import Table, build_package
     from audit.packages import open_package

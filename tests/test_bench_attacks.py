@@ -132,6 +132,7 @@ def test_a_megabyte_version_string_is_refused(tmp_path):
         run(_cfg(srv), work_parent=tmp_path)
 
 
+@pytest.mark.slow
 @attack("bench.anchor-log-flood")
 def test_an_anchor_printing_forever_is_cut_and_its_log_capped(tmp_path, monkeypatch):
     monkeypatch.setattr(throughput, "MAX_ANCHOR_LOG_BYTES", 200_000)

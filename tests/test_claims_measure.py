@@ -343,6 +343,7 @@ def rehash(pkg: Path, rel: str) -> None:
     (pkg / "manifest.json").write_text(json.dumps(m, indent=2) + "\n", encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_an_edited_throughput_summary_fails_validation_and_names_its_claims(cli, tmp_path, monkeypatch):
     ledger = copy_shipped(tmp_path)
     edit(tmp_path / "evidence-h200-bench" / "graphs" / "summary.json", '"mean": 203.95555555555555',
@@ -385,6 +386,7 @@ def test_a_throughput_file_swapped_after_verify_validated_it_is_never_read(cli, 
                                "read: sha256 is "), lines
 
 
+@pytest.mark.slow
 def test_an_edited_summary_that_was_rehashed_and_repinned_is_caught_by_the_recomputation(cli, tmp_path, monkeypatch):
     # The forger fixes the manifest and the ledger's digest: the package validates and its digest matches, but the
     # bench store recomputes the summary from the rows and refuses the edited one.
@@ -406,6 +408,7 @@ def test_an_edited_summary_that_was_rehashed_and_repinned_is_caught_by_the_recom
     assert new != "d45986f960d774e1327b0ef9b011f4d2145b32d65b18bfd69d9f6d3bf60b6fe8"
 
 
+@pytest.mark.slow
 def test_a_floor_bundle_swapped_for_another_shape(cli, tmp_path, monkeypatch):
     ledger = copy_shipped(tmp_path)
     floors = tmp_path / "evidence-h200-floor"

@@ -38,6 +38,7 @@ def test_the_shipped_ledger_survives_with_exact_output(cli, monkeypatch):
     assert r.out == GOLDEN.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_the_output_does_not_depend_on_the_run(cli, tmp_path, monkeypatch):
     ledger = copy_shipped(tmp_path / "packages")
     monkeypatch.chdir(tmp_path)

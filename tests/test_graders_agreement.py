@@ -80,6 +80,7 @@ def test_hendrycks_agreement(shared):
     assert agree == {SOURCE_BOXED: 780, SOURCE_PRED: 780, SOURCE_PRM: 253}
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_mathverify_agreement(shared):
     agree = {source: _agreement("math.mathverify@0.9.0", rows)[0] for source, rows in _rows(shared).items()}
