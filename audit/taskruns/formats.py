@@ -73,6 +73,8 @@ class Parsed:
     report's counts), kept so the summary can set its own beside them."""
     origins: list[tuple[str, int]] = field(default_factory=list)
     """Where each trial came from, (file, row), in the order of `trials`."""
+    nulled: dict[str, list[int]] = field(default_factory=dict)
+    """Per source field, [trials that wrote 0 for "not measured", files they were in]: read as null."""
 
     def add(self, trial: TrialRow, label: str, row: int) -> None:
         """Keep `trial`, read from row `row` of `label`."""
@@ -86,6 +88,16 @@ class Parsed:
         self.bad.extend(other.bad)
         self.notes.extend(other.notes)
         self.recorded.update(other.recorded)
+        for name, (n, files) in other.nulled.items():
+            have = self.nulled.setdefault(name, [0, 0])
+            have[0] += n
+            have[1] += files
+
+    def all_notes(self) -> list[str]:
+        """The notes, with one line per field whose zeros were read as nulls."""
+        nulls = [f"{n} trials{f' in {files} files' if files > 1 else ''} wrote {name} 0, read as null (not measured)"
+                 for name, (n, files) in sorted(self.nulled.items())]
+        return [*nulls, *self.notes]
 
 
 class _Bad(Exception):
@@ -154,8 +166,6 @@ def _count_or_null(value: Any, name: str, zeros: dict[str, int]) -> int | None:
     return value
 
 
-def _zero_note(zeros: dict[str, int], where: str) -> list[str]:
-    return [f"{where}: {n} trials wrote {name} 0, read as null (not measured)" for name, n in sorted(zeros.items())]
 
 
 # --------------------------------------------------------------------------- Terminal-Bench
@@ -188,7 +198,7 @@ def terminal_bench(results: bytes, metadata: bytes | None, label: str, metadata_
             parsed.add(_tb_trial(obj, run_id, workers, zeros), label, i)
         except _Bad as e:
             parsed.bad.append(BadRow(label, i, e.field, e.message))
-    parsed.notes.extend(_zero_note(zeros, label))
+    parsed.nulled = {name: [n, 1] for name, n in zeros.items()}
     try:
         started = timestamp(meta.get("start_time"), "start_time")
         ended = timestamp(meta.get("end_time"), "end_time")

@@ -39,7 +39,7 @@ def summary_lines(s: TaskRunsSummary, max_runs: int = 12) -> list[str]:
     """What `audit show` prints of a task-runs package."""
     outcomes = ", ".join(f"{k} {v}" for k, v in s.outcomes.items())
     head = f"{s.benchmark}: " if s.benchmark else ""
-    lines = [f"task runs  {head}{len(s.runs)} runs, {s.tasks} tasks, {s.trials} trials ({outcomes})"]
+    lines = [f"task runs  {head}{_runs(len(s.runs))}, {s.tasks} tasks, {s.trials} trials ({outcomes})"]
     lines += [_run_line(f) for f in s.runs[:max_runs]]
     if len(s.runs) > max_runs:
         lines.append(f"           ... {len(s.runs) - max_runs} more runs")

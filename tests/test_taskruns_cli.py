@@ -1,0 +1,151 @@
+"""`audit import task-runs`, `audit show` of a task-runs package, and the bad-input rules (exact output, exit
+codes, nothing half-written)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from audit.taskruns.package import load_task_runs
+
+DATA = Path(__file__).parent / "data" / "taskruns"
+TAU = DATA / "tau_bench_gpt-4o-airline.trimmed.json"
+
+
+def _tb_run(root: Path, name: str, trials: list[dict], **meta: object) -> Path:
+    run = root / name
+    run.mkdir(parents=True)
+    resolved = sum(t.get("is_resolved") is True for t in trials)
+    (run / "results.json").write_text(json.dumps({"id": name, "results": trials, "n_resolved": resolved,
+                                                  "accuracy": resolved / 4}))
+    (run / "run_metadata.json").write_text(json.dumps({
+        "run_id": name, "dataset_name": "terminal-bench-core", "dataset_version": "0.1.1", "dataset_size": 4,
+        "n_attempts": 1, "n_concurrent_trials": 2, "agent_name": "demo", "start_time": "2025-09-24T00:00:00+00:00",
+        "end_time": "2025-09-24T01:00:00+00:00", **meta}))
+    return run
+
+
+def _trial(task: str, resolved: bool | None = True, start: str = "00:01:00", end: str = "00:11:00",
+           mode: str = "unset", run: str = "r1") -> dict:
+    return {"task_id": task, "trial_name": f"{task}.1-of-1.{run}", "is_resolved": resolved, "failure_mode": mode,
+            "total_input_tokens": 0, "total_output_tokens": 0, "trial_started_at": f"2025-09-24T{start}+00:00",
+            "trial_ended_at": f"2025-09-24T{end}+00:00"}
+
+
+def test_import_tau_bench_and_show(cli, tmp_path):
+    r = cli("import", "task-runs", TAU, "--benchmark", "tau-bench-airline", "--task-count", "50", "-o",
+            tmp_path / "tau")
+    assert (r.code, r.err) == (0, "")
+    assert r.out.startswith(f"wrote {tmp_path / 'tau'}: task_runs package task-runs-tau-bench-airline-")
+    assert r.out.endswith(", 200 trials of 1 run (tau-bench)\n")
+    r = cli("show", tmp_path / "tau")
+    assert r.code == 0
+    assert r.out.splitlines()[-5:] == [
+        "task runs  tau-bench-airline: 1 run, 50 tasks, 200 trials (resolved 84, unresolved 116)",
+        "run        tau_bench_gpt-4o-airline.trimmed: resolved 84/200 = 42.00% (4 attempts)",
+        "mean       42.00% ± 1.63 (2·sd/√K, K=4); se 0.82; t 95% [39.40%, 44.60%]",
+        "pass@k     k=1 42.00%  k=2 56.67%  k=3 66.00%  k=4 72.00%",
+        "pass^k     k=1 42.00%  k=2 27.33%  k=3 22.00%  k=4 20.00%",
+    ]
+    assert cli("validate", tmp_path / "tau").code == 0
+
+
+def test_terminal_bench_submission_folder_of_runs(cli, tmp_path):
+    sub = tmp_path / "submission"
+    _tb_run(sub, "r1", [_trial("a"), _trial("b", False, mode="agent_timeout"), _trial("c", None)])
+    _tb_run(sub, "r2", [_trial("a", run="r2"), _trial("b", run="r2"), _trial("c", False, run="r2")])
+    r = cli("import", "task-runs", sub, "-o", tmp_path / "pkg")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[1:] == ["  note: 6 trials in 2 files wrote total_input_tokens 0, read as null "
+                                      "(not measured)",
+                                      "  note: 6 trials in 2 files wrote total_output_tokens 0, read as null "
+                                      "(not measured)"]
+    with load_task_runs(tmp_path / "pkg") as v:
+        assert [(f.run_id, f.resolved_rate.resolved, f.resolved_rate.denominator) for f in v.summary.runs] == [
+            ("r1", 1, 4), ("r2", 2, 4)]
+        assert v.summary.runs[0].coverage == 3
+        assert all(t.tokens_in is None for t in v.trials)
+        assert v.extra.recorded["r1"]["accuracy"] == 0.25
+
+
+def test_a_trial_that_ends_before_it_starts_is_one_line_and_nothing_is_written(cli, tmp_path):
+    run = _tb_run(tmp_path, "r1", [_trial("a"), _trial("b", start="00:30:00", end="00:10:00")])
+    r = cli("import", "task-runs", run, "-o", tmp_path / "pkg")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (f"audit: error: {run / 'results.json'}: row 2: ended_at is before started_at "
+                     f"(--on-bad-row record leaves it out)\n")
+    assert not (tmp_path / "pkg").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".pkg")]
+
+
+def test_on_bad_row_record_leaves_it_out_and_lists_it(cli, tmp_path):
+    run = _tb_run(tmp_path, "r1", [_trial("a"), _trial("b", start="00:30:00", end="00:10:00")])
+    r = cli("import", "task-runs", run, "-o", tmp_path / "pkg", "--on-bad-row", "record")
+    assert r.code == 0, r.err
+    assert "1 trials of 1 run (terminal-bench), 1 bad records left out (listed in the provenance)" in r.out
+    with load_task_runs(tmp_path / "pkg") as v:
+        assert v.extra.bad_rows == [{"file": str(run / "results.json"), "row": 2, "field": None,
+                                     "message": "ended_at is before started_at"}]
+        assert (v.summary.runs[0].resolved_rate.resolved, v.summary.runs[0].resolved_rate.denominator) == (1, 4)
+    shown = cli("show", tmp_path / "pkg").out
+    assert "1 bad records left out at import (--on-bad-row record; listed in provenance.extra.bad_rows)" in shown
+
+
+TABLE_HEAD = "task,run,outcome,reward,secs\n"
+
+
+def _table(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "trials.csv"
+    p.write_text(TABLE_HEAD + body)
+    return p
+
+
+def _import_table(cli, tmp_path, src):
+    return cli("import", "task-runs", src, "--format", "table", "--map", "task_id=task", "--map", "run_id=run",
+               "--map", "duration_s=secs", "--task-count", "3", "-o", tmp_path / "pkg")
+
+
+BAD_TABLE = [
+    ("t1,a,resolved,1,10\nt1,a,unresolved,0,12\n", "row 2: field task_id: trial (task 't1', run 'a', attempt 0) "
+                                                   "repeats row 1"),
+    ("t1,a,resolved,1.5,10\n", "row 1: field reward: reward must be in [0, 1], got 1.5"),
+    ("t1,a,solved,1,10\n", "row 1: field outcome: unknown outcome 'solved' (expected resolved, unresolved, "
+                           "excluded, error)"),
+    ("t1,a,resolved,1,-3\n", "row 1: field secs: Input should be greater than or equal to 0"),
+]
+
+
+def test_bad_table_rows_are_one_line_naming_file_row_and_field(cli, tmp_path):
+    for body, line in BAD_TABLE:
+        src = _table(tmp_path, body)
+        r = _import_table(cli, tmp_path, src)
+        assert (r.code, r.out) == (2, ""), body
+        assert r.err == f"audit: error: {src}: {line} (--on-bad-row record leaves it out)\n", body
+        assert not (tmp_path / "pkg").exists()
+
+
+def test_table_import_counts_over_the_task_count(cli, tmp_path):
+    src = _table(tmp_path, "t1,a,resolved,1,10\nt2,a,unresolved,0,12\n")
+    r = _import_table(cli, tmp_path, src)
+    assert r.code == 0, r.err
+    with load_task_runs(tmp_path / "pkg") as v:
+        assert (v.summary.runs[0].resolved_rate.resolved, v.summary.runs[0].resolved_rate.denominator) == (1, 3)
+        assert [t.duration_s for t in v.trials] == [10.0, 12.0]
+
+
+def test_a_tampered_summary_is_refused(cli, tmp_path):
+    assert cli("import", "task-runs", TAU, "-o", tmp_path / "tau").code == 0
+    pkg = tmp_path / "tau"
+    summary = json.loads((pkg / "summary.json").read_text())
+    summary["runs"][0]["resolved_rate"]["resolved"] = 99
+    (pkg / "summary.json").write_text(json.dumps(summary, indent=2))
+    assert cli("show", pkg).code != 0
+
+
+def test_sources_of_two_formats_are_refused(cli, tmp_path):
+    run = _tb_run(tmp_path / "tb", "r1", [_trial("a")])
+    shutil.copy(TAU, tmp_path / "tau.json")
+    r = cli("import", "task-runs", run, tmp_path / "tau.json", "-o", tmp_path / "pkg")
+    assert r.code == 2
+    assert "the sources are in different formats (tau-bench, terminal-bench); import them apart" in r.err
