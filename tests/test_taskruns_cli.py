@@ -149,3 +149,56 @@ def test_sources_of_two_formats_are_refused(cli, tmp_path):
     r = cli("import", "task-runs", run, tmp_path / "tau.json", "-o", tmp_path / "pkg")
     assert r.code == 2
     assert "the sources are in different formats (tau-bench, terminal-bench); import them apart" in r.err
+
+
+def _demo_arms(tmp_path: Path) -> tuple[Path, Path]:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import make_demo_agentic as demo
+
+    from audit.models import Provenance
+    from audit.taskruns.package import write
+
+    (ra, ta), (rb, tb) = demo.paired_arms()
+    write(tmp_path / "baseline", ra, ta, Provenance(notes="demo"))
+    write(tmp_path / "mtp", rb, tb, Provenance(notes="demo"))
+    return tmp_path / "baseline", tmp_path / "mtp"
+
+
+def test_compare_runs_prints_the_ratio_and_the_retraction(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _demo_arms(tmp_path)
+    r = cli("compare-runs", "baseline", "mtp")
+    assert (r.code, r.err) == (0, "")
+    lines = r.out.splitlines()
+    assert lines[0] == ("compare-runs  A baseline (1 run) vs B mtp (1 run), by duration: ratio A/B per task, "
+                        "each the median over its repetitions")
+    assert lines[9] == ("geomean    1.52× (t 95% 1.35–1.72 on the logs, n=8; bootstrap 95% 1.38–1.66 (seed 0, "
+                        "10,000 resamples))")
+    assert lines[13:15] == [
+        "tasks/hour A 13.2 (8 tasks, 8 workers, wall 2182 s) → B 18.5 (8 tasks, 8 workers, wall 1556 s): +40%",
+        "           not a throughput figure: with workers ≥ tasks every task starts at once and a run's wall clock "
+        "is its slowest task, so the change measures one task"]
+    assert lines[15].startswith("warning    the arms ran on different days (2026-05-01 and 2026-05-03)")
+    r = cli("compare-runs", "baseline", "mtp", "--by", "turns", "--format", "json")
+    doc = json.loads(r.out)
+    assert (doc["by"], round(doc["ratio"]["geometric_mean"], 2), doc["throughput_bound"]) == ("turns", 1.64, True)
+
+
+def test_diff_of_a_rescored_task_runs_package_lists_the_changed_trials(cli, tmp_path):
+    from audit.models import Provenance
+    from audit.taskruns.package import write
+
+    base, _ = _demo_arms(tmp_path)
+    with load_task_runs(base) as v:
+        runs, trials = v.runs, v.trials
+    flipped = [t.model_copy(update={"outcome": "resolved"}) if t.task_id == "demo-swe-05" else t for t in trials]
+    write(tmp_path / "rescored", runs, flipped, Provenance(notes="rescored"))
+    r = cli("diff", base, tmp_path / "rescored")
+    assert r.code == 1, r.err
+    assert r.out.splitlines()[1:] == [
+        "run        baseline: resolved 5/8 → 6/8 (+12.50 points)",
+        "changed    1 trials (OLD → NEW):",
+        "  demo-swe-05 [baseline attempt 0]               unresolved → resolved         gained"]
+    assert cli("diff", base, base).code == 0

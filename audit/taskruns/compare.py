@@ -20,7 +20,7 @@ import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -126,7 +126,9 @@ class Comparison(_Doc):
     changes: list[OutcomeChange]
     """Tasks whose outcome differs between the arms."""
     warnings: list[str]
-    """Different days, different setups, workers ≥ tasks."""
+    """The arms ran on different days, or on different setups."""
+    throughput_bound: bool
+    """In either arm workers ≥ tasks: its tasks per hour is its slowest task, not a rate (see `throughput`)."""
 
 
 def _measure(t: TrialRow, by: By) -> float | None:
@@ -216,7 +218,8 @@ def compare(a: tuple[str, Sequence[RunRow], Sequence[TrialRow]], b: tuple[str, S
         by=by, a=fa, b=fb, pairs=pairs,
         ratio=ratio_figure([p.ratio for p in pairs], seed, resamples) if pairs else None, censored=censored,
         unmeasured=unmeasured, only_a=sorted(set(ta) - set(tb)), only_b=sorted(set(tb) - set(ta)),
-        changes=outcome_changes(a[2], b[2]), warnings=_warnings(fa, fb))
+        changes=outcome_changes(a[2], b[2]), warnings=_warnings(fa, fb),
+        throughput_bound=any(tp.bound_by_slowest for arm in (fa, fb) for tp in arm.throughput))
 
 
 def _warnings(a: ArmFacts, b: ArmFacts) -> list[str]:
@@ -227,11 +230,6 @@ def _warnings(a: ArmFacts, b: ArmFacts) -> list[str]:
     if a.setups != b.setups and (a.setups or b.setups):
         out.append(f"the arms ran on different setups ({'; '.join(a.setups) or 'unrecorded'} and "
                    f"{'; '.join(b.setups) or 'unrecorded'})")
-    for arm in (a, b):
-        for tp in arm.throughput:
-            if tp.bound_by_slowest:
-                out.append(f"{arm.label}: {tp.workers} workers for {tp.tasks} tasks: the wall clock is the slowest "
-                           f"task, so {tp.tasks_per_hour:.1f} tasks/hour measures one task, not a rate")
     return out
 
 
@@ -264,3 +262,66 @@ def outcome_changes(a: Iterable[TrialRow], b: Iterable[TrialRow], *, by_trial: b
         direction: Literal["gained", "lost", "changed"] = "gained" if cb > ca else "lost" if cb < ca else "changed"
         out.append(OutcomeChange(key=k, a=wa, b=wb, direction=direction))
     return out
+
+
+# --------------------------------------------------------------------------- audit diff of two task-run packages
+
+DIFF_SCHEMA = "task_runs_diff.v1"
+
+
+class RunChange(_Doc):
+    """One run's resolved rate in both packages."""
+
+    run_id: str
+    """The run."""
+    old: str
+    """Its rate in OLD (`resolved/denominator`), or `absent`."""
+    new: str
+    """Its rate in NEW, or `absent`."""
+    points: float | None
+    """NEW − OLD in percentage points; null when one side has no such run."""
+
+
+class TaskRunsDiff(_Doc):
+    """Two task-run packages of one run (a re-scored harness output, say), trial by trial (`audit diff`)."""
+
+    schema_version: int = 1
+    """Version of this document's schema."""
+    old: str
+    """The OLD package's id."""
+    new: str
+    """The NEW package's id."""
+    runs: list[RunChange]
+    """Each run's resolved rate, before and after."""
+    changes: list[OutcomeChange]
+    """Trials (task, run, attempt) whose outcome changed."""
+    only_old: int
+    """Trials only OLD has."""
+    only_new: int
+    """Trials only NEW has."""
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changes or self.only_old or self.only_new or any(r.points for r in self.runs))
+
+
+def diff(old_id: str, old: tuple[Sequence[RunRow], Sequence[TrialRow], Any],
+         new_id: str, new: tuple[Sequence[RunRow], Sequence[TrialRow], Any]) -> TaskRunsDiff:
+    """OLD against NEW, each `(runs, trials, summary)`: run rates and the trials whose outcome changed."""
+    from audit.taskruns.figures import TaskRunsSummary
+
+    def rates(s: TaskRunsSummary) -> dict[str, tuple[int, int, float | None]]:
+        return {f.run_id: (f.resolved_rate.resolved, f.resolved_rate.denominator, f.resolved_rate.value)
+                for f in s.runs}
+
+    ro, rn = rates(old[2]), rates(new[2])
+    runs = []
+    for run_id in list(dict.fromkeys([*ro, *rn])):
+        a, b = ro.get(run_id), rn.get(run_id)
+        points = 100 * (b[2] - a[2]) if a and b and a[2] is not None and b[2] is not None else None
+        runs.append(RunChange(run_id=run_id, old=f"{a[0]}/{a[1]}" if a else "absent",
+                              new=f"{b[0]}/{b[1]}" if b else "absent", points=points))
+    ko = {(t.task_id, t.run_id, t.attempt) for t in old[1]}
+    kn = {(t.task_id, t.run_id, t.attempt) for t in new[1]}
+    return TaskRunsDiff(old=old_id, new=new_id, runs=runs, changes=outcome_changes(old[1], new[1], by_trial=True),
+                        only_old=len(ko - kn), only_new=len(kn - ko))

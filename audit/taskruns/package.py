@@ -19,7 +19,7 @@ from audit.fileio import dumps_pretty, json_differences
 from audit.models import Manifest, Provenance
 from audit.packages import Package, PackageWriter, open_package
 from audit.packages.kinds import Extra, Kind, register_kind
-from audit.taskruns import figures, render
+from audit.taskruns import compare, figures, render
 from audit.taskruns.figures import TaskRunsSummary
 from audit.taskruns.models import RUN_SCHEMA, TRIAL_SCHEMA, RunRow, TrialRow
 
@@ -138,5 +138,6 @@ TASK_RUNS = register_kind(Kind(
     "task_runs", "agentic task runs: one row per trial (task, run, attempt) and one per run, with their figures",
     rows={TRIAL_SCHEMA: TrialRow, RUN_SCHEMA: RunRow},
     row_keys={TRIAL_SCHEMA: ("task_id", "run_id", "attempt"), RUN_SCHEMA: ("run_id",)},
-    schemas={figures.SUMMARY_SCHEMA: TaskRunsSummary}, extra=TaskRunsExtra,
+    schemas={figures.SUMMARY_SCHEMA: TaskRunsSummary, compare.COMPARISON_SCHEMA: compare.Comparison,
+             compare.DIFF_SCHEMA: compare.TaskRunsDiff}, extra=TaskRunsExtra,
     reader=read_task_runs, viewer=_show), __name__)

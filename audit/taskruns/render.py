@@ -3,7 +3,7 @@ and `audit compare-runs` print. No figure is computed here beyond a difference o
 
 from __future__ import annotations
 
-from audit.taskruns.compare import Comparison, OutcomeChange
+from audit.taskruns.compare import Comparison, OutcomeChange, TaskRunsDiff
 from audit.taskruns.figures import MeanOverK, Rate, RunFigures, TaskRunsSummary
 
 
@@ -113,14 +113,30 @@ def _runs(n: int) -> str:
 def _throughput_lines(c: Comparison) -> list[str]:
     ta, tb = c.a.throughput, c.b.throughput
     if len(ta) != 1 or len(tb) != 1:
-        return []
+        return ["tasks/hour not compared: an arm of several runs has no single wall clock"] if ta and tb else []
     a, b = ta[0], tb[0]
     change = b.tasks_per_hour / a.tasks_per_hour - 1 if a.tasks_per_hour else None
-    flag = a.bound_by_slowest or b.bound_by_slowest
+    flag = c.throughput_bound
     lines = [f"tasks/hour A {a.tasks_per_hour:.1f} ({a.tasks} tasks, {a.workers} workers, wall {a.wall_s:.0f} s) → "
              f"B {b.tasks_per_hour:.1f} ({b.tasks} tasks, {b.workers} workers, wall {b.wall_s:.0f} s)"
              + (f": {100 * change:+.0f}%" if change is not None else "")]
     if flag:
         lines.append("           not a throughput figure: with workers ≥ tasks every task starts at once and a "
                      "run's wall clock is its slowest task, so the change measures one task")
+    return lines
+
+
+def diff_lines(d: TaskRunsDiff, max_items: int = 20) -> list[str]:
+    """What `audit diff OLD NEW` prints for two task-run packages."""
+    lines = [f"audit diff: task runs {d.old} → {d.new}"]
+    for r in d.runs:
+        change = "" if r.points is None else f" ({r.points:+.2f} points)"
+        lines.append(f"run        {r.run_id}: resolved {r.old} → {r.new}{change}")
+    if d.changes:
+        lines.append(f"changed    {len(d.changes)} trials (OLD → NEW):")
+        lines += change_lines(d.changes, max_items)
+    else:
+        lines.append("changed    no trial changed outcome")
+    if d.only_old or d.only_new:
+        lines.append(f"unpaired   {d.only_old} trials only in OLD, {d.only_new} only in NEW")
     return lines
