@@ -17,8 +17,13 @@ They reproduce the note's two agentic claims and what recomputing them shows:
 from __future__ import annotations
 
 import math
+import os
+import shutil
+from pathlib import Path
 
+from audit.models import Provenance
 from audit.taskruns.models import RunRow, TrialRow
+from audit.taskruns.package import write
 
 DAY_A = 1_777_593_600.0  # 2026-05-01 00:00 UTC
 DAY_B = DAY_A + 2 * 86_400
@@ -102,3 +107,34 @@ def k6_runs() -> tuple[list[RunRow], list[TrialRow]]:
                            started_at=start, ended_at=start + 111 * 60 + 1200, seed_ignored=True,
                            time_limit_s=3600.0))
     return runs, trials
+
+
+ROOT = Path(__file__).resolve().parent.parent / "packages" / "demo-lab-note" / "agentic"
+PACKAGES = {"deepswe-baseline": "demo-deepswe-baseline", "deepswe-mtp-k3": "demo-deepswe-mtp-k3",
+            "deepswe-k6": "demo-deepswe-k6"}
+
+
+def _provenance(what: str) -> Provenance:
+    return Provenance(model="demo-model (fictional)", engine="vllm", engine_version="0.26.0", hardware="none",
+                      notes=f"Authored for the audit demo ({what}); every task id, duration and count is invented. "
+                            f"Reproduces the agentic claims of a lab's published note, not its data.")
+
+
+def main() -> None:
+    os.environ.setdefault("SOURCE_DATE_EPOCH", "1795910400")
+    if ROOT.exists():
+        shutil.rmtree(ROOT)
+    ROOT.mkdir(parents=True)
+    (ra, ta), (rb, tb) = paired_arms()
+    write(ROOT / "deepswe-baseline", ra, ta, _provenance("paired tasks, no speculation"),
+          package_id=PACKAGES["deepswe-baseline"])
+    write(ROOT / "deepswe-mtp-k3", rb, tb, _provenance("paired tasks, MTP k=3"),
+          package_id=PACKAGES["deepswe-mtp-k3"])
+    runs, trials = k6_runs()
+    write(ROOT / "deepswe-k6", runs, trials, _provenance("six repetitions at T=1.0"),
+          package_id=PACKAGES["deepswe-k6"])
+    print(f"wrote {ROOT}")
+
+
+if __name__ == "__main__":
+    main()

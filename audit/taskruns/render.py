@@ -15,7 +15,8 @@ def rate(r: Rate) -> str:
     return f"{r.resolved}/{r.denominator} = {pct(r.value)}"
 
 
-def _mean(m: MeanOverK) -> str:
+def mean_words(m: MeanOverK) -> str:
+    """A mean over K repetitions with its error bars, in words."""
     k = len(m.values)
     if m.half_width_2sd is None or m.se is None:
         return f"{pct(m.mean)} (K={k}: no spread from one repetition)"
@@ -48,10 +49,10 @@ def summary_lines(s: TaskRunsSummary, max_runs: int = 12) -> list[str]:
     by = {m.policy: m for m in s.mean}
     if "left_out" in by:
         # The lab's sensitivity line: both denominator policies, side by side.
-        lines.append(f"mean       excluded left out {_mean(by['left_out'])}")
-        lines.append(f"           excluded counted as failures {_mean(by['counted'])}")
+        lines.append(f"mean       excluded left out {mean_words(by['left_out'])}")
+        lines.append(f"           excluded counted as failures {mean_words(by['counted'])}")
     elif "counted" in by:
-        lines.append(f"mean       {_mean(by['counted'])}")
+        lines.append(f"mean       {mean_words(by['counted'])}")
     if s.pass_k:
         lines.append("pass@k     " + "  ".join(f"k={p.k} {pct(p.pass_at_k)}" for p in s.pass_k))
         fewer = [p for p in s.pass_k if p.tasks < s.tasks]
