@@ -228,3 +228,18 @@ def test_table_refuses_a_map_onto_no_field():
 def test_malformed_json_is_one_bad_row_for_the_file():
     p = formats.tau_bench(b'[{"task_id": 1, "task_id": 2}]', "t.json", "r")
     assert [b.line() for b in p.bad] == ["t.json: field task_id: duplicate key in a JSON object"]
+
+
+def test_table_reads_times_as_iso_or_unix_seconds_and_computes_the_duration():
+    records = [(1, {"task_id": "t", "run_id": "a", "outcome": "resolved", "started_at": "2026-05-01T00:00:00Z",
+                    "ended_at": 1777593660}),
+               (2, {"task_id": 7, "run_id": "a", "outcome": "resolved", "started_at": "1777593600"})]
+    p = formats.table(records, "x.jsonl", {})
+    assert p.bad == []
+    assert [(t.task_id, t.started_at, t.duration_s) for t in p.trials] == [("t", 1777593600.0, 60.0),
+                                                                           ("7", 1777593600.0, None)]
+
+
+def test_one_column_may_fill_two_fields():
+    p = formats.table([(1, {"id": "t", "outcome": "resolved"})], "x.jsonl", {"task_id": "id", "run_id": "id"})
+    assert [(t.task_id, t.run_id) for t in p.trials] == [("t", "t")]

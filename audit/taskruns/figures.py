@@ -222,12 +222,15 @@ def _pass_k(trials: Iterable[TrialRow]) -> list[PassK]:
         c[t.task_id] += t.outcome == "resolved"
     if not n:
         return []
+    # Tasks share few (n, c) pairs: each estimator is computed once per pair and weighted by its tasks.
+    pairs = Counter((n[t], c[t]) for t in n)
     out = []
     for k in range(1, max(n.values()) + 1):
-        tasks = [task for task in n if n[task] >= k]  # a task with fewer trials has no pass@k at this k
-        at = sum(stats.pass_at_k(n[t], c[t], k) for t in tasks) / len(tasks)
-        hat = sum(math.comb(c[t], k) / math.comb(n[t], k) for t in tasks) / len(tasks)
-        out.append(PassK(k=k, pass_at_k=at, pass_hat_k=hat, tasks=len(tasks)))
+        have = [(nc, w) for nc, w in pairs.items() if nc[0] >= k]  # fewer trials: no pass@k at this k
+        tasks = sum(w for _, w in have)
+        at = math.fsum(w * stats.pass_at_k(nn, cc, k) for (nn, cc), w in have) / tasks
+        hat = math.fsum(w * math.comb(cc, k) / math.comb(nn, k) for (nn, cc), w in have) / tasks
+        out.append(PassK(k=k, pass_at_k=at, pass_hat_k=hat, tasks=tasks))
     return out
 
 

@@ -416,9 +416,12 @@ def table(records: Iterable[tuple[int, dict[str, Any]]], label: str, maps: Mappi
         parsed.bad.append(BadRow(label, 0, bad_field, f"not a trial field (fields: {', '.join(TABLE_FIELDS)})"))
         return parsed
     runs: dict[str, None] = {}
+    columns: dict[str, list[str]] = {}
+    for f in TABLE_FIELDS:  # a column may fill several fields
+        columns.setdefault(maps.get(f, f), []).append(f)
     for row, obj in records:
         try:
-            values = {f: obj[maps.get(f, f)] for f in TABLE_FIELDS if maps.get(f, f) in obj}
+            values = {f: v for k, v in obj.items() if k in columns for f in columns[k]}
             parsed.add(_row(TrialRow, _table_values(values)), label, row)
             runs.setdefault(str(values.get("run_id")), None)
         except _Bad as e:
@@ -432,49 +435,77 @@ def table(records: Iterable[tuple[int, dict[str, Any]]], label: str, maps: Mappi
     return parsed
 
 
-_INTS = ("attempt", "turns", "tokens_in", "tokens_out", "workers")
-_FLOATS = ("reward", "duration_s")
-_TIMES = ("started_at", "ended_at", "agent_started_at", "agent_ended_at", "test_started_at", "test_ended_at")
 
 
 def _table_values(values: dict[str, Any]) -> dict[str, Any]:
     out = dict(values)
-    for k in ("task_id", "run_id"):
-        if isinstance(out.get(k), int) and not isinstance(out.get(k), bool):
-            out[k] = str(out[k])
-    word = out.get("outcome")
-    if isinstance(word, str):
-        if word.strip().lower() not in OUTCOME_WORDS:
-            raise _Bad("outcome", f"unknown outcome {word!r} (expected {', '.join(OUTCOMES)})")
-        out["outcome"] = OUTCOME_WORDS[word.strip().lower()]
-    reason = out.get("exclusion")
-    if isinstance(reason, str) and reason not in EXCLUSIONS:
-        raise _Bad("exclusion", f"unknown exclusion reason {reason!r} (expected {', '.join(EXCLUSIONS)})")
-    for k in _INTS:
-        v = out.get(k)
-        if isinstance(v, str):
-            if not v.strip().isdigit():
-                raise _Bad(k, f"expected a non-negative integer, got {v!r}")
-            out[k] = int(v)
-    for k in _FLOATS:
-        v = out.get(k)
-        if isinstance(v, str):
-            try:
-                out[k] = float(v)
-            except ValueError:
-                raise _Bad(k, f"expected a number, got {v!r}") from None
-    for k in _TIMES:
-        if k in out:
-            out[k] = timestamp(out[k], k)
-    c = out.get("censored")
-    if isinstance(c, str):
-        if c.strip().lower() not in ("true", "false", "1", "0"):
-            raise _Bad("censored", f"expected true or false, got {c!r}")
-        out["censored"] = c.strip().lower() in ("true", "1")
+    for k, v in values.items():
+        convert = _CONVERT.get(k)
+        if convert is not None and v is not None:
+            out[k] = convert(k, v)
     if out.get("duration_s") is None and out.get("started_at") is not None and out.get("ended_at") is not None:
         if out["ended_at"] >= out["started_at"]:
             out["duration_s"] = out["ended_at"] - out["started_at"]
     return out
+
+
+def _id(k: str, v: Any) -> Any:
+    return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+def _outcome(k: str, v: Any) -> Any:
+    if not isinstance(v, str):
+        return v
+    word = v.strip().lower()
+    if word not in OUTCOME_WORDS:
+        raise _Bad("outcome", f"unknown outcome {v!r} (expected {', '.join(OUTCOMES)})")
+    return OUTCOME_WORDS[word]
+
+
+def _exclusion(k: str, v: Any) -> Any:
+    if isinstance(v, str) and v not in EXCLUSIONS:
+        raise _Bad("exclusion", f"unknown exclusion reason {v!r} (expected {', '.join(EXCLUSIONS)})")
+    return v
+
+
+def _int(k: str, v: Any) -> Any:
+    if isinstance(v, str):
+        if not v.strip().isdigit():
+            raise _Bad(k, f"expected a non-negative integer, got {v!r}")
+        return int(v)
+    return v
+
+
+def _float(k: str, v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            raise _Bad(k, f"expected a number, got {v!r}") from None
+    return v
+
+
+def _time(k: str, v: Any) -> Any:
+    return timestamp(v, k)
+
+
+def _bool(k: str, v: Any) -> Any:
+    if isinstance(v, str):
+        if v.strip().lower() not in ("true", "false", "1", "0"):
+            raise _Bad(k, f"expected true or false, got {v!r}")
+        return v.strip().lower() in ("true", "1")
+    return v
+
+
+_CONVERT: dict[str, Any] = {
+    "task_id": _id, "run_id": _id, "outcome": _outcome, "exclusion": _exclusion, "censored": _bool,
+    **{k: _int for k in ("attempt", "turns", "tokens_in", "tokens_out", "workers")},
+    **{k: _float for k in ("reward", "duration_s")},
+    **{k: _time for k in ("started_at", "ended_at", "agent_started_at", "agent_ended_at", "test_started_at",
+                              "test_ended_at")},
+}
+"""How a table's cell becomes a trial field's value (CSV gives text): ids as text, outcome words from the closed
+list, numbers read losslessly, times as Unix seconds; anything else is left to the row schema to refuse."""
 
 
 # --------------------------------------------------------------------------- checks over every format
