@@ -202,3 +202,17 @@ def test_diff_of_a_rescored_task_runs_package_lists_the_changed_trials(cli, tmp_
         "changed    1 trials (OLD → NEW):",
         "  demo-swe-05 [baseline attempt 0]               unresolved → resolved         gained"]
     assert cli("diff", base, base).code == 0
+
+
+def test_a_file_of_another_format_is_refused_whole_even_under_record(cli, tmp_path):
+    r = cli("import", "task-runs", TAU, "--format", "swe-bench", "--on-bad-row", "record", "-o", tmp_path / "pkg")
+    assert (r.code, r.out) == (2, "")
+    assert r.err == f"audit: error: {TAU}: field total_instances: not a SWE-bench run report (no total_instances)\n"
+    assert not (tmp_path / "pkg").exists()
+
+
+def test_table_importer_points_a_tau_bench_file_to_task_runs(cli, tmp_path):
+    r = cli("import", "table", TAU, "--kind", "responses", "-o", tmp_path / "pkg")
+    assert r.code == 2
+    assert r.err == (f"audit: error: {TAU}: this looks like a τ-bench results file (task_id, trial and reward per "
+                     f"trial); use `audit import task-runs {TAU} --format tau-bench -o OUT`\n")

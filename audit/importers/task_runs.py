@@ -273,6 +273,9 @@ def write_import(imp: TaskRunsImport, out: Path, *, on_bad_row: str = "refuse", 
         raise AuditError(f"--on-bad-row must be refuse or record, got {on_bad_row!r}")
     check_output(out, force=force)
     bad = imp.parsed.bad
+    whole = next((b for b in bad if b.row == 0), None)
+    if whole is not None:  # a file that cannot be read (or a run given twice) is no bad row to leave out
+        raise AuditError(whole.line())
     if bad and on_bad_row == "refuse":
         more = f"; {len(bad) - 1} more bad records" if len(bad) > 1 else ""
         raise AuditError(f"{bad[0].line()} (--on-bad-row record leaves it out{more})")
