@@ -128,6 +128,7 @@ def load_task_runs(path: str | Path) -> TaskRuns:
 
 def _show(view: TaskRuns) -> list[str]:
     lines = render.summary_lines(view.summary)
+    lines += [f"import     {n}" for n in view.extra.notes[:10]]
     if view.extra.bad_row_count:
         lines.append(f"note       {view.extra.bad_row_count} bad records left out at import (--on-bad-row record; "
                      f"listed in provenance.extra.bad_rows)")
