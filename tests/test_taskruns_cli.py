@@ -216,3 +216,32 @@ def test_table_importer_points_a_tau_bench_file_to_task_runs(cli, tmp_path):
     assert r.code == 2
     assert r.err == (f"audit: error: {TAU}: this looks like a τ-bench results file (task_id, trial and reward per "
                      f"trial); use `audit import task-runs {TAU} --format tau-bench -o OUT`\n")
+
+
+def test_a_results_file_that_is_a_fifo_is_refused_not_waited_on(cli, tmp_path):
+    import os
+
+    run = tmp_path / "r1"
+    run.mkdir()
+    os.mkfifo(run / "results.json")
+    (run / "run_metadata.json").write_text("{}")
+    r = cli("import", "task-runs", run, "--format", "terminal-bench", "-o", tmp_path / "pkg")
+    assert r.code == 2 and not (tmp_path / "pkg").exists()
+    assert r.err == f"audit: error: {run}: no Terminal-Bench run here (results.json with run_metadata.json)\n"
+    r = cli("import", "task-runs", run / "results.json", "--format", "tau-bench", "-o", tmp_path / "pkg")
+    assert r.code == 2 and r.err.startswith(f"audit: error: {run / 'results.json'}: ")
+
+
+def test_a_source_rewritten_after_it_was_hashed_is_refused(cli, tmp_path, monkeypatch):
+    import audit.importers.task_runs as imp
+
+    real = imp.read_document
+
+    def swapped(path, *a, **kw):  # the bytes read after the hash are not the bytes hashed
+        data, err = real(path, *a, **kw)
+        return (data.replace(b'"reward":1.0', b'"reward":0.0', 1) if data else data), err
+
+    monkeypatch.setattr(imp, "read_document", swapped)
+    r = cli("import", "task-runs", TAU, "-o", tmp_path / "pkg")
+    assert (r.code, r.err) == (2, f"audit: error: {TAU}: the file changed since it was hashed: run again\n")
+    assert not (tmp_path / "pkg").exists()
