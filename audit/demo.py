@@ -31,7 +31,7 @@ DEFAULT_PACKAGES = Path(__file__).resolve().parent.parent / "packages" / "demo-l
 RELEASED = "gpqa_diamond"
 """The protected benchmark whose grading the demo releases."""
 AGENTIC = "agentic"
-"""The folder of the note's agentic packages (task_runs), under the demo's packages."""
+"""The folder of the note's agentic packages (task-runs), under the demo's packages."""
 
 
 @dataclass
@@ -134,13 +134,13 @@ def _agentic_lines(root: Path, out: Path) -> list[str]:
     """The note's two agentic claims, recomputed: the paired ratio with the +40% retraction, and K=6 with the
     sensitivity line (`audit compare-runs`, `audit show`)."""
     from audit.taskruns import compare, render
-    from audit.taskruns.package import load_task_runs
+    from audit.taskruns.package import open_task_runs
 
-    with load_task_runs(root / "deepswe-baseline") as a, load_task_runs(root / "deepswe-mtp-k3") as b:
+    with open_task_runs(root / "deepswe-baseline") as a, open_task_runs(root / "deepswe-mtp-k3") as b:
         arms = (("baseline", a.runs, a.trials), ("mtp-k3", b.runs, b.trials))
         dur = compare.compare(*arms)
         turns = compare.compare(*arms, by="turns")
-    with load_task_runs(root / "deepswe-k6") as k6:
+    with open_task_runs(root / "deepswe-k6") as k6:
         summary = k6.summary
     write_atomic(out / "deepswe.compare.json", dumps_pretty(dur.model_dump(mode="json")))
     r, rt = dur.ratio, turns.ratio
@@ -150,7 +150,7 @@ def _agentic_lines(root: Path, out: Path) -> list[str]:
     excl = ", ".join(f"{k} {v}" for k, v in summary.exclusions.items())
     change = f"{100 * (tpb.tasks_per_hour / tpa.tasks_per_hour - 1):+.0f}%"
     return [
-        f"Agentic runs ({_rel(root)}; task_runs packages written for this demo):",
+        f"Agentic runs ({_rel(root)}; task-runs packages written for this demo):",
         f"  DeepSWE, {r.n} tasks run once without speculation and once with MTP k=3 (audit compare-runs):",
         f"    per-task duration ratio {r.geometric_mean:.2f}× (t 95% {r.t_interval.low:.2f}–{r.t_interval.high:.2f} "
         f"on the logs; bootstrap {r.bootstrap_interval.low:.2f}–{r.bootstrap_interval.high:.2f}, seed {r.seed}); "

@@ -221,6 +221,7 @@ def test_an_imported_parquet_repeating_one_huge_value_is_refused_undecoded(tmp_p
                  "file may expand to")
 
 
+@pytest.mark.slow
 @attack("import.parquet-bomb")
 def test_an_imported_parquet_holding_one_huge_value_is_refused_from_its_footer(tmp_path):
     import pyarrow as pa
@@ -260,6 +261,7 @@ def test_a_plain_parquet_import_still_reads(tmp_path):
     assert r.stdout.endswith(", 2 rows (2 read)\n"), r.stdout
 
 
+@pytest.mark.slow
 @attack("import.csv-gz-bomb")
 def test_a_csv_gz_bomb_stops_at_the_gzip_bound(tmp_path):
     from tests.attack_tools import gzip_repeated
@@ -280,6 +282,7 @@ def test_a_csv_gz_bomb_stops_at_the_gzip_bound(tmp_path):
 # --------------------------------------------------------------------------- other files named on the command line
 
 
+@pytest.mark.slow
 @attack("salt.file-huge")
 def test_a_huge_or_binary_salt_file_is_refused_in_one_line(tmp_path):
     import os
@@ -378,6 +381,7 @@ def _sparse(path: Path, size: int = 8 << 30) -> Path:
     return path
 
 
+@pytest.mark.slow
 @attack("verdicts.file-huge")
 def test_a_huge_verdict_file_or_rows_file_is_refused_from_its_size_unread(tmp_path):
     big = _sparse(tmp_path / "results.json")
@@ -400,6 +404,7 @@ def test_a_verdict_file_that_is_a_fifo_is_named_as_such_not_as_missing(tmp_path,
     assert (r.code, r.err) == (2, f"audit: error: {tmp_path / 'missing.json'}: no such file\n")
 
 
+@pytest.mark.slow
 def test_a_verdict_file_of_13000_rows_is_far_inside_the_limit(tmp_path):
     from audit.verdicts.read import MAX_VERDICT_FILE_BYTES, read_verdicts
 

@@ -548,6 +548,7 @@ def test_bench_and_generate_refuse_a_users_folder_before_any_work(tmp_path):
     state.check_run_dir(work)  # an audit run's folder: --force may remove it
 
 
+@pytest.mark.slow
 @attack("claims.page-huge-own-file")
 def test_a_huge_index_html_in_the_page_folder_is_refused_unread(mini, tmp_path):  # noqa: F811
     from tests.attack_tools import audit_jailed

@@ -52,6 +52,7 @@ def test_a_claim_just_past_max_tokens_is_refused_too():
     assert out.ended == "error" and "17 completion tokens" in out.error
 
 
+@pytest.mark.slow
 @attack("bench.endless-warmup")
 def test_an_endless_warm_up_stream_ends_the_run_at_the_request_timeout(tmp_path):
     with FakeOpenAIServer(endless=True) as srv:

@@ -177,6 +177,7 @@ def _no_leftovers(d: Path) -> None:
     assert not [p.name for p in d.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_throughput_against_a_server(cli, tmp_path):
     with FakeOpenAIServer(max_model_len=4096, token_delay=0.001, bundle=[2, 1]) as srv:
         r = cli("bench", "throughput", "--server", srv.url, "--arm", "cli", "-o", tmp_path / "run", "--windows", "2",
@@ -251,6 +252,7 @@ def test_launch_and_anchor(cli, tmp_path):
     _no_leftovers(tmp_path)
 
 
+@pytest.mark.slow
 @attack("bench.huge-server-log")
 def test_a_launched_servers_huge_log_is_kept_in_part(cli, tmp_path):
     # The fake server grows its log by 256 MiB (sparse) as it stops: the package kept all of it before.

@@ -77,4 +77,4 @@ def test_a_recipe_given_another_kind_of_package_fails_naming_it(root, tmp_path):
     finally:
         del PATHS["demo-lab-note-math500"]
     assert not check.survives
-    assert "is a responses package; task_runs.mean reads a task_runs package" in " ".join(check.reasons)
+    assert "is a responses package; task_runs.mean reads a task-runs package" in " ".join(check.reasons)

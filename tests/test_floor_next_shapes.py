@@ -72,6 +72,7 @@ def test_qwen3_next_fp8_headers(qwen3_next):
     assert len(t) == 151_479
 
 
+@pytest.mark.slow
 def test_qwen3_next_fp8_parameters(qwen3_next_4096):
     r = qwen3_next_4096
     mtp = sum(w.parameters for w in r.weights if w.role == "mtp")
@@ -109,6 +110,7 @@ def test_qwen3_next_fp8_with_mtp_and_f32_state(qwen3_next, qwen3_next_4096):
 # --------------------------------------------------------------------------- fallbacks
 
 
+@pytest.mark.slow
 def test_glm_4_5_air_fp8_channel_scales_and_mtp(tmp_path):
     config = _config("glm-4.5-air-fp8")
     write_header_only(tmp_path / "glm", json.dumps(config).encode(), assign_dtypes(config, tensor_specs(config), {}))

@@ -95,6 +95,7 @@ def test_sharding_and_sparse_files_change_nothing(tmp_path, llama):
 # --------------------------------------------------------------------------- Qwen3-30B-A3B (128 experts, 8 per token)
 
 
+@pytest.mark.slow
 def test_qwen3_30b_a3b_routes_8_of_128_experts(tmp_path):
     ckpt = _write(tmp_path / "q", _config("qwen3-30b-a3b"))
     report = _floor(ckpt)
@@ -185,6 +186,7 @@ def test_deepseek_v3_fp8_checkpoint(deepseek):
     assert {w.reading for w in report.weights if w.role == "mtp"} == {"none: MTP (use --with-mtp)"}
 
 
+@pytest.mark.slow
 def test_deepseek_v3_with_mtp_reads_the_mtp_layer_and_its_kv(deepseek):
     without, with_mtp = _floor(deepseek, context=1000), _floor(deepseek, context=1000, with_mtp=True)
     attention = _mla_attention(1, scales=True)

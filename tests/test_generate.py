@@ -32,7 +32,7 @@ from audit.fileio import dumps
 from audit.models import ItemRow, ResponseRow
 from audit.pack import SourceRow, Table, build_package
 from audit.packages import open_package
-from audit.generate.prompts import chat_messages
+from audit.prompts import chat_messages
 from audit.specs import lookup
 
 FAKE = str(REPO / "tests" / "fake_openai_server.py")
@@ -698,6 +698,7 @@ def test_usage_counting_fewer_tokens_than_the_stream_carried_is_an_error(cli, tm
     assert rows[1].error is None
 
 
+@pytest.mark.slow
 @attack("gen.drip")
 def test_headers_sent_one_byte_at_a_time_are_cut_at_the_deadline():
     import socket

@@ -321,6 +321,7 @@ def math(tmp_path_factory):
     return {"dir": d, "qwen": qwen}
 
 
+@pytest.mark.slow
 def test_math_two_graders_against_qwen_scores(math):
     out = {}
     for name in ("equiv", "hendrycks"):
@@ -556,6 +557,7 @@ def test_reproduce_identical_then_refuses_a_changed_package(policies, cli, tmp_p
     assert cli("reproduce", out).code == 0
 
 
+@pytest.mark.slow
 def test_parquet_sidecar_reads_back_identically(policies):
     """--parquet writes the rows beside the file; the frame read back is the same either way."""
     common = [policies["dir"] / "responses", "--items", policies["items"], "--benchmark", "mmlu_pro",
@@ -578,6 +580,7 @@ def test_parquet_sidecar_reads_back_identically(policies):
     assert sum(bool(r["detail"]) for r in items) == 239  # attempts (200) and guesses (43), 4 rows both
 
 
+@pytest.mark.slow
 def test_verdict_file_validates_against_the_committed_schema(policies):
     # Every kind of row: truncated, excluded by the package and by policy, guesses, re-run attempts, spans.
     out = policies["dir"] / "schema.json"

@@ -58,6 +58,7 @@ def _adjudicated() -> list[dict]:
     return [json.loads(line) for line in ADJUDICATED.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.parametrize("spec", ["math.equiv@1", "math.equiv@2", "math.equiv@3"])
 def test_math_equiv_agreement_and_every_disagreement_adjudicated(shared, spec):

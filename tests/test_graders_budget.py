@@ -43,6 +43,7 @@ def test_stuck_worker_is_killed_and_replaced(pool):
     assert pool.run_one("test.stuck@1", "a", "a", None, 5.0).judgment.status == "correct"
 
 
+@pytest.mark.slow
 def test_crash_is_an_error_judgment_and_the_pool_recovers(pool):
     out = pool.run_one("test.crash@1", "crash", "x", None, 5.0)
     assert out.judgment.status == "error" and "exit code 3" in out.judgment.reason
@@ -206,6 +207,7 @@ def test_an_idle_worker_that_died_is_replaced_not_an_exception():
         p.close()
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_be_started_does_not_use_up_a_slot(monkeypatch):
     # A failed start (EMFILE, ENOMEM) must give its slot back: else a later call waits forever.
     import audit.graders.budget as budget

@@ -57,6 +57,7 @@ def _import_valid(cli, src: Path, out: Path, *args: object) -> str:
 # --------------------------------------------------------------------------- (a) MMLU-Pro responses sample
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_mmlu_sample_whole_file_samples_numbered_by_run(cli, shared, tmp_path):
     src = shared(MMLU)

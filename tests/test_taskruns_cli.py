@@ -7,7 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
-from audit.taskruns.package import load_task_runs
+from audit.taskruns.package import open_task_runs
 
 DATA = Path(__file__).parent / "data" / "taskruns"
 TAU = DATA / "tau_bench_gpt-4o-airline.trimmed.json"
@@ -37,7 +37,7 @@ def test_import_tau_bench_and_show(cli, tmp_path):
     r = cli("import", "task-runs", TAU, "--benchmark", "tau-bench-airline", "--task-count", "50", "-o",
             tmp_path / "tau")
     assert (r.code, r.err) == (0, "")
-    assert r.out.startswith(f"wrote {tmp_path / 'tau'}: task_runs package task-runs-tau-bench-airline-")
+    assert r.out.startswith(f"wrote {tmp_path / 'tau'}: task-runs package task-runs-tau-bench-airline-")
     assert r.out.endswith(", 200 trials of 1 run (tau-bench)\n")
     r = cli("show", tmp_path / "tau")
     assert r.code == 0
@@ -61,7 +61,7 @@ def test_terminal_bench_submission_folder_of_runs(cli, tmp_path):
                                       "(not measured)",
                                       "  note: 6 trials in 2 files wrote total_output_tokens 0, read as null "
                                       "(not measured)"]
-    with load_task_runs(tmp_path / "pkg") as v:
+    with open_task_runs(tmp_path / "pkg") as v:
         assert [(f.run_id, f.resolved_rate.resolved, f.resolved_rate.denominator) for f in v.summary.runs] == [
             ("r1", 1, 4), ("r2", 2, 4)]
         assert v.summary.runs[0].coverage == 3
@@ -84,7 +84,7 @@ def test_on_bad_row_record_leaves_it_out_and_lists_it(cli, tmp_path):
     r = cli("import", "task-runs", run, "-o", tmp_path / "pkg", "--on-bad-row", "record")
     assert r.code == 0, r.err
     assert "1 trials of 1 run (terminal-bench), 1 bad records left out (listed in the provenance)" in r.out
-    with load_task_runs(tmp_path / "pkg") as v:
+    with open_task_runs(tmp_path / "pkg") as v:
         assert v.extra.bad_rows == [{"file": str(run / "results.json"), "row": 2, "field": None,
                                      "message": "ended_at is before started_at"}]
         assert (v.summary.runs[0].resolved_rate.resolved, v.summary.runs[0].resolved_rate.denominator) == (1, 4)
@@ -129,7 +129,7 @@ def test_table_import_counts_over_the_task_count(cli, tmp_path):
     src = _table(tmp_path, "t1,a,resolved,1,10\nt2,a,unresolved,0,12\n")
     r = _import_table(cli, tmp_path, src)
     assert r.code == 0, r.err
-    with load_task_runs(tmp_path / "pkg") as v:
+    with open_task_runs(tmp_path / "pkg") as v:
         assert (v.summary.runs[0].resolved_rate.resolved, v.summary.runs[0].resolved_rate.denominator) == (1, 3)
         assert [t.duration_s for t in v.trials] == [10.0, 12.0]
 
@@ -191,7 +191,7 @@ def test_diff_of_a_rescored_task_runs_package_lists_the_changed_trials(cli, tmp_
     from audit.taskruns.package import write
 
     base, _ = _demo_arms(tmp_path)
-    with load_task_runs(base) as v:
+    with open_task_runs(base) as v:
         runs, trials = v.runs, v.trials
     flipped = [t.model_copy(update={"outcome": "resolved"}) if t.task_id == "demo-swe-05" else t for t in trials]
     write(tmp_path / "rescored", runs, flipped, Provenance(notes="rescored"))

@@ -188,6 +188,7 @@ def _obj(depth: int) -> st.SearchStrategy[str]:
     return pairs.map(lambda ps: "{" + ", ".join(f'"{k}": {v}' for k, v in ps) + "}")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(odd=st.lists(st.tuples(st.integers(0, 399), _obj(2)), max_size=4))
 def test_fast_path_never_differs_from_the_exact_path(tmp_path_factory, odd):

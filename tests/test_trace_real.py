@@ -193,6 +193,7 @@ def test_step_span_marker_needs_marker_durations(tmp_path):
         analyze(b.write(tmp_path / "t.json"), TraceOptions(step_span="marker"))
 
 
+@pytest.mark.slow
 def test_the_evidence_package_of_analysis_1_still_recomputes_as_written():
     """packages/evidence-h200-trace/profile-decode-tp1 was written before `config.analysis`: it reads as 1 and
     the profile kind's reader (what `audit show`, `audit trace diff` and the claims recipes use) recomputes it
@@ -213,6 +214,7 @@ def test_the_evidence_package_of_analysis_1_still_recomputes_as_written():
     assert loaded.summary.steps.kernels_per_step.median == 436
 
 
+@pytest.mark.slow
 def test_every_step_between_vllm_markers_of_the_moe_decode_trace_with_no_step_filter():
     """The H200 Qwen3-Next trace in packages/evidence-h200-moe, read without the decode filter: 18 markers,
     17 steps (a prefill step of 0 kernels among them). On the device, in the run that made the package, this

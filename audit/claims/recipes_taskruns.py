@@ -15,24 +15,22 @@ by task as `audit compare-runs` does. Nothing here re-derives a figure.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, Result, recipe
 from audit.verdicts.models import Interval
 
+if TYPE_CHECKING:
+    from audit.taskruns.package import TaskRuns
 
-def task_runs(ctx: Context, ident: str, recipe_name: str) -> Any:
-    """The task-runs package `ident`, read back (summary recomputed from its rows)."""
-    from audit.taskruns.package import TASK_RUNS, read_task_runs
 
-    pkg = ctx.package_of_kind(ident, TASK_RUNS.name, recipe_name)
-    key = ("task_runs", pkg.digest)
-    if key not in ctx.cache:
-        with ctx.reading(ident):
-            ctx.cache[key] = read_task_runs(pkg)
-    return ctx.cache[key]
+def task_runs(ctx: Context, ident: str) -> TaskRuns:
+    """The task-runs package `ident`, read back (summary recomputed from its rows), once per content digest."""
+    from audit.taskruns.package import TASK_RUNS
+
+    return ctx.read(ident, TASK_RUNS)
 
 
 Policy = Literal["counted", "left_out"]
@@ -52,7 +50,7 @@ class RateArgs(RecipeArgs):
 @recipe("task_runs.resolved_rate", unit="fraction")
 def resolved_rate(args: RateArgs, ctx: Context) -> Result:
     """One run's resolved trials over the benchmark's task count × attempts (or with the excluded left out)."""
-    v = task_runs(ctx, args.package, "task_runs.resolved_rate")
+    v = task_runs(ctx, args.package)
     runs = v.summary.runs
     if args.run is None and len(runs) != 1:
         raise RecipeFailed(f"{args.package} holds {len(runs)} runs; name one (run: ...)")
@@ -85,7 +83,7 @@ class MeanArgs(RecipeArgs):
 @recipe("task_runs.mean", unit="fraction")
 def mean(args: MeanArgs, ctx: Context) -> Result:
     """The mean resolved rate over K repetitions with the lab's error bar 2·sd/√K, under a denominator policy."""
-    v = task_runs(ctx, args.package, "task_runs.mean")
+    v = task_runs(ctx, args.package)
     m = next((x for x in v.summary.mean if x.policy == args.policy), None)
     if m is None:
         raise RecipeFailed(f"{args.package}: no {args.policy} mean (no trial is excluded, so there is one policy)"
@@ -118,7 +116,7 @@ class PassKArgs(RecipeArgs):
 @recipe("task_runs.pass_k", unit="fraction")
 def pass_k(args: PassKArgs, ctx: Context) -> Result:
     """pass@k (1 − C(n−c, k)/C(n, k)) or pass^k (C(c, k)/C(n, k)), the mean over tasks with k trials or more."""
-    v = task_runs(ctx, args.package, "task_runs.pass_k")
+    v = task_runs(ctx, args.package)
     p = next((x for x in v.summary.pass_k if x.k == args.k), None)
     if p is None:
         most = max((x.k for x in v.summary.pass_k), default=0)
@@ -152,8 +150,8 @@ def paired_ratio(args: PairedArgs, ctx: Context) -> Result:
     with a t interval on the logs or a seeded bootstrap, as `audit compare-runs` computes it."""
     from audit.taskruns import compare
 
-    va = task_runs(ctx, args.a, "task_runs.paired_ratio")
-    vb = task_runs(ctx, args.b, "task_runs.paired_ratio")
+    va = task_runs(ctx, args.a)
+    vb = task_runs(ctx, args.b)
     c = compare.compare((args.a, va.runs, va.trials), (args.b, vb.runs, vb.trials), by=args.by, seed=args.seed)
     r = c.ratio
     if r is None or r.n < 2:
@@ -182,7 +180,7 @@ class ThroughputArgs(RecipeArgs):
 def tasks_per_hour(args: ThroughputArgs, ctx: Context) -> Result:
     """A run's finished tasks over its recorded wall clock, per hour; refused when workers ≥ tasks, where the wall
     clock is the slowest task and the figure is no rate."""
-    v = task_runs(ctx, args.package, "task_runs.tasks_per_hour")
+    v = task_runs(ctx, args.package)
     runs = v.summary.runs
     if args.run is None and len(runs) != 1:
         raise RecipeFailed(f"{args.package} holds {len(runs)} runs; name one (run: ...)")

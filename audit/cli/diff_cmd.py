@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import cli, echo_problems
+from audit.cli.app import cli, echo_problems
 from audit.errors import ValidationFailed
 
 
@@ -34,7 +34,7 @@ def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_respons
     grader (first that applies, in that order; see audit/diff/compare.py), or inconsistent when both
     files name the same components, policies and inputs and the verdict still differs (tampered or
     non-deterministic: never a retraction).
-    Two task_runs packages (folders) are compared trial by trial instead: each run's resolved rate and
+    Two task-runs packages (folders) are compared trial by trial instead: each run's resolved rate and
     every trial (task, run, attempt) whose outcome changed.
     Exit 0 when nothing changed, 1 when something did, 2 on error — like diff(1).
     """
@@ -70,9 +70,9 @@ def _diff_task_runs(old: Path, new: Path, fmt: str, max_items: int, output: Path
     from audit.fileio import dumps_pretty
     from audit.outputs import write_text
     from audit.taskruns import compare, render
-    from audit.taskruns.package import load_task_runs
+    from audit.taskruns.package import open_task_runs
 
-    with load_task_runs(old) as a, load_task_runs(new) as b:
+    with open_task_runs(old) as a, open_task_runs(new) as b:
         d = compare.diff(a.pkg.manifest.package_id, (a.runs, a.trials, a.summary),
                          b.pkg.manifest.package_id, (b.runs, b.trials, b.summary))
     text = dumps_pretty(d.model_dump(mode="json")) if fmt == "json" else \

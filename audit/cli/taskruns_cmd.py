@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import cli
+from audit.cli.app import cli
 
 
 @cli.command("compare-runs")
@@ -30,9 +30,9 @@ def compare_runs(a: Path, b: Path, by: str, seed: int, resamples: int, fmt: str,
     """
     from audit.fileio import dumps_pretty
     from audit.taskruns import compare, render
-    from audit.taskruns.package import load_task_runs
+    from audit.taskruns.package import open_task_runs
 
-    with load_task_runs(a) as ra, load_task_runs(b) as rb:
+    with open_task_runs(a) as ra, open_task_runs(b) as rb:
         c = compare.compare((str(a), ra.runs, ra.trials), (str(b), rb.runs, rb.trials), by=by,  # type: ignore[arg-type]
                             seed=seed, resamples=resamples)
     if fmt == "json":

@@ -1,5 +1,5 @@
 """`audit import task-runs`: agentic harness outputs (Terminal-Bench, SWE-bench, τ-bench, a table) into one
-`task_runs` package, several runs of one system (K repetitions) together.
+`task-runs` package, several runs of one system (K repetitions) together.
 
 Each source is pinned (sha256, size) and its bytes are read once, bounded, through `sources`: a JSON document
 through `read_document` (at most `MAX_SOURCE_BYTES`) checked against its pin, a table through

@@ -46,7 +46,7 @@ Time = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class TrialRow(Record):
-    """One trial (one attempt of one task in one run): a row of a `task_runs` package."""
+    """One trial (one attempt of one task in one run): a row of a `task-runs` package."""
 
     task_id: Name
     """The benchmark's task id (a SWE-bench instance id, a Terminal-Bench task, a τ-bench task index as text)."""
@@ -120,7 +120,7 @@ class TrialRow(Record):
 
 
 class RunRow(Record):
-    """One run of a system over a benchmark (its provenance as data): a row of a `task_runs` package."""
+    """One run of a system over a benchmark (its provenance as data): a row of a `task-runs` package."""
 
     run_id: Name
     """The run's id, unique in the package (trials name it)."""

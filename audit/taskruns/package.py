@@ -1,4 +1,4 @@
-"""The `task_runs` package: writing it, reading it back, recomputing its figures; the kind's registration.
+"""The `task-runs` package: writing it, reading it back, recomputing its figures; the kind's registration.
 
 A package holds `trials.jsonl` (`task_trial_row.v1`, one row per trial), `runs.jsonl` (`task_run_row.v1`,
 one row per run: its provenance as data) and `summary.json` (`TaskRunsSummary`), which the reader never
@@ -116,7 +116,7 @@ def read_task_runs(pkg: Package, label: str | None = None) -> TaskRuns:
     return TaskRuns(pkg, runs, trials, fresh, extra)
 
 
-def load_task_runs(path: str | Path) -> TaskRuns:
+def open_task_runs(path: str | Path) -> TaskRuns:
     """Open, validate and read a task-runs package (close it, or use it in a `with`)."""
     pkg = open_package(path, kind=TASK_RUNS.name)
     try:
@@ -135,8 +135,8 @@ def _show(view: TaskRuns) -> list[str]:
     return lines
 
 
-TASK_RUNS = register_kind(Kind(
-    "task_runs", "agentic task runs: one row per trial (task, run, attempt) and one per run, with their figures",
+TASK_RUNS: Kind[TaskRuns] = register_kind(Kind(
+    "task-runs", "agentic task runs: one row per trial (task, run, attempt) and one per run, with their figures",
     rows={TRIAL_SCHEMA: TrialRow, RUN_SCHEMA: RunRow},
     row_keys={TRIAL_SCHEMA: ("task_id", "run_id", "attempt"), RUN_SCHEMA: ("run_id",)},
     schemas={figures.SUMMARY_SCHEMA: TaskRunsSummary, compare.COMPARISON_SCHEMA: compare.Comparison,

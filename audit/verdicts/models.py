@@ -15,7 +15,6 @@ import pydantic
 from pydantic import ConfigDict, Field
 
 from audit.models import Count, Int64, Producer, Record, Verdict, unsafe_path_reason
-from audit.schemas import register
 
 VERDICT_FILE_SCHEMA_VERSION = 2
 """Version 2 added `summary.subjects`; version-1 files still load, and reproduce byte for byte (written without it)."""
@@ -276,9 +275,6 @@ class VerdictFileV2(VerdictFileV1):
     """Figures and counts, overall, per run and per subject."""
 
 
-register("verdict_file.v1", VerdictFileV1)
-register("verdict_file.v2", VerdictFileV2)
-
 # What the library builds and reads: version 2 (it reads version-1 files too, with `summary.subjects` null).
 Summary: typing.TypeAlias = SummaryV2
 """The current summary (schema version 2)."""
@@ -286,4 +282,8 @@ VerdictFile: typing.TypeAlias = VerdictFileV2
 """The current verdict file (schema version 2)."""
 
 VERDICT_ROW_FIELDS = tuple(VerdictRow.model_fields)
+
+AT_BUDGET_NOTE = "; at budget: used all max_tokens={} and said stop"
+"""Ends the reason of a row graded although its reply used exactly max_tokens and said stop (`audit.grade`
+writes it, `audit.views.at_budget_lines` counts it)."""
 """Key order of a row in the file (the model's field order)."""

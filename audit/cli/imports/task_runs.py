@@ -41,7 +41,7 @@ def import_task_runs(srcs: tuple[Path, ...], fmt: str | None, maps: tuple[str, .
                      on_bad_row: str, out: Path, model: str | None, provenance: Path | None, package_id: str | None,
                      use_gzip: bool, force: bool) -> int:
     """Agentic task runs: Terminal-Bench run folders, SWE-bench run reports or report.json folders, τ-bench
-    results files, or a table, into one task_runs package (several runs of one system together).
+    results files, or a table, into one task-runs package (several runs of one system together).
 
     One row per trial (task, run, attempt) and one per run; the figures (rates over the benchmark's task
     count, the mean over K, pass@k, pass^k, both denominator policies) are in summary.json and `audit show`.
@@ -72,7 +72,7 @@ def import_task_runs(srcs: tuple[Path, ...], fmt: str | None, maps: tuple[str, .
     p = imp.parsed
     runs = len(p.runs)
     left = f", {len(p.bad)} bad records left out (listed in the provenance)" if p.bad else ""
-    click.echo(f"wrote {out}: task_runs package {m.package_id}, {len(p.trials)} trials of {runs} "
+    click.echo(f"wrote {out}: task-runs package {m.package_id}, {len(p.trials)} trials of {runs} "
                f"run{'s' if runs != 1 else ''} ({imp.fmt}){left}")
     for n in p.all_notes():
         click.echo(f"  note: {n}")
