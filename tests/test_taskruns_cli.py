@@ -245,3 +245,30 @@ def test_a_source_rewritten_after_it_was_hashed_is_refused(cli, tmp_path, monkey
     r = cli("import", "task-runs", TAU, "-o", tmp_path / "pkg")
     assert (r.code, r.err) == (2, f"audit: error: {TAU}: the file changed since it was hashed: run again\n")
     assert not (tmp_path / "pkg").exists()
+
+
+def test_a_trial_of_no_run_is_refused_on_write_and_on_read(cli, tmp_path):
+    import pytest
+
+    from audit.errors import AuditError
+    from audit.models import Provenance
+    from audit.packages import PackageWriter
+    from audit.taskruns.models import RunRow, TrialRow
+    from audit.taskruns.package import write
+
+    runs = [RunRow(run_id="a", task_count=2)]
+    trials = [TrialRow(task_id="t", run_id="b", outcome="resolved")]
+    with pytest.raises(AuditError, match="trial of task 't' names run 'b', which runs.jsonl does not list"):
+        write(tmp_path / "pkg", runs, trials, Provenance())
+    assert not (tmp_path / "pkg").exists()
+    # Written past the writer (rows valid one by one, no summary to match): the reader refuses it too.
+    with PackageWriter(tmp_path / "forged", kind="task-runs", provenance=Provenance()) as w:
+        with w.rows("runs.jsonl", "task_run_row.v1") as sink:
+            sink.write(runs[0])
+        with w.rows("trials.jsonl", "task_trial_row.v1") as sink:
+            sink.write(trials[0])
+        w.add_text("summary.json", "{}")
+    r = cli("show", tmp_path / "forged")
+    assert r.code == 2
+    assert r.err == (f"audit: error: {tmp_path / 'forged'}/trials.jsonl: trial of task 't' names run 'b', which "
+                     f"runs.jsonl does not list\n")

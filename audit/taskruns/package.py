@@ -53,6 +53,7 @@ def write(out: str | Path, runs: Sequence[RunRow], trials: Sequence[TrialRow], p
           package_id: str | None = None, force: bool = False) -> Manifest:
     """Write the package: runs, trials (in run, attempt, task order) and the summary recomputed from them."""
     ordered = _sorted_trials(trials)
+    _check_runs(runs, ordered, str(out))
     extra = TaskRunsExtra.model_validate(provenance.extra)
     summary = figures.summarize(runs, ordered, extra.recorded)
     benchmark = summary.benchmark
@@ -67,6 +68,15 @@ def write(out: str | Path, runs: Sequence[RunRow], trials: Sequence[TrialRow], p
         w.add_text(SUMMARY, dumps_pretty(summary.model_dump(mode="json")))
     assert w.manifest is not None
     return w.manifest
+
+
+def _check_runs(runs: Sequence[RunRow], trials: Sequence[TrialRow], label: str) -> None:
+    """AuditError unless every trial names a run the run rows list (a trial of no run has no denominator)."""
+    known = {r.run_id for r in runs}
+    orphan = next((t for t in trials if t.run_id not in known), None)
+    if orphan is not None:
+        raise AuditError(f"trial of task {orphan.task_id!r} names run {orphan.run_id!r}, which {RUNS} does not list",
+                         path=f"{label}/{TRIALS}")
 
 
 @dataclass
@@ -102,11 +112,7 @@ def read_task_runs(pkg: Package, label: str | None = None) -> TaskRuns:
     assert isinstance(extra, TaskRunsExtra)
     runs = list(pkg.iter_rows(RUN_SCHEMA))
     trials = list(pkg.iter_rows(TRIAL_SCHEMA))
-    known = {r.run_id for r in runs}
-    orphan = next((t for t in trials if t.run_id not in known), None)
-    if orphan is not None:
-        raise AuditError(f"trial of task {orphan.task_id!r} names run {orphan.run_id!r}, which {RUNS} does not list",
-                         path=f"{label}/{TRIALS}")
+    _check_runs(runs, trials, label)
     fresh = figures.summarize(runs, trials, extra.recorded)
     stored = pkg.read_json(SUMMARY)
     diffs = json_differences(stored, fresh.model_dump(mode="json"))
