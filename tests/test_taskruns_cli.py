@@ -272,3 +272,22 @@ def test_a_trial_of_no_run_is_refused_on_write_and_on_read(cli, tmp_path):
     assert r.code == 2
     assert r.err == (f"audit: error: {tmp_path / 'forged'}/trials.jsonl: trial of task 't' names run 'b', which "
                      f"runs.jsonl does not list\n")
+
+
+def test_exclude_maps_a_harness_word_to_a_reason_and_shows_both_policies(cli, tmp_path):
+    run = _tb_run(tmp_path, "r1", [_trial("a"), _trial("b", False, mode="context_length_exceeded"),
+                                   _trial("c", True, mode="agent_timeout"), _trial("d", False)])
+    r = cli("import", "task-runs", run, "--exclude", "context_length_exceeded=context_overflow",
+            "--exclude", "agent_timeout=time_limit", "-o", tmp_path / "pkg")
+    assert r.code == 0, r.err
+    with open_task_runs(tmp_path / "pkg") as v:
+        got = [(t.task_id, t.outcome, t.exclusion, t.exclusion_source) for t in v.trials]
+        assert got == [("a", "resolved", None, None), ("b", "excluded", "context_overflow", "context_length_exceeded"),
+                       ("c", "resolved", None, None), ("d", "unresolved", None, None)]  # a resolved trial stays
+        assert [m.policy for m in v.summary.mean] == ["left_out", "counted"]
+    shown = cli("show", tmp_path / "pkg").out
+    assert "mean       excluded left out 66.67% (K=1: no spread from one repetition)" in shown
+    r = cli("import", "task-runs", run, "--exclude", "agent_timeout=slow", "-o", tmp_path / "pkg2")
+    assert (r.code, r.err) == (2, "audit: error: --exclude agent_timeout=slow: 'slow' is not an exclusion reason "
+                                  "(expected context_overflow, time_limit, infrastructure, harness_error, "
+                                  "not_submitted)\n")

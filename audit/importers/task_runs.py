@@ -65,6 +65,9 @@ class RunOptions:
     """The serving engine of every trial, where the source does not say."""
     speculative: str | None = None
     """Speculative decoding of every trial, where the source does not say."""
+    exclude: tuple[tuple[str, str], ...] = ()
+    """(the harness's failure-mode word, closed exclusion reason): an unresolved or errored trial with that word
+    is excluded for that reason (`context_length_exceeded` → `context_overflow`), the word kept beside it."""
 
     def run_fields(self) -> dict[str, Any]:
         out: dict[str, Any] = {"benchmark": self.benchmark, "task_count": self.task_count,
@@ -234,6 +237,12 @@ def _apply(parsed: Parsed, opts: RunOptions) -> None:
         raise AuditError(f"--run-id names one run, but the sources hold {len(parsed.runs)}")
     if over:
         parsed.runs = [RunRow.model_validate({**r.model_dump(), **over}) for r in parsed.runs]
+    if opts.exclude:
+        why = dict(opts.exclude)
+        parsed.trials = [t.model_copy(update={"outcome": "excluded", "exclusion": why[t.failure_mode],
+                                              "exclusion_source": t.failure_mode})
+                         if t.failure_mode in why and t.outcome in ("unresolved", "error") else t
+                         for t in parsed.trials]
     setup = {k: v for k, v in (("engine", opts.engine), ("speculative", opts.speculative),
                                ("workers", opts.workers)) if v is not None}
     if setup:

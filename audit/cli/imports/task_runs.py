@@ -30,6 +30,10 @@ from audit.pack import load_provenance
 @click.option("--engine", metavar="NAME", help="Serving engine of every trial, where the source does not say.")
 @click.option("--speculative", metavar="WORDS",
               help="Speculative decoding of every trial (e.g. 'mtp k=3', 'none'), where the source does not say.")
+@click.option("--exclude", "excludes", multiple=True, metavar="WORD=REASON",
+              help="Exclude the unresolved or errored trials whose failure mode is WORD, for REASON (context_overflow, "
+                   "time_limit, infrastructure, harness_error, not_submitted), e.g. "
+                   "context_length_exceeded=context_overflow; the figures then show both denominator policies.")
 @click.option("--on-bad-row", type=click.Choice(["refuse", "record"]), default="refuse", show_default=True,
               help="A record that cannot be a trial (a repeated task/run/attempt, an end before its start, a reward "
                    "outside [0, 1], an unknown outcome word): refuse the import, or leave it out and list it in "
@@ -38,7 +42,7 @@ from audit.pack import load_provenance
 def import_task_runs(srcs: tuple[Path, ...], fmt: str | None, maps: tuple[str, ...], run_id: str | None,
                      benchmark: str | None, task_count: int | None, time_limit_s: float | None, seed: int | None,
                      seed_ignored: bool, workers: int | None, engine: str | None, speculative: str | None,
-                     on_bad_row: str, out: Path, model: str | None, provenance: Path | None, package_id: str | None,
+                     excludes: tuple[str, ...], on_bad_row: str, out: Path, model: str | None, provenance: Path | None, package_id: str | None,
                      use_gzip: bool, force: bool) -> int:
     """Agentic task runs: Terminal-Bench run folders, SWE-bench run reports or report.json folders, τ-bench
     results files, or a table, into one task-runs package (several runs of one system together).
@@ -49,6 +53,7 @@ def import_task_runs(srcs: tuple[Path, ...], fmt: str | None, maps: tuple[str, .
     from audit.errors import AuditError
     from audit.importers.mapping import split_assignment
     from audit.importers.task_runs import RunOptions, read_sources, write_import
+    from audit.taskruns.models import EXCLUSIONS
 
     if use_gzip:
         raise click.UsageError("--gzip: a task-runs package is written as JSONL")
@@ -61,12 +66,21 @@ def import_task_runs(srcs: tuple[Path, ...], fmt: str | None, maps: tuple[str, .
         if name in mapping:
             raise AuditError(f"--map {name}: given twice")
         mapping[name] = column
+    exclude: list[tuple[str, str]] = []
+    for text in excludes:
+        word, reason, _ = split_assignment("--exclude", text)
+        if reason not in EXCLUSIONS:
+            raise AuditError(f"--exclude {text}: {reason!r} is not an exclusion reason (expected "
+                             f"{', '.join(EXCLUSIONS)})")
+        exclude.append((word, reason))
     if mapping and fmt not in (None, "table"):
         raise click.UsageError("--map is for --format table")
     opts = RunOptions(run_id=run_id, benchmark=benchmark, task_count=task_count, time_limit_s=time_limit_s,
-                      seed=seed, seed_ignored=seed_ignored, workers=workers, engine=engine, speculative=speculative)
+                      seed=seed, seed_ignored=seed_ignored, workers=workers, engine=engine, speculative=speculative,
+                      exclude=tuple(exclude))
     imp = read_sources(list(srcs), fmt, opts, mapping)
-    config = {"map": mapping, **opts.run_fields(), **({"run_id": run_id} if run_id else {})}
+    config = {"map": mapping, **opts.run_fields(), **({"run_id": run_id} if run_id else {}),
+              **({"exclude": dict(exclude)} if exclude else {})}
     m = write_import(imp, out, on_bad_row=on_bad_row, base=load_provenance(provenance) if provenance else None,
                      model=model, package_id=package_id, force=force, config=config)
     p = imp.parsed
