@@ -42,8 +42,8 @@ from audit.pack import load_provenance
 def import_task_runs(srcs: tuple[Path, ...], fmt: str | None, maps: tuple[str, ...], run_id: str | None,
                      benchmark: str | None, task_count: int | None, time_limit_s: float | None, seed: int | None,
                      seed_ignored: bool, workers: int | None, engine: str | None, speculative: str | None,
-                     excludes: tuple[str, ...], on_bad_row: str, out: Path, model: str | None, provenance: Path | None, package_id: str | None,
-                     use_gzip: bool, force: bool) -> int:
+                     excludes: tuple[str, ...], on_bad_row: str, out: Path, model: str | None,
+                     provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool) -> int:
     """Agentic task runs: Terminal-Bench run folders, SWE-bench run reports or report.json folders, τ-bench
     results files, or a table, into one task-runs package (several runs of one system together).
 
