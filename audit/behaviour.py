@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audit import procs
 from audit.errors import AuditError
 from audit.fileio import dumps, sha256_file
 
@@ -276,7 +277,7 @@ def git_baseline(ref: str, repo: Path | None = None) -> Baseline:
             tree = Path(tmp) / "tree"
             tree.mkdir()
             present = [p for p in ("audit", "extractors", "graders") if _git(repo, "ls-tree", commit, p)]
-            archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit, "--", *present],
+            archive = procs.run(["git", "-C", str(repo), "archive", "--format=tar", commit, "--", *present],
                                      capture_output=True, check=False)
             if archive.returncode:
                 raise AuditError(f"git archive {commit[:12]} failed: {archive.stderr.decode(errors='replace')[:200]}")
@@ -286,7 +287,7 @@ def git_baseline(ref: str, repo: Path | None = None) -> Baseline:
             cases_path.write_text(json.dumps([list(c.inputs) for c in cases]), encoding="utf-8")
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join([str(tree)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-            proc = subprocess.run([sys.executable, "-c", _BASELINE_SCRIPT, str(tree), kind, key, str(cases_path),
+            proc = procs.run([sys.executable, "-c", _BASELINE_SCRIPT, str(tree), kind, key, str(cases_path),
                                    str(out_path)], cwd=tree, env=env, capture_output=True, text=True, check=False)
             if proc.returncode:
                 tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
@@ -299,7 +300,7 @@ def git_baseline(ref: str, repo: Path | None = None) -> Baseline:
 
 def _git(repo: Path, *args: str) -> str:
     try:
-        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False,
+        out = procs.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False,
                              timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return ""

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import shutil
-import signal
 import sys
 from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
+from audit import procs
 from audit.cli.app import cli
 
 
 @cli.group(no_args_is_help=True)
 def bench() -> None:
     """Measure decode throughput with GPU counters; compare arms; report a run."""
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 @bench.command(context_settings={"show_default": True})
@@ -91,12 +87,10 @@ def throughput(**o) -> int:
     out: Path = o["out"]
     tel_out = None if o["no_telemetry"] else (o["telemetry_output"] or store.telemetry_path(out))
     store.check_outputs(out, tel_out, o["force"])
-    # SIGTERM (a `timeout`, a job scheduler) stops the run like Ctrl-C: the launched server is stopped.
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
+    # Ctrl-C, `kill -INT` (even with SIGINT inherited ignored) and SIGTERM (a `timeout`, a job scheduler)
+    # stop the run alike: the launched server is stopped.
+    with procs.stop_signals_interrupt():
         result = run(cfg, log=None if o["quiet"] else sys.stderr, work_parent=out.parent)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     try:
         tp, tm = store.write(result, out, tel_out, force=o["force"])
     finally:

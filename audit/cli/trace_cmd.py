@@ -43,7 +43,7 @@ def _step_options(f):
     f = click.option("--step-span", type=click.Choice(["next_marker", "marker"]), default="next_marker",
                      show_default=True,
                      help="next_marker: a step runs from its marker to the next one (N markers, N-1 steps); "
-                          "marker: a step is its marker's own span (HTA's reading; one marker, one step).")(f)
+                          "marker: a step is its marker's own span (N markers, N steps; HTA 0.5.0 drops the last).")(f)
     f = click.option("--collective", multiple=True, metavar="KIND=REGEX",
                      help="Add a kernel-name pattern (case-insensitive re.search) to a collective kind, e.g. "
                           "all_reduce=my_ar_kernel; repeatable. Built in, by kernel family (never a word inside "

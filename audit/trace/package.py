@@ -172,14 +172,7 @@ def read_checked(pkg: Package, label: str) -> CheckedProfile:
     loaded = read_profile(pkg, label)
     s = loaded.summary
     if s.source.included is not None:
-        cfg = s.config
-        options = TraceOptions(step_marker=cfg.step_marker, step_filter=cfg.step_filter,
-                               collectives={k: tuple(v) for k, v in cfg.collectives.items()},
-                               main_stream=cfg.main_stream, embed_limit_bytes=cfg.embed_limit_bytes,
-                               marker_categories=tuple(cfg.marker_categories), analysis=cfg.analysis,
-                               step_span=cfg.step_span,
-                               collective_ops={k: tuple(v) for k, v in cfg.collective_ops.items()})
-        fresh = analyze(pkg.root / s.source.included, options)
+        fresh = analyze(pkg.root / s.source.included, TraceOptions.from_config(s.config))
         again = fresh.summary.model_copy(update={"source": fresh.summary.source.model_copy(
             update={"included": s.source.included, "file": s.source.file})})
         diffs = json_differences(s.model_dump(mode="json"), again.model_dump(mode="json"))

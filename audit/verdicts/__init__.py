@@ -28,9 +28,11 @@ from audit.verdicts.models import (
     Summary,
     SummaryV1,
     SummaryV2,
+    SummaryV3,
     VerdictFile,
     VerdictFileV1,
     VerdictFileV2,
+    VerdictFileV3,
     VerdictRow,
 )
 from audit.verdicts.read import (
@@ -69,9 +71,11 @@ __all__ = [
     "Summary",
     "SummaryV1",
     "SummaryV2",
+    "SummaryV3",
     "VerdictFile",
     "VerdictFileV1",
     "VerdictFileV2",
+    "VerdictFileV3",
     "VerdictRead",
     "VerdictRow",
     "dump_verdict_file",
