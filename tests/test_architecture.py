@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # packages: kinds, layout, validate, read, write; output paths; the schema files
     ("domain", ("audit.specs", "audit.grade", "audit.views", "audit.summary", "audit.verdicts", "audit.diff",
                 "audit.release", "audit.bench", "audit.trace", "audit.floor", "audit.generate", "audit.importers",
-                "audit.inference")),
+                "audit.inference", "audit.taskruns")),
     # one job each: grading, verdict files, diffs, releases, measurements, generation, importers
     ("claims", ("audit.claims",)),
     # claims recompute figures of every domain

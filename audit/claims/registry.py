@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 V = typing.TypeVar("V")
 
 RECIPE_MODULES = ("audit.claims.recipes_grade", "audit.claims.recipes_stats", "audit.claims.recipes_bench",
-                  "audit.claims.recipes_trace", "audit.claims.recipes_floor")
+                  "audit.claims.recipes_trace", "audit.claims.recipes_floor", "audit.claims.recipes_taskruns")
 """Modules that register recipes on import."""
 
 

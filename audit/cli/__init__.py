@@ -31,6 +31,7 @@ def _load_commands() -> None:
         judge_cmd,  # noqa: F401
         packages_cmd,  # noqa: F401
         release_cmd,  # noqa: F401
+        taskruns_cmd,  # noqa: F401
         trace_cmd,  # noqa: F401
     )
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from audit.packages.read import Package
 
 KIND_MODULES = ("audit.packages.kinds", "audit.verdicts.kind", "audit.release.kind", "audit.bench.store",
-                "audit.trace.package", "audit.floor.package")
+                "audit.trace.package", "audit.floor.package", "audit.taskruns.package")
 """Modules that register package kinds on import, in the order the kinds are listed."""
 
 
