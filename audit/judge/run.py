@@ -241,3 +241,86 @@ def run_calls(work: Path, cfg: JudgeRunConfig, tasks: list[CallTask], template: 
 def finish(work: Path) -> None:
     """Remove the work folder once the package is written."""
     shutil.rmtree(work, ignore_errors=True)
+
+
+@dataclass
+class JudgeOutcome:
+    """A finished `audit judge --server` run: the package written and what the run did."""
+
+    manifest: Any
+    rows: list[JudgeCallRow]
+    called: int
+    kept: int
+
+
+def _ref(pkg: Any, out_dir: Path) -> dict[str, Any]:
+    rel = os.path.relpath(pkg.source.resolve(), out_dir)
+    return {"package_id": pkg.manifest.package_id, "digest": pkg.digest, "path": Path(rel).as_posix()}
+
+
+def judge_responses(responses: str | os.PathLike[str], out: str | os.PathLike[str], *, template: str, server: str,
+                    items: str | os.PathLike[str] | None = None, rule: str | None = None, model: str | None = None,
+                    repeats: int = 1, seed: int | None = None, sampling: dict[str, Any] | None = None,
+                    logprobs: int | None = None, answer_extractor: str | None = None, concurrency: int = 4,
+                    deadline_s: float = 600.0, retries: int = 2, force: bool = False,
+                    progress: Callable[[int, int], None] | None = None) -> JudgeOutcome:
+    """Judge every response of `responses` with `template` on the server at `server`; write the calls to `out`."""
+    from audit import extractors
+    from audit.judge import rules as rules_mod
+    from audit.judge import templates as templates_mod
+    from audit.judge.kind import JudgeCallsExtra, write_calls
+    from audit.models import Provenance
+    from audit.outputs import check_output
+    from audit.packages import open_package
+
+    out = Path(out)
+    work = out.parent / (out.name + ".work")
+    check_output(out, force=force)
+    if force and work.exists():
+        shutil.rmtree(work)
+    t = templates_mod.get(template)
+    t.prompt()  # the prompt bytes checked before any call
+    r = rules_mod.get(rule or t.default_rule)
+    out_dir = out.resolve().parent
+    with open_package(responses, kind="responses") as rp:
+        rows = list(rp.iter_rows("response_row.v1"))
+        benchmark = rp.manifest.benchmark
+        resp_ref = _ref(rp, out_dir)
+        own_items = {it.item_id: it for it in rp.iter_rows("item_row.v1")} if rp.files("item_row.v1") else None
+    if items is not None:
+        with open_package(items, kind="items") as ip:
+            item_rows = {it.item_id: it for it in ip.iter_rows("item_row.v1")}
+            items_ref = _ref(ip, out_dir)
+    elif own_items is not None:
+        item_rows, items_ref = own_items, resp_ref
+    else:
+        raise AuditError("holds no items: give --items ITEMS_PACKAGE", path=str(responses))
+    srv = OpenAIServer(server, timeout=min(deadline_s, 120.0), deadline=deadline_s)
+    if model is None:
+        try:
+            cards = srv.models()
+        except ServerError as e:
+            raise AuditError(f"cannot list the server's models ({e}): give --judge-model NAME", path=server) from None
+        if len(cards) != 1:
+            raise AuditError(f"the server serves {len(cards)} models: give --judge-model NAME", path=server)
+        model = str(cards[0]["id"])
+    ex = extractors.get(answer_extractor or "math.final") if t.needs_answer else None
+    cfg = JudgeRunConfig(template=t.key, rule=r.key, model=model, repeats=repeats, seed=seed,
+                         sampling=dict(sampling or {}), logprobs=logprobs,
+                         answer_extractor=None if ex is None else ex.key, responses_digest=resp_ref["digest"],
+                         items_digest=items_ref["digest"])
+
+    def extract(text: str, finish: str | None) -> str | None:
+        assert ex is not None
+        return ex.extract(text, finish_reason=finish).answer
+
+    tasks = plan_calls(rows, item_rows, t, cfg, extract if ex is not None else None)
+    done = run_calls(work, cfg, tasks, t, r, srv, concurrency=concurrency, retries=retries, progress=progress)
+    extra = JudgeCallsExtra(responses_package=resp_ref, items_package=items_ref, template=t.key, rule=r.key,
+                            config=asdict(cfg), server={"url": srv.url, "revision": served_revision(srv, model)},
+                            questions=len(item_rows))
+    prov = Provenance(model=model, engine="openai-compatible server", sampling=dict(sampling or {}) or None,
+                      source=f"audit judge --judge {t.key}", extra=extra.model_dump(exclude_none=True))
+    manifest = write_calls(str(out), done.rows, benchmark=benchmark, provenance=prov, overwrite=force)
+    finish(work)
+    return JudgeOutcome(manifest, done.rows, done.called, done.kept)

@@ -21,6 +21,7 @@ from audit.verdicts.models import (
     ComponentRef,
     Figure,
     Interval,
+    JudgeGrading,
     PackageRef,
     Policies,
     RowsFileRef,
@@ -31,6 +32,7 @@ from audit.verdicts.models import (
     VerdictFile,
     VerdictFileV1,
     VerdictFileV2,
+    VerdictFileV3,
     VerdictRow,
 )
 from audit.verdicts.read import (
@@ -61,6 +63,7 @@ __all__ = [
     "ComponentRef",
     "Figure",
     "Interval",
+    "JudgeGrading",
     "PackageRef",
     "Policies",
     "RowsAs",
@@ -72,6 +75,7 @@ __all__ = [
     "VerdictFile",
     "VerdictFileV1",
     "VerdictFileV2",
+    "VerdictFileV3",
     "VerdictRead",
     "VerdictRow",
     "dump_verdict_file",
