@@ -245,3 +245,30 @@ def reproduce_judged(vf: VerdictFile, vpath: Path, *, package: str | os.PathLike
             diffs.append(f"{r.item_id} sample {r.sample}: recorded "
                          f"{(o.verdict, o.status, o.answer) if o else 'absent'}, now {(r.verdict, r.status, r.answer)}")
     return Reproduction(False, diffs or ["rows are identical; the header or summary differs"], notes)
+
+
+def judge_texts(calls: Path | None, ref: PackageRef, protected: set[str]) -> list[Any]:
+    """The leak check's protected strings from the judge calls of protected items: each reply, and each string
+    field the rule read from it (the judge's extracted answer, its reasoning); the calls package must be the one
+    the verdict file names."""
+    from audit.leaks import ProtectedText
+    from audit.packages import open_package
+
+    if calls is None:
+        raise AuditError("the leak check needs the judge calls the verdict file names (its judge section has no "
+                         "path)")
+    out = []
+    with open_package(calls, kind="judge_calls") as pkg:
+        if pkg.digest != ref.digest:
+            raise AuditError(f"judge calls package digest is {pkg.digest[:12]}, the verdict file names "
+                             f"{ref.digest[:12]}", path=str(calls))
+        for row in pkg.iter_rows(JUDGE_CALL_SCHEMA):
+            if row.item_id not in protected:
+                continue
+            what = f"judge reply (sample {row.sample}, repeat {row.repeat})"
+            if row.raw:
+                out.append(ProtectedText(row.item_id, what, row.raw))
+            for k, v in sorted((row.parsed or {}).items()):
+                if isinstance(v, str) and v and k not in ("correct", "grade"):  # (closed vocabulary)
+                    out.append(ProtectedText(row.item_id, f"{what}: {k}", v))
+    return out
