@@ -291,6 +291,7 @@ def test_gpm_values_that_are_not_numbers_are_errors():
     assert all(r["t_end"] - r["t_start"] >= 0.1 for r in res.gpm_rows)
 
 
+@pytest.mark.slow
 def test_gpm_samples_that_keep_failing_are_given_up_on():
     res = _sample(FakeLayer(gpm_fail=True), seconds=1.4)  # 14 GPM ticks at 0.1 s
     assert res.gpm_rows == [] and res.gpu_rows
@@ -379,6 +380,7 @@ def test_streams_are_closed_after_the_cut():
 # --------------------------------------------------------------------------- whole runs (fake server, fake GPUs)
 
 
+@pytest.mark.slow
 def test_a_run_with_bundles_spec_counters_and_a_lost_gpu(tmp_path):
     layer = FakeLayer(["NVIDIA H200", "NVIDIA H200"], lose={1: 4})
     with FakeOpenAIServer(max_model_len=4096, token_delay=0.002, bundle=[1, 3], spec_k=3) as srv:
@@ -429,6 +431,7 @@ def test_the_model_directory_is_llama_3_1_8b(tmp_path):
     assert json.loads((tmp_path / "config.json").read_text()) == bm.CONFIG
 
 
+@pytest.mark.slow
 def test_several_servers_share_the_load(tmp_path):
     with FakeOpenAIServer(max_model_len=4096, token_delay=0.002) as s1, \
             FakeOpenAIServer(max_model_len=4096, token_delay=0.002) as s2:

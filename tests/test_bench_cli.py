@@ -108,6 +108,7 @@ def test_compare_pairs_windows(cli, runs):
     assert doc["schema_version"] == 1 and [p["window"] for p in doc["pairs"]] == [1, 2]
 
 
+@pytest.mark.slow
 def test_report_writes_a_png_timeline(cli, runs, tmp_path):
     r = cli("bench", "report", runs[0])
     png = tmp_path / "fast-report.png"
@@ -176,6 +177,7 @@ def _no_leftovers(d: Path) -> None:
     assert not [p.name for p in d.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_throughput_against_a_server(cli, tmp_path):
     with FakeOpenAIServer(max_model_len=4096, token_delay=0.001, bundle=[2, 1]) as srv:
         r = cli("bench", "throughput", "--server", srv.url, "--arm", "cli", "-o", tmp_path / "run", "--windows", "2",
@@ -192,6 +194,7 @@ def test_throughput_against_a_server(cli, tmp_path):
     _no_leftovers(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_stalled_server_invalidates_its_window(cli, tmp_path):
     faults = [{"kind": "stall", "match": "#00004 ", "after": 2, "seconds": 1.5}]
     with FakeOpenAIServer(max_model_len=4096, token_delay=0.002, faults=faults) as srv:
@@ -225,6 +228,7 @@ def test_a_prompt_that_does_not_fit_is_refused_before_measuring(cli, tmp_path):
                                   "window (512 tokens)\n")
 
 
+@pytest.mark.slow
 def test_launch_and_anchor(cli, tmp_path):
     anchor = (f"{FAKE_BENCH_SERVE} bench serve --base-url {{url}} --model {{model}} --random-input-len {{prompt_tokens}} "
               f"--random-output-len {{max_tokens}} --num-prompts 3 --ignore-eos --save-result --result-dir "
@@ -248,6 +252,7 @@ def test_launch_and_anchor(cli, tmp_path):
     _no_leftovers(tmp_path)
 
 
+@pytest.mark.slow
 @attack("bench.huge-server-log")
 def test_a_launched_servers_huge_log_is_kept_in_part(cli, tmp_path):
     # The fake server grows its log by 256 MiB (sparse) as it stops: the package kept all of it before.

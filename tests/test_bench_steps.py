@@ -70,6 +70,7 @@ def test_without_spec_counters_the_ceiling_is_unknown():
     assert st.ceiling is None and st.at_ceiling is None and st.overall == 1.0
 
 
+@pytest.mark.slow
 def test_a_run_against_the_fake_server_agrees_with_its_counters(tmp_path):
     with FakeOpenAIServer(max_model_len=4096, token_delay=0.002, bundle=[1, 4, 4, 2], spec_k=3) as srv:
         cfg = BenchConfig(arm="mtp", servers=(srv.url,), prompt_tokens=48, max_tokens=22, ignore_eos=True,

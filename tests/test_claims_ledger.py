@@ -72,6 +72,7 @@ def test_the_mini_ledger_verifies(cli, mini):
     ("a: [1, 2\n", "claims.yaml: line 2: not valid YAML: while parsing a flow sequence expected ',' or ']', but got '<stream end>'"),
     ("a: " + "[" * 5000 + "]" * 5000 + "\n", "claims.yaml: not valid YAML: nested too deeply"),
 ])
+@pytest.mark.slow
 def test_yaml_tricks_are_refused(cli, mini, text, message):
     write(mini, text)
     assert refused(cli, "claims.yaml") == message

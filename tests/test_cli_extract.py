@@ -141,6 +141,7 @@ def test_extractors_lists_every_version(cli):
     assert r.out == expected
 
 
+@pytest.mark.slow
 def test_lock_check(cli):
     r = cli("lock")
     assert r.code == 0

@@ -423,6 +423,7 @@ def _wait_for(cond, timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_kill_9_mid_run_then_resume_loses_and_repeats_nothing(cli, tmp_path, math_items):
     out, work = tmp_path / "out", tmp_path / "out.work"
     with FakeOpenAIServer(max_model_len=300, token_delay=0.004, stop_prob=0.0) as srv:
@@ -544,6 +545,7 @@ def test_a_launched_server_that_dies_is_reported_with_its_log_then_resumed(cli, 
     assert len(rows_of(tmp_path / "out")) == 4
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_launched_server_and_the_run_resumes(cli, tmp_path, math_items, model_dir):
     out, work = tmp_path / "out", tmp_path / "out.work"
     fake = {"token_delay": 0.003, "stop_prob": 0.0}
@@ -567,6 +569,7 @@ def test_ctrl_c_stops_the_launched_server_and_the_run_resumes(cli, tmp_path, mat
     assert len(rows_of(out)) == 12
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_run_like_ctrl_c(tmp_path, math_items):
     out, work = tmp_path / "out", tmp_path / "out.work"
     with FakeOpenAIServer(max_model_len=300, token_delay=0.004, stop_prob=0.0) as srv:
@@ -617,6 +620,7 @@ def test_progress_bar_on_a_terminal():
                           "over max_tokens 40"),
     ("endless_empty", {}, "2", "cut: POST /v1/chat/completions: no complete reply within 2 s (the request timeout)"),
 ])
+@pytest.mark.slow
 def test_an_endless_stream_is_cut_and_the_run_goes_on(cli, tmp_path, math_items, fault, spec, timeout, message):
     item = _math_items(1)[0]
     with FakeOpenAIServer(max_model_len=300, stop_prob=0.02,
@@ -633,6 +637,7 @@ def test_an_endless_stream_is_cut_and_the_run_goes_on(cli, tmp_path, math_items,
     assert wall < 10  # the stream goes on for 20 s
 
 
+@pytest.mark.slow
 @attack("gen.drip")
 def test_a_one_byte_at_a_time_stream_is_cut_at_the_request_timeout(cli, tmp_path, math_items):
     item = _math_items(1)[0]
@@ -693,6 +698,7 @@ def test_usage_counting_fewer_tokens_than_the_stream_carried_is_an_error(cli, tm
     assert rows[1].error is None
 
 
+@pytest.mark.slow
 @attack("gen.drip")
 def test_headers_sent_one_byte_at_a_time_are_cut_at_the_deadline():
     import socket
@@ -783,6 +789,7 @@ def test_source_date_epoch_in_other_digits_is_not_read(monkeypatch):
     assert created_now() == "1970-01-01T00:00:03Z"
 
 
+@pytest.mark.slow
 @attack("gen.huge-log-at-stop")
 def test_a_server_log_padded_at_shutdown_is_not_read_whole(tmp_path, math_items, model_dir):
     from tests.attack_tools import audit_jailed

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 
-
+import pytest
 from tests.conftest import shared_path
 
 LLAMA = "mmlu_pro/upstream_zips/model_outputs_Meta-Llama-3-70B_5shots.zip"
 GEMINI = "mmlu_pro/upstream_zips/model_outputs_gemini-1.5-flash-002_5shots.zip"
+pytestmark = pytest.mark.slow  # each test imports a whole upstream zip (12,000 rows)
 
 
 NOTE = ("note: 1 row with status bad_input (the source record disagrees with itself): counted as not graded in "

@@ -108,6 +108,7 @@ def test_unknown_grader_and_bad_usage(cli, tmp_path):
     assert (r.code, r.err) == (2, f"audit: error: {tmp_path / 'missing.jsonl'}: cannot read: No such file or directory\n")
 
 
+@pytest.mark.slow
 def test_graders_lists_every_version(cli):
     r = cli("graders")
     assert r.code == 0

@@ -142,6 +142,7 @@ def test_pyproject_packages_every_package_and_maps_the_top_level_folders():
     assert config["package-data"] == {"audit.extractors": ["lock.json"], "audit.graders": ["lock.json"]}
 
 
+@pytest.mark.slow
 def test_the_wheel_layout_imports_and_grades(tmp_path):
     # What a non-editable install holds (pyproject's package-dir): extractors/ and graders/ inside audit/.
     site = tmp_path / "site"

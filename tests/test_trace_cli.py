@@ -272,6 +272,7 @@ def test_help(cli):
 # --------------------------------------------------------------------------- the H200 script, without a GPU
 
 
+@pytest.mark.slow
 def test_h200_script_dry_run(tmp_path):
     """DRY=1 runs the audit half of scripts/h200_trace.sh on synthetic traces named and shaped as vLLM 0.26
     writes them (one .pt.trace.json.gz per TP rank, execute_context_ markers, decode steps as graph replays,

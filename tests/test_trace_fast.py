@@ -53,6 +53,7 @@ def _agree(fast, exact, must_finish: bool = False) -> None:
         assert fast == exact
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chunk", [1 << 20, 4096])
 def test_fast_path_collects_what_the_exact_path_does_on_every_real_trace(shared, monkeypatch, chunk):
     monkeypatch.setattr(reader_mod, "CHUNK_CHARS", chunk)
@@ -187,6 +188,7 @@ def _obj(depth: int) -> st.SearchStrategy[str]:
     return pairs.map(lambda ps: "{" + ", ".join(f'"{k}": {v}' for k, v in ps) + "}")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(odd=st.lists(st.tuples(st.integers(0, 399), _obj(2)), max_size=4))
 def test_fast_path_never_differs_from_the_exact_path(tmp_path_factory, odd):
@@ -214,6 +216,7 @@ def _split_always(monkeypatch, chunk: int) -> None:
 
 @pytest.mark.parametrize("name", ["hta_nccl_parser_config_nccl_data.json.gz", "recsys_a100_sampled_rank-0.json.gz",
                                   "vllm_tp4_h100_1000isl_10osl_32con.pt.trace.json.gz"])
+@pytest.mark.slow
 def test_two_processes_collect_what_one_does(shared, tmp_path, monkeypatch, name):
     """Split across a forked child (events after the middle) and merged, the pass is the exact path's, with
     the reader's hash, sizes and top-level keys."""
@@ -252,6 +255,7 @@ def test_odd_events_around_the_split_give_the_exact_paths_result(tmp_path, monke
     assert analyze(path).summary == got.summary
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(odd=st.lists(st.tuples(st.integers(150, 250), _obj(2)), max_size=4))
 def test_two_processes_never_differ_from_the_exact_path(tmp_path_factory, monkeypatch, odd):

@@ -48,6 +48,7 @@ from typing import Any
 from audit.errors import AuditError
 from audit.fileio import parse_object, read_document, read_regular
 from audit.importers import Output, data_file, import_provenance
+from audit.importers.formats import Format, Importer, recorded_hint, register_importer
 from audit.importers.mapping import Expr, ExprError, coerce, parse_float, parse_int
 from audit.importers.sources import (
     Record,
@@ -589,3 +590,29 @@ def lm_eval_outputs(imp: LmEvalImport, out: Path, *, benchmark: str | None, item
         outputs.append(Output(items_out, "items", [Table(rel, schema, items.item_rows())],
                               lambda: items.provenance(provenance, model), benchmark=benchmark))
     return outputs
+
+
+def _samples_beside(results: Path) -> list[Path]:
+    """The samples files lm-eval wrote in the same run as `results_<date>.json` (same folder, same date)."""
+    date = results.name.removeprefix("results_").removesuffix(".json")
+    if date == results.name:
+        return []
+    return sorted(results.parent.glob(f"samples_*_{date}.jsonl"))
+
+
+_RESULTS_KEYS = {"config", "configs", "versions", "n-shot", "lm_eval_version", "n-samples"}
+
+register_importer(Importer(
+    "lm-eval", "audit.cli.imports.lm_eval",
+    (Format("lm-eval-samples", "an lm-evaluation-harness --log_samples file (doc_id, doc, resps)",
+            "audit import lm-eval FILE --benchmark NAME -o OUT [--recorded RECORDED.json]", "lm-eval", order=10,
+            record=lambda keys: "doc_id" in keys and bool(keys & {"resps", "filtered_resps"}),
+            verdicts_hint=recorded_hint("audit import lm-eval FILE --benchmark NAME -o PACKAGE --recorded OUT.json")),
+     Format("lm-eval-results", "an lm-evaluation-harness results file (aggregate scores only, no per-item rows)",
+            "audit import lm-eval samples_<task>_<date>.jsonl --benchmark NAME -o OUT",
+            after=" on the samples file --log_samples writes beside it", order=50,
+            document=lambda obj: isinstance(obj.get("results"), dict) and bool(obj.keys() & _RESULTS_KEYS),
+            verdicts_hint="; per-item verdicts are in its --log_samples files: `audit import lm-eval "
+                          "samples_<task>_<date>.jsonl --benchmark NAME -o PACKAGE --recorded OUT.json`",
+            beside=_samples_beside, instead="samples_<task>_<date>.jsonl", beside_what="--log_samples file")),
+    fields=frozenset({"doc_id", "doc", "resps", "filtered_resps", "arguments", "target"})), __name__)

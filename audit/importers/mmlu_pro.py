@@ -19,6 +19,7 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
+from audit.importers.formats import Format, Importer, recorded_hint, register_importer
 from audit.importers.mapping import RecordMap
 from audit.importers.sources import TABLE_SUFFIXES, Record, SourceFile, iter_table_records, source_file
 from audit.models import LETTERS, DatasetRef, Provenance
@@ -278,3 +279,16 @@ def mmlu_pro_outputs(files: list[SourceFile], out: Path, *, items_out: Path | No
                                                                                   rmap=rmap))],
                               lambda: prov(item_counts), benchmark=benchmark))
     return outputs
+
+
+def _is_result_record(keys: set[str]) -> bool:
+    return {"question_id", "options"} <= keys and bool(keys & {"pred", *TEXT_FIELDS})
+
+
+register_importer(Importer(
+    "mmlu-pro", "audit.cli.imports.mmlu_pro",
+    (Format("mmlu-pro", "a TIGER-AI-Lab/MMLU-Pro result file (question_id, options, pred and the model's text)",
+            "audit import mmlu-pro FILE -o OUT [--recorded RECORDED.json]", "mmlu-pro", order=30,
+            record=_is_result_record,
+            verdicts_hint=recorded_hint("audit import mmlu-pro FILE -o PACKAGE --recorded OUT.json")),),
+    fields=frozenset({"question_id", "options", "pred", "answer", *TEXT_FIELDS})), __name__)
