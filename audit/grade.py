@@ -51,6 +51,7 @@ from audit.verdicts import (
     write_verdict_file,
     write_verdict_lines,
 )
+from audit.verdicts.models import AT_BUDGET_NOTE
 
 INCOMPLETE_FINISH_REASONS = frozenset({"abort", "error", "content_filter"})
 """Finish reasons after which the text is partial for a reason other than the output ceiling."""
@@ -252,10 +253,6 @@ def _decide(meta: AttemptMeta | None, ex: extractors.Extraction | None, judgment
         verdict, status, reason, detail = decided
         return verdict, status, reason + AT_BUDGET_NOTE.format(meta.max_tokens), {**detail, "at_budget": True}
     return decided
-
-
-AT_BUDGET_NOTE = "; at budget: used all max_tokens={} and said stop"
-"""Ends the reason of a row graded although its reply used exactly max_tokens and said stop."""
 
 
 def _decide_graded(meta: AttemptMeta, ex: extractors.Extraction | None, judgment: graders.Judgment | None,
@@ -700,18 +697,6 @@ def _package_ref(pkg: Package, out_dir: Path) -> PackageRef:
     return PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest, path=Path(rel).as_posix())
 
 
-def at_budget_lines(reasons: Iterable[str | None], policy: str) -> list[str]:
-    """A note on rows whose reply used exactly max_tokens and said `stop`, if any, from the rows' reasons."""
-    head, tail = AT_BUDGET_NOTE.split("{}")
-    cut = "used all max_tokens="
-    n = sum(1 for r in reasons if r and ((head in r and r.endswith(tail)) or (r.startswith(cut) and "at_budget" in r)))
-    if not n:
-        return []
-    how = ("taken as cut (at_budget=truncated)" if policy == "truncated" else
-           "graded as any other; --policy at_budget=truncated takes them as cut")
-    return [f"at budget: {n:,} row{'s' if n != 1 else ''} used exactly max_tokens and said stop: {how}"]
-
-
 # --------------------------------------------------------------------------- does the spec fit the responses?
 
 FIT_THRESHOLD = 0.5
@@ -778,16 +763,6 @@ def fit_check(grading: Grading, responses: str | os.PathLike[str], config: Resol
     main = config.extractor
     return FitCheck(no_answer=no_answer, read=read, extractor=main.key, expects=main.description, sampled=seen,
                     better=better[:3])
-
-
-def format_summary(vf: VerdictFile) -> list[str]:
-    """Short human-readable lines: the figures with their intervals (one-sided bounds in words), status
-    counts, and the per-subject figures when the items name subjects."""
-    from audit.views import bad_input_lines, coverage_lines, figure_lines, subject_lines
-
-    lines = coverage_lines(vf.summary) + figure_lines(vf.summary.figures) + bad_input_lines(vf.summary.bad_input)
-    lines.append("statuses: " + ", ".join(f"{k}={v}" for k, v in vf.summary.statuses.items()))
-    return lines + subject_lines(getattr(vf.summary, "subjects", None))  # a version-1 summary has none
 
 
 # --------------------------------------------------------------------------- reproduce

@@ -4,8 +4,7 @@ These pydantic models are the source of truth; `schemas/*.json` are generated
 from them (`audit schemas --write`) and a test fails when the two drift apart.
 Every model puts `schema_version` first where it is a top-level document.
 Which package kind holds which rows (and so the schema id of each row model) is the
-kinds' registry, `audit.packages.kinds`: `PACKAGE_KINDS` and `ROW_MODELS` here are
-read from it.
+kinds' registry, `audit.packages.kinds` (`kind_names()`, `ROW_MODELS`); this module imports none of it.
 """
 
 from __future__ import annotations
@@ -14,17 +13,7 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    GetCoreSchemaHandler,
-    GetJsonSchemaHandler,
-    field_validator,
-    model_validator,
-)
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, PydanticCustomError, core_schema
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MANIFEST_SCHEMA_VERSION = 2
 
@@ -46,45 +35,10 @@ Verdict = Literal["correct", "incorrect", "ungraded"]
 (A grader returns a judgment, `audit.graders.Judgment`; the policies turn it into a verdict.)"""
 
 
-class _KnownKind:
-    """A manifest's `kind`: the name of a registered package kind (`audit.packages.kinds`), validated and
-    described in the JSON Schema as the enum of every registered name (read when first needed, so this
-    module imports none of the modules that register kinds)."""
-
-    @staticmethod
-    def _check(value: Any) -> str:
-        from audit.packages.kinds import KINDS
-
-        if isinstance(value, str) and value in KINDS:
-            return value
-        names = [repr(n) for n in KINDS]
-        expected = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
-        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
-
-    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        return core_schema.no_info_plain_validator_function(self._check)
-
-    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        from audit.packages.kinds import kind_names
-
-        return {"enum": list(kind_names()), "type": "string"}
-
-
-PackageKind = Annotated[str, _KnownKind()]
-"""The name of a registered package kind (see `audit.packages.kinds`)."""
-
-
-def __getattr__(name: str) -> Any:
-    # The kinds' tables, derived from the kinds registry (`audit.packages.kinds`), kept importable from here.
-    if name == "PACKAGE_KINDS":
-        from audit.packages.kinds import kind_names
-
-        return kind_names()
-    if name == "ROW_MODELS":
-        from audit.packages.kinds import ROW_MODELS
-
-        return ROW_MODELS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+KIND_NAME_PATTERN = r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$"
+"""A package kind's name: lowercase words joined by `-` (`checkpoint-headers`). A manifest's `kind` must follow
+it; whether it names a registered kind is checked against the registry by `audit.packages.validate` (so this
+module, and the published manifest schema, need no list of kinds)."""
 
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -200,8 +154,8 @@ class Manifest(Record):
     covers this whole manifest but `created`; a version 1 package's covers its files' paths and hashes only."""
     package_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
     """Identifier of the package: letters, digits and `._+-`."""
-    kind: PackageKind
-    """What the package holds."""
+    kind: str = Field(min_length=1, max_length=64, pattern=KIND_NAME_PATTERN)
+    """What the package holds: the name of a registered package kind (`audit.packages.kinds`)."""
     benchmark: str | None = None
     """Benchmark name, e.g. `mmlu_pro`, for packages of responses, items or verdicts."""
     created: str

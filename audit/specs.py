@@ -19,9 +19,8 @@ from typing import Any
 
 import pydantic
 
-from audit import extractors, graders  # noqa: F401  (they create the registries `lookup` reads)
-from audit.errors import AuditError
-from audit.generate import prompts  # noqa: F401
+from audit import extractors, graders, prompts  # noqa: F401  (they create the registries `lookup` reads)
+from audit.errors import AuditError, field_errors
 from audit.registry import Catalog, RegistryError, UnknownError, catalog, registry_of
 from audit.verdicts.models import Policies, VerdictFile
 
@@ -208,8 +207,8 @@ def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies
     try:
         return Policies.model_validate(data)
     except pydantic.ValidationError as e:
-        err = e.errors(include_url=False)[0]
-        raise PolicyError(f"policy {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        first = field_errors(e)[0]
+        raise PolicyError(f"policy {first.field}: {first.message}") from None
 
 
 def resolve(config: GradeConfig) -> ResolvedConfig:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.summary import pct
-from audit.verdicts.models import ComponentRef, Figure, Interval, SubjectSummary, VerdictFile
+from audit.verdicts.models import AT_BUDGET_NOTE, ComponentRef, Figure, Interval, SubjectSummary, VerdictFile
 
 _LEVEL = re.compile(r"\(1−([0-9.]+)\)")
 
@@ -276,8 +276,6 @@ def verdict_file_view(path: str | Path) -> list[str]:
     lines += ["  " + x for x in figure_lines(shown)]
     lines += bad_input_lines(vf.summary.bad_input)
     lines.append("statuses   " + ", ".join(f"{visible(k)}={v:,}" for k, v in vf.summary.statuses.items()))
-    from audit.grade import at_budget_lines
-
     lines += at_budget_lines(table.column("reason").to_pylist(), vf.policies.at_budget)
     lines += subject_lines(getattr(vf.summary, "subjects", None))  # (verdict file v2 and later)
     if vf.summary.samples > 1:
@@ -289,6 +287,26 @@ def verdict_file_view(path: str | Path) -> list[str]:
         counts = Counter(table.column("rule").to_pylist())
         lines += rule_lines(counts, [vf.extractor, vf.mc_extractor])
     return lines
+
+
+def format_summary(vf: VerdictFile) -> list[str]:
+    """Short human-readable lines: the figures with their intervals (one-sided bounds in words), status
+    counts, and the per-subject figures when the items name subjects."""
+    lines = coverage_lines(vf.summary) + figure_lines(vf.summary.figures) + bad_input_lines(vf.summary.bad_input)
+    lines.append("statuses: " + ", ".join(f"{k}={v}" for k, v in vf.summary.statuses.items()))
+    return lines + subject_lines(getattr(vf.summary, "subjects", None))  # a version-1 summary has none
+
+
+def at_budget_lines(reasons: Iterable[str | None], policy: str) -> list[str]:
+    """A note on rows whose reply used exactly max_tokens and said `stop`, if any, from the rows' reasons."""
+    head, tail = AT_BUDGET_NOTE.split("{}")
+    cut = "used all max_tokens="
+    n = sum(1 for r in reasons if r and ((head in r and r.endswith(tail)) or (r.startswith(cut) and "at_budget" in r)))
+    if not n:
+        return []
+    how = ("taken as cut (at_budget=truncated)" if policy == "truncated" else
+           "graded as any other; --policy at_budget=truncated takes them as cut")
+    return [f"at budget: {n:,} row{'s' if n != 1 else ''} used exactly max_tokens and said stop: {how}"]
 
 
 def release_view(release: Mapping[str, Any]) -> list[str]:

@@ -263,7 +263,7 @@ def test_a_sidecar_path_outside_the_directory_is_refused(cli, tmp_path, path):
     out.write_text(out.read_text().replace(f'"path": "{header["rows_file"]["path"]}"', json.dumps({"path": path})[1:-1]))
     r = cli("diff", out, out)
     assert r.code == 2
-    assert "field rows_file.path: Value error, must be a file name in the verdict file's directory" in r.err
+    assert "field rows_file.path: must be a file name in the verdict file's directory" in r.err
 
 
 @attack("verdicts.other-package-digest")

@@ -452,7 +452,8 @@ def test_a_floor_bundle_whose_floor_is_another_shapes_is_caught_by_floor_check(c
     assert r.code == 1
     assert failing(r.out) == ["M16", "M17"]
     m16 = r.out.split("\nM16 does not survive: ", 1)[1].split("\n\n")[0].splitlines()
-    assert m16[2].startswith(f"  cannot recompute: {LLAMA}: the floor recomputed from its checkpoint headers differs "
+    assert m16[2].startswith(f"  cannot recompute: {PACKAGE_PATHS[LLAMA]}: the floor recomputed from its checkpoint "
+                             "headers differs "
                              "from floor.json: ")
 
 
@@ -471,7 +472,8 @@ def test_an_edited_profile_summary_is_caught_by_recomputing_its_trace(cli, tmp_p
     assert r.code == 1
     assert failing(r.out) == ["M13", "M14", "M15"]
     m13 = r.out.split("\nM13 does not survive: ", 1)[1].split("\n\n")[0].splitlines()
-    assert m13[2] == (f"  cannot recompute: {PROFILE}: summary.json differs from the figures recomputed from its trace "
+    assert m13[2] == (f"  cannot recompute: {PACKAGE_PATHS[PROFILE]}: summary.json differs from the figures "
+                      "recomputed from its trace "
                       "trace/rank0.1796125371400164994.pt.trace.json.gz: steps.kernels_per_step.median: stored 1529.0, "
                       "recomputed 436.0 (and 1 more)")
 
@@ -514,4 +516,4 @@ def test_the_memo_never_outlives_the_content(tmp_path):
     write_ledger(tmp_path, [claim("F", 319.0, "tok/s", "floor.tok_s", {"package": LLAMA}, tol=0.05)])
     (check,) = verify(ledger).claims
     assert digest(bundled) != "0e529a4e6233d325c8379cee26a9a4136d04103adece571cea33385d9115b71f"
-    assert check.reasons[0].startswith(f"cannot recompute: {LLAMA}: ")
+    assert check.reasons[0].startswith(f"cannot recompute: {PACKAGE_PATHS[LLAMA]}: ")

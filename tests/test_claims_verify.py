@@ -322,5 +322,5 @@ def test_a_verdict_file_whose_rows_file_points_outside(cli, tmp_path, monkeypatc
     assert failing(r.out) == ["E6"]
     # The verdict file's own model refuses a sidecar path that is not a plain file name beside it.
     assert ("  graded-math500-completion-resumed: evidence-h200-vllm/graded/math500-completion-resumed.json: field "
-            "rows_file.path: Value error, must be a file name in the verdict file's directory\n") in r.out
+            "rows_file.path: must be a file name in the verdict file's directory\n") in r.out
     assert "../../../x.parquet" not in r.out  # a verdict file's error line quotes no value (issue 19)

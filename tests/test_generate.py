@@ -32,7 +32,7 @@ from audit.fileio import dumps
 from audit.models import ItemRow, ResponseRow
 from audit.pack import SourceRow, Table, build_package
 from audit.packages import open_package
-from audit.generate.prompts import chat_messages
+from audit.prompts import chat_messages
 from audit.specs import lookup
 
 FAKE = str(REPO / "tests" / "fake_openai_server.py")

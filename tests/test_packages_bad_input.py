@@ -186,7 +186,7 @@ def test_manifest_problems(cli, guarded_tmp):
     m = json.loads((pkg / "manifest.json").read_text())
     m["files"][0]["path"] = "../responses.jsonl"
     (pkg / "manifest.json").write_text(json.dumps(m))
-    _check_refused(cli, pkg, ["manifest.json: field files.0.path: Value error, path has an empty, '.' or '..' "
+    _check_refused(cli, pkg, ["manifest.json: field files.0.path: path has an empty, '.' or '..' "
                               "component (got '../responses.jsonl')"])
     (pkg / "manifest.json").write_bytes(b'{"schema_version": 1, "kind": "responses", \xff}')
     _check_refused(cli, pkg, ["manifest.json: not valid UTF-8 at byte 43 of the line"])

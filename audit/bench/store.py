@@ -35,7 +35,7 @@ from audit.generate.vllm_server import kept_log
 from audit.models import Manifest, Provenance
 from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, open_package, package_digest
-from audit.packages.kinds import Extra, Kind, register_kind
+from audit.packages.kinds import Extra, Kind, Link, register_kind
 
 REQUESTS = "requests.jsonl"
 WINDOWS = "windows.jsonl"
@@ -287,10 +287,8 @@ def read_telemetry(pkg: Package, label: str, throughput: Throughput | None = Non
     extra = TELEMETRY.extra_of(pkg.manifest, label)
     assert isinstance(extra, TelemetryExtra)
     link = extra.throughput or ThroughputLink()
-    if throughput is not None and link.digest != throughput.pkg.digest:
-        raise AuditError(f"belongs to throughput package {link.package_id} (digest "
-                         f"{str(link.digest)[:12]}...), not {throughput.pkg.manifest.package_id} (digest "
-                         f"{throughput.pkg.digest[:12]}...)", path=label)
+    if throughput is not None:
+        TELEMETRY.check_link(pkg, throughput.pkg, label)
     gpu_rows = list(pkg.iter_rows("gpu_sample_row.v1"))
     gpm_rows = list(pkg.iter_rows("gpm_sample_row.v1"))
     fresh = telemetry.summarize((str(link.package_id), str(link.digest)), extra.status, len(extra.devices),
@@ -389,10 +387,10 @@ THROUGHPUT = register_kind(Kind(
     rows={"bench_request_row.v1": BenchRequestRow, "bench_window_row.v1": BenchWindowRow},
     row_keys={"bench_request_row.v1": ("request",), "bench_window_row.v1": ("window",)},
     schemas={"throughput_summary.v1": figures.ThroughputSummary}, extra=ThroughputExtra,
-    reader=lambda pkg: read_throughput(pkg, str(pkg.source)), viewer=_show_throughput), __name__)
+    reader=read_throughput, viewer=_show_throughput), __name__)
 
 TELEMETRY = register_kind(Kind(
     "telemetry", "GPU counters sampled during a throughput run (NVML, GPM), linked to it by digest",
     rows={"gpu_sample_row.v1": GpuSampleRow, "gpm_sample_row.v1": GpmSampleRow},
-    schemas={"telemetry_summary.v1": telemetry.TelemetrySummary}, extra=TelemetryExtra,
-    reader=lambda pkg: read_telemetry(pkg, str(pkg.source))), __name__)
+    schemas={"telemetry_summary.v1": telemetry.TelemetrySummary}, extra=TelemetryExtra, reader=read_telemetry,
+    link=Link("throughput", "throughput")), __name__)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import cli
+from audit.cli.app import cli
 
 
 @cli.group(no_args_is_help=True)

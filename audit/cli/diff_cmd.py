@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import cli, echo_problems
+from audit.cli.app import cli, echo_problems
 from audit.errors import ValidationFailed
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from audit.cli import benchmark_option, cli
+from audit.cli.app import benchmark_option, cli
 
 if TYPE_CHECKING:
     from audit.grade import FitCheck
@@ -51,7 +51,7 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     every policy; identical inputs give a byte-identical file.
     """
     from audit.errors import AuditError
-    from audit.grade import NoItems, at_budget_lines, format_summary, grade_package
+    from audit.grade import NoItems, grade_package
     from audit.outputs import check_output
     from audit.specs import resolve_config
 
@@ -85,7 +85,7 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     if not quiet:
         ex, gr = vf.extractor, vf.grader
         assert ex is not None and gr is not None  # a grading names both
-        from audit.views import visible
+        from audit.views import at_budget_lines, format_summary, visible
 
         click.echo(f"{visible(vf.benchmark)}: {len(grading)} rows, {vf.summary.items} items x {vf.summary.samples} "
                    f"samples; extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import click
 
-from audit.cli import cli
+from audit.cli.app import cli
 from audit.cli.import_cmd import mapping_options
 from audit.errors import AuditError
 from audit.fileio import dumps, iter_raw_lines, open_binary, parse_object

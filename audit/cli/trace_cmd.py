@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import CONTEXT, cli
+from audit.cli.app import CONTEXT, cli
 
 _DEFAULT = "summarize"
 

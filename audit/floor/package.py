@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pydantic
 
-from audit.errors import AuditError
+from audit.errors import AuditError, field_errors
 from audit.fileio import dumps_pretty, sha256_bytes
 from audit.floor.bandwidth import Bandwidth
 from audit.floor.compute import FloorOptions, compute_floor
@@ -91,9 +91,8 @@ def _parse_report(data: bytes, label: str) -> FloorReportV1:
     try:
         return (FloorReportV1 if version == 1 else FloorReport).model_validate(obj)
     except pydantic.ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise AuditError(f"{first['msg']}", path=f"{label}/{REPORT_FILE}", field=where) from None
+        first = field_errors(e)[0]
+        raise AuditError(first.message, path=f"{label}/{REPORT_FILE}", field=first.field) from None
 
 
 def _read_as_listed(pkg: Package, ckpt: Checkpoint, label: str) -> None:
@@ -200,6 +199,6 @@ def _schemas() -> dict[str, type[pydantic.BaseModel]]:
 
 CHECKPOINT_HEADERS = register_kind(Kind(
     "checkpoint-headers", "a decode bandwidth floor and the header-only copy of the checkpoint it came from",
-    schemas=_schemas(), reader=lambda pkg: read_identical(pkg, str(pkg.source)), viewer=_show), __name__)
+    schemas=_schemas(), reader=read_identical, viewer=_show), __name__)
 
 KIND = CHECKPOINT_HEADERS.name

@@ -229,4 +229,4 @@ PROFILE = register_kind(Kind(
     row_keys={"profile_step.v1": ("step",), "profile_kernel.v1": ("name", "category"),
               "profile_collective.v1": ("step", "kind", "position")},
     documents={"trace_summary.v1": TraceSummary}, extra=ProfileExtra,
-    reader=lambda pkg: read_checked(pkg, str(pkg.source)), viewer=_show), __name__)
+    reader=read_checked, viewer=_show), __name__)

@@ -12,5 +12,5 @@ def _verdict_schemas() -> dict[str, type[BaseModel]]:
     return {"verdict_file.v1": VerdictFileV1, "verdict_file.v2": VerdictFileV2, "verdict_file.v3": VerdictFileV3}
 
 
-VERDICTS = register_kind(Kind("verdicts", "verdicts of a grading (written as verdict files, results.json)",
+VERDICTS: Kind[None] = register_kind(Kind("verdicts", "verdicts of a grading (written as verdict files, results.json)",
                               schemas=_verdict_schemas), __name__)

@@ -15,7 +15,6 @@ import pydantic
 from pydantic import ConfigDict, Field
 
 from audit.models import Count, Int64, Producer, Record, Verdict, unsafe_path_reason
-from audit.schemas import register
 
 VERDICT_FILE_SCHEMA_VERSION = 3
 """Version 2 added `summary.subjects`; version 3 the `judge` section of a grading from recorded judge calls (a file
@@ -327,10 +326,6 @@ class VerdictFileV3(VerdictFileV2):
         return self
 
 
-register("verdict_file.v1", VerdictFileV1)
-register("verdict_file.v2", VerdictFileV2)
-register("verdict_file.v3", VerdictFileV3)
-
 # What the library builds and reads: version 3 (it reads version-1 and 2 files too, `summary.subjects` null in 1).
 Summary: typing.TypeAlias = SummaryV2
 """The current summary (schema version 2 and 3)."""
@@ -338,4 +333,8 @@ VerdictFile: typing.TypeAlias = VerdictFileV3
 """The current verdict file (schema version 3; written as 2 without a judge section)."""
 
 VERDICT_ROW_FIELDS = tuple(VerdictRow.model_fields)
+
+AT_BUDGET_NOTE = "; at budget: used all max_tokens={} and said stop"
+"""Ends the reason of a row graded although its reply used exactly max_tokens and said stop (`audit.grade`
+writes it, `audit.views.at_budget_lines` counts it)."""
 """Key order of a row in the file (the model's field order)."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from audit.cli import cli
+from audit.cli.app import cli
 from audit.models import Manifest
 
 

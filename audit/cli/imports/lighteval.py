@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from audit.cli import benchmark_option
+from audit.cli.app import benchmark_option
 from audit.cli.imports.common import (
     ON_BAD_ROW,
     RECORDED_HELP,

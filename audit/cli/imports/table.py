@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import benchmark_option
+from audit.cli.app import benchmark_option
 from audit.cli.imports.common import check_format, collapsed_problems, common_options, import_group
 from audit.pack import load_provenance
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import benchmark_option
+from audit.cli.app import benchmark_option
 from audit.cli.imports.common import import_group, mapping_options, record_map
 
 
