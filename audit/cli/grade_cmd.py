@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 @click.option("--workers", type=click.IntRange(1, 64), metavar="N",
               help="Worker processes for symbolic grading (default: the CPUs available).")
 @click.option("--judge-calls", type=click.Path(path_type=Path), metavar="CALLS",
-              help="Grade from the recorded judge calls of this judge_calls package (no judge is called).")
+              help="Grade from the recorded judge calls of this judge-calls package (no judge is called).")
 @click.option("--judge-rule", metavar="NAME[@VERSION]",
               help="With --judge-calls: re-read the recorded replies with this parse rule (default: the calls' own).")
 @click.option("--judge-raw", type=click.Choice(["required", "recorded-parse"]), default="required", show_default=True,
@@ -120,8 +120,8 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
 
 def _grade_judged(package: Path, config: Any, calls: Path, items: Path | None, output: Path, rule: str | None,
                   raw: str, force: bool, quiet: bool) -> int:
-    from audit.grade import format_summary
     from audit.judge.grading import grade_judged, judged_lines
+    from audit.views import format_summary
 
     g = grade_judged(package, config, calls, items=items, rule=rule, raw_policy=raw, out=output, overwrite=force)
     vf = g.header
@@ -166,9 +166,16 @@ def reproduce(results: Path, package: Path | None, items: Path | None) -> int:
     from audit.errors import AuditError
     from audit.grade import NoPath
     from audit.grade import reproduce as run
+    from audit.verdicts import load_verdict_file
 
     try:
-        outcome = run(results, package=package, items=items)
+        vf = load_verdict_file(results)
+        if vf.judge is not None:  # graded from recorded judge calls: re-read them, no judge called
+            from audit.judge.grading import reproduce_judged
+
+            outcome = reproduce_judged(vf, Path(results), package=package, items=items)
+        else:
+            outcome = run(results, package=package, items=items)
     except NoPath as e:
         raise AuditError(f"{e.problem.message}: give --{e.what} PATH") from None
     for note in outcome.notes:

@@ -98,7 +98,7 @@ def judge_options(f: Any) -> Any:
                      help="Items package with the questions and gold answers (default: the responses package's)."),
         click.option("--server", metavar="URL", help="OpenAI-compatible server (a local vLLM or a remote endpoint)."),
         click.option("-o", "--output", type=click.Path(path_type=Path), metavar="CALLS",
-                     help="judge_calls package to write."),
+                     help="judge-calls package to write."),
         click.option("--judge-model", metavar="NAME", help="Model to ask for (default: the server's only model)."),
         click.option("--judge-rule", metavar="NAME[@VERSION]", help="Parse rule (default: the template's upstream's)."),
         click.option("--repeats", type=click.IntRange(1, 100), metavar="K",
@@ -202,7 +202,7 @@ def judge(file: Path, grader_spec: str | None, cross_specs: str | None, judge_sp
     --map and --where read rows written another way.
 
     With --judge TEMPLATE --server URL -o CALLS, every call (request, model as served, sampling, raw reply,
-    usage, errors, the parse rule's reading) is a row of the judge_calls package CALLS; a killed run resumes from
+    usage, errors, the parse rule's reading) is a row of the judge-calls package CALLS; a killed run resumes from
     CALLS.work/. `audit grade --judge-calls CALLS` then grades from the recorded calls without a server.
     """
     if judge_spec is not None:

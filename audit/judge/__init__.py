@@ -1,6 +1,6 @@
 """Judge-graded benchmarks as verifiable artifacts.
 
-Every call of an LLM judge is a row of a `judge_calls` package (`models`): the request as sent, the model as
+Every call of an LLM judge is a row of a `judge-calls` package (`models`): the request as sent, the model as
 requested and served, sampling, the raw reply with logprobs, usage, timings and errors, and the parse rule with
 what it read. Verdicts are re-derived from those rows without calling the judge (`audit grade --judge-calls`,
 `audit reproduce`).

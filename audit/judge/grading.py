@@ -59,7 +59,7 @@ def _calls(path: Path, responses_digest: str, items_digest: str | None, repeat: 
     from audit.grade import _package_ref
     from audit.packages import open_package
 
-    with open_package(path, kind="judge_calls") as pkg:
+    with open_package(path, kind="judge-calls") as pkg:
         extra = pkg.manifest.provenance.extra
         rp = extra.get("responses_package") or {}
         if rp.get("digest") != responses_digest:
@@ -258,7 +258,7 @@ def judge_texts(calls: Path | None, ref: PackageRef, protected: set[str]) -> lis
         raise AuditError("the leak check needs the judge calls the verdict file names (its judge section has no "
                          "path)")
     out = []
-    with open_package(calls, kind="judge_calls") as pkg:
+    with open_package(calls, kind="judge-calls") as pkg:
         if pkg.digest != ref.digest:
             raise AuditError(f"judge calls package digest is {pkg.digest[:12]}, the verdict file names "
                              f"{ref.digest[:12]}", path=str(calls))

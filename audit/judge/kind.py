@@ -1,4 +1,4 @@
-"""The `judge_calls` package kind: one row per judge call (`calls.jsonl`, schema `judge_call_row.v1`).
+"""The `judge-calls` package kind: one row per judge call (`calls.jsonl`, schema `judge_call_row.v1`).
 
 Reading a package back re-checks every row that can be re-checked: the raw reply's sha256, and the status the
 recorded parse rule gives when it re-reads the recorded reply (the rule at HEAD must be a version whose
@@ -29,7 +29,7 @@ CALLS_FILE = "calls.jsonl"
 
 
 class JudgeCallsExtra(Extra):
-    """`provenance.extra` of a judge_calls package (a run's or an importer's keys; all optional)."""
+    """`provenance.extra` of a judge-calls package (a run's or an importer's keys; all optional)."""
 
     responses_package: dict[str, Any] | None = None
     """The judged responses package: {package_id, digest, path}."""
@@ -51,7 +51,7 @@ class JudgeCallsExtra(Extra):
 
 @dataclass
 class CallsView:
-    """What `audit show` prints of a judge_calls package."""
+    """What `audit show` prints of a judge-calls package."""
 
     benchmark: str | None
     rows: int
@@ -85,9 +85,9 @@ def recheck(row: JudgeCallRow, where: str, n: int) -> None:
                          row=n, field="status")
 
 
-def _read(pkg: Package) -> CallsView:
+def _read(pkg: Package, label: str) -> CallsView:
     rows = []
-    where = f"{pkg.source}/{CALLS_FILE}"
+    where = f"{label}/{CALLS_FILE}"
     for n, row in enumerate(pkg.iter_rows(JUDGE_CALL_SCHEMA), 1):
         recheck(row, where, n)
         rows.append(row)
@@ -106,7 +106,10 @@ def figure_lines(rows: list[JudgeCallRow], benchmark: str | None, questions: int
     if asked or served:
         lines.append(f"judge      asked {', '.join(asked) or 'not recorded'}; served "
                      f"{', '.join(served) or 'not recorded'}")
-    unrecorded = sum(1 for r in rows if not r.raw_recorded)
+    nocall = sum(1 for r in rows if "call" in r.not_recorded)
+    if nocall:
+        lines.append(f"no call   {nocall:,} rows decided without a judge call (identical outputs: a draw)")
+    unrecorded = sum(1 for r in rows if not r.raw_recorded and "call" not in r.not_recorded)
     if unrecorded:
         lines.append(f"raw        {unrecorded:,} of {len(rows):,} calls: raw response not recorded (the verdict rests "
                      f"on the parsed fields alone)")
@@ -135,7 +138,7 @@ def figure_lines(rows: list[JudgeCallRow], benchmark: str | None, questions: int
         o = pairwise.arena_score([(g.get(0), g.get(1)) for g in old_q.values()])
         lines.append(f"score      {s.score:.2f} over {s.questions:,} questions (both games re-parsed; {s.dropped:,} "
                      f"dropped as upstream drops them); from the recorded scores {o.score:.2f}")
-    elif benchmark == "hle":
+    elif benchmark == "hle" and any(r.rule is not None and r.rule.name.startswith("hle.") for r in rows):
         judged = [(None if r.status == "judge_error" else r.status == "correct",
                    (r.parsed or {}).get("confidence")) for r in rows if r.repeat == 0]
         n = questions or len({r.item_id for r in rows})
@@ -143,9 +146,9 @@ def figure_lines(rows: list[JudgeCallRow], benchmark: str | None, questions: int
             lines.append(line)
     else:
         ok = sum(r.status == "correct" for r in rows if r.repeat == 0)
-        judged = sum(r.status in ("correct", "incorrect") for r in rows if r.repeat == 0)
-        if judged:
-            lines.append(f"verdicts   {ok:,} of {judged:,} judged correct ({100 * ok / judged:.2f}%)")
+        n_judged = sum(r.status in ("correct", "incorrect") for r in rows if r.repeat == 0)
+        if n_judged:
+            lines.append(f"verdicts   {ok:,} of {n_judged:,} judged correct ({100 * ok / n_judged:.2f}%)")
     return lines
 
 
@@ -154,22 +157,22 @@ def _show(view: CallsView) -> list[str]:
     return [f"calls      {view.rows:,}: {shown}", *view.lines]
 
 
-JUDGE_CALLS = register_kind(Kind(
-    "judge_calls", "LLM judge calls: one row per call, raw reply and parse recorded",
+JUDGE_CALLS: Kind[CallsView] = register_kind(Kind(
+    "judge-calls", "LLM judge calls: one row per call, raw reply and parse recorded",
     rows={JUDGE_CALL_SCHEMA: JudgeCallRow}, row_keys={JUDGE_CALL_SCHEMA: CALL_KEY}, extra=JudgeCallsExtra,
     reader=_read, viewer=_show), __name__)
 
 
 def write_calls(out: str, rows: list[JudgeCallRow], *, benchmark: str | None, provenance: Provenance,
                 overwrite: bool = False) -> Any:
-    """Write a judge_calls package atomically (rows sorted by key); returns its manifest."""
+    """Write a judge-calls package atomically (rows sorted by key); returns its manifest."""
     from audit.judge.models import call_key
     from audit.packages import PackageWriter
 
     dup = [k for k, n in Counter(call_key(r) for r in rows).items() if n > 1]
     if dup:
         raise AuditError(f"two calls with the key {dup[0]}")
-    with PackageWriter(out, kind="judge_calls", benchmark=benchmark, provenance=provenance,
+    with PackageWriter(out, kind="judge-calls", benchmark=benchmark, provenance=provenance,
                        overwrite=overwrite) as w:
         with w.rows(CALLS_FILE, JUDGE_CALL_SCHEMA) as sink:
             for r in sorted(rows, key=call_key):

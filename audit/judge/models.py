@@ -1,4 +1,4 @@
-"""Typed rows of a `judge_calls` package: one row per call of an LLM judge, and the package's provenance.
+"""Typed rows of a `judge-calls` package: one row per call of an LLM judge, and the package's provenance.
 
 A row holds everything needed to re-derive the judge's verdict without calling the judge again: the
 request as sent (messages, response format, sampling), the model as requested and as served, the raw
@@ -47,7 +47,7 @@ class ChatMessage(Record):
 
 
 class JudgeCallRow(Record):
-    """One call of the judge on one (item, sample) response: a row of a `judge_calls` package."""
+    """One call of the judge on one (item, sample) response: a row of a `judge-calls` package."""
 
     item_id: str = Field(min_length=1)
     """The judged item's id."""

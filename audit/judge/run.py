@@ -1,5 +1,5 @@
 """`audit judge RESPONSES --items ITEMS --judge NAME[@V] --server URL -o CALLS`: call a judge on every response
-and record each call as a row of a `judge_calls` package.
+and record each call as a row of a `judge-calls` package.
 
 The run works in `CALLS.work/`: `run.json` (the run's configuration, so a resumed run must be the same run) and
 `calls.jsonl`, the journal (each finished call appended and fsync'd; a kill loses at most the call being
@@ -127,7 +127,7 @@ def call_row(task: CallTask, result: CallResult, template: JudgeTemplate, rule: 
         finish_reason=result.finish_reason, prompt_tokens=result.prompt_tokens,
         completion_tokens=result.completion_tokens, started_at=round(result.started_at, 3),
         latency_s=round(result.latency_s, 3), retries=result.retries, error=result.error, rule=key_of(rule),
-        parsed=parsed, status=status, reason=reason, protected=task.protected,
+        parsed=parsed, status=status, reason=reason, protected=task.protected,  # type: ignore[arg-type]
         extra={"transient_errors": result.errors} if result.errors else {})
 
 

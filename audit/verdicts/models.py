@@ -286,7 +286,7 @@ class JudgeGrading(Record):
     grading of the same responses that it replaces (its attempts, truncation and exclusions still apply)."""
 
     calls_package: PackageRef
-    """The judge_calls package read, pinned by digest (no judge is called when grading or reproducing)."""
+    """The judge-calls package read, pinned by digest (no judge is called when grading or reproducing)."""
     template: ComponentRef | None
     """The judge template the calls were made with (null for imported calls of an unregistered template)."""
     rule: ComponentRef
