@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audit import procs
 from audit.errors import AuditError
 from audit.fileio import dumps, sha256_file
 
@@ -115,10 +116,9 @@ def _real_cases(kind: str, where: Path) -> tuple[Case, ...]:
         for n, r in _records("prm800k"):
             cases.append(Case("prm800k", str(n), (r["model_answer"], r["gold_answer"], None)))
     elif kind in ("judge template", "judge parse rule"):
-        from audit.judge import cases as judge_cases
+        from audit.judge.cases import RULE_REPLIES, TEMPLATE_INPUTS
 
-        inputs: tuple[Any, ...] = (judge_cases.TEMPLATE_INPUTS if kind == "judge template"
-                                   else judge_cases.RULE_REPLIES)
+        inputs: tuple[Any, ...] = TEMPLATE_INPUTS if kind == "judge template" else RULE_REPLIES
         cases.extend(Case("judge", str(n), tuple(x)) for n, x in enumerate(inputs))
     else:
         raise ValueError(f"unknown kind {kind!r}")
@@ -299,7 +299,7 @@ def git_baseline(ref: str, repo: Path | None = None) -> Baseline:
             tree = Path(tmp) / "tree"
             tree.mkdir()
             present = [p for p in ("audit", "extractors", "graders") if _git(repo, "ls-tree", commit, p)]
-            archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit, "--", *present],
+            archive = procs.run(["git", "-C", str(repo), "archive", "--format=tar", commit, "--", *present],
                                      capture_output=True, check=False)
             if archive.returncode:
                 raise AuditError(f"git archive {commit[:12]} failed: {archive.stderr.decode(errors='replace')[:200]}")
@@ -309,7 +309,7 @@ def git_baseline(ref: str, repo: Path | None = None) -> Baseline:
             cases_path.write_text(json.dumps([list(c.inputs) for c in cases]), encoding="utf-8")
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join([str(tree)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-            proc = subprocess.run([sys.executable, "-c", _BASELINE_SCRIPT, str(tree), kind, key, str(cases_path),
+            proc = procs.run([sys.executable, "-c", _BASELINE_SCRIPT, str(tree), kind, key, str(cases_path),
                                    str(out_path)], cwd=tree, env=env, capture_output=True, text=True, check=False)
             if proc.returncode:
                 tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
@@ -322,7 +322,7 @@ def git_baseline(ref: str, repo: Path | None = None) -> Baseline:
 
 def _git(repo: Path, *args: str) -> str:
     try:
-        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False,
+        out = procs.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False,
                              timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return ""

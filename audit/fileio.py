@@ -18,6 +18,7 @@ import math
 import os
 import re
 import stat
+import unicodedata
 import uuid
 import zlib
 from collections.abc import Iterator
@@ -421,6 +422,56 @@ def document_bytes(path: str | os.PathLike[str], max_bytes: int = MAX_DOCUMENT_B
     if data is None:
         raise AuditError(err or "unreadable", path=label if label is not None else str(path))
     return data
+
+
+MAX_NAME_BYTES = 255
+"""Longest file name (in UTF-8 bytes) that Linux and macOS file systems hold."""
+
+_INVISIBLE_NAME = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"))
+"""Unicode categories that print as nothing or break a line (controls, zero-width and bidirectional format
+characters, surrogates, private use, unassigned, line and paragraph separators)."""
+
+
+def unsafe_name_reason(name: object) -> str | None:
+    """Why `name` may not be one component of a path audit writes or reads (None: it may)."""
+    if not isinstance(name, str):
+        return f"is {type(name).__name__}, not text"
+    if name in ("", ".", ".."):
+        return "is empty, '.' or '..'"
+    if "/" in name or "\\" in name:
+        return "holds a path separator"
+    if "\x00" in name:
+        return "holds a NUL character"
+    for ch in name:
+        if unicodedata.category(ch) in _INVISIBLE_NAME:
+            return f"holds an invisible or control character (U+{ord(ch):04X})"
+    if name.startswith("."):
+        return "starts with '.' (a hidden name, as audit's partial folders are)"
+    if name != name.strip():
+        return "starts or ends with white space"
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        return f"is longer than {MAX_NAME_BYTES} bytes"
+    return None
+
+
+def safe_part(name: object, *, what: str, path: str | os.PathLike[str] | None = None) -> str:
+    """`name` (taken from an input: a task, an arm, a member) as one path component, or AuditError naming
+    `what` and the input file. The one gate every input-derived path part passes (tests/test_path_gate.py)."""
+    why = unsafe_name_reason(name)
+    if why is not None:
+        raise AuditError(f"{what} {short_repr(name)} {why}: it cannot name a file or folder",
+                         path=None if path is None else str(path))
+    assert isinstance(name, str)
+    return name
+
+
+def join_inside(base: str | os.PathLike[str], *parts: object, what: str,
+                path: str | os.PathLike[str] | None = None) -> Path:
+    """`base / part / ...` with every part through `safe_part`: the result is always inside `base`."""
+    out = Path(base)
+    for part in parts:
+        out = out / safe_part(part, what=what, path=path)
+    return out
 
 
 def dumps(obj: Any) -> str:

@@ -206,9 +206,20 @@ def choose_attempt(attempts: list[AttemptMeta], policy: str) -> tuple[AttemptMet
 # --------------------------------------------------------------------------- grading
 
 
+UPSTREAM_GUESS = "upstream-guess@964a136"
+"""TIGER-AI-Lab/MMLU-Pro evaluate_from_local.py @ 964a136e98ff17f81b0cd11c15c70784f6ee4378 (the commit of the public
+result zips; until 996df13, Feb 2025, "Set random seed once per execution"): for a null pred,
+`random.seed(12345); x = random.randint(0, len(each["options"]) - 1)`, credited when x == answer_index."""
+GUESS_POLICIES = ("random-guess", UPSTREAM_GUESS)
+
+
 def _guess(policies: Policies, item_id: str, sample: int, options: int) -> tuple[str, dict[str, Any]]:
-    # Seeded per (item, sample), so the draw does not depend on processing order
-    # (upstream MMLU-Pro draws from one global stream, which no re-run can reproduce).
+    if policies.no_answer == UPSTREAM_GUESS:
+        # upstream at 964a136: random.seed(12345) right before each draw, so each option count has one letter
+        draw = random.Random(policies.guess_seed).randint(0, options - 1)
+        return LETTERS[draw], {"guess": LETTERS[draw], "draw": draw, "seed": policies.guess_seed, "options": options,
+                               "rule": UPSTREAM_GUESS}
+    # Seeded per (item, sample), so the draw does not depend on processing order.
     rng = random.Random(f"{policies.guess_seed}:{item_id}:{sample}")
     draw = rng.randrange(options)
     return LETTERS[draw], {"guess": LETTERS[draw], "draw": draw, "seed": policies.guess_seed, "options": options}
@@ -259,13 +270,16 @@ def _decide_graded(meta: AttemptMeta, ex: extractors.Extraction | None, judgment
                    item: ItemInfo, item_id: str, sample: int,
                    policies: Policies) -> tuple[str, str, str, dict[str, Any]]:
     assert ex is not None
+    if ex.answer is None and ex.rule == extractors.RULE_NO_OPTIONS:
+        return ("ungraded", "error", "the item records no option count, and the extractor reads only the item's own "
+                "letters: not graded (import the items with their options)", {})
     if ex.answer is None:
-        if policies.no_answer == "random-guess" and item.options:
+        if policies.no_answer in GUESS_POLICIES and item.options:
             guess, detail = _guess(policies, item_id, sample, item.options)
             ok = guess == item.reference
             return ("correct" if ok else "incorrect"), "random_guess", \
                 f"no answer extracted ({ex.rule}); seeded guess {guess} {'=' if ok else '!='} {item.reference}", detail
-        if policies.no_answer == "random-guess":
+        if policies.no_answer in GUESS_POLICIES:
             return "incorrect", "no_answer", (f"no answer extracted ({ex.rule}); the random-guess policy needs the "
                                               f"item's option count, which is unknown: counted wrong"), {}
         return "incorrect", "no_answer", f"no answer extracted ({ex.rule})", {}
@@ -642,7 +656,7 @@ def _header(resolved: ResolvedConfig, responses_ref: PackageRef, items_ref: Pack
             cols: dict[str, list[Any]], item_info: dict[str, ItemInfo]) -> VerdictFile:
     """The verdict file's header (empty `items`): what graded, with which policies, and the summary of `cols`."""
     config = resolved.config
-    df = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "status", "reason")})
+    df = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "status", "reason", "answer")})
     return VerdictFile(
         benchmark=config.benchmark, responses_package=responses_ref, items_package=items_ref,
         extractor=_ref(resolved.extractor), grader=_ref(resolved.grader), mc_extractor=_ref(resolved.mc_extractor),

@@ -88,6 +88,46 @@ class DatasetRef(Record):
     """sha256 of the dataset file the items were read from, when known."""
 
 
+PUBLIC_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
+"""`owner/name` as a model hub publishes it (`Qwen/Qwen3-30B-A3B-FP8`): one slash, no path."""
+
+ENGINE_NAME = r"^[a-z][a-z0-9_.-]{0,39}$"
+
+RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$"
+
+Weights = Literal["random", "checkpoint", "headers-only"]
+
+
+class Subject(Record):
+    """What the evidence measured, named so that a reader of this package alone can tell."""
+
+    model: str = Field(pattern=PUBLIC_MODEL_NAME.pattern)
+    """The model by its public name, `owner/name` as published (e.g. `Qwen/Qwen3-30B-A3B-FP8`); never a
+    local path. With random weights it names the shape that was served, not trained weights."""
+    model_config_sha256: str = Field(pattern=_SHA256.pattern)
+    """sha256 of the exact config.json that was served or read: which config, when a shape was rebuilt."""
+    engine: str = Field(pattern=ENGINE_NAME)
+    """The inference engine that ran the model, e.g. `vllm`."""
+    engine_version: str = Field(min_length=1, max_length=64)
+    """The engine's version, e.g. `0.26.0`."""
+    hardware: str = Field(min_length=1, max_length=200)
+    """The hardware measured, e.g. `1x NVIDIA H100 80GB HBM3`."""
+    weights: Weights
+    """`random`: full-size random weights (vLLM `--load-format dummy`), so nothing that depends on their
+    values (text, scores, speculative acceptance) says anything about the model; `checkpoint`: the
+    published weights; `headers-only`: no weights at all (a floor read from safetensors headers)."""
+    run: str = Field(pattern=RUN_ID)
+    """The run this package belongs to (the packages of one device run share it), e.g. `h100-2026-12-07`."""
+
+    @field_validator("model")
+    @classmethod
+    def _not_a_path(cls, v: str) -> str:
+        owner, name = v.split("/")
+        if owner in (".", "..") or name in (".", ".."):
+            raise ValueError("a public model name, not a path")
+        return v
+
+
 class Provenance(Record):
     """What produced the data in the package: model, engine, hardware, dataset, sampling."""
 
@@ -109,6 +149,10 @@ class Provenance(Record):
     """Free text: anything a reader must know to interpret the data."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Further provenance that has no field of its own."""
+    subject: Subject | None = Field(default=None, exclude_if=lambda v: v is None)
+    """What GPU evidence measured (model by public name and config digest, engine, hardware, weights,
+    run): `audit trace`, `audit bench throughput` and `audit floor` record it. Absent (not null) when
+    not recorded, so the digests of packages written before it stay what they were."""
 
 
 class FileEntry(Record):

@@ -6,7 +6,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-from audit import __version__
+from audit import __version__, procs
 from audit.models import Producer
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
@@ -15,7 +15,7 @@ SOURCE_ROOT = Path(__file__).resolve().parent.parent
 @functools.cache
 def _git(*args: str) -> str | None:
     try:
-        out = subprocess.run(["git", "-C", str(SOURCE_ROOT), *args], capture_output=True, text=True,
+        out = procs.run(["git", "-C", str(SOURCE_ROOT), *args], capture_output=True, text=True,
                              timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -122,7 +122,8 @@ _add(BenchmarkSpec(
     prompt="mmlu_pro.cot"))
 _add(BenchmarkSpec(
     "MMLU-Pro+ (up to twelve options A-L): the official cascade over each item's own letters, letter match",
-    GradeConfig("mmlu_pro_plus", extractor="mmlu_pro.options@1", grader="choice@1"),
+    # @2, not @1: @1 reads an item without an option count over A-J ("(K)" as J), every such row a silent wrong.
+    GradeConfig("mmlu_pro_plus", extractor="mmlu_pro.options@2", grader="choice@1"),
     prompt="mmlu_pro.cot"))
 _add(BenchmarkSpec(
     "GPQA Diamond prompted for a final `Answer: X` line; truncated responses never credited",

@@ -283,6 +283,20 @@ _TABLE: list[tuple[str, str, str, str]] = [
                           "(read whole)", "added", "succeeded"),
     ("release.rows-huge", "a release whose rows file holds gigabytes of valid rows: every row held in memory by "
                           "verify-release and audit show", "added", "succeeded"),
+    # ---- round 4 (hard), issue 28 by class
+    ("names.lm-eval-task-path", "import lm-eval DIR: an embedded task name ../../x, /abs, '..', hidden or 300 "
+                                "characters becomes a package path", "issue", "succeeded"),
+    ("names.lm-eval-task-nul", "an embedded task name holding NUL, a newline or an invisible character", "issue",
+     "succeeded"),
+    ("names.lm-eval-force-outside", "--force replacing a user's package outside -o through a task name ../victim",
+     "issue", "succeeded"),
+    # ---- round 4 (trace, issue 28 classes 3, 4, 8)
+    ("trace.fifo", "`audit trace` on a FIFO, or a link to one: the two-process reader opened it before checking "
+                   "(waited for ever on 2+ CPUs)", "issue", "succeeded"),
+    ("trace.rewritten-in-place", "a trace rewritten in place while it is read: a package pinned to old first bytes "
+                                 "and new last bytes, which no file ever held", "issue", "succeeded"),
+    ("trace.ambiguous-events", "trace events with a correlation id launched twice, a list (or object, or bool) as "
+                               "pid, tid or args, or ph 7: read silently", "issue", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

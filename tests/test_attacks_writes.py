@@ -284,7 +284,7 @@ def test_every_package_writer_refuses_a_users_folder(cli, tmp_path):
         "import table": ["import", "table", table, "--kind", "items"],
         "release": ["release", verdicts, "--public"],
         "floor": ["floor", TINY_LLAMA, "--hbm-tbps", "4.8"],
-        "trace": ["trace", trace],
+        "trace": ["trace", trace, "--unattributed"],
     }
     for name, args in calls.items():
         d = _user_folder(tmp_path, name.replace(" ", "-"))

@@ -309,10 +309,14 @@ def test_the_energy_counter_is_read_once_a_second_and_at_each_mark():
     time.sleep(0.3)
     res = s.stop()
     with_energy = [r for r in res.gpu_rows if r.get("energy_j") is not None]
-    # the first reading, the mark, and the last reading; never the other ticks of the 0.85 s
-    assert len(res.gpu_rows) >= 10 and len(with_energy) == 3
+    # The first reading, the mark, and the last reading; never the other ticks of the 0.85 s. On a loaded
+    # machine the two sleeps can outlast the 1 s interval: a read then falls due, but only 1 s after the last.
+    assert len(res.gpu_rows) >= 10 and 3 <= len(with_energy) <= 3 + int(res.wall_s)
     assert with_energy[0] is res.gpu_rows[0] and with_energy[-1] is res.gpu_rows[-1]
-    assert 0.5 <= with_energy[1]["t"] - with_energy[0]["t"] <= 0.7
+    assert 0.5 <= with_energy[1]["t"] - with_energy[0]["t"] <= 0.7 or res.late_ticks
+    mark_t = with_energy[1]["t"]
+    for before, after in zip(with_energy[1:], with_energy[2:-1], strict=False):  # reads due by the clock alone
+        assert after["t"] - before["t"] >= 0.95 and after["t"] > mark_t
     assert all(r.get("power_w") is not None for r in res.gpu_rows)
 
 

@@ -278,3 +278,50 @@ def test_head_and_tail_keeps_a_small_file_whole_and_a_large_ones_two_ends(tmp_pa
     assert data == (bytes(range(256)) * 40)[:500] + \
         b"\n[audit: 9,240 bytes left out here]\n" + (bytes(range(256)) * 40)[-500:]
 
+
+
+# --------------------------------------------------------------------------- what the run measured
+
+
+def test_the_subject_is_recorded_in_both_packages(cli, tmp_path):
+    model = tmp_path / "qwen3-30b-a3b-fp8"
+    model.mkdir()
+    (model / "config.json").write_text('{"architectures": ["Qwen3MoeForCausalLM"]}\n')
+    r = cli("bench", "throughput", "--launch", "--load-format dummy --max-model-len 2048 --fake-config "
+            "'{\"token_delay\": 0.002}'", "--launch-program", FAKE, "--model", model, "--arm", "base",
+            "-o", tmp_path / "run", "--windows", "1", "--window-s", "0.3", "--prompt-tokens", "40", "--max-tokens", "8",
+            "--model-name", "Qwen/Qwen3-30B-A3B-FP8", "--weights", "random", "--run", "h100-test",
+            "--hardware", "1x NVIDIA H100 80GB HBM3", "-q")
+    assert r.code == 0, r.err
+    for pkg in ("run", "run.telemetry"):
+        prov = json.loads((tmp_path / pkg / "manifest.json").read_text())["provenance"]
+        assert prov["subject"] == {
+            "model": "Qwen/Qwen3-30B-A3B-FP8", "model_config_sha256": sha256_file(model / "config.json")[0],
+            "engine": "vllm", "engine_version": "0.26.0-fake",  # as the (fake) server reports it
+            "hardware": "1x NVIDIA H100 80GB HBM3", "weights": "random", "run": "h100-test"}, pkg
+        assert prov["model"] == "Qwen/Qwen3-30B-A3B-FP8"  # not the local directory
+        assert cli("validate", tmp_path / pkg).code == 0
+
+
+@pytest.mark.parametrize("launch, weights, message", [
+    ("--load-format dummy", "checkpoint", "--weights checkpoint: the launch line loads random weights "
+                                          "(--load-format dummy); give --weights random"),
+    ("--max-model-len 2048", "random", "--weights random: the launch line has no --load-format dummy, so vLLM "
+                                       "loads the checkpoint's weights; give --weights checkpoint"),
+])
+def test_weights_that_contradict_the_launch_line_are_refused(cli, tmp_path, launch, weights, message):
+    r = cli("bench", "throughput", "--launch", launch, "--launch-program", FAKE, "--model", "m", "--arm", "x",
+            "-o", tmp_path / "run", "--weights", weights, "-q")
+    assert (r.code, r.out, r.err) == (2, "", f"audit: error: {message}\n")
+
+
+def test_gpu_evidence_without_its_subject_is_refused_before_the_run(cli, tmp_path, monkeypatch):
+    import audit.subject
+
+    monkeypatch.setattr(audit.subject, "gpus_visible", lambda: 1)
+    r = cli("bench", "throughput", "--server", "http://127.0.0.1:9", "--arm", "x", "-o", tmp_path / "run",
+            "--model-name", "Qwen/Qwen3-30B-A3B-FP8", "-q")
+    assert (r.code, r.out, r.err) == (2, "", "audit: error: throughput package of GPU evidence must say what it "
+                                             "measured: give --model-config CONFIG.json, --weights random|checkpoint, "
+                                             "--run ID\n")
+    assert list(tmp_path.iterdir()) == []

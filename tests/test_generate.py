@@ -9,7 +9,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,23 +16,24 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import REPO, shared_path
-from tests.attacks import attack
-from tests.fake_openai_server import FakeOpenAIServer, chat_template, count_tokens
 
 from audit.errors import AuditError
+from audit.fileio import dumps
 from audit.generate import pool
 from audit.generate.config import Sampling
 from audit.generate.journal import read_journal
 from audit.generate.model_info import apply_model_defaults
 from audit.generate.progress import Progress
+from audit.generate.prompts import chat_messages
 from audit.generate.vllm_server import KEPT_LOG_BYTES
-from audit.fileio import dumps
 from audit.models import ItemRow, ResponseRow
 from audit.pack import SourceRow, Table, build_package
 from audit.packages import open_package
 from audit.prompts import chat_messages
 from audit.specs import lookup
+from tests.attacks import attack
+from tests.conftest import REPO, shared_path
+from tests.fake_openai_server import FakeOpenAIServer, chat_template, count_tokens
 
 FAKE = str(REPO / "tests" / "fake_openai_server.py")
 AUDIT = [sys.executable, "-c", "import sys; from audit.cli import main; sys.exit(main(sys.argv[1:]))"]
@@ -561,6 +561,45 @@ def test_ctrl_c_stops_the_launched_server_and_the_run_resumes(cli, tmp_path, mat
     assert proc.returncode == 130, err.decode()
     err = err.decode()
     assert "interrupted;" in err and f"audit generate --resume {out}" in err
+    state = json.loads((work / "run.json").read_text())
+    assert state["sessions"][0]["launch"]["exit_code"] == 0
+    assert not _alive(state["sessions"][0]["launch"]["pid"])
+    r = cli("generate", "--resume", str(out))
+    assert r.code == 0, r.err
+    assert len(rows_of(out)) == 12
+
+
+def test_a_run_started_with_sigint_ignored_stops_its_server_cleanly(tmp_path, math_items, model_dir):
+    # Issue 33: as a background job of a script (`bash -c 'audit generate --launch ... &'`) or nohup starts it,
+    # audit and so the server it launched inherited SIGINT ignored: the server never saw audit's SIGINT, was
+    # SIGTERMed after 30 s and recorded exit -15.
+    from tests.test_procs import ignoring_sigint
+
+    out = tmp_path / "out"
+    r = subprocess.run(ignoring_sigint([*AUDIT, *_launch_args(math_items, out, model_dir, None, "--samples", "2")]),
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    session = manifest_of(out).provenance.extra["sessions"][0]
+    assert session["launch"]["exit_code"] == 0  # SIGINT: a clean shutdown
+    assert "Shutting down" in (out / "logs" / "server-0.log").read_text()
+
+
+def test_kill_int_stops_a_run_started_with_sigint_ignored_and_it_resumes(cli, tmp_path, math_items, model_dir):
+    # audit's own Ctrl-C path does not rest on the inherited disposition: `kill -INT` still stops the run.
+    from tests.test_procs import ignoring_sigint
+
+    out, work = tmp_path / "out", tmp_path / "out.work"
+    fake = {"token_delay": 0.003, "stop_prob": 0.0}
+    argv = ignoring_sigint([*AUDIT, *_launch_args(math_items, out, model_dir, fake, "--samples", "3")])
+    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for(lambda: _journal_rows(work) >= 2 or proc.poll() is not None)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err.decode()
     state = json.loads((work / "run.json").read_text())
     assert state["sessions"][0]["launch"]["exit_code"] == 0
     assert not _alive(state["sessions"][0]["launch"]["pid"])

@@ -589,8 +589,10 @@ def test_verdict_file_validates_against_the_committed_schema(policies):
           "--policy", "exclude=" + sorted(policies["cases"])[0], "-o", out, "-q")
     doc = json.loads(out.read_text())
     assert {r["status"] for r in doc["items"]} == {"correct", "incorrect", "truncated", "excluded", "random_guess"}
-    assert doc["schema_version"] == 2  # version 2 added per-subject figures
-    schema = json.loads((REPO / "schemas" / "verdict_file.v2.json").read_text())
+    assert doc["schema_version"] == 3  # version 2 added per-subject figures, 3 every printed interval
+    assert [iv["method"] for iv in doc["summary"]["figures"][0]["intervals"]] == [
+        "binomial_2se", "wilson", "clopper_pearson"]
+    schema = json.loads((REPO / "schemas" / "verdict_file.v3.json").read_text())
     validator = jsonschema.Draft202012Validator(schema)
     validator.check_schema(schema)
     assert list(validator.iter_errors(doc)) == []

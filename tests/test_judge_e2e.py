@@ -62,7 +62,7 @@ def test_grade_from_calls_reproduce_without_server_and_diff_a_new_rule(judged, c
     assert "(no judge called); rule hle.substring@a590489, template hle.official@a590489" in g.out
     assert "exact match" in g.out
     vf = json.loads(v1.read_text())
-    assert vf["schema_version"] == 3 and vf["extractor"]["name"] == "hle.substring"
+    assert vf["schema_version"] == 4 and vf["extractor"]["name"] == "hle.substring"
     rows = {r["item_id"]: r for r in vf["items"]}
     assert [rows[f"q{i}"]["verdict"] for i in range(6)] == ["correct"] * 3 + ["incorrect"] * 3
     assert rows["q5"]["status"] == "truncated"  # a cut response never reaches the judge's verdict

@@ -144,8 +144,9 @@ ODD_BUT_FINE = {
     "non-ASCII text": '{"ph": "X", "cat": "cpu_op", "name": "größe::µ", "pid": 1, "tid": 2, "ts": 5}',
     "an unknown top-level key": '{"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 2, "ts": 5, "tts": 3}',
     "a boolean time": json.dumps(_kernel(9, ts=True)),
-    "a list as tid": '{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": [2], '
-                     '"ts": 5, "args": {"correlation": 3}}',
+    "a list as tid (refused by both)": '{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, '
+                                       '"tid": [2], '
+                                       '"ts": 5, "args": {"correlation": 3}}',
 }
 
 
@@ -243,7 +244,7 @@ def test_a_key_named_twice_on_either_side_of_the_split_is_refused_as_before(tmp_
 
 
 @pytest.mark.parametrize("case", ["a nested object ending in a comma", "braces and commas in a string",
-                                  "a lone surrogate", "non-ASCII text", "a list as tid"])
+                                  "a lone surrogate", "non-ASCII text", "an unknown top-level key"])
 def test_odd_events_around_the_split_give_the_exact_paths_result(tmp_path, monkeypatch, case):
     _split_always(monkeypatch, 16 << 10)
     odd = {k: ODD_BUT_FINE[case] for k in (100, 1490, 1500, 1510, 1600, 2900)}

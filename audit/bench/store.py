@@ -32,7 +32,7 @@ from audit.bench.throughput import RunResult, hardware_of
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.fileio import JsonError, document_bytes, dumps_pretty, json_differences, loads_strict
 from audit.generate.vllm_server import kept_log
-from audit.models import Manifest, Provenance
+from audit.models import Manifest, Provenance, Subject
 from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, open_package, package_digest
 from audit.packages.kinds import Extra, Kind, Link, register_kind
@@ -72,9 +72,10 @@ def check_outputs(out: Path, tel_out: Path | None, force: bool) -> None:
         check_output(p, force=force)
 
 
-def write(result: RunResult, out: Path, tel_out: Path | None, *,
-          force: bool = False) -> tuple[Manifest, Manifest | None]:
-    """Write the throughput package, then the telemetry package linked to it."""
+def write(result: RunResult, out: Path, tel_out: Path | None, *, force: bool = False,
+          subject: Subject | None = None) -> tuple[Manifest, Manifest | None]:
+    """Write the throughput package, then the telemetry package linked to it; both record `subject`
+    (what was measured: `audit.subject`) when given."""
     cfg = result.config
     anchor = None
     anchor_bytes = None
@@ -97,9 +98,9 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *,
     if result.anchor is not None:
         extra["anchor"] = result.anchor
     versions = {s.get("version") for s in result.servers}
-    prov = Provenance(model=result.model, engine="vllm" if any(versions) else None,
+    prov = Provenance(model=subject.model if subject else result.model, engine="vllm" if any(versions) else None,
                       engine_version=next(iter(versions)) if len(versions) == 1 else None,
-                      hardware=hardware_of(result),
+                      hardware=subject.hardware if subject else hardware_of(result), subject=subject,
                       sampling={"temperature": 0.0, "max_tokens": cfg.max_tokens, "ignore_eos": cfg.ignore_eos, "n": 1},
                       notes="Decode throughput: streamed requests timed per token; figures in summary.json are "
                             "recomputed from requests.jsonl and windows.jsonl by `audit bench report`.",
@@ -123,7 +124,7 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *,
     tp = w.manifest
     tm = None
     if tel is not None and tel_out is not None:
-        tm = write_telemetry(tel, tel_out, tp, result, force=force)
+        tm = write_telemetry(tel, tel_out, tp, result, force=force, subject=subject)
     return tp, tm
 
 
@@ -137,7 +138,7 @@ def run_settings(result: RunResult) -> dict[str, Any]:
 
 
 def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifest, result: RunResult, *,
-                    force: bool = False) -> Manifest:
+                    force: bool = False, subject: Subject | None = None) -> Manifest:
     gpu_rows = [GpuSampleRow(**r) for r in tel.gpu_rows]
     gpm_rows = [GpmSampleRow(**r) for r in tel.gpm_rows]
     windows = [(w.window, w.start, w.end) for w in result.windows]
@@ -155,7 +156,9 @@ def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifes
                     "cpu_fraction_of_one_core": round(tel.cpu_s / tel.wall_s, 6) if tel.wall_s > 0 else None,
                     "late_ticks": tel.late_ticks, **tel.info},
     }
-    prov = Provenance(hardware=hardware_of(result), notes="GPU counters sampled during the linked throughput run "
+    prov = Provenance(model=subject.model if subject else None,
+                      hardware=subject.hardware if subject else hardware_of(result), subject=subject,
+                      notes="GPU counters sampled during the linked throughput run "
                       "(NVML; GPM on Hopper and newer). Null values are counters not read, never zeros.", extra=extra)
     with PackageWriter(out, kind=TELEMETRY.name, provenance=prov, id_prefix=f"telemetry-{_slug(result.config.arm)}",
                        overwrite=force) as w:

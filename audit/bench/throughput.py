@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from audit import procs
 from audit.bench import promtext
 from audit.bench.client import NoChunkUsage, StreamOutcome, request_body, stream_completion
 from audit.bench.clock import RunClock
@@ -442,7 +443,7 @@ def _run_capped(argv: list[str], log_path: Path, timeout: float) -> int | None:
     at most MAX_ANCHOR_LOG_BYTES are kept (the rest is read and dropped, with a line saying how much)."""
     with open(log_path, "wb") as logf:
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            proc = procs.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         except OSError as e:
             logf.write(f"cannot start: {e}\n".encode())
             return 127

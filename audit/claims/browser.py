@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from audit import procs
 from audit.errors import AuditError
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -40,7 +41,7 @@ def _run(args: list[str], page: Path) -> subprocess.CompletedProcess[bytes]:
     with tempfile.TemporaryDirectory(prefix="audit-chromium-") as profile:
         cmd = [exe, *FLAGS, f"--user-data-dir={profile}", *args, page.resolve().as_uri()]
         try:
-            proc = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT_S, check=False)
+            proc = procs.run(cmd, capture_output=True, timeout=TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
             raise AuditError(f"chromium did not finish within {TIMEOUT_S} s", path=str(page)) from None
     if proc.returncode != 0:

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
-import signal
 import sys
 from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
+from audit import procs
 from audit.cli.app import cli
+from audit.subject import subject_options
 
 
 @cli.group(no_args_is_help=True)
 def bench() -> None:
     """Measure decode throughput with GPU counters; compare arms; report a run."""
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 @bench.command(context_settings={"show_default": True})
@@ -66,15 +64,32 @@ def _interrupt(signum: int, frame: object) -> None:
 @click.option("--id", "package_id", metavar="ID", help="Package id (default: from arm and content).")
 @click.option("--force", is_flag=True, help="Replace existing output packages.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+@subject_options(hardware=False)
 def throughput(**o) -> int:
     """Measure decode throughput into a throughput package (and GPU counters into a telemetry package).
 
     A discarded warm-up, then W windows of S seconds with --concurrency streamed requests in flight per
     server; every token's arrival is timed from per-chunk usage. tok/s per window counts the tokens that
     arrived in it (time to first token included); see `audit bench report` for all figures.
+
+    GPU evidence (GPU counters on and a GPU in sight) must say what it measured: --model-name,
+    --weights and --run, with --model-config (default: MODEL/config.json), --engine (default: the
+    version the server reports) and --hardware (default: the GPUs NVML names); else it is refused
+    before the run. Both packages record it.
     """
     from audit.bench import store
-    from audit.bench.throughput import BenchConfig, run
+    from audit.bench.throughput import BenchConfig, hardware_of, run
+    from audit.subject import args_from, check_launch_weights, gpus_visible, resolve_subject
+
+    flags = args_from(o)
+    flags = dataclasses.replace(flags, hardware=o["hardware"])
+    model_dir = Path(o["model"]) if o["model"] else None
+    default_config = model_dir / "config.json" if model_dir is not None and model_dir.is_dir() else None
+    gpu_evidence = not o["no_telemetry"] and gpus_visible() > 0
+    check_launch_weights(o["launch"], flags.weights)
+    # refused before the run; the server's version and NVML's names are filled in after it
+    resolve_subject(flags, what="throughput", gpu_evidence=gpu_evidence, default_config=default_config,
+                    default_engine="vllm==from-the-server", default_hardware="from NVML")
 
     cfg = BenchConfig(
         arm=o["arm"], prompt_tokens=o["prompt_tokens"], max_tokens=o["max_tokens"], ignore_eos=o["ignore_eos"],
@@ -91,14 +106,17 @@ def throughput(**o) -> int:
     out: Path = o["out"]
     tel_out = None if o["no_telemetry"] else (o["telemetry_output"] or store.telemetry_path(out))
     store.check_outputs(out, tel_out, o["force"])
-    # SIGTERM (a `timeout`, a job scheduler) stops the run like Ctrl-C: the launched server is stopped.
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
+    # Ctrl-C, `kill -INT` (even with SIGINT inherited ignored) and SIGTERM (a `timeout`, a job scheduler)
+    # stop the run alike: the launched server is stopped.
+    with procs.stop_signals_interrupt():
         result = run(cfg, log=None if o["quiet"] else sys.stderr, work_parent=out.parent)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    versions = sorted({str(s["version"]) for s in result.servers if s.get("version")})
     try:
-        tp, tm = store.write(result, out, tel_out, force=o["force"])
+        subject = resolve_subject(flags, what="throughput", gpu_evidence=gpu_evidence or bool(hardware_of(result)),
+                                  default_config=default_config,
+                                  default_engine=f"vllm=={versions[0]}" if len(versions) == 1 else None,
+                                  default_hardware=hardware_of(result))
+        tp, tm = store.write(result, out, tel_out, force=o["force"], subject=subject)
     finally:
         if result.work is not None:
             shutil.rmtree(result.work, ignore_errors=True)

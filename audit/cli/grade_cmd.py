@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 @click.option("--grader", metavar="NAME[@VERSION]", help="Override the spec's grader.")
 @click.option("--policy", "policies", multiple=True, metavar="KEY=VALUE",
               help="Override a policy: truncation=wrong|exclude, resampling=original|longer-only, "
-                   "no_answer=wrong|random-guess, guess_seed=N, exclude=ID,ID, scope=items|responses, "
+                   "no_answer=wrong|random-guess|upstream-guess@964a136 (audit's per-item draw, or upstream MMLU-Pro's "
+                   "reseeded one), guess_seed=N, exclude=ID,ID, scope=items|responses, "
                    "at_budget=count|truncated (a stop at exactly max_tokens), judge_error=wrong|exclude (with "
                    "--judge-calls: a failed or unparsed judge call).")
 @click.option("--reference-field", metavar="FIELD", help="Item field holding the gold answer: reference or extra.KEY.")
@@ -92,14 +93,9 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
         for line in format_summary(vf) + at_budget_lines(grading.columns["reason"], vf.policies.at_budget):
             click.echo(line)
         if vf.summary.samples > 1:
-            import pandas as pd
-
-            from audit.summary import sample_figures
             from audit.views import sample_figure_lines
 
-            cols = grading.columns
-            frame = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "answer")})
-            for line in sample_figure_lines(sample_figures(frame)):
+            for line in sample_figure_lines(vf.summary.sample_figures or [], stored=True):
                 click.echo(line)
         from collections import Counter
 

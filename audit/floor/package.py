@@ -27,7 +27,7 @@ from audit.floor.render import render
 from audit.floor.report import FLOOR_REPORT_SCHEMA_VERSION, FloorReport, FloorReportV1
 from audit.floor.roles import TABLES, table_sha256
 from audit.floor.safetensors import CONFIG_FILE, INDEX_FILE, Checkpoint, parse_json, read_checkpoint
-from audit.models import Provenance
+from audit.models import Provenance, Subject
 from audit.packages import Package, PackageWriter, open_package
 from audit.packages.kinds import Kind, register_kind
 
@@ -45,14 +45,16 @@ def table_text(report: FloorReportV1) -> str:
 
 
 def write_package(ckpt: Checkpoint, report: FloorReport, out: str | os.PathLike[str], *,
-                  package_id: str | None = None, overwrite: bool = False) -> str:
-    """Write the package atomically; returns its id."""
+                  package_id: str | None = None, overwrite: bool = False, subject: Subject | None = None) -> str:
+    """Write the package atomically; returns its id. `subject` (`audit.subject`): what the floor is of."""
     bw = report.bandwidth
     hardware = None
     if bw.source == "nvml":
         names = sorted({d.name for d in bw.devices})
         hardware = f"{len(bw.devices)}x {' + '.join(names)}"
-    prov = Provenance(model=ckpt.label, hardware=hardware, source=f"checkpoint digest {report.checkpoint_digest}",
+    prov = Provenance(model=subject.model if subject else ckpt.label,
+                      hardware=subject.hardware if subject else hardware,
+                      subject=subject, source=f"checkpoint digest {report.checkpoint_digest}",
                       notes="Decode bandwidth floor from safetensors headers; see floor.txt and floor.json.")
     with PackageWriter(out, kind=KIND, provenance=prov, package_id=package_id, overwrite=overwrite) as writer:
         writer.add_text(REPORT_FILE, report_json(report))

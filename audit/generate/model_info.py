@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from audit import procs
 from audit.errors import AuditError
 from audit.fileio import JsonError, document_bytes, loads_strict, sha256_file
 from audit.generate.config import Sampling
@@ -77,7 +78,7 @@ def generation_config_note(gen: dict[str, Any] | None, sampling: Sampling) -> st
 def detect_hardware() -> str | None:
     """`Nx GPU NAME` from nvidia-smi (honouring CUDA_VISIBLE_DEVICES by count), else None."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+        out = procs.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                              text=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None

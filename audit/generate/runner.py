@@ -62,14 +62,14 @@ from __future__ import annotations
 
 import secrets
 import shutil
-import signal
 import sys
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
+from audit import procs
 from audit.errors import AuditError
 from audit.generate.config import RunConfig, Runtime
 from audit.generate.journal import Journal, RowKey, lock_run, read_journal, rows_by_key
@@ -154,20 +154,11 @@ def resume(out: Path, rt: Runtime, *, servers: tuple[str, ...] = (), log: IO[str
     return _run(out, cfg, rt, state, log)
 
 
-def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def _run(out: Path, cfg: RunConfig, rt: Runtime, state: RunState, log: IO[str]) -> Manifest:
-    # SIGTERM (`timeout`, a scheduler) stops the run like Ctrl-C: the server is stopped, the journal kept.
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
-    try:
+    # Ctrl-C, `kill -INT` (also when SIGINT was inherited ignored, as by a background job) and SIGTERM
+    # (`timeout`, a scheduler) stop the run alike: the server is stopped, the journal kept.
+    with procs.stop_signals_interrupt():
         return _run_locked(out, cfg, rt, state, log)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _run_locked(out: Path, cfg: RunConfig, rt: Runtime, state: RunState, log: IO[str]) -> Manifest:

@@ -38,12 +38,12 @@ import shlex
 import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from audit import procs
 from audit.errors import AuditError
 from audit.fileio import head_and_tail
 from audit.generate.openai_http import OpenAIServer
@@ -91,16 +91,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
 
 
 def tail_lines(path: Path, n: int = 20) -> list[str]:
@@ -169,10 +159,8 @@ class LaunchedServer:
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
         try:
-            self.proc = subprocess.Popen(
-                self.command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True, preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-            )
+            self.proc = procs.popen(self.command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    env=env, start_new_session=True, die_with_parent=True)
         except OSError as e:
             raise AuditError(f"cannot start the server ({shlex.join(self.command)}): {e}") from None
         finally:

@@ -164,9 +164,11 @@ def recorded_rows(files: list[SourceFile], on_bad_row: str = "refuse", rmap: Rec
     """The verdicts the upstream run recorded: its `pred` against the record's gold `answer`, one row per record.
 
     Returns the rows (VERDICT_ROW_FIELDS dicts), each item's category, and how many records have no pred.
-    A null (or empty) pred is counted wrong here: upstream's own accuracy scores a random guess for it
-    (`random.randint` over the options from one stream seeded once per script run, so each draw depends on
-    every record scored before it), which no re-run can reproduce.
+    A null (or empty) pred is counted wrong here. Upstream's own accuracy scores a guess for it, and at the
+    commit of the public result zips (964a136) that guess is reproducible: `random.seed(12345)` right before each
+    `random.randint(0, len(options) - 1)`, so every null pred of one option count gets the same index (G of ten).
+    `audit grade --policy no_answer=upstream-guess@964a136` applies that rule (scripts after 996df13, Feb 2025,
+    seed once per run instead, so each draw there depends on every record scored before it).
     """
     from audit.importers.verdicts import recorded_row
 
@@ -207,8 +209,8 @@ def recorded_rows(files: list[SourceFile], on_bad_row: str = "refuse", rmap: Rec
         else:
             no_pred += 1
             rows.append(recorded_row(item_id, 0, answer=None, verdict="incorrect", status="no_answer", reference=gold,
-                                     reason="upstream pred is null: upstream's accuracy scores an unreproducible "
-                                            "random guess for it; counted wrong here"))
+                                     reason="upstream pred is null: upstream's accuracy scores a guess for it "
+                                            "(upstream-guess@964a136); counted wrong here"))
         category = obj.get("category")
         subjects[item_id] = category if isinstance(category, str) and category else None
     if not rows:

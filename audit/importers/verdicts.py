@@ -190,7 +190,8 @@ def recorded_header(rows: list[dict[str, Any]], *, benchmark: str, tool: str, so
             responses_ref = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest, path=package_path)
     import pandas as pd  # here: detecting a file's format loads this module, which needs no pandas
 
-    df = pd.DataFrame({k: [r[k] for r in rows] for k in ("item_id", "sample", "verdict", "status", "reason")})
+    df = pd.DataFrame({k: [r[k] for r in rows] for k in ("item_id", "sample", "verdict", "status", "reason",
+                                                         "answer")})
     header = VerdictFile(
         benchmark=benchmark, responses_package=responses_ref, extractor=None, grader=None, producer=producer(),
         environment={"imported_from": source, "recorded_by": tool, **({"mapping": mapping} if mapping else {})},

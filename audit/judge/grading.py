@@ -6,7 +6,7 @@ the verdict that the parse rule reads from its recorded call (the rule recorded 
 version given), re-reading the raw reply; a call that failed, a reply that does not parse and a response with no
 call are `judge_error`, counted by the recorded policy (`wrong`, as HLE counts them, or `exclude`).
 
-The verdict file (schema version 3) names the calls package by digest and the rule and template in its `judge`
+The verdict file (schema version 4) names the calls package by digest and the rule and template in its `judge`
 section, and its `extractor` / `grader` are the rule and template, so `audit diff` between gradings under two
 rule versions lists every item whose verdict changed with the cause. `reproduce_judged` re-derives it from the
 recorded replies, with no server.
@@ -166,7 +166,7 @@ def grade_judged(responses: str | os.PathLike[str], config: Any, calls_path: str
                          exact_mc_extractor=eh.mc_extractor, exact_mc_grader=eh.mc_grader,
                          exact_match=_exact_figure(eh))
     header = eh.model_copy(update={
-        "schema_version": 3, "judge": judge, "extractor": _cref(pr), "grader": _cref(template),
+        "schema_version": 4, "judge": judge, "extractor": _cref(pr), "grader": _cref(template),
         "mc_extractor": None, "mc_grader": None, "summary": summarize(df, by_item), "items": []})
     header = VerdictFile.model_validate(header.model_dump(mode="json", by_alias=True))
     graded = JudgedGrading(header, cols, exact.columns, calls)

@@ -297,9 +297,10 @@ def _describe(b: BuildContext) -> None:
     gold = {ids[i]: item_rows[i].reference if i in item_rows else min(b.references.get(i, {""}))
             for i in protected}
     guess = None
-    if header.policies.no_answer == "random-guess":  # the policy makes each guess derivable: model it
+    if header.policies.no_answer != "wrong":  # a guess policy makes each guess derivable: model it
         guess = inference.Guess(header.policies.guess_seed, {
-            ids[i]: n for i in protected if i in item_rows and (n := item_rows[i].option_count())})
+            ids[i]: n for i in protected if i in item_rows and (n := item_rows[i].option_count())},
+            header.policies.no_answer)
     b.inferred = inferred = inference.check(inference.features(
         [(r.item_id, r.sample, r.verdict, r.status) for r in b.release_rows if r.protected], guess), gold)
     # Every excluded id in the release's scheme, those without a row too (a raw id is published otherwise).

@@ -34,7 +34,8 @@ from audit.pack import load_provenance
                   show_default=True)
 @click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
               help=RECORDED_HELP + " Each row: the upstream `pred` against the record's gold letter; a null pred "
-                                    "is counted wrong (upstream scores an unreproducible random guess).")
+                                    "is counted wrong (upstream scores a guess reseeded before each draw: `audit grade "
+                                    "--policy no_answer=upstream-guess@964a136`).")
 @common_options
 def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: str, maps: tuple[str, ...],
                     where: tuple[str, ...], benchmark: str, recorded: Path | None, out: Path, model: str | None,
