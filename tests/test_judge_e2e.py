@@ -186,3 +186,38 @@ def test_release_of_a_judged_grading_covers_the_calls_text(judged, cli) -> None:
     # a calls package is no verdict file: it cannot be released
     r = cli("release", tmp / "calls", "-o", tmp / "rel2")
     assert r.code == 2 and not (tmp / "rel2").exists()
+
+
+def test_repeats_print_the_flip_rate_per_item_and_judges_lists_the_components(tmp_path: Path, cli) -> None:
+    resp, items = _packages(tmp_path)
+    with FakeJudge() as fj:
+        r = cli("judge", resp, "--items", items, "--judge", "hle.official", "--server", fj.url, "--judge-model",
+                "fake-flaky", "--repeats", "3", "--seed", "1", "-o", tmp_path / "calls")
+    assert r.code == 0, r.err
+    assert "18 calls (18 made now" in r.out and "flip rate: " in r.out and "items that flipped (" in r.out
+    s = cli("show", tmp_path / "calls")
+    assert "flip rate  " in s.out and "responses judged more than once changed verdict" in s.out
+    j = cli("judges")
+    assert j.code == 0
+    assert [line.split()[1] for line in j.out.splitlines()] == [
+        "hle.official@a590489", "simple_evals.equality@ee3b031", "inspect.model_graded_qa@499e615",
+        "inspect.model_graded_fact@499e615", "hle.substring@a590489", "hle.strict@1", "simple_evals.yes@ee3b031",
+        "inspect.grade@3ce8aed", "inspect.grade@499e615", "alpaca_eval.logprob@cd543a1", "arena_hard.verdict@196f6b8"]
+    # --judge options without --judge, and --judge without a server, are usage errors
+    assert cli("judge", tmp_path / "x.jsonl", "--grader", "choice", "--repeats", "2").code == 2
+    assert "--judge needs --server URL and -o CALLS" in cli("judge", resp, "--judge", "hle.official").err
+
+
+def test_equality_checker_compares_the_extracted_answer(tmp_path: Path, cli) -> None:
+    resp, items = _packages(tmp_path)
+    with FakeJudge() as fj:
+        r = cli("judge", resp, "--items", items, "--judge", "simple_evals.equality", "--server", fj.url,
+                "--judge-model", "fake-judge", "--extractor", "hle.exact_answer", "-o", tmp_path / "calls")
+        sent = fj.requests
+    assert r.code == 0, r.err
+    assert all(b["temperature"] == 0.5 and b["max_tokens"] == 1024 for b in sent)
+    rows = [json.loads(x) for x in (tmp_path / "calls" / "calls.jsonl").read_text().splitlines()]
+    by = {x["item_id"]: x for x in rows}
+    assert by["q0"]["messages"][0]["content"].endswith("Expression 1: 10\n    Expression 2: 10")
+    assert (by["q0"]["status"], by["q3"]["status"]) == ("correct", "incorrect")
+    assert by["q0"]["raw"] == "Yes" and by["q0"]["rule"]["name"] == "simple_evals.yes"
