@@ -248,3 +248,27 @@ def test_judge_components_are_locked_with_their_behaviour(kind: str) -> None:
     assert lock.check(registry, path) == []
     assert lock.check_behaviour(registry, path) == []
     assert set(lock.read_lock(path).entries) == set(registry.keys())
+
+
+UPSTREAM_HLE = Path("/work/realfiles/judge/upstream/hle_run_judge_results.py@a59048963171c5b9cfe89fbcb97ddde39b540897.py")
+
+
+@pytest.mark.skipif(not UPSTREAM_HLE.is_file(), reason="upstream's script is fetched outside the repository")
+def test_upstream_calibration_error_equals_upstreams_own_function() -> None:
+    """HLE's calib_err, taken from its file at the pinned commit and run as is, on random confidences with ties."""
+    import ast
+    import random
+
+    import numpy as np
+
+    tree = ast.parse(UPSTREAM_HLE.read_text(encoding="utf-8"))
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "calib_err")
+    ns: dict = {"np": np}
+    exec(compile(ast.Module([fn], []), str(UPSTREAM_HLE), "exec"), ns)
+    rng = random.Random(0)
+    for _ in range(100):
+        n = rng.randint(100, 900)
+        conf = [rng.choice([0, 50, 90, 100, rng.randint(0, 100)]) for _ in range(n)]
+        corr = [rng.random() < 0.4 for _ in range(n)]
+        up = 100 * round(ns["calib_err"](np.array(conf) / 100, np.array(corr), p="2", beta=100), 2)
+        assert figures.upstream_calibration_error(conf, corr) == pytest.approx(up, abs=1e-9)
