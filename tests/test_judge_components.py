@@ -250,7 +250,8 @@ def test_judge_components_are_locked_with_their_behaviour(kind: str) -> None:
     assert set(lock.read_lock(path).entries) == set(registry.keys())
 
 
-UPSTREAM_HLE = Path("/work/realfiles/judge/upstream/hle_run_judge_results.py@a59048963171c5b9cfe89fbcb97ddde39b540897.py")
+UPSTREAM_HLE = (Path("/work/realfiles/judge/upstream")
+                / "hle_run_judge_results.py@a59048963171c5b9cfe89fbcb97ddde39b540897.py")
 
 
 @pytest.mark.skipif(not UPSTREAM_HLE.is_file(), reason="upstream's script is fetched outside the repository")
