@@ -21,13 +21,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("extractors", ("audit.extractors",)),
     ("graders", ("audit.graders",)),
     ("records", ("audit.models", "audit.behaviour", "audit.lock", "audit.producer", "audit.leaks",
-                 "audit.verdicts.models", "audit.stats", "audit.prompts")),
-    # typed records, lock files and versioned prompt templates: data shapes, no packages read
+                 "audit.verdicts.models", "audit.stats", "audit.prompts", "audit.judge.models", "audit.judge.templates",
+                 "audit.judge.rules", "audit.judge.cases")),
+    # typed records, lock files and versioned prompt templates (judge templates and parse rules too): data
+    # shapes, no packages read
     ("packages", ("audit.packages", "audit.pack", "audit.outputs", "audit.schemas")),
     # packages: kinds, layout, validate, read, write; output paths; the schema files
     ("domain", ("audit.specs", "audit.grade", "audit.views", "audit.summary", "audit.verdicts", "audit.diff",
                 "audit.release", "audit.bench", "audit.trace", "audit.floor", "audit.generate", "audit.importers",
-                "audit.inference", "audit.taskruns")),
+                "audit.inference", "audit.taskruns", "audit.judge")),
     # one job each: grading, verdict files, diffs, releases, measurements, generation, importers
     ("claims", ("audit.claims",)),
     # claims recompute figures of every domain

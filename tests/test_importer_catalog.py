@@ -41,7 +41,8 @@ def test_the_cli_lists_exactly_the_catalog(cli):
     listed = r.out.split("Commands:\n", 1)[1].splitlines()
     assert sorted(line.split()[0] for line in listed if line.strip()) == sorted(IMPORTERS)
     assert sorted(import_group.commands) == sorted(IMPORTERS)
-    assert sorted(IMPORTERS) == ["inspect", "lighteval", "lm-eval", "mmlu-pro", "table", "task-runs", "verdicts"]
+    assert sorted(IMPORTERS) == ["alpaca-eval", "arena-hard", "hle-judged", "inspect", "inspect-judged", "lighteval",
+                                 "lm-eval", "mmlu-pro", "table", "task-runs", "verdicts"]
 
 
 def test_every_importer_declares_a_format_it_reads_and_every_format_key_is_unique():

@@ -101,7 +101,7 @@ def test_unknown_grader_and_bad_usage(cli, tmp_path):
     r = cli("judge", "--grader", "nope", path)
     assert r.code == 2 and r.err.startswith("audit: error: unknown grader 'nope' (known: choice@1, ")
     r = cli("judge", path)
-    assert (r.code, r.err) == (2, "audit: error: give exactly one of --grader NAME or --cross A,B\n")
+    assert (r.code, r.err) == (2, "audit: error: give exactly one of --grader NAME, --cross A,B or --judge TEMPLATE\n")
     r = cli("judge", "--cross", "math.equiv", path)
     assert r.code == 2 and "two graders separated by a comma" in r.err
     r = cli("judge", "--grader", "choice", str(tmp_path / "missing.jsonl"))

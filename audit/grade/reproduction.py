@@ -74,6 +74,9 @@ def reproduce(verdict_path: str | os.PathLike[str], *, package: str | os.PathLik
     vf = load_verdict_file(vpath)
     if vf.responses_package is None:
         raise AuditError("records no responses package (imported verdicts cannot be re-graded)", path=str(vpath))
+    if vf.judge is not None:  # (audit.judge.grading imports this module: the CLI dispatches there)
+        raise AuditError("was graded from judge calls: reproduce it with audit.judge.grading.reproduce_judged "
+                         "(`audit reproduce` does)", path=str(vpath))
     base = vpath.resolve().parent
     resp_path = _resolve(vf.responses_package, package, base, "package")
     items_path = _resolve(vf.items_package, items, base, "items")

@@ -11,8 +11,8 @@ claims recipes, and `audit.packages.validate`, which refuses a manifest whose ki
 
 Each domain module registers its kind with `register_kind` (`audit.verdicts.kind`: verdicts;
 `audit.release.kind`: release; `audit.bench.store`: throughput and telemetry; `audit.trace.package`:
-profile; `audit.floor.package`: checkpoint-headers). The kinds with no domain module of their own
-(responses, items) are registered here. Adding a kind is its module, its schema files and one
+profile; `audit.floor.package`: checkpoint-headers; `audit.judge.kind`: judge-calls). The kinds with no
+domain module of their own (responses, items) are registered here. Adding a kind is its module, its schema files and one
 line in `KIND_MODULES` (when its module is not listed yet).
 """
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from audit.packages.read import Package
 
 KIND_MODULES = ("audit.packages.kinds", "audit.verdicts.kind", "audit.release.kind", "audit.bench.store",
-                "audit.trace.package", "audit.floor.package", "audit.taskruns.package")
+                "audit.trace.package", "audit.floor.package", "audit.taskruns.package", "audit.judge.kind")
 """Modules that register package kinds on import, in the order the kinds are listed."""
 
 

@@ -9,6 +9,7 @@ Shared by `validate` (checks), `read` (a validated package's rows) and `write`.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 from collections.abc import Iterable, Iterator

@@ -255,6 +255,12 @@ def _gather_protected_text(b: BuildContext) -> None:
     b.texts = protected_texts(b.item_rows, protected, None if b.no_response_check else responses_path,
                               header.responses_package, "verdict file")
     b.n_texts = len(b.texts)  # what release.json counts: the items' and responses' strings
+    judge = getattr(header, "judge", None)
+    if judge is not None and protected:  # graded from judge calls: their replies are protected text too
+        from audit.judge.grading import judge_texts
+
+        b.texts += judge_texts(_resolve(judge.calls_package, None, b.verdicts.parent), judge.calls_package,
+                               protected)
     b.references = {}
     for r in b.rows:  # rows carry the reference they were graded against, items the current one
         if r["item_id"] in protected and r["reference"]:

@@ -21,6 +21,7 @@ from audit.verdicts.models import (
     ComponentRef,
     Figure,
     Interval,
+    JudgeGrading,
     PackageRef,
     Policies,
     RowsFileRef,
@@ -33,6 +34,7 @@ from audit.verdicts.models import (
     VerdictFileV1,
     VerdictFileV2,
     VerdictFileV3,
+    VerdictFileV4,
     VerdictRow,
 )
 from audit.verdicts.read import (
@@ -63,6 +65,7 @@ __all__ = [
     "ComponentRef",
     "Figure",
     "Interval",
+    "JudgeGrading",
     "PackageRef",
     "Policies",
     "RowsAs",
@@ -76,6 +79,7 @@ __all__ = [
     "VerdictFileV1",
     "VerdictFileV2",
     "VerdictFileV3",
+    "VerdictFileV4",
     "VerdictRead",
     "VerdictRow",
     "dump_verdict_file",

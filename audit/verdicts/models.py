@@ -16,8 +16,10 @@ from pydantic import ConfigDict, Field
 
 from audit.models import Count, Int64, Producer, Record, Verdict, unsafe_path_reason
 
-VERDICT_FILE_SCHEMA_VERSION = 3
-"""Version 2 added `summary.subjects`; version-1 files still load, and reproduce byte for byte (written without it)."""
+VERDICT_FILE_SCHEMA_VERSION = 4
+"""Version 2 added `summary.subjects`; 3 every printed figure (`summary.sample_figures`, Wilson and Clopper-Pearson
+intervals); 4 the `judge` section of a grading from recorded judge calls (a file without one is still written as
+version 3). Older files still load, and reproduce byte for byte."""
 
 VERDICTS: tuple[str, ...] = typing.get_args(Verdict)
 
@@ -34,6 +36,7 @@ ROW_STATUSES = (
     "excluded",
     "missing",
     "bad_input",
+    "judge_error",
 )
 """Why a row got its verdict. `correct`/`incorrect` are plain gradings; the rest name a
 special case, and the verdict says how it counts under the run's policies."""
@@ -91,6 +94,10 @@ class Policies(Record):
     """A response that used exactly `max_tokens` and said `stop` (see ResponseRow.at_budget): graded as any
     other (`count`, its row's detail says `at_budget`), or taken as cut at the ceiling (`truncated`, under
     the truncation policy). Written in the file only when not `count`."""
+    judge_error: Literal["wrong", "exclude"] = "wrong"
+    """A judge call that failed, or whose reply does not parse under the rule (status `judge_error`): counted wrong
+    (HLE's script divides by every question), or left out of the graded denominator. Written in the file only
+    when not `wrong`."""
 
 
 class VerdictRow(Record):
@@ -310,7 +317,7 @@ class VerdictFileV3(VerdictFileV2):
 
     model_config = ConfigDict(title="VerdictFileV3")
 
-    schema_version: int = Field(default=VERDICT_FILE_SCHEMA_VERSION, ge=1, le=VERDICT_FILE_SCHEMA_VERSION)
+    schema_version: int = Field(default=3, ge=1, le=3)
     """Version of this format (2 added `summary.subjects`; 3 the Wilson and Clopper–Pearson intervals of each
     overall and per-run figure, and `summary.sample_figures`); readers refuse newer versions. Older files load
     with what they lack null or absent, and are written back without it."""
@@ -318,11 +325,56 @@ class VerdictFileV3(VerdictFileV2):
     """Figures and counts, overall, per run and per subject, and pass@k and maj@k."""
 
 
-# What the library builds and reads: version 3 (it reads version-1 and -2 files too).
+class JudgeGrading(Record):
+    """How a grading from recorded judge calls was made: the calls, the template and rule, and the exact-match
+    grading of the same responses that it replaces (its attempts, truncation and exclusions still apply)."""
+
+    calls_package: PackageRef
+    """The judge-calls package read, pinned by digest (no judge is called when grading or reproducing)."""
+    template: ComponentRef | None
+    """The judge template the calls were made with (null for imported calls of an unregistered template)."""
+    rule: ComponentRef
+    """The parse rule that re-read every recorded reply for this grading."""
+    raw: Literal["required", "recorded-parse"] = "required"
+    """`required`: every call must have its raw reply recorded; `recorded-parse`: a call without one (HLE's judged
+    JSON) counts by the parsed fields its source kept."""
+    repeat: Count = 0
+    """Which repeat of each call decides the verdict."""
+    exact_extractor: ComponentRef | None
+    """The benchmark spec's extractor: the exact-match grading the judged rows replace."""
+    exact_grader: ComponentRef | None
+    """The benchmark spec's grader."""
+    exact_mc_extractor: ComponentRef | None = None
+    """The spec's multiple-choice extractor, when it has one."""
+    exact_mc_grader: ComponentRef | None = None
+    """The spec's multiple-choice grader, when it has one."""
+    exact_match: Figure | None = None
+    """The exact-match figure of the same rows (all rows in the denominator), printed beside the judged one."""
+
+
+class VerdictFileV4(VerdictFileV3):
+    """`results.json`, with the `judge` section of a grading from recorded judge calls."""
+
+    model_config = ConfigDict(title="VerdictFileV4")
+
+    schema_version: int = Field(default=3, ge=1, le=VERDICT_FILE_SCHEMA_VERSION)
+    """Version of this format: 4 when `judge` is present, else 3 (or older: files written before)."""
+    judge: JudgeGrading | None = None
+    """The judge calls the verdicts come from; then `extractor` names the parse rule and `grader` the judge
+    template. Absent from files graded without a judge."""
+
+    @pydantic.model_validator(mode="after")
+    def _version_says_judge(self) -> VerdictFileV4:
+        if (self.judge is not None) != (self.schema_version == 4):
+            raise ValueError("schema_version is 4 exactly when the file has a `judge` section")
+        return self
+
+
+# What the library builds and reads: version 4 (it reads version-1 to -3 files too).
 Summary: typing.TypeAlias = SummaryV3
-"""The current summary (schema version 3)."""
-VerdictFile: typing.TypeAlias = VerdictFileV3
-"""The current verdict file (schema version 3)."""
+"""The current summary (schema version 3 and 4)."""
+VerdictFile: typing.TypeAlias = VerdictFileV4
+"""The current verdict file (schema version 4; written as 3 without a judge section)."""
 
 VERDICT_ROW_FIELDS = tuple(VerdictRow.model_fields)
 """Key order of a row in the file (the model's field order)."""

@@ -32,6 +32,10 @@ def _header_data(header: VerdictFile) -> dict[str, Any]:
     data.pop("items")
     if data.get("policies", {}).get("at_budget") == "count":
         data["policies"].pop("at_budget")  # the default, older than the key: files graded before it reproduce
+    if data.get("policies", {}).get("judge_error") == "wrong":
+        data["policies"].pop("judge_error")  # (the same: older than the key)
+    if data.get("judge", 0) is None:
+        data.pop("judge")  # a file graded without a judge is written as version 3, byte for byte
     version = data.get("schema_version", VERDICT_FILE_SCHEMA_VERSION)
     if version < 3:  # versions 1 and 2 stored neither: their files reproduce byte for byte
         data["summary"].pop("sample_figures", None)
