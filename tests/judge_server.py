@@ -120,7 +120,7 @@ class Handler(BaseHTTPRequestHandler):
                 if model == "fake-slow":
                     time.sleep(1.0)
             last = {"id": "c1", "model": served, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
-            usage = {"id": "c1", "model": served, "choices": [],
+            usage: dict[str, Any] = {"id": "c1", "model": served, "choices": [],
                      "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(pieces)}}
             self.wfile.write(b"data: " + json.dumps(last).encode() + b"\n\n")
             self.wfile.write(b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n")
@@ -145,7 +145,7 @@ class FakeJudge:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        return self.httpd.requests  # type: ignore[attr-defined,no-any-return]
+        return self.httpd.requests  # type: ignore[attr-defined]
 
     def __enter__(self) -> FakeJudge:
         self.thread.start()

@@ -57,8 +57,8 @@ def test_a_fifo_is_refused_before_any_open_blocks(cli, tmp_path, how):
     box = _in_thread(lambda: cli("trace", path, "-o", out, "--unattributed"), fifo)
     assert "error" not in box, box.get("error")
     r = box["value"]
-    assert (r.code, r.out) == (2, "")  # type: ignore[attr-defined]
-    assert r.err == f"audit: error: {path}: unreadable: not a regular file\n"  # type: ignore[attr-defined]
+    assert (r.code, r.out) == (2, "")
+    assert r.err == f"audit: error: {path}: unreadable: not a regular file\n"
     assert not out.exists()
 
 

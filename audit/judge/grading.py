@@ -56,7 +56,7 @@ def _calls(path: Path, responses_digest: str, items_digest: str | None, repeat: 
            ) -> tuple[PackageRef, dict[tuple[str, int, int], JudgeCallRow], str | None]:
     """The calls package's ref and its calls of `repeat` by (item, sample, attempt), after checking that they judged
     the graded responses and items (one line otherwise)."""
-    from audit.grade import _package_ref
+    from audit.grade.passes import _package_ref
     from audit.packages import open_package
 
     with open_package(path, kind="judge-calls") as pkg:
@@ -205,7 +205,8 @@ def judged_lines(g: JudgedGrading) -> list[str]:
 def reproduce_judged(vf: VerdictFile, vpath: Path, *, package: str | os.PathLike[str] | None,
                      items: str | os.PathLike[str] | None) -> Any:
     """Re-derive a judged verdict file from its recorded packages and calls (no server) and compare."""
-    from audit.grade import GradeConfig, Reproduction, _content_differs, _resolve
+    from audit.grade.reproduction import Reproduction, _content_differs, _resolve
+    from audit.specs import GradeConfig
     from audit.verdicts.write import dump_verdict_file, write_verdict_file
 
     j = vf.judge

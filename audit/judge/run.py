@@ -312,7 +312,8 @@ def judge_responses(responses: str | os.PathLike[str], out: str | os.PathLike[st
 
     def extract(text: str, finish: str | None) -> str | None:
         assert ex is not None
-        return ex.extract(text, finish_reason=finish).answer
+        answer: str | None = ex.extract(text, finish_reason=finish).answer
+        return answer
 
     tasks = plan_calls(rows, item_rows, t, cfg, extract if ex is not None else None)
     done = run_calls(work, cfg, tasks, t, r, srv, concurrency=concurrency, retries=retries, progress=progress)

@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pydantic
 
@@ -122,7 +122,10 @@ def _validation_bad(e: pydantic.ValidationError) -> _Bad:
     return _Bad(where, msg)
 
 
-def _row(model: type[Any], values: dict[str, Any]) -> Any:
+_R = TypeVar("_R", bound=pydantic.BaseModel)
+
+
+def _row(model: type[_R], values: dict[str, Any]) -> _R:
     try:
         return model.model_validate(values)
     except pydantic.ValidationError as e:
