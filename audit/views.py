@@ -257,6 +257,8 @@ def verdict_file_view(path: str | Path) -> list[str]:
         policies = vf.policies.model_dump()
         if policies.get("at_budget") == "count":
             policies.pop("at_budget")  # the default, not written in the file either
+        if policies.get("judge_error") == "wrong":
+            policies.pop("judge_error")  # likewise
         lines.append("policies   " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
                                                for k, v in policies.items() if v not in ([],)))
     prod = vf.producer

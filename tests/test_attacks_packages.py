@@ -543,7 +543,7 @@ def test_schema_version_below_one_is_refused(tmp_path, cli, version):
     r = cli("validate", pkg)
     assert r.code == 1
     assert r.out == (f"{pkg}/manifest.json: field schema_version: schema_version {version} is not one this audit "
-                     f"reads (1 to 2)\n")
+                     f"reads (1 to 3)\n")
 
 
 @attack("fmt.newline-in-name")

@@ -140,7 +140,7 @@ def test_pyproject_packages_every_package_and_maps_the_top_level_folders():
                     for p in (REPO / folder).rglob("__init__.py")}
     assert set(config["packages"]) == on_disk
     assert config["package-data"] == {"audit": ["py.typed"], "audit.extractors": ["lock.json"],
-                                      "audit.graders": ["lock.json"]}
+                                      "audit.graders": ["lock.json"], "audit.judge": ["*.lock.json", "prompts/*.txt"]}
     assert (REPO / "audit" / "py.typed").is_file()
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from audit.fileio import sha256_file
+from audit.models import MANIFEST_SCHEMA_VERSION
 from audit.packages import open_package, package_digest, validate_package
 from tests.trace_builders import TraceBuilder, decode_steps
 
@@ -298,7 +299,7 @@ def test_the_subject_is_recorded_and_covered_by_the_digest(cli, decode, tmp_path
         m = pkg.manifest
         subject = m.provenance.subject
         digest = package_digest(m)
-    assert subject is not None and m.schema_version == 2
+    assert subject is not None and m.schema_version == MANIFEST_SCHEMA_VERSION
     assert (subject.model, subject.engine, subject.engine_version, subject.weights, subject.run) == (
         "Qwen/Qwen3-30B-A3B-FP8", "vllm", "0.26.0", "random", "h100-test")
     assert subject.model_config_sha256 == sha256_file(config)[0]
