@@ -266,6 +266,12 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
         cause_counts.append(CauseCount(cause=cause, rows=int(mask.sum()),
                                        transitions={str(k): int(v) for k, v in zip(keys, counts, strict=True)}))
 
+    from audit.summary import error_share_note
+
+    for label, side in (("OLD", o), ("NEW", n)):
+        errors = error_share_note(side.header.summary)
+        if errors is not None:  # a figure that moved because one side graded almost nothing is no finding
+            notes.append(f"{label}: {errors}")
     subjects = _subjects(o, n, changed, notes)
     strengths, fallback = _strengths(o, n, both, changed)
     return DiffResult(
