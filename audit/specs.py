@@ -151,8 +151,9 @@ _add(BenchmarkSpec(
 _add(BenchmarkSpec(
     "GSM8K: the whole number on the `#### N` line (`2/3`, `-3`, `1,000.5`), else the last number; the "
     "reference is the value on the solution's `####` line; exact rationals",
-    # @2, not @1: @1 reads `#### 2/3` as 2 (as lm-eval's strict-match does) and credits it against a gold of 2.
-    GradeConfig("gsm8k", extractor="gsm8k.answer@2", grader="gsm8k.numeric@2")))
+    # @2, not @1: @1 reads `#### 2/3` as 2 (as lm-eval's strict-match does) and credits it against a gold of 2;
+    # @3 reads as @2 and marks a `####` line holding an equation (`#### 220 + 90 + 60 = 370`: 220) as a weak read.
+    GradeConfig("gsm8k", extractor="gsm8k.answer@3", grader="gsm8k.numeric@2")))
 _add(BenchmarkSpec(
     "Multiple choice with the option already chosen (lm-eval log-likelihood samples, `audit import lm-eval`): the "
     "letter the response holds, letter match",

@@ -44,11 +44,15 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*AUDIT, *args], capture_output=True, text=True, cwd=REPO)
 
 
-def _spec(pkg: Path, task: str) -> str:
+def _spec(pkg: Path, task: str) -> str | None:
     man = json.loads((pkg / "manifest.json").read_text())
     types = man["provenance"]["extra"]["import"].get("output_types", {})
     if types.get("multiple_choice"):
         return "selected_choice"
+    if "ifeval" in task:
+        return None  # instruction-following checks: no audit spec grades them
+    if "math" in task:
+        return "math"  # leaderboard_math_*_hard, minerva_math: a final answer, symbolic equivalence
     return "gsm8k" if task.startswith("gsm8k") else "exact"
 
 
@@ -71,10 +75,12 @@ def _tool_metric(pkg: Path) -> tuple[str, float | None, str]:
 
 def trial(folder: Path, source: str, work: Path) -> list[str]:
     out = work / folder.name
-    r = _run("import", "lm-eval", str(folder), "-o", str(out))
+    # --on-bad-row record: a file the importer refuses is listed, and the folder's other tasks still compared.
+    r = _run("import", "lm-eval", str(folder), "-o", str(out), "--on-bad-row", "record")
+    rows = [f"| {source} | - | - | - | - | not imported: {line.split(': ', 1)[1]} |"
+            for line in r.stdout.splitlines() if line.startswith("  not imported")]
     if r.returncode == 2:
-        return [f"| {source} | - | - | - | - | refused: {r.stderr.strip().removeprefix('audit: error: ')} |"]
-    rows = []
+        return [*rows, f"| {source} | - | - | - | - | refused: {r.stderr.strip().removeprefix('audit: error: ')} |"]
     for manifest in sorted(out.rglob("manifest.json")):
         pkg = manifest.parent
         man = json.loads(manifest.read_text())
@@ -83,8 +89,13 @@ def trial(folder: Path, source: str, work: Path) -> list[str]:
         n = man["provenance"]["extra"]["import"]["documents"]
         spec = _spec(pkg, task)
         verdicts = work / f"{pkg.name}-{abs(hash(str(pkg)))}.json"
-        g = _run("grade", str(pkg), "--benchmark", spec, "-o", str(verdicts), "-q")
         name, tool, where = _tool_metric(pkg)
+        if spec is None:
+            rel = pkg.relative_to(out).as_posix()
+            rows.append(f"| {source} | {rel} | {task}, n={n} | {name} {100 * (tool or 0):.2f}% | - | not compared: no "
+                        f"audit spec grades {task} |")
+            continue
+        g = _run("grade", str(pkg), "--benchmark", spec, "-o", str(verdicts), "-q")
         if g.returncode != 0:
             ours, diff = f"grade failed: {g.stderr.strip()}", "-"
         else:
