@@ -143,8 +143,9 @@ SPEC_TABLE: tuple[SpecRow, ...] = (
             "Generic math: the final answer (last \\boxed{}, else a final-answer statement, math or number), exact "
             "symbolic equivalence"),
     # gsm8k.answer@2, not @1: @1 reads `#### 2/3` as 2 (as lm-eval's strict-match does) and credits it against a
-    # gold of 2.
-    SpecRow("gsm8k", "gsm8k.answer@2", "gsm8k.numeric@2", None,
+    # gold of 2; @3 reads as @2 and marks a `####` line holding an equation (`#### 220 + 90 + 60 = 370`: 220) as a
+    # weak read.
+    SpecRow("gsm8k", "gsm8k.answer@3", "gsm8k.numeric@2", None,
             "GSM8K: the whole number on the `#### N` line (`2/3`, `-3`, `1,000.5`), else the last number; the "
             "reference is the value on the solution's `####` line; exact rationals"),
     SpecRow("selected_choice", "raw@1", "choice@1", None,

@@ -208,3 +208,22 @@ def sample_figures(df: pd.DataFrame) -> list[SampleFigure]:
                             note=f"answers vote as written; a tie counts wrong unless every tied answer is correct "
                                  f"({MAJORITY_TIE_RULE}); {ties:,} item{'s' if ties != 1 else ''} tied"))
     return out
+
+
+# --------------------------------------------------------------------------- does the spec fit the items?
+
+ERROR_SHARE = 0.5
+"""`error_share_note` speaks when more than this share of a grading's rows are `error` rows."""
+
+
+def error_share_note(summary: Summary) -> str | None:
+    """The warning when most rows are `error` rows (not graded): the headline `accuracy` then rests on the few
+    graded, e.g. 6/7 = 85.71% of a 200-row grading whose spec could not read 193 items; else None."""
+    total = sum(summary.statuses.values())
+    errors = summary.statuses.get("error", 0)
+    if not total or errors / total <= ERROR_SHARE:
+        return None
+    graded = next((f.total for f in summary.figures if f.name == "accuracy"), total - errors)
+    return (f"{errors:,} of {total:,} rows ({pct(errors / total)}) are error rows, not graded: `accuracy` counts "
+            f"only the {graded:,} graded; the spec may not fit these items or responses (each error row's reason "
+            f"says why)")

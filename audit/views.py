@@ -269,6 +269,10 @@ def verdict_file_view(path: str | Path) -> list[str]:
     shown = [f for f in vf.summary.figures if vf.summary.samples != 1 or f.sample is None]
     lines += ["  " + x for x in figure_lines(shown)]
     lines += bad_input_lines(vf.summary.bad_input)
+    from audit.summary import error_share_note
+
+    if (errors := error_share_note(vf.summary)) is not None:
+        lines.append(f"warning: {errors}")
     lines.append("statuses   " + ", ".join(f"{visible(k)}={v:,}" for k, v in vf.summary.statuses.items()))
     lines += at_budget_lines(table.column("reason").to_pylist(), vf.policies.at_budget)
     lines += subject_lines(getattr(vf.summary, "subjects", None))  # (verdict file v2 and later)

@@ -25,6 +25,23 @@ verified by the import; csabakecskemeti/lm_eval_results from its git snapshot):
 | antonsoo/errorbars@8d233535 tests/fixtures (arc_easy file only) | arc_easy | arc_easy, 5 | acc 20.00% (per-sample) | 20.00% (1/5) | none; no results file |
 | containers/olot@0596e93c tests/data/lmeh | gsm8k | gsm8k, 3 | exact_match 0.00% (per-sample, strict-match) | 0.00% (0/3, gsm8k spec) | none; no results file |
 | csabakecskemeti/lm_eval_results@d1f48eb7 | - | 2 models, 40+ tasks | - | - | refused: the samples are Git LFS pointers (only the results files are in git) |
+
+Run of 2026-12-07 (issue 31; the 31 results files of mattdepaolis/llm-evaluation@8af483033c5f, `results/`, each
+a `simple_evaluate(..., log_samples=True)` output with its samples inside, named
+`results_<model>_<harness>_<task>_<date>.json`, copies under /work/realfiles/imp/llm-evaluation; before this run
+the folder held "no lm-eval samples" and each file alone was refused as "aggregate scores only", 17 of them also
+for their integer `target`):
+
+| source@commit | package | task, n | tool's metric | audit's figure | difference |
+| --- | --- | --- | --- | --- | --- |
+| mattdepaolis/llm-evaluation@8af48303 (all 31 files) | 226 task packages | arc_easy, arc_challenge, gsm8k, 39-44 leaderboard tasks | each task's results file | 220 packages equal to the logged figure | none; every cross-check passed |
+| same | arc_easy_20250530_123425 | arc_easy, n=10 (integer targets) | acc,none 90.00% | 90.00% (9/10, selected_choice) | none (was refused row by row) |
+| same | leaderboard_bbh_causal_judgement_20250530_134808 | n=15, logs acc_norm only | acc_norm,none 53.33% | 53.33% (8/15, chosen by acc_norm) | none (was graded by acc's choice) |
+| same | gsm8k_20250530_115057 | gsm8k, n=10 | exact_match,strict-match 0.00% | 0.00% (0/10, gsm8k) | none |
+| same | leaderboard_mmlu_pro_20250530_130644 | n=4 | acc,none 25.00% | 25.00% (1/4, selected_choice) | none |
+| same | leaderboard_math_prealgebra_hard_20250530_130837 | n=4 | exact_match,none 25.00% | 25.00% (1/4, math) | none |
+| same | leaderboard_math_num_theory_hard_20250401_081149 | n=1 | exact_match,none 0.00% | 100.00% (1/1, math) | +100 pt: the response boxes 44 (the gold), then rechecks and is cut mid-line; the leaderboard's filter reads only "Final Answer: The final answer is X", audit's `math` spec the last box |
+| same | leaderboard_ifeval (5 runs) | n=1-4 | inst_level_loose_acc | - | not compared: no audit spec grades instruction following |
 """
 
 from __future__ import annotations
@@ -44,11 +61,15 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*AUDIT, *args], capture_output=True, text=True, cwd=REPO)
 
 
-def _spec(pkg: Path, task: str) -> str:
+def _spec(pkg: Path, task: str) -> str | None:
     man = json.loads((pkg / "manifest.json").read_text())
     types = man["provenance"]["extra"]["import"].get("output_types", {})
     if types.get("multiple_choice"):
         return "selected_choice"
+    if "ifeval" in task:
+        return None  # instruction-following checks: no audit spec grades them
+    if "math" in task:
+        return "math"  # leaderboard_math_*_hard, minerva_math: a final answer, symbolic equivalence
     return "gsm8k" if task.startswith("gsm8k") else "exact"
 
 
@@ -71,10 +92,12 @@ def _tool_metric(pkg: Path) -> tuple[str, float | None, str]:
 
 def trial(folder: Path, source: str, work: Path) -> list[str]:
     out = work / folder.name
-    r = _run("import", "lm-eval", str(folder), "-o", str(out))
+    # --on-bad-row record: a file the importer refuses is listed, and the folder's other tasks still compared.
+    r = _run("import", "lm-eval", str(folder), "-o", str(out), "--on-bad-row", "record")
+    rows = [f"| {source} | - | - | - | - | not imported: {line.split(': ', 1)[1]} |"
+            for line in r.stdout.splitlines() if line.startswith("  not imported")]
     if r.returncode == 2:
-        return [f"| {source} | - | - | - | - | refused: {r.stderr.strip().removeprefix('audit: error: ')} |"]
-    rows = []
+        return [*rows, f"| {source} | - | - | - | - | refused: {r.stderr.strip().removeprefix('audit: error: ')} |"]
     for manifest in sorted(out.rglob("manifest.json")):
         pkg = manifest.parent
         man = json.loads(manifest.read_text())
@@ -83,8 +106,13 @@ def trial(folder: Path, source: str, work: Path) -> list[str]:
         n = man["provenance"]["extra"]["import"]["documents"]
         spec = _spec(pkg, task)
         verdicts = work / f"{pkg.name}-{abs(hash(str(pkg)))}.json"
-        g = _run("grade", str(pkg), "--benchmark", spec, "-o", str(verdicts), "-q")
         name, tool, where = _tool_metric(pkg)
+        if spec is None:
+            rel = pkg.relative_to(out).as_posix()
+            rows.append(f"| {source} | {rel} | {task}, n={n} | {name} {100 * (tool or 0):.2f}% | - | not compared: no "
+                        f"audit spec grades {task} |")
+            continue
+        g = _run("grade", str(pkg), "--benchmark", spec, "-o", str(verdicts), "-q")
         if g.returncode != 0:
             ours, diff = f"grade failed: {g.stderr.strip()}", "-"
         else:

@@ -117,11 +117,29 @@ def answer_whole(text: str, *, finish_reason: str | None = None) -> Extraction:
     return Extraction(None, RULE_NONE)
 
 
+_EQUATION_AFTER = re.compile(r"[ \t]*(?:[-−+*×x÷/=][ \t]*\$?[ \t]*[0-9(]|=)")
+"""What follows the number on a `####` line that holds an equation, not the answer alone (`#### 220 + 90 = 310`)."""
+
+
+@register("gsm8k.answer", "3", rules=("hash_line", "hash_line_equation", "last_number", "none"),
+          description="GSM8K: the whole number on the '####' line (2/3, -3, 1,000.5), its first number when the "
+                      "line holds an equation (marked weaker), else the last number")
+def answer_marked(text: str, *, finish_reason: str | None = None) -> Extraction:
+    # @2's reads exactly; a `####` line whose number an equation follows is read the same (as lm-eval's strict
+    # match reads it: `#### 220 + 90 + 60 = 370` gives 220) under its own rule, so the read is known to be weak.
+    got = answer_whole(text, finish_reason=finish_reason)
+    if got.rule == "hash_line" and got.span is not None and _EQUATION_AFTER.match(text, got.span[1]):
+        return Extraction(got.answer, "hash_line_equation", got.span)
+    return got
+
+
 RULE_WORDS = {
     "gsm8k.strict_match": {"strict_match": "the first '#### N' (lm-eval strict-match)", "none": "no '#### N'"},
     "gsm8k.flexible_extract": {"flexible_extract": "the last number-like token (lm-eval flexible-extract)",
                                "none": "no number"},
     "gsm8k.answer": {"hash_line": "the '#### N' line", "last_number": "no '#### N': the last number",
+                     "hash_line_equation": "the first number of a '####' line that holds an equation ('#### 220 + "
+                                           "90 = 310' reads 220, as lm-eval's strict match does)",
                      "none": "no '#### N' and no number"},
 }
 """What each rule means, in words, per extractor name (shown by `audit grade` and `audit diff`)."""
@@ -129,6 +147,6 @@ RULE_WORDS = {
 RULE_STRENGTH = {
     "gsm8k.strict_match": {"strict_match": "format"},
     "gsm8k.flexible_extract": {"flexible_extract": "fallback"},
-    "gsm8k.answer": {"hash_line": "format", "last_number": "fallback"},
+    "gsm8k.answer": {"hash_line": "format", "hash_line_equation": "fallback", "last_number": "fallback"},
 }
 """How strong a read each answer rule is (see `audit.extractors.STRENGTHS`); rules that read no answer are absent."""

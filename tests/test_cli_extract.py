@@ -115,6 +115,8 @@ def test_extractors_lists_every_version(cli):
          "openai/simple-evals GPQA: first '(?i)Answer: X' anywhere (X may come back lowercase)"),
         ("gsm8k.answer", "1", "GSM8K: the '#### N' line, else the last number"),
         ("gsm8k.answer", "2", "GSM8K: the whole number on the '####' line (2/3, -3, 1,000.5), else the last number"),
+        ("gsm8k.answer", "3", "GSM8K: the whole number on the '####' line (2/3, -3, 1,000.5), its first number when "
+                              "the line holds an equation (marked weaker), else the last number"),
         ("gsm8k.flexible_extract", "b733598", "lm-eval gsm8k flexible-extract: the last number-like token"),
         ("gsm8k.strict_match", "b733598", "lm-eval gsm8k strict-match: the first '#### N'"),
         ("hle.choice_answer", "1", "HLE multiple choice: the letter on the last 'Answer:' line; cut responses give none"),
@@ -131,8 +133,9 @@ def test_extractors_lists_every_version(cli):
          "MMLU-Pro evaluate_from_apiX.py: last 'answer is (X)', else last 'Answer: X', else last A-J"),
         ("mmlu_pro.options", "1",
          "MMLU-Pro's official cascade over the item's own letters (A-L for MMLU-Pro+'s twelve options)"),
-        ("mmlu_pro.options", "2", "MMLU-Pro's official cascade over the item's own letters; an item without an option "
-                                  "count is not read (no A-J fallback)"),
+        ("mmlu_pro.options", "2",
+         "MMLU-Pro's official cascade over the item's own letters; an item without an option count is not read (no "
+         "A-J fallback)"),
         ("mmlu_pro.statements", "1",
          "MMLU-Pro answer statements only: the official 'answer is (X)', then 'Answer: X'; no fallback"),
         ("raw", "1", "The whole response, stripped (for packages of pre-extracted answers)"),

@@ -150,7 +150,7 @@ def test_the_lm_eval_reproductions_agree_item_by_item_where_the_filters_differ(t
     assert {r.item_id: (r.rule, r.answer, r.verdict) for r in spec.items} == {
         "0": ("hash_line", "18", "correct"), "1": ("last_number", "3", "correct"),
         "2": ("hash_line", "70,000", "correct"), "3": ("hash_line", "12", "correct")}
-    assert (spec.extractor.key, spec.grader.key) == ("gsm8k.answer@2", "gsm8k.numeric@2")
+    assert (spec.extractor.key, spec.grader.key) == ("gsm8k.answer@3", "gsm8k.numeric@2")
 
 
 def test_a_fraction_is_read_whole_and_never_credited_for_its_numerator(tmp_path, cli):
@@ -172,3 +172,21 @@ def test_a_fraction_is_read_whole_and_never_credited_for_its_numerator(tmp_path,
     old, _ = _grade(cli, tmp_path, path, "--extractor", "gsm8k.answer@1", "--grader", "gsm8k.numeric@1",
                     name="v1.json", filt="strict-match")
     assert {r.item_id: (r.answer, r.verdict) for r in old.items}["0"] == ("2", "correct")  # the false credit @1 kept
+
+
+def test_a_hash_line_holding_an_equation_is_a_weak_read(tmp_path, cli):
+    """Issue 31 item 7: `#### 220 + 90 + 60 = 370` is read 220, as lm-eval's strict match reads it, but was marked
+    as strong as a plain `#### N`. gsm8k.answer@3 reads the same under its own rule, of strength `fallback`, so
+    `audit grade` says the figure rests on it."""
+    doc = {"question": "How many tickets in all?", "answer": "220 + 90 + 60 = 370\n#### 370"}
+    prompt = f"Question: {doc['question']}\nAnswer:"
+    path = tmp_path / "samples_gsm8k_equation.jsonl"
+    path.write_text(json.dumps(_record(0, doc, prompt, " They sold 220, 90 and 60.\n#### 220 + 90 + 60 = 370",
+                                       "strict-match"), ensure_ascii=False) + "\n", encoding="utf-8")
+    spec, lm_eval = _grade(cli, tmp_path, path, filt="strict-match")
+    assert lm_eval == {"0": 0.0}  # strict-match reads 220 too
+    (row,) = spec.items
+    assert (row.answer, row.rule, row.verdict) == ("220", "hash_line_equation", "incorrect")
+    from audit import extractors
+
+    assert extractors.get("gsm8k.answer@3").strength("hash_line_equation") == "fallback"

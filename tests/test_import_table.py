@@ -378,3 +378,20 @@ def test_same_input_gives_same_package(cli, tmp_path, monkeypatch):
 def test_every_import_command_has_help(cli, command):
     r = cli("import", *command, "--help")
     assert r.code == 0 and r.out.startswith(f"Usage: audit import {' '.join(command)}".rstrip())
+
+
+def test_an_options_column_fills_the_choices_and_a_dict_of_letters_is_read_in_order(cli, tmp_path):
+    # Issue 31 item 8: a dict-valued `options` column (letter -> text) was dropped without a word.
+    src = tmp_path / "q.jsonl"
+    src.write_text('{"id": "q1", "answer": "B", "options": {"A": "x", "B": "y", "C": "z"}}\n'
+                   '{"id": "q2", "answer": "A", "options": ["u", "v"]}\n', encoding="utf-8")
+    r = cli("import", "table", src, "--kind", "items", "--map", "item_id=id", "--map", "reference=answer",
+            "-o", tmp_path / "items")
+    assert r.code == 0, r.err
+    rows = [json.loads(x) for x in (tmp_path / "items" / "items.jsonl").read_text().splitlines()]
+    assert [r["choices"] for r in rows] == [["x", "y", "z"], ["u", "v"]]
+    src.write_text('{"id": "q1", "answer": "B", "options": {"1": "x", "2": "y"}}\n', encoding="utf-8")
+    r = cli("import", "table", src, "--kind", "items", "--map", "item_id=id", "--map", "reference=answer",
+            "-o", tmp_path / "bad")
+    assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field options: the options column maps 1, 2 to "
+                                  f"texts: expected the letters A, B, C, ... in order (or --map choices=EXPR)\n")

@@ -85,3 +85,22 @@ def test_without_options_every_row_is_an_error_never_a_silent_wrong(cli, tmp_pat
     assert {(r["verdict"], r["status"], r["rule"]) for r in rows} == {("ungraded", "error", "no_options")}
     assert rows[0]["reason"] == ("the item records no option count, and the extractor reads only the item's own "
                                  "letters: not graded (import the items with their options)")
+
+
+def test_a_grading_that_is_mostly_error_rows_says_so_in_grade_show_and_diff(cli, tmp_path, plus_docs):
+    # Issue 31 item 6: 193 of 200 rows `error` printed a headline of 85.71% (6/7) with no word; here 7 of 9.
+    records = _records(plus_docs)
+    for rec in records[2:]:
+        rec["doc"].pop("options")
+    src = write_samples(tmp_path / "samples_mmlu_pro_plus_mixed_2025-01-01T00-00-00.jsonl", records)
+    assert cli("import", "lm-eval", src, "--benchmark", "mmlu_pro_plus", "-o", tmp_path / "mixed",
+               "--no-hash-check").code == 0
+    r = cli("grade", tmp_path / "mixed", "--benchmark", "mmlu_pro_plus", "-o", tmp_path / "mixed.json")
+    assert r.code == 0, r.err
+    note = ("7 of 9 rows (77.78%) are error rows, not graded: `accuracy` counts only the 2 graded; the spec may not "
+            "fit these items or responses (each error row's reason says why)")
+    assert f"warning: {note}" in r.out.splitlines()
+    assert f"warning: {note}" in cli("show", tmp_path / "mixed.json").out.splitlines()
+    _, kept = _grade(cli, tmp_path, _records(plus_docs), "kept")
+    d = cli("diff", tmp_path / "kept.json", tmp_path / "mixed.json", "--allow-different-responses")
+    assert f"- note: NEW: {note}" in d.out.splitlines(), d.out

@@ -51,7 +51,8 @@ def test_a_folder_of_such_files_is_found_and_acc_norm_only_tasks_are_chosen_by_a
         shutil.copy(f, d / f.name)
     r = cli("import", "lm-eval", d, "-o", tmp_path / "out")
     assert (r.code, r.err) == (0, ""), r.err
-    assert "  multiple-choice samples chosen by acc_norm (the results file logs acc_norm, not acc)" in r.out.splitlines()
+    chosen = "  multiple-choice samples chosen by acc_norm (the results file logs acc_norm, not acc)"
+    assert chosen in r.out.splitlines()
     for task, want in (("arc_easy", (9, 10)), ("leaderboard_bbh_causal_judgement", (6, 10))):
         out = tmp_path / f"{task}.json"
         assert cli("grade", tmp_path / "out" / task, "--benchmark", "selected_choice", "-o", out, "-q").code == 0

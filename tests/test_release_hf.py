@@ -81,3 +81,33 @@ def test_the_leak_check_applies_unchanged(graded, cli):
     r = cli("release", d / "planted.json", "-o", d / "hf", "--format", "hf")
     assert r.code == 2 and r.out == "" and "field reason: leak: " in r.err
     assert not (d / "hf").exists() and not [p for p in d.iterdir() if p.name.startswith(".hf")]
+
+
+def test_the_dataset_card_s_own_instructions_run_as_written(graded, cli):
+    # Issue 31 item 5: the card says `audit validate DIR` and `audit verify-release DIR --items ITEMS`; both failed
+    # on DIR (they worked on DIR/release only), and a responses package that keeps its items was refused as ITEMS.
+    d, _, _ = graded
+    out = d / "hf"
+    assert cli("release", d / "results.json", "-o", out, "--format", "hf").code == 0
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "`audit validate DIR`" in card and "`audit verify-release DIR --items ITEMS`" in card
+    r = cli("validate", out)
+    assert r.code == 0, r.out
+    assert r.out.splitlines()[0] == (f"note: {out} is a Hugging Face dataset folder (audit release --format hf): "
+                                     f"validating {out / 'release'}")
+    assert r.out.splitlines()[1].startswith("valid: release package ")
+    assert cli("verify-release", out, "--items", d / "items").code == 0
+    keeps = d / "responses_with_items"
+    build_package(keeps, kind="responses", tables=[
+        Table("responses.jsonl", "response_row.v1", iter([SourceRow("<test>", 1, {"item_id": "pub-1", "response": "x"})])),
+        Table("items.jsonl", "item_row.v1", (SourceRow("<test>", i + 1, o) for i, o in enumerate(
+            [{"item_id": "pub-1", "reference": "A", "num_choices": 4}, {"item_id": "pub-2", "reference": "C",
+                                                                      "num_choices": 4},
+             {"item_id": "sec-1", "reference": "B", "num_choices": 4, "question": QUESTION, "protected": True}])))],
+        benchmark="mix")
+    r = cli("verify-release", out, "--items", keeps)
+    assert r.code == 0, r.out + r.err
+    r = cli("verify-release", out, "--items", d / "responses")  # no item rows at all: one line
+    assert r.code == 2 and r.err == (f"audit: error: {d / 'responses'}: is a 'responses' package holding no item rows: "
+                                     f"give the items (an items package, or an imported responses package, which "
+                                     f"keeps them)\n")

@@ -111,6 +111,11 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
         if fit is not None:
             for line in fit_lines(fit):
                 click.echo(line)
+        from audit.summary import error_share_note
+
+        errors = error_share_note(vf.summary)
+        if errors is not None:
+            click.echo(f"warning: {errors}")
     return 0
 
 

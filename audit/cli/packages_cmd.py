@@ -64,6 +64,14 @@ def validate(path: Path) -> int:
     from audit.packages.layout import digest_scope, package_digest
     from audit.packages.validate import unpacked, validate_tree
 
+    if path.is_dir() and not (path / "manifest.json").exists() and (path / "release" / "manifest.json").is_file():
+        from audit.release.models import release_package_dir  # (only then: the release package loads a lot)
+
+        if (inner := release_package_dir(path)) != path:
+            click.echo(f"note: {path} is a Hugging Face dataset folder (audit release --format hf): validating "
+                       f"{inner}")
+            path = inner
+
     # One validation: "valid" and the digest it prints describe the bytes that were checked (a second
     # pass could read files swapped in after the first).
     with unpacked(path) as (root, problems):

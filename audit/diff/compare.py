@@ -267,6 +267,12 @@ def _diff(old: _Side, new: _Side) -> DiffResult:
         cause_counts.append(CauseCount(cause=cause, rows=int(mask.sum()),
                                        transitions={str(k): int(v) for k, v in zip(keys, counts, strict=True)}))
 
+    from audit.summary import error_share_note
+
+    for label, side in (("OLD", old), ("NEW", new)):
+        errors = error_share_note(side.header.summary)
+        if errors is not None:  # a figure that moved because one side graded almost nothing is no finding
+            notes.append(f"{label}: {errors}")
     subjects = _subjects(old, new, changed, notes)
     strengths, fallback = _strengths(old, new, both, changed)
     return DiffResult(

@@ -212,6 +212,10 @@ class TableImport:
             if name not in out and name != "extra" and name in obj:
                 out[name] = coerce(obj[name], self.types[name], int_to_text=name in INT_TO_TEXT)
                 used.add(name)
+        if "choices" in self.types and "choices" not in out and "options" in obj and "options" not in used:
+            # MMLU-Pro and its kin name the options `options`: read them, never drop them unsaid.
+            out["choices"] = _options(obj["options"], label, row)
+            used.add("options")
         if "extra" in obj and isinstance(obj["extra"], dict):
             used.add("extra")
             for k, v in obj["extra"].items():
@@ -258,6 +262,23 @@ def table_output(src_path: str, out: Any, spec: TableSpec, *, gzip: bool = False
                     lambda: imp.provenance(provenance, model=model, engine=engine),
                     benchmark=benchmark, package_id=package_id)
     return output, imp
+
+
+def _options(value: Any, label: str, row: int) -> list[str]:
+    """An `options` column as the item's choices: a list of texts, or a mapping from the letters A, B, C, ... in
+    order to texts (a dict-valued column was dropped without a word); anything else is one error line."""
+    from audit.models import LETTERS
+
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    if isinstance(value, dict) and value and all(isinstance(v, str) for v in value.values()):
+        keys = list(value)
+        if keys == list(LETTERS[:len(keys)]):
+            return list(value.values())
+        raise AuditError(f"the options column maps {', '.join(map(str, keys[:6]))} to texts: expected the letters "
+                         f"A, B, C, ... in order (or --map choices=EXPR)", path=label, row=row, field="options")
+    raise AuditError(f"the options column holds {type(value).__name__}, not a list of option texts (--map "
+                     f"choices=EXPR, or --drop options with --keep-extra)", path=label, row=row, field="options")
 
 
 _NO_VERDICTS = (", with no `correct` or `verdict` column; name the columns that hold them: `audit import verdicts "

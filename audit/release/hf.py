@@ -24,10 +24,10 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.release.build import build_release
-from audit.release.models import DATA_FILE, INFO_FILE, README_FILE, ROWS_FILE
+from audit.release.models import DATA_FILE, HF_RELEASE_DIR, INFO_FILE, README_FILE, ROWS_FILE
 from audit.release.render import render_card
 
-RELEASE_DIR = "release"
+RELEASE_DIR = HF_RELEASE_DIR
 COLUMNS = ("item_id", "sample", "verdict", "status", "protected", "attempt", "answer", "rule", "reason", "reference")
 """`release_row.v1`'s fields, in its order: every row gets every column (null where a protected row has none)."""
 

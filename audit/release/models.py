@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -19,6 +20,18 @@ rows, far past any benchmark's items times samples."""
 INFO_FILE = "release.json"
 README_FILE = "README.md"
 DATA_FILE = "data/verdicts.parquet"
+HF_RELEASE_DIR = "release"
+"""The folder of a Hugging Face dataset folder (`audit release --format hf`) that holds the release package."""
+
+
+def release_package_dir(path: Path) -> Path:
+    """`path`, or the release package inside it when `path` is a Hugging Face dataset folder that `audit release
+    --format hf` wrote (no manifest of its own, `release/manifest.json` and `data/verdicts.parquet` beside it):
+    its dataset card's `audit validate DIR` and `audit verify-release DIR` then read the release they name."""
+    if path.is_dir() and not (path / "manifest.json").exists() and (path / HF_RELEASE_DIR / "manifest.json").is_file() \
+            and (path / DATA_FILE).is_file():
+        return path / HF_RELEASE_DIR
+    return path
 """The Parquet file of `audit release --format hf`, which its dataset card names (audit.release.hf)."""
 LeakTransforms = Literal["leakcheck@1", "leakcheck@2"]
 """The named lists of transformations of audit.leaks a release can record."""

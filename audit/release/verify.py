@@ -154,7 +154,11 @@ def _ids(v: VerifyContext) -> Check:
     """ids: every item id of the release is one of the holder's (salted ids: under the salt given)."""
     rows, info, n_items = v.rows, v.info, v.n_items
     # Map the holder's items into the release's id scheme.
-    with open_package(v.items, kind="items") as ipkg:
+    # An items package, or a responses package that keeps its items (what every importer writes).
+    with open_package(v.items) as ipkg:
+        if not ipkg.files("item_row.v1"):
+            raise AuditError(f"is a {ipkg.kind!r} package holding no item rows: give the items (an items package, "
+                             f"or an imported responses package, which keeps them)", path=str(v.items))
         v.holder = holder = {it.item_id: it for it in ipkg.iter_rows("item_row.v1")}
         v.holder_digest = ipkg.digest
     legacy = ""
@@ -333,7 +337,9 @@ inference; release.json is reported only when it does not follow release_info.v1
 def verify_release(release: str | Path, items: str | Path, *, salt: str | None = None,
                    responses: str | Path | None = None) -> list[Check]:
     """Check a release against the holder's own copy of the items (see VERIFY_STEPS)."""
-    context = VerifyContext(Path(release), items, salt, responses)
+    from audit.release.models import release_package_dir
+
+    context = VerifyContext(release_package_dir(Path(release)), items, salt, responses)
     checks: list[Check] = []
     for step in VERIFY_STEPS:
         try:
