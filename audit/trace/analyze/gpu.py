@@ -60,6 +60,14 @@ def _no_gpu_activity(c: _Collected, file: str) -> str:
     return f"{what}: a CPU-only trace (it holds {held}){hint}"
 
 
+def _device_label(device: int, name: Any, options: TraceOptions) -> str:
+    """`ID: NAME` from deviceProperties; `ID` where it names none (analysis 3: also where the name is blank, as
+    ROCm traces can write it)."""
+    if isinstance(name, str) and (name.strip() or options.analysis < 3):
+        return f"{device}: {name}"
+    return f"{device}"
+
+
 def trace_info(c: _Collected, gpu: GpuEvents, options: TraceOptions) -> TraceInfo:
     meta = c.metadata
     dist: dict[str, Any] = meta["distributedInfo"] if isinstance(meta.get("distributedInfo"), dict) else {}
@@ -69,9 +77,7 @@ def trace_info(c: _Collected, gpu: GpuEvents, options: TraceOptions) -> TraceInf
     return TraceInfo(
         kineto_schema_version=int_or_none(meta.get("schemaVersion")),
         rank=int_or_none(dist.get("rank")), world_size=int_or_none(dist.get("world_size")),
-        devices=[f"{d}: {name}" if isinstance(name := props.get(d), str) and (name.strip() or options.analysis < 3)
-                 else f"{d}"
-                 for d in sorted(set(gpu.dev.tolist()))],
+        devices=[_device_label(d, props.get(d), options) for d in sorted(set(gpu.dev.tolist()))],
         events=c.events, events_by_category=dict(sorted(c.categories.items())),
         kernels=int(is_kernel.sum()), memcpy=int((gpu.cat == MEMCPY).sum()), memset=int((gpu.cat == MEMSET).sum()),
         kernel_us=us(int(gpu.dur[is_kernel].sum())), kernel_names=len(set(gpu.name[is_kernel].tolist())))
