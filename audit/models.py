@@ -104,8 +104,11 @@ class Subject(Record):
     model: str = Field(pattern=PUBLIC_MODEL_NAME.pattern)
     """The model by its public name, `owner/name` as published (e.g. `Qwen/Qwen3-30B-A3B-FP8`); never a
     local path. With random weights it names the shape that was served, not trained weights."""
-    model_config_sha256: str = Field(pattern=_SHA256.pattern)
-    """sha256 of the exact config.json that was served or read: which config, when a shape was rebuilt."""
+    model_config_sha256: str | None = Field(pattern=_SHA256.pattern)
+    """sha256 of the exact config.json that was served or read: which config, when a shape was rebuilt.
+    Null only with `model_config_unknown` saying why (a package rewritten from a run that kept no copy)."""
+    model_config_unknown: str | None = Field(default=None, min_length=1, exclude_if=lambda v: v is None)
+    """Why `model_config_sha256` is null; absent when it is known. `audit` commands always hash the config."""
     engine: str = Field(pattern=ENGINE_NAME)
     """The inference engine that ran the model, e.g. `vllm`."""
     engine_version: str = Field(min_length=1, max_length=64)
@@ -126,6 +129,12 @@ class Subject(Record):
         if owner in (".", "..") or name in (".", ".."):
             raise ValueError("a public model name, not a path")
         return v
+
+    @model_validator(mode="after")
+    def _config_or_why_not(self) -> Subject:
+        if (self.model_config_sha256 is None) == (self.model_config_unknown is None):
+            raise ValueError("give model_config_sha256, or model_config_unknown saying why it is not known")
+        return self
 
 
 class Provenance(Record):

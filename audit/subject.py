@@ -167,20 +167,13 @@ def resolve_subject(args: SubjectArgs, *, what: str, gpu_evidence: bool, default
     m = ENGINE.match(engine)
     if not m:
         raise AuditError(f"--engine {engine!r}: give NAME==VERSION, e.g. vllm==0.26.0")
+    from pydantic import ValidationError
+
     try:
         return Subject(model=args.model_name, model_config_sha256=config_sha256(config), engine=m.group(1),
                        engine_version=m.group(2), hardware=hardware, weights=weights,  # type: ignore[arg-type]
                        run=args.run)
-    except ValueError as e:  # pydantic's ValidationError
-        first = e.errors()[0] if hasattr(e, "errors") else None
-        field = first["loc"][0] if first else "subject"
-        raise AuditError(f"subject field {field}: {first['msg'] if first else e}") from None
+    except ValidationError as e:  # e.g. --run with a space, --hardware of 300 characters
+        first = e.errors()[0]
+        raise AuditError(f"subject field {first['loc'][0] if first['loc'] else 'subject'}: {first['msg']}") from None
 
-
-def describe(subject: Subject | None) -> str:
-    """One line for output: what the package says it measured."""
-    if subject is None:
-        return "subject: unattributed (no model, engine or run recorded)"
-    return (f"subject: {subject.model} (config sha256 {subject.model_config_sha256[:12]}…), "
-            f"{subject.engine} {subject.engine_version}, {subject.hardware}, {subject.weights} weights, "
-            f"run {subject.run}")

@@ -47,6 +47,7 @@ if [ "${DRY:-0}" = 1 ]; then
   FAKE_graphs='{"token_delay": 0.004}'; FAKE_eager='{"token_delay": 0.016}'
   FAKE_ngram='{"token_delay": 0.004, "bundle": [1, 3], "spec_k": 3}'
   START_S=5
+  HARDWARE=${HARDWARE:-1x NVIDIA H200 (DRY)}
 else
   WINDOWS=${WINDOWS:-3}; WINDOW_S=${WINDOW_S:-15}
   PROGRAM="{python} -m vllm.entrypoints.openai.api_server"
@@ -111,7 +112,9 @@ arm() {  # arm NAME EXTRA_SERVER_ARGS WITH_ANCHOR
   if [ "${DRY:-0}" = 1 ] && [ -n "${!fake_var:-}" ]; then launch="$launch --fake-config '${!fake_var}'"; fi
   local args=(--launch "$launch" --launch-program "$PROGRAM" --launch-timeout 300 --model "$MODEL"
               --arm "$name" -o "$WORK/$name" --prompt-tokens "$PROMPT_TOKENS" --max-tokens "$MAX_TOKENS"
-              --ignore-eos --windows "$WINDOWS" --window-s "$WINDOW_S" --warmup-requests 1 --force)
+              --ignore-eos --windows "$WINDOWS" --window-s "$WINDOW_S" --warmup-requests 1 --force
+              --model-name "${MODEL_NAME:-meta-llama/Llama-3.1-8B}" --weights random --run "${RUN:-h200-bench-$(date -u +%Y%m%d)}"
+              ${HARDWARE:+--hardware "$HARDWARE"})
   if [ "$anchor" = 1 ]; then
     args+=(--anchor "$BENCH_SERVE bench serve --backend vllm --base-url {url} --model {model} --tokenizer {model}
       --dataset-name random --random-input-len {prompt_tokens} --random-output-len {max_tokens}

@@ -72,13 +72,22 @@ fi
 audit --version || exit 7
 if [ -n "${HBM_TBPS:-}" ]; then BW=(--hbm-tbps "$HBM_TBPS"); else BW=(--from-nvml); fi
 
+public_name() {  # what every floor package names as its model (its config's sha256 tells the variants apart)
+  case $1 in
+    llama-3.1-8b) echo meta-llama/Llama-3.1-8B ;; qwen3-30b-a3b*) echo Qwen/Qwen3-30B-A3B ;;
+    deepseek-v3*) echo deepseek-ai/DeepSeek-V3 ;; *) echo "unknown/$1" ;;
+  esac
+}
+[ -n "${HBM_TBPS:-}" ] && HARDWARE=${HARDWARE:-bandwidth given: $HBM_TBPS TB/s}
+
 run() {  # NAME CONFIG [--dtype-mix MIX]
   local name=$1 config=$2; shift 2
   step "$name"
   rm -rf "$WORK/ckpt/$name" "$WORK/$name"
   "$PY" scripts/make_header_only_checkpoint.py "$config" "$WORK/ckpt/$name" "$@" || return 1
   audit floor "$WORK/ckpt/$name" "${BW[@]}" --gpus "$GPUS" --context "$CONTEXT" -o "$WORK/$name" \
-    --id "floor-$name" || return 1
+    --id "floor-$name" --model-name "$(public_name "$name")" --engine "${ENGINE:-vllm==0.26.0}" \
+    --run "${RUN:-h200-floor-$(date -u +%Y%m%d)}" ${HARDWARE:+--hardware "$HARDWARE"} || return 1
   audit floor-check "$WORK/$name" || return 1
   audit bundle "$WORK/$name" -o "$OUTDIR/floor-$name.tar.gz" && ls -la "$OUTDIR/floor-$name.tar.gz"
 }

@@ -81,6 +81,14 @@ for d in "$SHAPES_DIR"/*/; do
 done
 sha256sum "$SHAPES_DIR"/*/config.json "$SHAPES_DIR"/*/tokenizer.json 2>/dev/null
 
+public_name() {  # the public name of each shape (what every package names as its subject)
+  case $1 in
+    qwen3-next-80b-a3b-fp8) echo Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 ;; glm-4.5-air-fp8) echo zai-org/GLM-4.5-Air-FP8 ;;
+    qwen3-30b-a3b) echo Qwen/Qwen3-30B-A3B ;; mimo-7b) echo XiaomiMiMo/MiMo-7B-RL ;; *) echo "unknown/$1" ;;
+  esac
+}
+[ "${DRY:-0}" = 1 ] && HARDWARE=${HARDWARE:-1x NVIDIA H200 (DRY)}
+
 # arm SHAPE NAME EXTRA: one audit bench throughput run; 0 when it wrote its package
 arm() {
   local shape=$1 name=$2 extra=$3 need budget pkg="$WORK/$2" follow
@@ -100,7 +108,9 @@ arm() {
   timeout --signal=TERM --kill-after=20 "$(( budget - 5 ))" audit bench throughput --launch "$launch" \
     --launch-program "$PROGRAM" --launch-timeout "$(( budget - 30 - WINDOWS * WINDOW_S ))" \
     --model "$WORK/models/$shape" --arm "$name" -o "$pkg" --prompt-tokens "$PROMPT_TOKENS" \
-    --max-tokens "$MAX_TOKENS" --ignore-eos --windows "$WINDOWS" --window-s "$WINDOW_S" --warmup-requests 1 --force
+    --max-tokens "$MAX_TOKENS" --ignore-eos --windows "$WINDOWS" --window-s "$WINDOW_S" --warmup-requests 1 --force \
+    --model-name "$(public_name "$shape")" --weights random --run "${RUN:-h200-moe-$(date -u +%Y%m%d)}" \
+    ${HARDWARE:+--hardware "$HARDWARE"}
   local rc=$?
   sleep 1; kill "$follow" 2>/dev/null; wait "$follow" 2>/dev/null
   echo "rc=$rc"

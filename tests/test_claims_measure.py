@@ -396,7 +396,7 @@ def test_an_edited_summary_that_was_rehashed_and_repinned_is_caught_by_the_recom
     pkg = tmp_path / "evidence-h200-bench" / "graphs"
     edit(pkg / "summary.json", '"mean": 203.95555555555555', '"mean": 240.0')
     rehash(pkg, "summary.json")
-    new = repin(ledger, pkg, "d45986f960d774e1327b0ef9b011f4d2145b32d65b18bfd69d9f6d3bf60b6fe8")
+    new = repin(ledger, pkg, "48f00cfa4a903291d282ff9d5d10d9ff63affa0cc293aaa89064a66d0c7cd3b3")
     monkeypatch.chdir(tmp_path)
     r = cli("verify", ledger.name)
     assert r.code == 1
@@ -407,7 +407,7 @@ def test_an_edited_summary_that_was_rehashed_and_repinned_is_caught_by_the_recom
         lines = r.out.split(f"\n{cid} does not survive: ", 1)[1].split("\n\n")[0].splitlines()
         assert lines[2] == ("  cannot recompute: evidence-h200-bench/graphs/summary.json: differs from the figures "
                             "recomputed from the rows: tok_s.mean: stored 240.0, recomputed 203.95555555555555")
-    assert new != "d45986f960d774e1327b0ef9b011f4d2145b32d65b18bfd69d9f6d3bf60b6fe8"
+    assert new != "48f00cfa4a903291d282ff9d5d10d9ff63affa0cc293aaa89064a66d0c7cd3b3"
 
 
 @pytest.mark.slow
@@ -446,7 +446,7 @@ def test_a_floor_bundle_whose_floor_is_another_shapes_is_caught_by_floor_check(c
     # it validates and matches the ledger, but the floor recomputed from its headers is Llama's.
     ledger = copy_shipped(tmp_path)
     bundled = _rebundle_with(tmp_path, LLAMA, "floor-qwen3-30b-a3b", ("floor.json", "floor.txt"))
-    repin(ledger, bundled, "0e529a4e6233d325c8379cee26a9a4136d04103adece571cea33385d9115b71f")
+    repin(ledger, bundled, "5fcd6f5f39e7901c5f22c72ca783326e70febaa72600f29003d70767d620824f")
     monkeypatch.chdir(tmp_path)
     r = cli("verify", ledger.name)
     assert r.code == 1
@@ -466,7 +466,7 @@ def test_an_edited_profile_summary_is_caught_by_recomputing_its_trace(cli, tmp_p
     assert text.count('"median": 436.0') == 2
     summary.write_text(text.replace('"median": 436.0', '"median": 1529.0'), encoding="utf-8")
     rehash(pkg, "summary.json")
-    repin(ledger, pkg, "82e54bca16ee0055aa4d2f8fedb10daf414ed8aedd05812cbc802986eec5bfc6")
+    repin(ledger, pkg, "91b288c4470cea88ace457c12e12230880fa3d499c3f1cb0939e03601d03a384")
     monkeypatch.chdir(tmp_path)
     r = cli("verify", ledger.name)
     assert r.code == 1
@@ -515,5 +515,5 @@ def test_the_memo_never_outlives_the_content(tmp_path):
     bundled = _rebundle_with(tmp_path, LLAMA, "floor-qwen3-30b-a3b", ("checkpoint/config.json",))
     write_ledger(tmp_path, [claim("F", 319.0, "tok/s", "floor.tok_s", {"package": LLAMA}, tol=0.05)])
     (check,) = verify(ledger).claims
-    assert digest(bundled) != "0e529a4e6233d325c8379cee26a9a4136d04103adece571cea33385d9115b71f"
+    assert digest(bundled) != "5fcd6f5f39e7901c5f22c72ca783326e70febaa72600f29003d70767d620824f"
     assert check.reasons[0].startswith(f"cannot recompute: {PACKAGE_PATHS[LLAMA]}: ")

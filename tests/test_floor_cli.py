@@ -228,6 +228,7 @@ def test_from_nvml_without_a_subject_is_refused_before_reading(cli, tmp_path, mo
     (("--model-name", ".dev/tiny-llama"), "--model-name '.dev/tiny-llama': give the model's public name OWNER/NAME "
                                           "(e.g. Qwen/Qwen3-30B-A3B-FP8), not a local path"),
     (("--engine", "vllm 0.26.0"), "--engine 'vllm 0.26.0': give NAME==VERSION, e.g. vllm==0.26.0"),
+    (("--run", "my run"), "subject field run: String should match pattern '^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$'"),
 ])
 def test_subject_flags_are_checked(cli, tmp_path, monkeypatch, flags, message):
     _fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 5120, 2619)])
