@@ -290,6 +290,10 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "succeeded"),
     ("names.lm-eval-force-outside", "--force replacing a user's package outside -o through a task name ../victim",
      "issue", "succeeded"),
+    ("bounds.eval-member-declared-small", "an inspect .eval member (deflate or zstd) declaring 6,000 bytes that "
+                                          "expands to 2 GiB", "issue", "succeeded"),
+    ("bounds.inspect-json-huge", "an inspect .json log of any size read whole (400 MB at 971 MB)", "issue",
+     "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}
