@@ -294,6 +294,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
                                           "expands to 2 GiB", "issue", "succeeded"),
     ("bounds.inspect-json-huge", "an inspect .json log of any size read whole (400 MB at 971 MB)", "issue",
      "succeeded"),
+    ("bounds.map-format-width", "--map format widths and precisions ({qid:>1500000000}, {n:.900000000f}) "
+                                "building gigabytes", "issue", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

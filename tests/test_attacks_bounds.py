@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import zlib
 
 import pytest
@@ -311,3 +312,26 @@ def test_an_inspect_json_log_past_its_cap_is_refused_from_its_size(tmp_path):
                                            f"than the {MAX_JSON_LOG_BYTES:,} read (inspect_ai holds it whole, "
                                            "several times over); convert it with `inspect log convert --to eval`\n")
     assert not (tmp_path / "out").exists()
+
+
+@attack("bounds.map-format-width")
+@pytest.mark.parametrize("template", ["{id:>1500000000}", "{n:.900000000f}", "{n:0900000000d}", "{id:_^2000}",
+                                      "{n:,.1001f}"])
+def test_map_format_widths_and_precisions_are_capped(tmp_path, template):
+    src = tmp_path / "r.jsonl"
+    src.write_text(json.dumps({"id": "a", "text": "x", "n": 7}) + "\n", encoding="utf-8")
+    r = audit_jailed("import", "table", src, "-o", tmp_path / "pkg", "--kind", "responses", "--map",
+                     f"item_id={template}", "--map", "response=text",
+                     setup="import resource; resource.setrlimit(resource.RLIMIT_AS, (1200 << 20, 1200 << 20))")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "MemoryError" not in r.stderr
+    assert r.stderr == (f"audit: error: --map item_id: bad template {template!r}: a format width or precision "
+                        "over 1,000\n")
+    assert not (tmp_path / "pkg").exists()
+
+
+def test_map_format_specs_under_the_cap_still_format(cli, tmp_path):
+    src = tmp_path / "r.jsonl"
+    src.write_text(json.dumps({"id": "a", "text": "x", "n": 7}) + "\n", encoding="utf-8")
+    r = cli("import", "table", src, "-o", tmp_path / "pkg", "--kind", "responses", "--map",
+            "item_id={id}-{n:03d}-{n:.2f}-{id:>5}", "--map", "response=text")
+    assert r.code == 0, r.err
