@@ -296,6 +296,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "succeeded"),
     ("bounds.map-format-width", "--map format widths and precisions ({qid:>1500000000}, {n:.900000000f}) "
                                 "building gigabytes", "issue", "succeeded"),
+    ("bounds.uneven-samples-cost", "one item with 200,000 samples: a figure per sample index (10x the time and "
+                                   "memory of the same rows over items)", "issue", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}
