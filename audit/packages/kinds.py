@@ -77,6 +77,12 @@ class Kind:
     """`reader(pkg)`: the package read back, its figures recomputed (AuditError on a mismatch)."""
     viewer: Viewer | None = field(default=None, repr=False)
     """`viewer(view)`: the lines `audit show` prints for what `reader` gave."""
+    also_holds: tuple[str, ...] = ()
+    """Row schemas of other kinds that a package of this kind may also hold (a responses package, its items)."""
+
+    def holds(self, schema: str) -> bool:
+        """Whether a package of this kind may list a file of `schema` (its own, `also_holds`, or text)."""
+        return schema in self.rows or schema in self.documents or schema in self.also_holds or schema == "text"
 
     def schema_models(self) -> dict[str, type[BaseModel]]:
         """Every JSON Schema of the kind: its rows, documents and other documents, by schema id."""
@@ -279,7 +285,7 @@ def _held_rows_view(view: HeldRows) -> list[str]:
 RESPONSES = register_kind(Kind(
     "responses", "model responses: one row per (item, sample, attempt)",
     rows={"response_row.v1": ResponseRow}, row_keys={"response_row.v1": ("item_id", "sample", "attempt")},
-    extra=ResponsesExtra, reader=_held_rows, viewer=_held_rows_view), __name__)
+    extra=ResponsesExtra, reader=_held_rows, viewer=_held_rows_view, also_holds=("item_row.v1",)), __name__)
 
 ITEMS = register_kind(Kind(
     "items", "benchmark items: one row per item, with its reference answer",
