@@ -13,7 +13,6 @@ from __future__ import annotations
 import html
 import os
 import shutil
-import uuid
 from pathlib import Path
 
 from audit.claims import units
@@ -21,6 +20,7 @@ from audit.claims.plots import claim_plot
 from audit.claims.verify import ClaimCheck, Verification, recomputed_text, recorded_text
 from audit.errors import AuditError
 from audit.fileio import read_document
+from audit.outputs import staging_dir
 
 Plots = dict[str, tuple[str, tuple[int, int]]]
 """Claim id → (PNG file name, (width, height))."""
@@ -328,8 +328,7 @@ def write_page(v: Verification, out: str | os.PathLike[str]) -> list[str]:
         raise AuditError("parent directory does not exist", path=str(out.parent))
     _check_page_files(out)
     out.mkdir(exist_ok=True)
-    tmp = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
+    tmp = staging_dir(out, "partial")
     try:
         plots: Plots = {}
         for c in v.claims:
