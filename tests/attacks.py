@@ -298,6 +298,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
                                 "building gigabytes", "issue", "succeeded"),
     ("bounds.uneven-samples-cost", "one item with 200,000 samples: a figure per sample index (10x the time and "
                                    "memory of the same rows over items)", "issue", "succeeded"),
+    ("claims.md-ledger-html", "claims.md carries a ledger's <script>, <img onerror> and javascript: links raw",
+     "issue", "succeeded"),
     ("writes.killed-partial-left", "kill -9 during release (a package write) leaves hidden .NAME.partial-* "
                                    "folders behind for good", "issue", "succeeded"),
     ("kinds.responses-relabelled-items", "a responses package relabelled `kind: items` validates", "issue",
