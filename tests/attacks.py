@@ -300,6 +300,9 @@ _TABLE: list[tuple[str, str, str, str]] = [
                                    "memory of the same rows over items)", "issue", "succeeded"),
     ("claims.md-ledger-html", "claims.md carries a ledger's <script>, <img onerror> and javascript: links raw",
      "issue", "succeeded"),
+    ("output.lookalike-key", "a look-alike policy key (Cyrillic а) printed unescaped", "issue", "succeeded"),
+    ("output.long-argument-echo", "a 100,000-character argument echoed whole in an error line", "issue",
+     "succeeded"),
     ("writes.killed-partial-left", "kill -9 during release (a package write) leaves hidden .NAME.partial-* "
                                    "folders behind for good", "issue", "succeeded"),
     ("kinds.responses-relabelled-items", "a responses package relabelled `kind: items` validates", "issue",
