@@ -303,6 +303,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
     ("output.lookalike-key", "a look-alike policy key (Cyrillic а) printed unescaped", "issue", "succeeded"),
     ("output.long-argument-echo", "a 100,000-character argument echoed whole in an error line", "issue",
      "succeeded"),
+    ("bench.no-token-stream", "bench throughput on a stream that never sends a token but never goes silent "
+                              "(comment lines, empty deltas with 0 completion tokens) hangs", "issue", "succeeded"),
     ("writes.killed-partial-left", "kill -9 during release (a package write) leaves hidden .NAME.partial-* "
                                    "folders behind for good", "issue", "succeeded"),
     ("kinds.responses-relabelled-items", "a responses package relabelled `kind: items` validates", "issue",

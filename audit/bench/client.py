@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from audit.bench.clock import RunClock
-from audit.generate.openai_http import Malformed, OpenAIServer, Rejected, ServerError, Transient
+from audit.generate.openai_http import Malformed, NoProgress, OpenAIServer, Rejected, ServerError, TokenProgress, Transient
 
 PATH = "/v1/completions"
 
@@ -75,7 +75,8 @@ def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunCloc
     last_event = t0
     done_tokens = 0
     final_usage: dict[str, Any] | None = None
-    events = server.stream(PATH, body, request_id=request_id)
+    progress = TokenProgress(stall_s)  # only a token is progress: comment lines and empty deltas are not
+    events = server.stream(PATH, body, request_id=request_id, progress=progress)
     try:
         for event in events:
             now = time.perf_counter()
@@ -105,6 +106,7 @@ def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunCloc
             if new < 0:
                 raise Malformed(f"POST {PATH}: usage.completion_tokens went down from {done_tokens} to {total}")
             if new:
+                progress.advance()
                 offset = round(now - t0, 6)
                 out.token_times.extend([offset] * new)
                 out.chunks += 1
@@ -129,7 +131,9 @@ def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunCloc
     except ServerError as e:
         out.ended = "error"
         silent = time.perf_counter() - last_event
-        if isinstance(e, Transient) and silent >= stall_s * 0.98:
+        if isinstance(e, NoProgress):
+            out.error = str(e)
+        elif isinstance(e, Transient) and silent >= stall_s * 0.98:
             out.error = f"stalled: no event for {silent:.1f} s (read timeout {stall_s:g} s)"
         else:
             out.error = str(e)
