@@ -204,7 +204,7 @@ def _member_chunks(method: int, raw: _Slice) -> Iterator[bytes] | None:
             import zstandard
         except ImportError:
             return None
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[arg-type]  # (any .read())
         return iter(lambda: reader.read(CHUNK), b"")
     return None
 

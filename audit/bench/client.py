@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from audit.bench.clock import RunClock
-from audit.generate.openai_http import Malformed, NoProgress, OpenAIServer, Rejected, ServerError, TokenProgress, Transient
+from audit.generate.openai_http import (
+    Malformed,
+    NoProgress,
+    OpenAIServer,
+    Rejected,
+    ServerError,
+    TokenProgress,
+    Transient,
+)
 
 PATH = "/v1/completions"
 
