@@ -305,6 +305,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "succeeded"),
     ("bench.no-token-stream", "bench throughput on a stream that never sends a token but never goes silent "
                               "(comment lines, empty deltas with 0 completion tokens) hangs", "issue", "succeeded"),
+    ("verdicts.self-contradicting-row", "import verdicts accepts `verdict: correct` with `status: no_answer` and "
+                                        "no answer", "issue", "succeeded"),
     ("writes.killed-partial-left", "kill -9 during release (a package write) leaves hidden .NAME.partial-* "
                                    "folders behind for good", "issue", "succeeded"),
     ("kinds.responses-relabelled-items", "a responses package relabelled `kind: items` validates", "issue",
