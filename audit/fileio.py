@@ -215,6 +215,12 @@ def zip_expansion_problem(fh: IO[bytes], infos: list[Any], limit: int) -> str | 
     it: 6,000 bytes declared, 2 GiB produced), or members producing more than `limit` together. Stored,
     deflate and zstd members are counted (inspect_ai writes zstd); another method is refused. `fh` is the
     archive, seekable; `infos` its zipfile.ZipInfo list. The one counted decompression for zip inputs."""
+    names: set[str] = set()
+    for info in infos:  # one name twice: zipfile reads the last copy, other readers the first
+        if info.filename in names:
+            return (f"zip archive holds a member named {info.filename!r} twice (readers disagree on which copy "
+                    "counts)")
+        names.add(info.filename)
     total = 0
     for info in infos:
         fh.seek(info.header_offset)

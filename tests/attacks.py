@@ -307,6 +307,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
                               "(comment lines, empty deltas with 0 completion tokens) hangs", "issue", "succeeded"),
     ("verdicts.self-contradicting-row", "import verdicts accepts `verdict: correct` with `status: no_answer` and "
                                         "no answer", "issue", "succeeded"),
+    ("import.eval-duplicate-member", "an inspect .eval holding one member name twice, read silently", "issue",
+     "succeeded"),
     ("writes.killed-partial-left", "kill -9 during release (a package write) leaves hidden .NAME.partial-* "
                                    "folders behind for good", "issue", "succeeded"),
     ("kinds.responses-relabelled-items", "a responses package relabelled `kind: items` validates", "issue",

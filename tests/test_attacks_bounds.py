@@ -335,3 +335,25 @@ def test_map_format_specs_under_the_cap_still_format(cli, tmp_path):
     r = cli("import", "table", src, "-o", tmp_path / "pkg", "--kind", "responses", "--map",
             "item_id={id}-{n:03d}-{n:.2f}-{id:>5}", "--map", "response=text")
     assert r.code == 0, r.err
+
+
+@attack("import.eval-duplicate-member")
+def test_an_eval_holding_one_member_name_twice_is_refused(tmp_path):
+    import warnings
+    import zipfile
+
+    pytest.importorskip("inspect_ai")
+    from tests.test_import_inspect import _write_log
+
+    with zipfile.ZipFile(_write_log(tmp_path / "logs", "eval")) as z:
+        members = [(n, z.read(n)) for n in z.namelist()]
+    name, data = next((n, d) for n, d in members if n.startswith("samples/"))
+    src = tmp_path / "run.eval"
+    with warnings.catch_warnings(), zipfile.ZipFile(src, "w", zipfile.ZIP_DEFLATED) as z:
+        warnings.simplefilter("ignore")  # (zipfile warns of the duplicate name, and writes it)
+        for n, d in [*members, (name, data.replace(b'"C"', b'"I"'))]:
+            z.writestr(n, d)
+    r = audit_jailed("import", "inspect", src, "-o", tmp_path / "out", timeout=120)
+    assert (r.returncode, r.stderr) == (2, f"audit: error: {src}: zip archive holds a member named {name!r} twice "
+                                           "(readers disagree on which copy counts)\n")
+    assert not (tmp_path / "out").exists()
