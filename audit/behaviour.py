@@ -115,6 +115,11 @@ def _real_cases(kind: str, where: Path) -> tuple[Case, ...]:
                 cases.append(Case("math_cot", f"{n}.{k}", (pred, r["answer"], None)))
         for n, r in _records("prm800k"):
             cases.append(Case("prm800k", str(n), (r["model_answer"], r["gold_answer"], None)))
+    elif kind in ("judge template", "judge parse rule"):
+        from audit.judge.cases import RULE_REPLIES, TEMPLATE_INPUTS
+
+        inputs: tuple[Any, ...] = TEMPLATE_INPUTS if kind == "judge template" else RULE_REPLIES
+        cases.extend(Case("judge", str(n), tuple(x)) for n, x in enumerate(inputs))
     else:
         raise ValueError(f"unknown kind {kind!r}")
     return tuple(cases)
@@ -171,8 +176,25 @@ def _run_grader(g: Any, inputs: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
     return [[by_task[t].correct, by_task[t].status, by_task[t].reason] for t in tasks]
 
 
+def _run_judge_template(t: Any, inputs: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
+    from audit.judge.templates import JudgeInput
+
+    return [[t.render(JudgeInput(*x)), t.body([], "m", {})] for x in inputs]
+
+
+def _run_parse_rule(rule: Any, inputs: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
+    from audit.judge.rules import Reply
+
+    out = []
+    for raw, logprobs, swapped in inputs:
+        p = rule.parse(Reply(raw, logprobs, swapped))
+        out.append([p.status, p.reason, p.parsed, p.preference])
+    return out
+
+
 _RUN: dict[str, Callable[[Any, Sequence[tuple[Any, ...]]], list[list[Any]]]] = {
-    "extractor": _run_extractor, "grader": _run_grader}
+    "extractor": _run_extractor, "grader": _run_grader, "judge template": _run_judge_template,
+    "judge parse rule": _run_parse_rule}
 
 
 def digest(cases: Sequence[Case], outputs: Sequence[Any]) -> str:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from audit.diff import diff_files, render_json, render_markdown
 from audit.diff.render import guessed_letter
 from audit.errors import AuditError
-from audit.fileio import write_atomic
+from audit.fileio import dumps_pretty, write_atomic
 from audit.grade import grade_package
 from audit.importers.verdicts import import_verdicts
 from audit.release import build_release
@@ -30,6 +31,8 @@ BENCHMARKS = ("math500", "mmlu_pro", "gpqa_diamond", "hle")
 DEFAULT_PACKAGES = Path(__file__).resolve().parent.parent / "packages" / "demo-lab-note"
 RELEASED = "gpqa_diamond"
 """The protected benchmark whose grading the demo releases."""
+AGENTIC = "agentic"
+"""The folder of the note's agentic packages (task-runs), under the demo's packages."""
 
 
 @dataclass
@@ -46,7 +49,7 @@ def _rate(correct: int, total: int) -> str:
     return f"{pct(correct / total)} ({correct}/{total})" if total else "n/a"
 
 
-def _answer(side: dict, width: int = 12) -> str:
+def _answer(side: dict[str, Any], width: int = 12) -> str:
     """The answer read, or the letter a random-guess row guessed."""
     guess = guessed_letter(side)
     return f"guess {guess}" if guess and side["answer"] is None else _cut(side["answer"], width)
@@ -123,12 +126,53 @@ def run_demo(packages: Path = DEFAULT_PACKAGES, out: Path = Path("out/demo")) ->
         f"{rel.info.protected_items} protected items published as verdict and status only; leak check passed.",
         f"Check any of it: audit reproduce {_rel(out)}/math500.json",
     ]
+    if (packages / AGENTIC).is_dir():
+        lines += ["", *_agentic_lines(packages / AGENTIC, out)]
     return lines
+
+
+def _agentic_lines(root: Path, out: Path) -> list[str]:
+    """The note's two agentic claims, recomputed: the paired ratio with the +40% retraction, and K=6 with the
+    sensitivity line (`audit compare-runs`, `audit show`)."""
+    from audit.taskruns import compare, render
+    from audit.taskruns.package import open_task_runs
+
+    with open_task_runs(root / "deepswe-baseline") as a, open_task_runs(root / "deepswe-mtp-k3") as b:
+        arms = (("baseline", a.runs, a.trials), ("mtp-k3", b.runs, b.trials))
+        dur = compare.compare(*arms)
+        turns = compare.compare(*arms, by="turns")
+    with open_task_runs(root / "deepswe-k6") as k6:
+        summary = k6.summary
+    write_atomic(out / "deepswe.compare.json", dumps_pretty(dur.model_dump(mode="json")))
+    r, rt = dur.ratio, turns.ratio
+    assert r is not None and rt is not None and r.t_interval and r.bootstrap_interval
+    (tpa,), (tpb,) = dur.a.throughput, dur.b.throughput
+    by = {m.policy: m for m in summary.mean}
+    excl = ", ".join(f"{k} {v}" for k, v in summary.exclusions.items())
+    change = f"{100 * (tpb.tasks_per_hour / tpa.tasks_per_hour - 1):+.0f}%"
+    return [
+        f"Agentic runs ({_rel(root)}; task-runs packages written for this demo):",
+        f"  DeepSWE, {r.n} tasks run once without speculation and once with MTP k=3 (audit compare-runs):",
+        f"    per-task duration ratio {r.geometric_mean:.2f}× (t 95% {r.t_interval.low:.2f}–{r.t_interval.high:.2f} "
+        f"on the logs; bootstrap {r.bootstrap_interval.low:.2f}–{r.bootstrap_interval.high:.2f}, seed {r.seed}); "
+        f"per turn {rt.geometric_mean:.2f}×",
+        f"    RETRACTED: {tpa.tasks_per_hour:.1f} → {tpb.tasks_per_hour:.1f} tasks/hour "
+        f"({change}): {tpa.tasks} tasks on {tpa.workers} workers, so each run's wall clock is its slowest task "
+        f"({tpa.wall_s:.0f} s, {tpb.wall_s:.0f} s); the {change} is one task's ratio",
+        *[f"    warning: {w}" for w in dur.warnings],
+        f"  DeepSWE K={len(by['counted'].values)} at T=1.0, seed ignored, {summary.tasks} tasks (audit show):",
+        f"    {'excluded left out':<29}{render.mean_words(by['left_out'])}",
+        f"    {'excluded counted as failures':<29}{render.mean_words(by['counted'])}",
+        f"    {sum(summary.exclusions.values())} trials excluded: {excl}",
+        *[f"    {n}" for n in summary.notes],
+        f"  Comparison: {_rel(out)}/deepswe.compare.json; check it: audit compare-runs {_rel(root)}/deepswe-baseline "
+        f"{_rel(root)}/deepswe-mtp-k3",
+    ]
 
 
 def _outputs() -> set[str]:
     """Names the demo writes directly under `--out`."""
-    names = {f"release-{RELEASED}"}
+    names = {f"release-{RELEASED}", "deepswe.compare.json"}
     for bench in BENCHMARKS:
         names |= {f"{bench}.recorded.json", f"{bench}.json", f"{bench}.diff.md", f"{bench}.diff.json"}
     return names

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pydantic
 
 
 def printable(text: str) -> str:
@@ -42,6 +47,51 @@ def one_line(e: BaseException) -> str:
     """The first line of an exception's message (its type's name when the message is empty)."""
     lines = str(e).strip().splitlines()
     return lines[0] if lines else type(e).__name__
+
+
+def short_repr(v: Any) -> str:
+    """`repr(v)`, cut to 60 characters (57 and `...`): how an error message shows a value."""
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One pydantic error in words: the field it is at and what is wrong there."""
+
+    loc: tuple[str | int, ...]
+    """Where, as pydantic gives it (`("files", 0, "path")`)."""
+    message: str
+    """`missing required field`, `unknown field`, or pydantic's message and the value it got."""
+
+    @property
+    def field(self) -> str | None:
+        """The location dotted (`files.0.path`); None for an error of the whole document."""
+        return ".".join(str(p) for p in self.loc) or None
+
+
+def error_words(error: Mapping[str, Any], noun: str = "field", *, quiet: Collection[str] = ()) -> str:
+    """One pydantic error (an entry of `ValidationError.errors()`) in words: `missing required {noun}`,
+    `unknown {noun}`, or its message (without pydantic's `Value error, `) followed by the value it got, cut
+    to 60 characters: not for a mapping, nor for the error types in `quiet`, whose message says what was wrong
+    (or whose value must not be quoted)."""
+    kind = error["type"]
+    if kind == "missing":
+        return f"missing required {noun}"
+    if kind == "extra_forbidden":
+        return f"unknown {noun}"
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    got = error.get("input")
+    if kind not in quiet and not isinstance(got, Mapping):
+        msg += f" (got {short_repr(got)})"
+    return msg
+
+
+def field_errors(err: pydantic.ValidationError, noun: str = "field", *,
+                 quiet: Collection[str] = ()) -> list[FieldError]:
+    """Every error of `err` in words (`error_words`), in pydantic's order: the one formatter of a pydantic
+    error, for every reader that turns one into a line."""
+    return [FieldError(tuple(e["loc"]), error_words(e, noun, quiet=quiet)) for e in err.errors(include_url=False)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from audit.errors import AuditError
+from audit.errors import AuditError, short_repr
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """Longest JSONL line read; longer lines are errors (responses cut at 65,536 tokens are well under 1 MB)."""
@@ -668,12 +668,6 @@ def json_differences(stored: Any, fresh: Any, where: str = "") -> list[str]:
             out += json_differences(a, b, f"{where}[{i}]")
         return out
     return [] if stored == fresh else [f"{where}: stored {short_repr(stored)}, recomputed {short_repr(fresh)}"]
-
-
-def short_repr(v: Any) -> str:
-    """`repr(v)`, cut to 60 characters (57 and `...`): how an error message shows a value."""
-    s = repr(v)
-    return s if len(s) <= 60 else s[:57] + "..."
 
 
 @contextmanager

@@ -43,5 +43,7 @@ def natural_order(item_ids: Sequence[str], samples: Sequence[int] | None = None)
     rank_of = {item_id: r for r, item_id in enumerate(ranked)}
     ranks = np.fromiter((rank_of[i] for i in item_ids), dtype=np.int64, count=len(item_ids))
     if samples is None:
-        return np.argsort(ranks, kind="stable").tolist()
-    return np.lexsort((np.asarray(samples, dtype=np.int64), ranks)).tolist()
+        order: list[int] = np.argsort(ranks, kind="stable").tolist()
+        return order
+    by_sample: list[int] = np.lexsort((np.asarray(samples, dtype=np.int64), ranks)).tolist()
+    return by_sample

@@ -14,7 +14,7 @@ the gold at letter k) passes every text check and still gives the key away. So e
 - `row order`: the item's position among the protected items in published order, modulo m
   (m = 2..8) and in b equal blocks (b = 2, 4, 8, 16): rows follow the ids, and ids can be
   chosen so that their sorted order groups the items by answer;
-- `random guess` (policy-derived): when the grading's policy is `no_answer=random-guess`, the
+- `random guess` (policy-derived): when the grading's policy is a guess (`random-guess`, `upstream-guess@964a136`), the
   guess `audit grade` drew for a row is recomputed from what the release publishes (its
   `guess_seed`, the published id and the sample); a `correct` verdict names the reference, an
   `incorrect` one rules a letter out. The feature is the set of letters left. Under dataset
@@ -90,16 +90,20 @@ class Guess:
 
     seed: int
     options: Mapping[str, int]
+    policy: str = "random-guess"
+    """`random-guess` (audit's per-item draw) or `upstream-guess@964a136` (one letter per option count)."""
 
 
 DEFAULT_OPTIONS = (4, 10)
 """Option counts tried for an item whose count is unknown (GPQA's 4, MMLU-Pro's 10)."""
 
 
-def draw(seed: int, item_id: str, sample: int, options: int) -> str:
-    """The letter `audit grade`'s random-guess policy draws (see audit.grade._guess: the same formula)."""
+def draw(seed: int, item_id: str, sample: int, options: int, policy: str = "random-guess") -> str:
+    """The letter `audit grade`'s guess policy draws (the formulas of audit.grade.decision.seeded_guess)."""
     import random
 
+    if policy == "upstream-guess@964a136":
+        return LETTERS[random.Random(seed).randint(0, options - 1)]
     return LETTERS[random.Random(f"{seed}:{item_id}:{sample}").randrange(options)]
 
 
@@ -142,7 +146,7 @@ def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = No
                 left = set(LETTERS[:k])
                 for sample, verdict, status in samples:
                     if status == "random_guess" and verdict in ("correct", "incorrect"):
-                        g = draw(guess.seed, item, sample, k)
+                        g = draw(guess.seed, item, sample, k, guess.policy)
                         left = left & {g} if verdict == "correct" else left - {g}
                 name = "the random guess" if len(counts) == 1 else f"the random guess ({k} options)"
                 put(f"{name} recomputed from the published seed, ids and samples", "verdict", item,

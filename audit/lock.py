@@ -36,7 +36,8 @@ from audit.registry import Component, Registry
 
 C = TypeVar("C", bound=Component)
 
-PACKAGES = {"extractor": "audit.extractors", "grader": "audit.graders"}
+PACKAGES = {"extractor": "audit.extractors", "grader": "audit.graders", "judge template": "audit.judge.templates",
+            "judge parse rule": "audit.judge.rules"}
 """The package of each locked kind: its `REGISTRY` and `LOCK_FILE`."""
 
 

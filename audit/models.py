@@ -4,8 +4,7 @@ These pydantic models are the source of truth; `schemas/*.json` are generated
 from them (`audit schemas --write`) and a test fails when the two drift apart.
 Every model puts `schema_version` first where it is a top-level document.
 Which package kind holds which rows (and so the schema id of each row model) is the
-kinds' registry, `audit.packages.kinds`: `PACKAGE_KINDS` and `ROW_MODELS` here are
-read from it.
+kinds' registry, `audit.packages.kinds` (`kind_names()`, `ROW_MODELS`); this module imports none of it.
 """
 
 from __future__ import annotations
@@ -14,19 +13,9 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    GetCoreSchemaHandler,
-    GetJsonSchemaHandler,
-    field_validator,
-    model_validator,
-)
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, PydanticCustomError, core_schema
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-MANIFEST_SCHEMA_VERSION = 2
+MANIFEST_SCHEMA_VERSION = 3
 
 MAX_COUNT = 2**53 - 1
 """Largest count, index or size a record may hold: the largest integer every JSON reader keeps exact
@@ -46,45 +35,10 @@ Verdict = Literal["correct", "incorrect", "ungraded"]
 (A grader returns a judgment, `audit.graders.Judgment`; the policies turn it into a verdict.)"""
 
 
-class _KnownKind:
-    """A manifest's `kind`: the name of a registered package kind (`audit.packages.kinds`), validated and
-    described in the JSON Schema as the enum of every registered name (read when first needed, so this
-    module imports none of the modules that register kinds)."""
-
-    @staticmethod
-    def _check(value: Any) -> str:
-        from audit.packages.kinds import KINDS
-
-        if isinstance(value, str) and value in KINDS:
-            return value
-        names = [repr(n) for n in KINDS]
-        expected = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else "".join(names)
-        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
-
-    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        return core_schema.no_info_plain_validator_function(self._check)
-
-    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        from audit.packages.kinds import kind_names
-
-        return {"enum": list(kind_names()), "type": "string"}
-
-
-PackageKind = Annotated[str, _KnownKind()]
-"""The name of a registered package kind (see `audit.packages.kinds`)."""
-
-
-def __getattr__(name: str) -> Any:
-    # The kinds' tables, derived from the kinds registry (`audit.packages.kinds`), kept importable from here.
-    if name == "PACKAGE_KINDS":
-        from audit.packages.kinds import kind_names
-
-        return kind_names()
-    if name == "ROW_MODELS":
-        from audit.packages.kinds import ROW_MODELS
-
-        return ROW_MODELS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+KIND_NAME_PATTERN = r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$"
+"""A package kind's name: lowercase words joined by `-` (`checkpoint-headers`). A manifest's `kind` must follow
+it; whether it names a registered kind is checked against the registry by `audit.packages.validate` (so this
+module, and the published manifest schema, need no list of kinds)."""
 
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -134,6 +88,46 @@ class DatasetRef(Record):
     """sha256 of the dataset file the items were read from, when known."""
 
 
+PUBLIC_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$")
+"""`owner/name` as a model hub publishes it (`Qwen/Qwen3-30B-A3B-FP8`): one slash, no path."""
+
+ENGINE_NAME = r"^[a-z][a-z0-9_.-]{0,39}$"
+
+RUN_ID = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$"
+
+Weights = Literal["random", "checkpoint", "headers-only"]
+
+
+class Subject(Record):
+    """What the evidence measured, named so that a reader of this package alone can tell."""
+
+    model: str = Field(pattern=PUBLIC_MODEL_NAME.pattern)
+    """The model by its public name, `owner/name` as published (e.g. `Qwen/Qwen3-30B-A3B-FP8`); never a
+    local path. With random weights it names the shape that was served, not trained weights."""
+    model_config_sha256: str = Field(pattern=_SHA256.pattern)
+    """sha256 of the exact config.json that was served or read: which config, when a shape was rebuilt."""
+    engine: str = Field(pattern=ENGINE_NAME)
+    """The inference engine that ran the model, e.g. `vllm`."""
+    engine_version: str = Field(min_length=1, max_length=64)
+    """The engine's version, e.g. `0.26.0`."""
+    hardware: str = Field(min_length=1, max_length=200)
+    """The hardware measured, e.g. `1x NVIDIA H100 80GB HBM3`."""
+    weights: Weights
+    """`random`: full-size random weights (vLLM `--load-format dummy`), so nothing that depends on their
+    values (text, scores, speculative acceptance) says anything about the model; `checkpoint`: the
+    published weights; `headers-only`: no weights at all (a floor read from safetensors headers)."""
+    run: str = Field(pattern=RUN_ID)
+    """The run this package belongs to (the packages of one device run share it), e.g. `h100-2026-12-07`."""
+
+    @field_validator("model")
+    @classmethod
+    def _not_a_path(cls, v: str) -> str:
+        owner, name = v.split("/")
+        if owner in (".", "..") or name in (".", ".."):
+            raise ValueError("a public model name, not a path")
+        return v
+
+
 class Provenance(Record):
     """What produced the data in the package: model, engine, hardware, dataset, sampling."""
 
@@ -155,6 +149,10 @@ class Provenance(Record):
     """Free text: anything a reader must know to interpret the data."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Further provenance that has no field of its own."""
+    subject: Subject | None = Field(default=None, exclude_if=lambda v: v is None)
+    """What GPU evidence measured (model by public name and config digest, engine, hardware, weights,
+    run): `audit trace`, `audit bench throughput` and `audit floor` record it. Absent (not null) when
+    not recorded, so the digests of packages written before it stay what they were."""
 
 
 class FileEntry(Record):
@@ -197,11 +195,12 @@ class Manifest(Record):
 
     schema_version: int = Field(default=MANIFEST_SCHEMA_VERSION, ge=1, le=MAX_COUNT)
     """Version of this manifest format; readers refuse versions they do not know. From 2 the package's digest
-    covers this whole manifest but `created`; a version 1 package's covers its files' paths and hashes only."""
+    covers this whole manifest but `created`; a version 1 package's covers its files' paths and hashes only. 3 added
+    `provenance.subject`."""
     package_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
     """Identifier of the package: letters, digits and `._+-`."""
-    kind: PackageKind
-    """What the package holds."""
+    kind: str = Field(min_length=1, max_length=64, pattern=KIND_NAME_PATTERN)
+    """What the package holds: the name of a registered package kind (`audit.packages.kinds`)."""
     benchmark: str | None = None
     """Benchmark name, e.g. `mmlu_pro`, for packages of responses, items or verdicts."""
     created: str

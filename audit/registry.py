@@ -4,7 +4,7 @@ floor role tables).
 
 A component is registered once as `name@version` and never changes behaviour. Each kind
 has a table here, created by the module that defines the kind (`audit.extractors`,
-`audit.graders`, `audit.generate.prompts`) with its home: the package whose modules
+`audit.graders`, `audit.prompts`) with its home: the package whose modules
 register its components. A table loads on first use by importing its home and every
 public module in it, so a new family module is found without being listed anywhere.
 

@@ -3,6 +3,10 @@
 `audit schemas --write` regenerates them; `audit schemas --check` (and a test)
 fails when a committed file differs from what the models generate, so users
 without Python can validate every artifact with the JSON Schema alone.
+
+A file is named by the version of the document it describes (`manifest.v2.json` for a manifest of
+`schema_version` 2): a change to what a version may hold is a new version and a new file, beside the
+old one. Files no model generates any more stay, byte for byte, in `FROZEN`.
 """
 
 from __future__ import annotations
@@ -12,11 +16,22 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from audit.models import Manifest
+from audit.fileio import sha256_bytes
+from audit.models import MANIFEST_SCHEMA_VERSION, Manifest
 from audit.registry import Catalog, catalog
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 SCHEMA_BASE_URI = "https://audit.invalid/schemas/"
+
+MANIFEST_SCHEMA_ID = f"manifest.v{MANIFEST_SCHEMA_VERSION}"
+"""The schema file of the manifest this audit writes, named by its `schema_version`."""
+
+FROZEN = {"manifest.v1.json": "7875ebe9ffab2e8e77b9f7f9765f1a754794953dc46936f18ed3facaf028942e",
+          "manifest.v2.json": "a105d4c837af4db1891d5184388a0bd476c68d6d5bf0695586126bd1dc717558"}
+"""Published schema files that no model generates any more, by sha256: kept as published so a tool that fetched
+one by its `$id` still finds it. (`manifest.v1.json` was generated from the one manifest model while it wrote
+version 2, with the kinds of its day as an enum; `manifest.v2.json` names the version and leaves the kinds to
+the registry; `manifest.v3.json` adds `provenance.subject`, what GPU evidence measured.)"""
 
 SCHEMAS: Catalog[type[BaseModel]] = catalog("schema")
 """Schemas of documents that belong to no package kind (diff reports, claim ledgers, comparisons),
@@ -53,7 +68,7 @@ def documents() -> dict[str, type[BaseModel]]:
     from audit.registry import duplicate_error
 
     _load_all()
-    out: dict[str, type[BaseModel]] = {"manifest.v1": Manifest}
+    out: dict[str, type[BaseModel]] = {MANIFEST_SCHEMA_ID: Manifest}
     for sid, model in (*kind_schemas().items(), *SCHEMAS.items()):
         if out.setdefault(sid, model) is not model:
             raise duplicate_error("schema", repr(sid))
@@ -85,15 +100,18 @@ def write(directory: Path = SCHEMA_DIR) -> list[str]:
     for name, text in files.items():
         (directory / name).write_text(text, encoding="utf-8")
     for stale in directory.glob("*.json"):
-        if stale.name not in files:
+        if stale.name not in files and stale.name not in FROZEN:
             stale.unlink()
     return sorted(files)
 
 
 def check(directory: Path = SCHEMA_DIR) -> list[str]:
-    """Names of schema files that are missing, stale or differ from the models."""
+    """Names of schema files that are missing, stale or differ from the models, and of frozen files that are
+    missing or changed."""
     files = expected_files()
     bad = [name for name, text in files.items()
            if not (directory / name).is_file() or (directory / name).read_text(encoding="utf-8") != text]
-    bad += [p.name for p in directory.glob("*.json") if p.name not in files]
+    bad += [name for name, digest in FROZEN.items()
+            if not (directory / name).is_file() or sha256_bytes((directory / name).read_bytes()) != digest]
+    bad += [p.name for p in directory.glob("*.json") if p.name not in files and p.name not in FROZEN]
     return sorted(bad)

@@ -15,13 +15,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pydantic
 
-from audit import extractors, graders  # noqa: F401  (they create the registries `lookup` reads)
-from audit.errors import AuditError, key_repr
-from audit.generate import prompts  # noqa: F401
+from audit import extractors, graders, prompts  # noqa: F401  (they create the registries `lookup` reads)
+from audit.errors import AuditError, field_errors, key_repr
 from audit.registry import Catalog, RegistryError, UnknownError, catalog, registry_of
 from audit.verdicts.models import Policies, VerdictFile
 
@@ -108,57 +107,60 @@ SPECS: Catalog[BenchmarkSpec] = catalog("benchmark")
 """Every benchmark spec by name (`audit.registry`), registered below."""
 
 
-def _add(spec: BenchmarkSpec) -> None:
-    SPECS.add(spec.name, spec, home=__name__)
+class SpecRow(NamedTuple):
+    """One row of `SPEC_TABLE`: a benchmark, the components that grade it, its prompt and its description."""
+
+    name: str
+    extractor: str
+    grader: str
+    prompt: str | None
+    description: str
+    mc_extractor: str | None = None
+    """For mixed benchmarks (HLE): the extractor for items that have options."""
+    mc_grader: str | None = None
 
 
-_add(BenchmarkSpec(
-    "MMLU-Pro: the official extraction cascade at TIGER-AI-Lab/MMLU-Pro@f418b11, letter match",
-    GradeConfig("mmlu_pro", extractor="mmlu_pro.official@f418b11", grader="choice@1"),
-    prompt="mmlu_pro.cot"))
-_add(BenchmarkSpec(
-    "MMLU-Pro, answer statements only ('answer is (X)', 'Answer: X'; the official L3 fallback letter is not read), "
-    "letter match: the sensitivity of a figure to fallback reads",
-    GradeConfig("mmlu_pro_strict", extractor="mmlu_pro.statements@1", grader="choice@1"),
-    prompt="mmlu_pro.cot"))
-_add(BenchmarkSpec(
-    "MMLU-Pro+ (up to twelve options A-L): the official cascade over each item's own letters, letter match",
-    GradeConfig("mmlu_pro_plus", extractor="mmlu_pro.options@1", grader="choice@1"),
-    prompt="mmlu_pro.cot"))
-_add(BenchmarkSpec(
-    "GPQA Diamond prompted for a final `Answer: X` line; truncated responses never credited",
-    GradeConfig("gpqa_diamond", extractor="gpqa.final_line@1", grader="choice@1"),
-    prompt="gpqa.simple_evals"))
-_add(BenchmarkSpec(
-    "MATH-500: the final answer (last \\boxed{}, else a final-answer statement, math or number), exact "
-    "symbolic equivalence",
-    GradeConfig("math500", extractor="math.final@1", grader="math.equiv@3"),
-    prompt="math.boxed"))
-_add(BenchmarkSpec(
-    "Humanity's Last Exam: strict exact match on the `Exact Answer:` line; letter match for "
-    "multiple-choice items",
-    GradeConfig("hle", extractor="hle.exact_answer@2", grader="exact.hle@1",
-                mc_extractor="hle.choice_answer@2", mc_grader="choice@1")))
-_add(BenchmarkSpec(
-    "Generic multiple choice: a free-form final answer statement, letter match",
-    GradeConfig("choice", extractor="choice.freeform@1", grader="choice@1")))
-_add(BenchmarkSpec(
-    "Generic math: the final answer (last \\boxed{}, else a final-answer statement, math or number), exact "
-    "symbolic equivalence",
-    GradeConfig("math", extractor="math.final@1", grader="math.equiv@3"),
-    prompt="math.boxed"))
-_add(BenchmarkSpec(
-    "GSM8K: the whole number on the `#### N` line (`2/3`, `-3`, `1,000.5`), else the last number; the "
-    "reference is the value on the solution's `####` line; exact rationals",
-    # @2, not @1: @1 reads `#### 2/3` as 2 (as lm-eval's strict-match does) and credits it against a gold of 2.
-    GradeConfig("gsm8k", extractor="gsm8k.answer@2", grader="gsm8k.numeric@2")))
-_add(BenchmarkSpec(
-    "Multiple choice with the option already chosen (lm-eval log-likelihood samples, `audit import lm-eval`): the "
-    "letter the response holds, letter match",
-    GradeConfig("selected_choice", extractor="raw@1", grader="choice@1")))
-_add(BenchmarkSpec(
-    "Generic exact match of the whole (stripped) response",
-    GradeConfig("exact", extractor="raw@1", grader="exact.hle@1")))
+SPEC_TABLE: tuple[SpecRow, ...] = (
+    SpecRow("mmlu_pro", "mmlu_pro.official@f418b11", "choice@1", "mmlu_pro.cot",
+            "MMLU-Pro: the official extraction cascade at TIGER-AI-Lab/MMLU-Pro@f418b11, letter match"),
+    SpecRow("mmlu_pro_strict", "mmlu_pro.statements@1", "choice@1", "mmlu_pro.cot",
+            "MMLU-Pro, answer statements only ('answer is (X)', 'Answer: X'; the official L3 fallback letter is not "
+            "read), letter match: the sensitivity of a figure to fallback reads"),
+    # @2, not @1: @1 reads an item without an option count over A-J ("(K)" as J), every such row a silent wrong.
+    SpecRow("mmlu_pro_plus", "mmlu_pro.options@2", "choice@1", "mmlu_pro.cot",
+            "MMLU-Pro+ (up to twelve options A-L): the official cascade over each item's own letters, letter match"),
+    SpecRow("gpqa_diamond", "gpqa.final_line@1", "choice@1", "gpqa.simple_evals",
+            "GPQA Diamond prompted for a final `Answer: X` line; truncated responses never credited"),
+    SpecRow("math500", "math.final@1", "math.equiv@3", "math.boxed",
+            "MATH-500: the final answer (last \\boxed{}, else a final-answer statement, math or number), exact "
+            "symbolic equivalence"),
+    SpecRow("hle", "hle.exact_answer@2", "exact.hle@1", None,
+            "Humanity's Last Exam: strict exact match on the `Exact Answer:` line; letter match for "
+            "multiple-choice items", mc_extractor="hle.choice_answer@2", mc_grader="choice@1"),
+    SpecRow("choice", "choice.freeform@1", "choice@1", None,
+            "Generic multiple choice: a free-form final answer statement, letter match"),
+    SpecRow("math", "math.final@1", "math.equiv@3", "math.boxed",
+            "Generic math: the final answer (last \\boxed{}, else a final-answer statement, math or number), exact "
+            "symbolic equivalence"),
+    # gsm8k.answer@2, not @1: @1 reads `#### 2/3` as 2 (as lm-eval's strict-match does) and credits it against a
+    # gold of 2.
+    SpecRow("gsm8k", "gsm8k.answer@2", "gsm8k.numeric@2", None,
+            "GSM8K: the whole number on the `#### N` line (`2/3`, `-3`, `1,000.5`), else the last number; the "
+            "reference is the value on the solution's `####` line; exact rationals"),
+    SpecRow("selected_choice", "raw@1", "choice@1", None,
+            "Multiple choice with the option already chosen (lm-eval log-likelihood samples, `audit import "
+            "lm-eval`): the letter the response holds, letter match"),
+    SpecRow("exact", "raw@1", "exact.hle@1", None, "Generic exact match of the whole (stripped) response"),
+)
+"""Every benchmark spec, one row each, in the order `audit benchmarks` lists them. A new benchmark is a row here
+(with its golden tests); its components are registered versions, looked up when the spec is resolved."""
+
+for _row in SPEC_TABLE:
+    SPECS.add(_row.name, BenchmarkSpec(
+        _row.description, GradeConfig(_row.name, extractor=_row.extractor, grader=_row.grader,
+                                      mc_extractor=_row.mc_extractor, mc_grader=_row.mc_grader),
+        prompt=_row.prompt), home=__name__)
+del _row
 
 GENERATION_ONLY: dict[str, str] = {"gpqa": "gpqa.simple_evals"}
 """Benchmarks `audit generate` knows a prompt for that have no grading spec of their own (the full GPQA set)."""
@@ -208,8 +210,8 @@ def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies
     try:
         return Policies.model_validate(data)
     except pydantic.ValidationError as e:
-        err = e.errors(include_url=False)[0]
-        raise PolicyError(f"policy {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        first = field_errors(e)[0]
+        raise PolicyError(f"policy {first.field}: {first.message}") from None
 
 
 def resolve(config: GradeConfig) -> ResolvedConfig:

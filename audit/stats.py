@@ -25,11 +25,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-from scipy import special as _special
 
 from audit.verdicts.models import Interval
+
+
+def _scipy_special() -> Any:
+    # Imported where a quantile is computed: kind modules import this module, and `audit trace --force` or any
+    # package check must not pay scipy's import (tests/test_public_api.py holds that).
+    from scipy import special
+
+    return special
+
 
 LEVEL = 0.95
 
@@ -37,7 +46,7 @@ LEVEL = 0.95
 def _t_quantile(q: float, df: int) -> float:
     # scipy.stats.t.ppf(q, df) computes exactly this (stdtrit, then * 1 + 0); importing
     # scipy.special alone takes a third of the time of scipy.stats, on every `audit grade`.
-    return float(_special.stdtrit(df, q))
+    return float(_scipy_special().stdtrit(df, q))
 
 
 def _clip(x: float) -> float:
@@ -59,7 +68,7 @@ def wilson(correct: int, n: int, level: float = LEVEL) -> Interval | None:
     if n <= 0:
         return None
     p = correct / n
-    z = float(_special.ndtri(0.5 + level / 2))
+    z = float(_scipy_special().ndtri(0.5 + level / 2))
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return Interval(method="wilson", formula=f"Wilson score interval, {level:g} two-sided",
@@ -71,8 +80,8 @@ def clopper_pearson(correct: int, n: int, level: float = LEVEL) -> Interval | No
     if n <= 0:
         return None
     a = (1 - level) / 2
-    low = 0.0 if correct == 0 else float(_special.betaincinv(correct, n - correct + 1, a))
-    high = 1.0 if correct == n else float(_special.betaincinv(correct + 1, n - correct, 1 - a))
+    low = 0.0 if correct == 0 else float(_scipy_special().betaincinv(correct, n - correct + 1, a))
+    high = 1.0 if correct == n else float(_scipy_special().betaincinv(correct + 1, n - correct, 1 - a))
     return Interval(method="clopper_pearson", formula=f"exact binomial (Clopper–Pearson), {level:g} two-sided",
                     low=low, high=high)
 

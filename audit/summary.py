@@ -136,10 +136,29 @@ def summarize(df: pd.DataFrame, subject_of: Mapping[str, str | None] | None = No
     ungraded = df[df["verdict"] == "ungraded"]
     excluded = [{"item_id": r.item_id, "sample": int(r.sample), "status": r.status, "reason": r.reason}
                 for r in ungraded[["item_id", "sample", "status", "reason"]].itertuples(index=False)]
-    # (Summary is SummaryV2, which has subjects: verdicts.py rebinds the name, mypy sees the first class)
+    from audit.verdicts.models import SampleFigure as StoredSampleFigure
+
+    shown = [f.model_copy(update={"intervals": shown_intervals(f)}) for f in figures(df)]
+    stored = [StoredSampleFigure(name=s.name, value=s.value, items=s.items, interval=s.interval, note=s.note)
+              for s in sample_figures(df)] if "answer" in df.columns else []
     return Summary(samples=int(df["sample"].nunique()) if len(df) else 0, items=int(df["item_id"].nunique()),
-                   statuses=statuses, figures=figures(df), excluded=excluded,
-                   subjects=subject_summaries(df, subject_of or {}))
+                   statuses=statuses, figures=shown, excluded=excluded,
+                   subjects=subject_summaries(df, subject_of or {}), sample_figures=stored)
+
+
+def shown_intervals(f: Figure) -> list[Interval]:
+    """A figure's intervals with the Wilson and Clopper–Pearson intervals of its counts beside `binomial_2se`
+    (stored from verdict file version 3 on; computed here for older files, whose counts are all either needs)."""
+    from audit import stats
+
+    have = {iv.method for iv in f.intervals}
+    out: list[Interval] = []
+    for iv in f.intervals:
+        out.append(iv)
+        if iv.method == "binomial_2se":
+            out += [x for x in (stats.wilson(f.correct, f.total), stats.clopper_pearson(f.correct, f.total))
+                    if x is not None and x.method not in have]
+    return out
 
 
 # --------------------------------------------------------------------------- several samples per item

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.summary import pct
-from audit.verdicts.models import ComponentRef, Figure, Interval, SubjectSummary, VerdictFile
+from audit.verdicts.models import AT_BUDGET_NOTE, ComponentRef, Figure, Interval, SubjectSummary, VerdictFile
 
 _LEVEL = re.compile(r"\(1−([0-9.]+)\)")
 
@@ -74,19 +74,10 @@ def interval_words(iv: Interval) -> str:
 
 
 def shown_intervals(f: Figure) -> list[Interval]:
-    """A figure's recorded intervals, with the Wilson and Clopper–Pearson intervals beside `binomial_2se`.
+    """A figure's intervals as printed (`audit.summary.shown_intervals`: stored from verdict file version 3 on)."""
+    from audit.summary import shown_intervals as shown
 
-    Those two are computed here from the figure's counts, not stored: verdict files keep the intervals
-    they always had (and reproduce byte for byte), and a one-run figure's counts are all either needs.
-    """
-    from audit import stats
-
-    out: list[Interval] = []
-    for iv in f.intervals:
-        out.append(iv)
-        if iv.method == "binomial_2se":
-            out += [x for x in (stats.wilson(f.correct, f.total), stats.clopper_pearson(f.correct, f.total)) if x]
-    return out
+    return shown(f)
 
 
 def figure_lines(figures: Iterable[Figure]) -> list[str]:
@@ -99,12 +90,13 @@ def figure_lines(figures: Iterable[Figure]) -> list[str]:
     return lines
 
 
-def sample_figure_lines(figs: list[Any]) -> list[str]:
-    """pass@k and maj@k, each with its named interval (audit.summary.sample_figures)."""
+def sample_figure_lines(figs: list[Any], stored: bool = False) -> list[str]:
+    """pass@k and maj@k, each with its named interval (the summary's `sample_figures`, or
+    audit.summary.sample_figures of the rows for a file older than version 3)."""
     if not figs:
         return []
-    lines = [f"over {figs[0].items:,} items with {figs[-1].name.split('@')[1]} samples each (computed from the rows, "
-             f"not stored):"]
+    where = "stored in the summary" if stored else "computed from the rows, not stored"
+    lines = [f"over {figs[0].items:,} items with {figs[-1].name.split('@')[1]} samples each ({where}):"]
     for f in figs:
         iv = f"  {interval_words(f.interval)}" if f.interval is not None else ""
         lines.append(f"  {f.name:<10} {100 * f.value:6.2f}%{iv}" + (f"  ({f.note})" if f.note else ""))
@@ -265,6 +257,8 @@ def verdict_file_view(path: str | Path) -> list[str]:
         policies = vf.policies.model_dump()
         if policies.get("at_budget") == "count":
             policies.pop("at_budget")  # the default, not written in the file either
+        if policies.get("judge_error") == "wrong":
+            policies.pop("judge_error")  # likewise
         lines.append("policies   " + ", ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
                                                for k, v in policies.items() if v not in ([],)))
     prod = vf.producer
@@ -276,11 +270,12 @@ def verdict_file_view(path: str | Path) -> list[str]:
     lines += ["  " + x for x in figure_lines(shown)]
     lines += bad_input_lines(vf.summary.bad_input)
     lines.append("statuses   " + ", ".join(f"{visible(k)}={v:,}" for k, v in vf.summary.statuses.items()))
-    from audit.grade import at_budget_lines
-
     lines += at_budget_lines(table.column("reason").to_pylist(), vf.policies.at_budget)
     lines += subject_lines(getattr(vf.summary, "subjects", None))  # (verdict file v2 and later)
-    if vf.summary.samples > 1:
+    stored = getattr(vf.summary, "sample_figures", None)  # (verdict file v3 and later)
+    if vf.summary.samples > 1 and stored is not None:
+        lines += sample_figure_lines(stored, stored=True)
+    elif vf.summary.samples > 1:
         from audit.summary import sample_figures
 
         columns = table.select(["item_id", "sample", "verdict", "answer"])
@@ -289,6 +284,26 @@ def verdict_file_view(path: str | Path) -> list[str]:
         counts = Counter(table.column("rule").to_pylist())
         lines += rule_lines(counts, [vf.extractor, vf.mc_extractor])
     return lines
+
+
+def format_summary(vf: VerdictFile) -> list[str]:
+    """Short human-readable lines: the figures with their intervals (one-sided bounds in words), status
+    counts, and the per-subject figures when the items name subjects."""
+    lines = coverage_lines(vf.summary) + figure_lines(vf.summary.figures) + bad_input_lines(vf.summary.bad_input)
+    lines.append("statuses: " + ", ".join(f"{k}={v}" for k, v in vf.summary.statuses.items()))
+    return lines + subject_lines(getattr(vf.summary, "subjects", None))  # a version-1 summary has none
+
+
+def at_budget_lines(reasons: Iterable[str | None], policy: str) -> list[str]:
+    """A note on rows whose reply used exactly max_tokens and said `stop`, if any, from the rows' reasons."""
+    head, tail = AT_BUDGET_NOTE.split("{}")
+    cut = "used all max_tokens="
+    n = sum(1 for r in reasons if r and ((head in r and r.endswith(tail)) or (r.startswith(cut) and "at_budget" in r)))
+    if not n:
+        return []
+    how = ("taken as cut (at_budget=truncated)" if policy == "truncated" else
+           "graded as any other; --policy at_budget=truncated takes them as cut")
+    return [f"at budget: {n:,} row{'s' if n != 1 else ''} used exactly max_tokens and said stop: {how}"]
 
 
 def release_view(release: Mapping[str, Any]) -> list[str]:

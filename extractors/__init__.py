@@ -24,7 +24,7 @@ from typing import Any
 if __name__ != "audit.extractors":  # the folder imported under its bare name, e.g. from the repository root
     raise ImportError(f"import the extractors as `audit.extractors`, not `{__name__}`")
 
-from audit.registry import Registry, RegistryError, code_fingerprint, table  # noqa: E402
+from audit.registry import Registry, RegistryError, code_fingerprint, table
 
 LOCK_FILE = Path(__file__).with_name("lock.json")
 
@@ -32,6 +32,9 @@ RULE_NO_RESPONSE = "no_response"
 """Rule reported when there is no response text at all."""
 RULE_NONE = "none"
 """Rule reported when no step of the extractor matched."""
+RULE_NO_OPTIONS = "no_options"
+"""Rule reported by an extractor that reads only the item's own option letters when the item records no option
+count: nothing is read, and grading makes the row an `error` (never a guess at A-J counted wrong)."""
 STRENGTHS = ("statement", "format", "fallback")
 """How much a rule's read says about the answer, strongest first: `statement`, the response states its answer
 ("the answer is (C)", "Answer: C"); `format`, the text matches the answer format the prompt asked for (`#### 18`,

@@ -13,7 +13,7 @@ mmlu_pro.official@f418b11
         lines: `Answer:\n\nB` reads B from a later line.
     L3  `re.search(r"\b[A-J]\b(?!.*\b[A-J]\b)", text, re.DOTALL)`: the last standalone
         capital A-J anywhere (`\b` is Unicode-aware: `é` and `中` are word characters).
-    else None (upstream then scores a seeded random guess among the item's options).
+    else None (upstream then scores a guess among the item's options: see the no_answer policies).
     Spans (here and in official_x): L1 the whole `answer is (X)` match, L2 and L3 the letter.
 
     Here the same three steps run in linear time: L2 visits each `[aA]nswer:` once
@@ -34,7 +34,7 @@ mmlu_pro.official@f418b11
     - Letters beyond an item's option count (e.g. J on a 4-option item) are returned;
       upstream compares `pred == answer`, so they are simply wrong. Grading decides.
     - A null pred is scored upstream as `random.randint(0, len(options) - 1) ==
-      answer_index` (seed 12345 in `compute_accuracy.py`), not as wrong.
+      answer_index` (seed 12345, set again before each draw at 964a136), not as wrong.
 
 mmlu_pro.official_x@7535b16
     Source: TIGER-AI-Lab/MMLU-Pro `evaluate_from_apiX.py` at commit
@@ -60,6 +60,12 @@ mmlu_pro.options@1
     A-J only: "both D and J are correct. The answer is (K)." reads J there (L3), K here; grading
     refuses them on an item with more than ten options (an `error` row, never a silent wrong).
 
+mmlu_pro.options@2
+    Source: audit. mmlu_pro.options@1 without its A-J fallback: an item that records no option count is not
+    read at all (rule `no_options`), and grading makes the row an `error` naming the cause. @1 read such an
+    item over A-J, so on an MMLU-Pro+ item imported without its options "The answer is (K)" read J (L3) and
+    "(L)" nothing, every such row a silent `incorrect` (issue 31: 2/9 where lm-eval logged 6/9).
+
 mmlu_pro.lmeval@325f168
     Source: EleutherAI/lm-evaluation-harness `lm_eval/tasks/mmlu_pro/_default_template_yaml`,
     filter `custom-extract` as fixed at commit 325f168cf0877deb08397f5390a3cf25449709eb
@@ -76,7 +82,7 @@ from __future__ import annotations
 
 import re
 
-from audit.extractors import RULE_NONE, Extraction, register
+from audit.extractors import RULE_NO_OPTIONS, RULE_NONE, Extraction, register
 from audit.extractors._scan import last_match, last_of
 
 SOURCE_OFFICIAL = ("TIGER-AI-Lab/MMLU-Pro evaluate_from_api.py, evaluate_from_local.py, compute_accuracy.py "
@@ -202,6 +208,16 @@ def item_options(text: str, *, finish_reason: str | None = None, options: int | 
     return Extraction(None, RULE_NONE)
 
 
+@register("mmlu_pro.options", "2", rules=("L1", "L2", "L3", "none", RULE_NO_OPTIONS), takes_options=True,
+          description="MMLU-Pro's official cascade over the item's own letters; an item without an option count is "
+                      "not read (no A-J fallback)")
+def item_options_known(text: str, *, finish_reason: str | None = None, options: int | None = None) -> Extraction:
+    # @1 exactly where the item's option count is known; without it, no letter class can be right.
+    if options is None:
+        return Extraction(None, RULE_NO_OPTIONS)
+    return item_options(text, finish_reason=finish_reason, options=options)
+
+
 @register("mmlu_pro.lmeval", "325f168", rules=("answer_is", "none"),
           source=SOURCE_LMEVAL,
           description="lm-evaluation-harness mmlu_pro filter: first 'answer is (X)', no fallback")
@@ -230,6 +246,7 @@ RULE_WORDS = {
         "L2": "'Answer: X' over the item's letters, on the first line that has one (the last on that line)",
         "L3": "fallback: the last standalone capital among the item's letters anywhere in the text",
         "none": "no letter of the item's options found",
+        "no_options": "the item records no option count: not read (its letters are unknown; import its options)",
     },
     "mmlu_pro.statements": {
         "L1": "the first 'answer is (X)' (case-sensitive; the official L1)",

@@ -66,10 +66,10 @@ from typing import Any, NamedTuple
 if __name__ != "audit.graders":  # the folder imported under its bare name, e.g. from the repository root
     raise ImportError(f"import the graders as `audit.graders`, not `{__name__}`")
 
-from audit.graders.budget import BudgetExceeded, in_worker, shared_pool  # noqa: E402
-from audit.graders.judgment import STATUSES, Judgment  # noqa: E402
+from audit.graders.budget import BudgetExceeded, in_worker, shared_pool
+from audit.graders.judgment import STATUSES, Judgment
 
-from audit.registry import Registry, RegistryError, code_fingerprint, table  # noqa: E402
+from audit.registry import Registry, RegistryError, code_fingerprint, table
 
 LOCK_FILE = Path(__file__).with_name("lock.json")
 

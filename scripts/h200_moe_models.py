@@ -22,6 +22,11 @@ configs are rebuilt, see each entry):
   which the wheels do not ship; the same shape is given vLLM's own block FP8 (`quant_method: fp8`).
 - qwen3-30b-a3b: Qwen/Qwen3-30B-A3B, BF16 as published (no MTP head), with
 - mimo-7b: XiaomiMiMo/MiMo-7B-RL, dense BF16 with one MTP layer.
+- qwen3-30b-a3b-fp8: Qwen/Qwen3-30B-A3B-FP8 (the H100 run, issue 32): qwen3-30b-a3b with the FP8 block
+  quantization Qwen publishes for its Qwen3 MoE FP8 checkpoints (`quant_method: fp8`, e4m3, dynamic
+  activations, 128x128 blocks; `modules_to_not_convert`: lm_head and, per layer, both norms and the
+  router `mlp.gate`), rebuilt from the sibling Qwen3-30B-A3B-Thinking-2507-FP8's config as transformers
+  5.7 prints it, not copied from Qwen/Qwen3-30B-A3B-FP8 itself. About 31 GB of weights: fits 78 GiB.
 """
 
 from __future__ import annotations
@@ -104,17 +109,29 @@ def _mimo_7b() -> dict:
     }
 
 
+def _qwen3_30b_fp8() -> dict:
+    skip = ["lm_head"]
+    for i in range(48):
+        skip += [f"model.layers.{i}.input_layernorm", f"model.layers.{i}.mlp.gate",
+                 f"model.layers.{i}.post_attention_layernorm"]
+    return {**_qwen3_30b(), "quantization_config": {**_BLOCK_FP8, "modules_to_not_convert": skip}}
+
+
 SHAPES = {"qwen3-next-80b-a3b-fp8": _qwen3_next, "glm-4.5-air-fp8": _glm45_air, "qwen3-30b-a3b": _qwen3_30b,
-          "mimo-7b": _mimo_7b}
+          "mimo-7b": _mimo_7b, "qwen3-30b-a3b-fp8": _qwen3_30b_fp8}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir", type=Path)
     ap.add_argument("--tokenizer", type=Path, default=Path(".dev/llama-3.1-8b-shape"))
+    ap.add_argument("--only", nargs="*", choices=sorted(SHAPES), help="Write only these shapes.")
     a = ap.parse_args()
-    tok = [p for p in sorted(a.tokenizer.iterdir()) if p.name.startswith("tokenizer") or p.name.endswith(".jinja")]
+    tok = [p for p in sorted(a.tokenizer.iterdir()) if p.name.startswith("tokenizer") or p.name.endswith(".jinja")] \
+        if a.tokenizer.is_dir() else []  # none: the H100 scripts copy one tokenizer into each model folder
     for name, make in SHAPES.items():
+        if a.only and name not in a.only:
+            continue
         d = a.outdir / name
         d.mkdir(parents=True, exist_ok=True)
         (d / "config.json").write_text(json.dumps(make(), indent=2, sort_keys=True) + "\n")

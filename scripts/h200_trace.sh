@@ -53,6 +53,11 @@ MARKER='^execute_context_'
 COLLECTIVE=${COLLECTIVE:-}
 PROMPT=${PROMPT:-The capital of France is}
 DECODE='_context_0\(0\)_generation_[1-9]'
+# What the trace measured (audit trace refuses a profile package without it): the model's public name,
+# the weights (dummy: random) and the run; the config is the served config.json, the engine the vLLM here.
+MODEL_NAME=${MODEL_NAME:-meta-llama/Llama-3.1-8B}
+WEIGHTS=${WEIGHTS:-random}
+RUN=${RUN:-h200-trace-$(date -u +%Y%m%d)}
 exec > >(tee "$OUTDIR/h200_trace.log") 2>&1
 step() { echo; echo "=== $* ($(date -u +%H:%M:%S) UTC)"; }
 rm -rf "$PROF"; mkdir -p "$PROF" "$OUTDIR/traces"
@@ -73,6 +78,11 @@ else
   nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv
 fi
 audit --version || exit 7
+if [ "${DRY:-0}" = 1 ]; then
+  ENGINE=${ENGINE:-vllm==0.26.0}
+else
+  ENGINE=${ENGINE:-vllm==$($PY -c "import vllm; print(vllm.__version__)")}
+fi
 
 if [ "${DRY:-0}" = 1 ]; then
   step "DRY: synthetic vLLM-shaped traces, one per rank (no vLLM, no GPU)"
@@ -159,20 +169,24 @@ step "trace files as vLLM wrote them"
 ls -la "$PROF"
 cp "$PROF"/*.pt.trace.json* "$OUTDIR/traces/" 2>/dev/null
 rc=0
+CONFIG=${CONFIG:-$MODEL/config.json}
+[ "${DRY:-0}" = 1 ] && [ ! -f "$CONFIG" ] && CONFIG=scripts/shapes/llama-3.1-8b.config.json
+SUBJECT=(--model-name "$MODEL_NAME" --model-config "$CONFIG" --engine "$ENGINE" --weights "$WEIGHTS" --run "$RUN")
+echo "subject: ${SUBJECT[*]} (config sha256 $(sha256sum "$CONFIG" | cut -c1-16)…)"
 TP=${TP:-2}  # how many rank files to look for (LAUNCH sets the real tensor-parallel size)
 for rank in $(seq 0 $((TP - 1))); do
   f=$(ls "$PROF"/*rank${rank}.*.pt.trace.json* 2>/dev/null | head -1)
   [ -n "$f" ] || { echo "no trace file for rank $rank"; rc=4; continue; }
   step "audit trace, rank $rank: decode steps between vLLM's execute_context_ markers"
   audit trace "$f" --step-marker "$MARKER" --step-filter "$DECODE" ${COLLECTIVE:+--collective "$COLLECTIVE"} \
-    -o "$OUTDIR/profile-tp$rank" --force || rc=3
+    "${SUBJECT[@]}" -o "$OUTDIR/profile-tp$rank" --force || rc=3
   audit validate "$OUTDIR/profile-tp$rank" || rc=3
 done
 f0=$(ls "$PROF"/*rank0.*.pt.trace.json* 2>/dev/null | head -1)
 if [ -n "$f0" ]; then
   step "the same rank-0 trace with every step (prefill included) and with the default marker"
-  audit trace "$f0" --step-marker "$MARKER" -o "$OUTDIR/profile-tp0-all-steps" --force || rc=3
-  audit trace "$f0" -o "$OUTDIR/profile-tp0-default-marker" --force || rc=3
+  audit trace "$f0" --step-marker "$MARKER" "${SUBJECT[@]}" -o "$OUTDIR/profile-tp0-all-steps" --force || rc=3
+  audit trace "$f0" "${SUBJECT[@]}" -o "$OUTDIR/profile-tp0-default-marker" --force || rc=3
 fi
 if [ -d "$OUTDIR/profile-tp0" ] && [ -d "$OUTDIR/profile-tp1" ]; then
   step "audit trace diff rank 0 vs rank 1 (per decode step)"

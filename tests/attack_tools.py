@@ -9,7 +9,9 @@ import os
 import subprocess
 import sys
 import tarfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 from typing import Any
 
 MIB = 1 << 20
@@ -28,7 +30,8 @@ def gzip_repeated(chunk: bytes, copies: int, head: bytes = b"", tail: bytes = b"
     return b"".join(parts)
 
 
-def tar_header(name: str, size: int, kind: bytes = tarfile.REGTYPE, fmt: int = tarfile.GNU_FORMAT) -> bytes:
+def tar_header(name: str, size: int, kind: bytes = tarfile.REGTYPE,
+               fmt: Literal[0, 1, 2] = tarfile.GNU_FORMAT) -> bytes:
     info = tarfile.TarInfo(name)
     info.size = size
     info.type = kind
@@ -56,7 +59,7 @@ def tar_gz(members: list[tuple[str, bytes | int]], *, end: bool = True) -> bytes
     return b"".join(out)
 
 
-def many_empty_members_tar_gz(n: int, first: list[tuple[str, bytes]] = ()) -> bytes:
+def many_empty_members_tar_gz(n: int, first: Sequence[tuple[str, bytes]] = ()) -> bytes:
     """A .tar.gz with `n` empty members m0000000..., after the members `first`; headers are patched
     from one template (name and checksum), so 200,000 members take well under a second."""
     template = bytearray(tar_header("m0000000", 0))

@@ -313,6 +313,13 @@ _TABLE: list[tuple[str, str, str, str]] = [
                                    "folders behind for good", "issue", "succeeded"),
     ("kinds.responses-relabelled-items", "a responses package relabelled `kind: items` validates", "issue",
      "succeeded"),
+    # ---- round 4 (trace, issue 28 classes 3, 4, 8)
+    ("trace.fifo", "`audit trace` on a FIFO, or a link to one: the two-process reader opened it before checking "
+                   "(waited for ever on 2+ CPUs)", "issue", "succeeded"),
+    ("trace.rewritten-in-place", "a trace rewritten in place while it is read: a package pinned to old first bytes "
+                                 "and new last bytes, which no file ever held", "issue", "succeeded"),
+    ("trace.ambiguous-events", "trace events with a correlation id launched twice, a list (or object, or bool) as "
+                               "pid, tid or args, or ph 7: read silently", "issue", "succeeded"),
 ]
 
 ATTACKS: dict[str, Attack] = {}

@@ -27,6 +27,7 @@ from pathlib import Path
 def one(url: str, model: str, prompt: str, max_tokens: int, ignore_eos: bool) -> tuple[float, float, int, int]:
     """(ttft, latency, prompt tokens, output tokens) of one streamed completion."""
     p = urllib.parse.urlsplit(url)
+    assert p.hostname is not None
     conn = http.client.HTTPConnection(p.hostname, p.port, timeout=600)
     body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "stream": True,
             "ignore_eos": ignore_eos, "stream_options": {"include_usage": True}, "repetition_penalty": 1.0}

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from audit.fileio import dumps
+from audit.grade import grade_package
+from audit.models import ResponseRow
 from tests.attacks import attack
 from tests.builders import make_package
 from tests.test_grade_policies import ITEMS, config, rows_by_key
-
-from audit.grade import grade_package
-from audit.fileio import dumps
-from audit.models import ResponseRow
 
 ROWS = [
     {"item_id": "q1", "response": "ANSWER=B", "finish_reason": "stop", "completion_tokens": 64, "max_tokens": 64},
@@ -78,13 +78,13 @@ def test_a_recorded_at_budget_must_agree_with_the_row(tmp_path, cli, row):
     f.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data))
     (root / "manifest.json").write_text(json.dumps(m))
     r = cli("validate", str(root))
-    assert r.code == 1 and f"{root}/responses.jsonl: row 1: Value error, at_budget is " in r.out
+    assert r.code == 1 and f"{root}/responses.jsonl: row 1: at_budget is " in r.out
 
 
 @attack("gen.at-budget")
 def test_grade_and_show_note_the_rows_at_budget(tmp_path, cli):
     pkg = make_package(tmp_path / "p", items=ITEMS, responses=ROWS)
-    from audit import grade as grade_module
+    from audit import views
 
     out = tmp_path / "v.json"
     vf = grade_package(pkg, config())
@@ -93,6 +93,6 @@ def test_grade_and_show_note_the_rows_at_budget(tmp_path, cli):
     assert r.code == 0, r.err
     assert ("at budget: 2 rows used exactly max_tokens and said stop: graded as any other; --policy "
             "at_budget=truncated takes them as cut") in r.out.splitlines()
-    assert grade_module.at_budget_lines(["used all max_tokens=64 and said stop; taken as cut (--policy "
-                                         "at_budget=truncated); never credited"], "truncated") == [
+    assert views.at_budget_lines(["used all max_tokens=64 and said stop; taken as cut (--policy "
+                                  "at_budget=truncated); never credited"], "truncated") == [
         "at budget: 1 row used exactly max_tokens and said stop: taken as cut (at_budget=truncated)"]

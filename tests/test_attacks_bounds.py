@@ -38,6 +38,7 @@ def _entry(path: str, data: bytes, rows: int | None = None) -> FileEntry:
 # --------------------------------------------------------------------------- gzip
 
 
+@pytest.mark.slow
 @attack("pkg.gz-long-line")
 def test_a_gz_of_one_endless_line_stops_at_the_line_limit(tmp_path):
     data = gzip_repeated(b"x" * MIB, 8192)  # one 8 GiB line (the issue's: 48 GiB), a few MB on disk
@@ -49,6 +50,7 @@ def test_a_gz_of_one_endless_line_stops_at_the_line_limit(tmp_path):
     assert "Traceback" not in r.stdout + r.stderr
 
 
+@pytest.mark.slow
 @attack("pkg.gz-long-line")
 def test_a_one_member_gz_run_without_newlines_stops_at_the_line_limit(tmp_path):
     data = _one_member(b"x" * MIB, 96)  # one member, 96 MiB of one line
@@ -61,6 +63,7 @@ def test_a_one_member_gz_run_without_newlines_stops_at_the_line_limit(tmp_path):
     assert reader.stopped and reader.sha256 == _entry("r.jsonl.gz", data).sha256  # the rest is still hashed
 
 
+@pytest.mark.slow
 @attack("pkg.gz-ratio")
 def test_a_gz_expanding_past_its_ratio_stops_whatever_the_manifest_says(tmp_path):
     chunk = ROW * (MIB // len(ROW))
@@ -92,6 +95,7 @@ def test_the_absolute_gzip_cap_holds_for_a_large_file(tmp_path):
     assert reader.stopped and "decompresses to more than 10,000 bytes" in reader.problems[0][0]
 
 
+@pytest.mark.slow
 @attack("pkg.gz-input")
 def test_gz_inputs_are_bounded_too(tmp_path):
     p = tmp_path / "in.jsonl.gz"
@@ -111,6 +115,7 @@ def test_gz_inputs_are_bounded_too(tmp_path):
     (b"\n" * MIB, 8192, "more than 1,000,000 blank lines; reading stopped there"),  # 8 GiB of newlines
     (ROW * (MIB // len(ROW)), 2048, "decompresses to more than"),  # 2 GiB of rows, past 1 x its size
 ])
+@pytest.mark.slow
 def test_import_of_a_gz_bomb_stops_with_one_line(tmp_path, chunk, copies, message):
     p = tmp_path / "in.jsonl.gz"
     p.write_bytes(gzip_repeated(chunk, copies))
@@ -132,6 +137,7 @@ def _parquet(table, **kw) -> bytes:
     return buf.getvalue()
 
 
+@pytest.mark.slow
 @attack("pkg.parquet-huge-value")
 def test_a_small_parquet_file_holding_one_huge_value_is_refused_unread(tmp_path):
     import pyarrow as pa
@@ -184,6 +190,7 @@ def test_parquet_files_of_absurd_shape_are_refused_from_the_footer(tmp_path, sha
     assert message in reader.problems[0][0]
 
 
+@pytest.mark.slow
 @attack("pkg.parquet-huge-value")
 def test_one_value_repeated_through_a_parquet_dictionary_is_counted_decoded(tmp_path):
     import pyarrow as pa
@@ -216,6 +223,7 @@ def test_a_parquet_value_over_the_row_limit_is_refused_before_it_is_decoded(tmp_
                                 "limit for a row", None)]
 
 
+@pytest.mark.slow
 def test_a_valid_parquet_package_reads_the_same_rows(tmp_path):
     from audit.pack import Table, build_package
     from audit.packages import open_package
@@ -230,13 +238,14 @@ def test_a_valid_parquet_package_reads_the_same_rows(tmp_path):
     assert got == [ResponseRow.model_validate(r) for r in rows]
 
 
+@pytest.mark.slow
 @attack("pkg.parquet-huge-value")
 def test_the_page_headers_bound_the_size_when_the_footer_understates_it():
     """The reader sizes its buffers by the page headers: they are read too (a forged footer could say 1 byte)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from audit.packages.layout import parquet_pages_problem
+    from audit.packages.parquet import parquet_pages_problem
 
     data = _parquet(pa.table({"item_id": ["q1"], "response": ["x" * (80 * MIB)]}), compression="zstd")
     md = pq.ParquetFile(io.BytesIO(data)).metadata

@@ -14,6 +14,7 @@ import os
 import zipfile
 from pathlib import Path
 
+import pytest
 from tests.attack_tools import MIB, ROW, audit_jailed
 from tests.attacks import attack
 from tests.builders import make_package
@@ -72,6 +73,7 @@ def _forge_sidecar(out: Path, edit) -> tuple[Path, int]:
     return side, len(data)
 
 
+@pytest.mark.slow
 @attack("verdicts.sidecar-dictionary-bomb")
 def test_a_sidecar_repeating_one_huge_value_through_a_dictionary_is_refused_undecoded(tmp_path):
     import pyarrow as pa
@@ -151,6 +153,7 @@ def test_a_zip_of_too_many_members_is_refused_before_any_is_read(tmp_path):
     _one_line(r, f"{src}: zip archive has 101 members, more than the 100 read")
 
 
+@pytest.mark.slow
 @attack("import.zip-member-path")
 def test_zip_member_names_that_are_not_plain_relative_paths_are_refused(tmp_path):
     for i, name in enumerate(["../x.jsonl", "/etc/x.jsonl", "a/../../x.jsonl", "C:x.jsonl", "a\nb.jsonl",
@@ -179,6 +182,7 @@ def test_a_plain_zip_import_still_reads(tmp_path):
     assert r.stdout.endswith(", 2 rows (2 read)\n"), r.stdout
 
 
+@pytest.mark.slow
 @attack("import.eval-zip-bomb")
 def test_an_inspect_log_zip_bomb_is_refused_before_inspect_reads_it(tmp_path):
     import pytest
@@ -202,6 +206,7 @@ def test_an_inspect_log_zip_bomb_is_refused_before_inspect_reads_it(tmp_path):
 # --------------------------------------------------------------------------- Parquet and .csv.gz inputs
 
 
+@pytest.mark.slow
 @attack("import.parquet-bomb")
 def test_an_imported_parquet_repeating_one_huge_value_is_refused_undecoded(tmp_path):
     import pyarrow as pa
@@ -216,6 +221,7 @@ def test_an_imported_parquet_repeating_one_huge_value_is_refused_undecoded(tmp_p
                  "file may expand to")
 
 
+@pytest.mark.slow
 @attack("import.parquet-bomb")
 def test_an_imported_parquet_holding_one_huge_value_is_refused_from_its_footer(tmp_path):
     import pyarrow as pa
@@ -228,6 +234,7 @@ def test_an_imported_parquet_holding_one_huge_value_is_refused_from_its_footer(t
                  f"{len(data):,}-byte file may expand to")
 
 
+@pytest.mark.slow
 @attack("import.parquet-bomb")
 def test_an_lm_eval_parquet_bomb_is_refused_before_datasets_reads_it(tmp_path):
     import pytest
@@ -254,6 +261,7 @@ def test_a_plain_parquet_import_still_reads(tmp_path):
     assert r.stdout.endswith(", 2 rows (2 read)\n"), r.stdout
 
 
+@pytest.mark.slow
 @attack("import.csv-gz-bomb")
 def test_a_csv_gz_bomb_stops_at_the_gzip_bound(tmp_path):
     from tests.attack_tools import gzip_repeated
@@ -274,6 +282,7 @@ def test_a_csv_gz_bomb_stops_at_the_gzip_bound(tmp_path):
 # --------------------------------------------------------------------------- other files named on the command line
 
 
+@pytest.mark.slow
 @attack("salt.file-huge")
 def test_a_huge_or_binary_salt_file_is_refused_in_one_line(tmp_path):
     import os
@@ -317,6 +326,7 @@ def test_a_huge_generation_config_is_refused_unread(tmp_path):
     assert r.stdout == f"{cfg}: field temperature: unreadable: duplicate key in a JSON object\n", r.stdout
 
 
+@pytest.mark.slow
 @attack("show.deep-json-sniff")
 def test_a_json_file_nested_too_deep_is_not_a_traceback_when_its_format_is_guessed(tmp_path):
     for name, depth in (("small.json", 2_000), ("deep.json", 200_000)):  # read from its head, or whole
@@ -371,6 +381,7 @@ def _sparse(path: Path, size: int = 8 << 30) -> Path:
     return path
 
 
+@pytest.mark.slow
 @attack("verdicts.file-huge")
 def test_a_huge_verdict_file_or_rows_file_is_refused_from_its_size_unread(tmp_path):
     big = _sparse(tmp_path / "results.json")
@@ -393,6 +404,7 @@ def test_a_verdict_file_that_is_a_fifo_is_named_as_such_not_as_missing(tmp_path,
     assert (r.code, r.err) == (2, f"audit: error: {tmp_path / 'missing.json'}: no such file\n")
 
 
+@pytest.mark.slow
 def test_a_verdict_file_of_13000_rows_is_far_inside_the_limit(tmp_path):
     from audit.verdicts.read import MAX_VERDICT_FILE_BYTES, read_verdicts
 

@@ -128,7 +128,7 @@ def test_floor_check_refuses_another_floor_package_swapped_in_after_validation(t
 @attack("kinds.toctou-documents")
 def test_a_trace_summary_swapped_after_validation_is_never_read(tmp_path, monkeypatch):
     from audit.errors import AuditError
-    from audit.trace.package import load_profile
+    from audit.trace.package import open_profile
 
     pkg = _copy(TRACE / "profile-default-marker", tmp_path / "profile")
     real = json.loads((pkg / "summary.json").read_text())
@@ -144,7 +144,7 @@ def test_a_trace_summary_swapped_after_validation_is_never_read(tmp_path, monkey
 
     monkeypatch.setattr(pkg_read, "validate_tree", validate_then_swap)
     try:
-        loaded = load_profile(pkg)
+        loaded = open_profile(pkg)
     except AuditError as e:
         assert "summary.json: changed while being read: sha256 is" in str(e)
     else:  # read: then what was validated, never the swapped document

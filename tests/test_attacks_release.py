@@ -615,6 +615,7 @@ def _recovered(rows: list[dict], seed: int) -> dict[str, str | None]:
     return {i: min(c) if len(c) == 1 else None for i, c in cands.items()}
 
 
+@pytest.mark.slow
 @attack("release.random-guess-key")
 def test_random_guess_rows_of_protected_items_do_not_give_the_key(cli, tmp_path):
     pol, rows_of = _guess_rows()

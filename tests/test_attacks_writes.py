@@ -284,7 +284,7 @@ def test_every_package_writer_refuses_a_users_folder(cli, tmp_path):
         "import table": ["import", "table", table, "--kind", "items"],
         "release": ["release", verdicts, "--public"],
         "floor": ["floor", TINY_LLAMA, "--hbm-tbps", "4.8"],
-        "trace": ["trace", trace],
+        "trace": ["trace", trace, "--unattributed"],
     }
     for name, args in calls.items():
         d = _user_folder(tmp_path, name.replace(" ", "-"))
@@ -349,6 +349,7 @@ def _race(*args: list[object]) -> list[tuple[int, str]]:
     return [(p.wait(timeout=120), p.communicate()[1]) for p in procs]
 
 
+@pytest.mark.slow
 @attack("writes.race-no-force")
 def test_two_grades_racing_for_one_file_one_fails(tmp_path):
     pkg = make_package(tmp_path / "p", items=MATH_ITEMS, responses=[{"item_id": "q1", "response": "ANSWER=B"}])
@@ -359,6 +360,7 @@ def test_two_grades_racing_for_one_file_one_fails(tmp_path):
         assert next(e for c, e in res if c == 2) == f"audit: error: {out}: already exists (use --force to replace it)\n"
 
 
+@pytest.mark.slow
 @attack("writes.race-every-writer")
 def test_two_packs_racing_for_one_folder_one_fails(tmp_path):
     src = _jsonl(tmp_path / "r.jsonl")
@@ -546,6 +548,7 @@ def test_bench_and_generate_refuse_a_users_folder_before_any_work(tmp_path):
     state.check_run_dir(work)  # an audit run's folder: --force may remove it
 
 
+@pytest.mark.slow
 @attack("claims.page-huge-own-file")
 def test_a_huge_index_html_in_the_page_folder_is_refused_unread(mini, tmp_path):  # noqa: F811
     from tests.attack_tools import audit_jailed

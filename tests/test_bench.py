@@ -136,7 +136,7 @@ def _rehash(pkg: Path, rel: str) -> None:
 def test_stored_summaries_equal_the_recomputed_ones(tmp_path):
     out, tel = write_run(tmp_path, "a", synthetic_run(gpus=2))
     assert validate_package(out) == [] and validate_package(tel) == []
-    with store.load_throughput(out) as t, store.load_telemetry(tel, t) as tt:
+    with store.open_throughput(out) as t, store.open_telemetry(tel, t) as tt:
         assert t.stored == t.summary.model_dump(mode="json")
         assert tt.stored == tt.summary.model_dump(mode="json")
         assert tt.extra["throughput"] == {"package_id": t.pkg.manifest.package_id, "digest": t.pkg.digest}
@@ -149,8 +149,8 @@ def test_a_with_block_closes_what_it_read_back(tmp_path):
     out, tel = write_run(tmp_path, "a", synthetic_run())
     bundle(out, tmp_path / "a.tar.gz")
     bundle(tel, tmp_path / "a.telemetry.tar.gz")
-    with store.load_throughput(tmp_path / "a.tar.gz") as t, \
-            store.load_telemetry(tmp_path / "a.telemetry.tar.gz", t) as tt:
+    with store.open_throughput(tmp_path / "a.tar.gz") as t, \
+            store.open_telemetry(tmp_path / "a.telemetry.tar.gz", t) as tt:
         roots = [t.pkg.root, tt.pkg.root]
         assert all(r.is_dir() and tmp_path not in r.parents for r in roots)
     assert not any(r.exists() for r in roots)
@@ -163,7 +163,7 @@ def test_an_edited_summary_is_refused_even_with_a_fixed_manifest(tmp_path):
     (out / "summary.json").write_text(dumps_pretty(s))
     _rehash(out, "summary.json")
     with pytest.raises(ValidationFailed) as e:
-        store.load_throughput(out)
+        store.open_throughput(out)
     assert "tok_s.mean: stored" in str(e.value)
 
 
@@ -177,24 +177,24 @@ def test_edited_rows_are_refused_even_with_a_fixed_manifest(tmp_path):
     (out / "requests.jsonl").write_text("\n".join(lines) + "\n")
     _rehash(out, "requests.jsonl")
     with pytest.raises(ValidationFailed) as e:
-        store.load_throughput(out)
+        store.open_throughput(out)
     assert "differs from the figures recomputed from the rows" in str(e.value)
 
 
 def test_telemetry_of_another_run_is_refused(tmp_path):
     a, _ = write_run(tmp_path, "a", synthetic_run("a"))
     _, tel_b = write_run(tmp_path, "b", synthetic_run("b", interval=0.02))
-    t = store.load_throughput(a)
+    t = store.open_throughput(a)
     try:
         with pytest.raises(AuditError, match="belongs to throughput package throughput-b-"):
-            store.load_telemetry(tel_b, t)
+            store.open_telemetry(tel_b, t)
     finally:
         t.close()
 
 
 def test_telemetry_figures_per_window(tmp_path):
     _, tel = write_run(tmp_path, "a", synthetic_run(gpus=2, window_s=2.0))
-    tt = store.load_telemetry(tel)
+    tt = store.open_telemetry(tel)
     try:
         w = tt.summary.windows[1]
         g0, g1 = w.gpus
@@ -291,6 +291,7 @@ def test_gpm_values_that_are_not_numbers_are_errors():
     assert all(r["t_end"] - r["t_start"] >= 0.1 for r in res.gpm_rows)
 
 
+@pytest.mark.slow
 def test_gpm_samples_that_keep_failing_are_given_up_on():
     res = _sample(FakeLayer(gpm_fail=True), seconds=1.4)  # 14 GPM ticks at 0.1 s
     assert res.gpm_rows == [] and res.gpu_rows
@@ -308,10 +309,14 @@ def test_the_energy_counter_is_read_once_a_second_and_at_each_mark():
     time.sleep(0.3)
     res = s.stop()
     with_energy = [r for r in res.gpu_rows if r.get("energy_j") is not None]
-    # the first reading, the mark, and the last reading; never the other ticks of the 0.85 s
-    assert len(res.gpu_rows) >= 10 and len(with_energy) == 3
+    # The first reading, the mark, and the last reading; never the other ticks of the 0.85 s. On a loaded
+    # machine the two sleeps can outlast the 1 s interval: a read then falls due, but only 1 s after the last.
+    assert len(res.gpu_rows) >= 10 and 3 <= len(with_energy) <= 3 + int(res.wall_s)
     assert with_energy[0] is res.gpu_rows[0] and with_energy[-1] is res.gpu_rows[-1]
-    assert 0.5 <= with_energy[1]["t"] - with_energy[0]["t"] <= 0.7
+    assert 0.5 <= with_energy[1]["t"] - with_energy[0]["t"] <= 0.7 or res.late_ticks
+    mark_t = with_energy[1]["t"]
+    for before, after in zip(with_energy[1:], with_energy[2:-1], strict=False):  # reads due by the clock alone
+        assert after["t"] - before["t"] >= 0.95 and after["t"] > mark_t
     assert all(r.get("power_w") is not None for r in res.gpu_rows)
 
 
@@ -379,6 +384,7 @@ def test_streams_are_closed_after_the_cut():
 # --------------------------------------------------------------------------- whole runs (fake server, fake GPUs)
 
 
+@pytest.mark.slow
 def test_a_run_with_bundles_spec_counters_and_a_lost_gpu(tmp_path):
     layer = FakeLayer(["NVIDIA H200", "NVIDIA H200"], lose={1: 4})
     with FakeOpenAIServer(max_model_len=4096, token_delay=0.002, bundle=[1, 3], spec_k=3) as srv:
@@ -386,8 +392,8 @@ def test_a_run_with_bundles_spec_counters_and_a_lost_gpu(tmp_path):
                           windows=2, window_s=0.6, sample_hz=20, gpm_interval_s=0.1)
         res = run(cfg, layer=layer, work_parent=tmp_path)
         store.write(res, tmp_path / "spec", tmp_path / "spec.telemetry")
-    t = store.load_throughput(tmp_path / "spec")
-    tel = store.load_telemetry(tmp_path / "spec.telemetry", t)
+    t = store.open_throughput(tmp_path / "spec")
+    tel = store.open_telemetry(tmp_path / "spec.telemetry", t)
     try:
         s = t.summary
         assert all(w.valid for w in s.windows) and s.tok_s.n == 2
@@ -429,6 +435,7 @@ def test_the_model_directory_is_llama_3_1_8b(tmp_path):
     assert json.loads((tmp_path / "config.json").read_text()) == bm.CONFIG
 
 
+@pytest.mark.slow
 def test_several_servers_share_the_load(tmp_path):
     with FakeOpenAIServer(max_model_len=4096, token_delay=0.002) as s1, \
             FakeOpenAIServer(max_model_len=4096, token_delay=0.002) as s2:

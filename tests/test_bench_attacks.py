@@ -52,6 +52,7 @@ def test_a_claim_just_past_max_tokens_is_refused_too():
     assert out.ended == "error" and "17 completion tokens" in out.error
 
 
+@pytest.mark.slow
 @attack("bench.endless-warmup")
 def test_an_endless_warm_up_stream_ends_the_run_at_the_request_timeout(tmp_path):
     with FakeOpenAIServer(endless=True) as srv:
@@ -132,6 +133,7 @@ def test_a_megabyte_version_string_is_refused(tmp_path):
         run(_cfg(srv), work_parent=tmp_path)
 
 
+@pytest.mark.slow
 @attack("bench.anchor-log-flood")
 def test_an_anchor_printing_forever_is_cut_and_its_log_capped(tmp_path, monkeypatch):
     monkeypatch.setattr(throughput, "MAX_ANCHOR_LOG_BYTES", 200_000)

@@ -108,6 +108,7 @@ def test_compare_pairs_windows(cli, runs):
     assert doc["schema_version"] == 1 and [p["window"] for p in doc["pairs"]] == [1, 2]
 
 
+@pytest.mark.slow
 def test_report_writes_a_png_timeline(cli, runs, tmp_path):
     r = cli("bench", "report", runs[0])
     png = tmp_path / "fast-report.png"
@@ -176,6 +177,7 @@ def _no_leftovers(d: Path) -> None:
     assert not [p.name for p in d.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.slow
 def test_throughput_against_a_server(cli, tmp_path):
     with FakeOpenAIServer(max_model_len=4096, token_delay=0.001, bundle=[2, 1]) as srv:
         r = cli("bench", "throughput", "--server", srv.url, "--arm", "cli", "-o", tmp_path / "run", "--windows", "2",
@@ -192,6 +194,7 @@ def test_throughput_against_a_server(cli, tmp_path):
     _no_leftovers(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_stalled_server_invalidates_its_window(cli, tmp_path):
     faults = [{"kind": "stall", "match": "#00004 ", "after": 2, "seconds": 1.5}]
     with FakeOpenAIServer(max_model_len=4096, token_delay=0.002, faults=faults) as srv:
@@ -225,6 +228,7 @@ def test_a_prompt_that_does_not_fit_is_refused_before_measuring(cli, tmp_path):
                                   "window (512 tokens)\n")
 
 
+@pytest.mark.slow
 def test_launch_and_anchor(cli, tmp_path):
     anchor = (f"{FAKE_BENCH_SERVE} bench serve --base-url {{url}} --model {{model}} --random-input-len {{prompt_tokens}} "
               f"--random-output-len {{max_tokens}} --num-prompts 3 --ignore-eos --save-result --result-dir "
@@ -248,6 +252,7 @@ def test_launch_and_anchor(cli, tmp_path):
     _no_leftovers(tmp_path)
 
 
+@pytest.mark.slow
 @attack("bench.huge-server-log")
 def test_a_launched_servers_huge_log_is_kept_in_part(cli, tmp_path):
     # The fake server grows its log by 256 MiB (sparse) as it stops: the package kept all of it before.
@@ -273,3 +278,50 @@ def test_head_and_tail_keeps_a_small_file_whole_and_a_large_ones_two_ends(tmp_pa
     assert data == (bytes(range(256)) * 40)[:500] + \
         b"\n[audit: 9,240 bytes left out here]\n" + (bytes(range(256)) * 40)[-500:]
 
+
+
+# --------------------------------------------------------------------------- what the run measured
+
+
+def test_the_subject_is_recorded_in_both_packages(cli, tmp_path):
+    model = tmp_path / "qwen3-30b-a3b-fp8"
+    model.mkdir()
+    (model / "config.json").write_text('{"architectures": ["Qwen3MoeForCausalLM"]}\n')
+    r = cli("bench", "throughput", "--launch", "--load-format dummy --max-model-len 2048 --fake-config "
+            "'{\"token_delay\": 0.002}'", "--launch-program", FAKE, "--model", model, "--arm", "base",
+            "-o", tmp_path / "run", "--windows", "1", "--window-s", "0.3", "--prompt-tokens", "40", "--max-tokens", "8",
+            "--model-name", "Qwen/Qwen3-30B-A3B-FP8", "--weights", "random", "--run", "h100-test",
+            "--hardware", "1x NVIDIA H100 80GB HBM3", "-q")
+    assert r.code == 0, r.err
+    for pkg in ("run", "run.telemetry"):
+        prov = json.loads((tmp_path / pkg / "manifest.json").read_text())["provenance"]
+        assert prov["subject"] == {
+            "model": "Qwen/Qwen3-30B-A3B-FP8", "model_config_sha256": sha256_file(model / "config.json")[0],
+            "engine": "vllm", "engine_version": "0.26.0-fake",  # as the (fake) server reports it
+            "hardware": "1x NVIDIA H100 80GB HBM3", "weights": "random", "run": "h100-test"}, pkg
+        assert prov["model"] == "Qwen/Qwen3-30B-A3B-FP8"  # not the local directory
+        assert cli("validate", tmp_path / pkg).code == 0
+
+
+@pytest.mark.parametrize("launch, weights, message", [
+    ("--load-format dummy", "checkpoint", "--weights checkpoint: the launch line loads random weights "
+                                          "(--load-format dummy); give --weights random"),
+    ("--max-model-len 2048", "random", "--weights random: the launch line has no --load-format dummy, so vLLM "
+                                       "loads the checkpoint's weights; give --weights checkpoint"),
+])
+def test_weights_that_contradict_the_launch_line_are_refused(cli, tmp_path, launch, weights, message):
+    r = cli("bench", "throughput", "--launch", launch, "--launch-program", FAKE, "--model", "m", "--arm", "x",
+            "-o", tmp_path / "run", "--weights", weights, "-q")
+    assert (r.code, r.out, r.err) == (2, "", f"audit: error: {message}\n")
+
+
+def test_gpu_evidence_without_its_subject_is_refused_before_the_run(cli, tmp_path, monkeypatch):
+    import audit.subject
+
+    monkeypatch.setattr(audit.subject, "gpus_visible", lambda: 1)
+    r = cli("bench", "throughput", "--server", "http://127.0.0.1:9", "--arm", "x", "-o", tmp_path / "run",
+            "--model-name", "Qwen/Qwen3-30B-A3B-FP8", "-q")
+    assert (r.code, r.out, r.err) == (2, "", "audit: error: throughput package of GPU evidence must say what it "
+                                             "measured: give --model-config CONFIG.json, --weights random|checkpoint, "
+                                             "--run ID\n")
+    assert list(tmp_path.iterdir()) == []

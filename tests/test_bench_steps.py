@@ -70,13 +70,14 @@ def test_without_spec_counters_the_ceiling_is_unknown():
     assert st.ceiling is None and st.at_ceiling is None and st.overall == 1.0
 
 
+@pytest.mark.slow
 def test_a_run_against_the_fake_server_agrees_with_its_counters(tmp_path):
     with FakeOpenAIServer(max_model_len=4096, token_delay=0.002, bundle=[1, 4, 4, 2], spec_k=3) as srv:
         cfg = BenchConfig(arm="mtp", servers=(srv.url,), prompt_tokens=48, max_tokens=22, ignore_eos=True,
                           windows=2, window_s=0.8, sample_hz=20, gpm_interval_s=0.1)
         res = run(cfg, layer=FakeLayer(["NVIDIA H200"]), work_parent=tmp_path)
         store.write(res, tmp_path / "mtp", tmp_path / "mtp.telemetry")
-    t = store.load_throughput(tmp_path / "mtp")
+    t = store.open_throughput(tmp_path / "mtp")
     try:
         st = figures.step_figures(t.summary, t.requests)
         # chunks 1 | 4, 4, 2, 1, 4, 4, 2: tokens per decode step 21 / 7 = 3

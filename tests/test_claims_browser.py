@@ -13,6 +13,8 @@ from tests.test_claims_page import page_refs
 
 from audit.claims import browser
 
+pytestmark = pytest.mark.slow  # starts a real Chromium: the slower tier (`make test-slow`)
+
 PROBE = """<script>
 window.addEventListener("load", function () {
   var bad = [];
@@ -27,7 +29,7 @@ window.addEventListener("load", function () {
 def chromium():
     exe = browser.find_chromium()
     if exe is None:
-        msg = "chromium is not installed (`make test` installs it as root: apt-get install chromium)"
+        msg = "chromium is not installed (`make test-slow` installs it as root: apt-get install chromium)"
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)

@@ -72,6 +72,7 @@ def test_the_mini_ledger_verifies(cli, mini):
     ("a: [1, 2\n", "claims.yaml: line 2: not valid YAML: while parsing a flow sequence expected ',' or ']', but got '<stream end>'"),
     ("a: " + "[" * 5000 + "]" * 5000 + "\n", "claims.yaml: not valid YAML: nested too deeply"),
 ])
+@pytest.mark.slow
 def test_yaml_tricks_are_refused(cli, mini, text, message):
     write(mini, text)
     assert refused(cli, "claims.yaml") == message
@@ -153,7 +154,7 @@ def test_bad_fields_name_line_claim_and_field(cli, mini, old, new, message):
      "line 16: claim G1: field recipe.args.policy.truncation: Input should be 'wrong' or 'exclude' (got 'maybe')"),
     ("figure: accuracy_all}", "figure: accuracy_all, policy: {temperature: 0}}",
      "line 16: claim G1: field recipe.args.policy: unknown policy 'temperature' (known: truncation, resampling, "
-     "no_answer, guess_seed, exclude, scope, at_budget)"),
+     "no_answer, guess_seed, exclude, scope, at_budget, judge_error)"),
     ("figure: accuracy_all}", "figure: accuracy_all, grader: math.equiv@99}",
      "line 16: claim G1: field recipe.args.grader: unknown grader 'math.equiv@99' (known: {graders})"),
     ("args: {package: demo-lab-note-gpqa_diamond,", "args: {package: demo-lab-note-hle,",

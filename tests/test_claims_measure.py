@@ -200,6 +200,7 @@ def by_hand(evidence) -> dict:
     return {"hand": hand, "checks": {c.claim.id: c for c in verify(write_ledger(evidence, claims)).claims}}
 
 
+@pytest.mark.slow
 def test_every_measurement_recipe_matches_the_hand_computed_figure(by_hand):
     checks = by_hand["checks"]
     assert {k: c.reasons for k, c in checks.items() if not c.survives} == {}
@@ -258,9 +259,9 @@ def one(root: Path, c: dict, name: str) -> list[str]:
 
 
 def test_a_profile_without_steps_is_refused_with_the_traces_reason(evidence):
-    from audit.trace.package import load_profile
+    from audit.trace.package import open_profile
 
-    refused = load_profile(evidence / PACKAGE_PATHS[NO_STEPS]).summary.markers.refused
+    refused = open_profile(evidence / PACKAGE_PATHS[NO_STEPS]).summary.markers.refused
     assert refused == "no event matches the step marker /^ProfilerStep#\\d+$/"
     for recipe, unit in (("trace.kernels_per_step", "count"), ("trace.step_ms", "ms")):
         reasons = one(evidence, claim("K", 410, unit, recipe, {"package": NO_STEPS}), "nosteps.yaml")
@@ -343,6 +344,7 @@ def rehash(pkg: Path, rel: str) -> None:
     (pkg / "manifest.json").write_text(json.dumps(m, indent=2) + "\n", encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_an_edited_throughput_summary_fails_validation_and_names_its_claims(cli, tmp_path, monkeypatch):
     ledger = copy_shipped(tmp_path)
     edit(tmp_path / "evidence-h200-bench" / "graphs" / "summary.json", '"mean": 203.95555555555555',
@@ -357,6 +359,7 @@ def test_an_edited_throughput_summary_fails_validation_and_names_its_claims(cli,
     assert r.out.endswith("\n43 of 54 claims survive.\n")
 
 
+@pytest.mark.slow
 def test_a_throughput_file_swapped_after_verify_validated_it_is_never_read(cli, tmp_path, monkeypatch):
     # The recipes read the package verify validated (no second opening): a row file replaced after that one
     # validation is refused by the pinned read, named by its path in the ledger.
@@ -385,6 +388,7 @@ def test_a_throughput_file_swapped_after_verify_validated_it_is_never_read(cli, 
                                "read: sha256 is "), lines
 
 
+@pytest.mark.slow
 def test_an_edited_summary_that_was_rehashed_and_repinned_is_caught_by_the_recomputation(cli, tmp_path, monkeypatch):
     # The forger fixes the manifest and the ledger's digest: the package validates and its digest matches, but the
     # bench store recomputes the summary from the rows and refuses the edited one.
@@ -406,6 +410,7 @@ def test_an_edited_summary_that_was_rehashed_and_repinned_is_caught_by_the_recom
     assert new != "d45986f960d774e1327b0ef9b011f4d2145b32d65b18bfd69d9f6d3bf60b6fe8"
 
 
+@pytest.mark.slow
 def test_a_floor_bundle_swapped_for_another_shape(cli, tmp_path, monkeypatch):
     ledger = copy_shipped(tmp_path)
     floors = tmp_path / "evidence-h200-floor"
@@ -435,6 +440,7 @@ def _rebundle_with(tmp_path: Path, target: str, donor: str, files: tuple[str, ..
     return floors / f"{target}.tar.gz"
 
 
+@pytest.mark.slow
 def test_a_floor_bundle_whose_floor_is_another_shapes_is_caught_by_floor_check(cli, tmp_path, monkeypatch):
     # Llama's header-only checkpoint with Qwen3-30B-A3B's floor.json and floor.txt, re-bundled and re-pinned:
     # it validates and matches the ledger, but the floor recomputed from its headers is Llama's.
@@ -446,10 +452,12 @@ def test_a_floor_bundle_whose_floor_is_another_shapes_is_caught_by_floor_check(c
     assert r.code == 1
     assert failing(r.out) == ["M16", "M17"]
     m16 = r.out.split("\nM16 does not survive: ", 1)[1].split("\n\n")[0].splitlines()
-    assert m16[2].startswith(f"  cannot recompute: {LLAMA}: the floor recomputed from its checkpoint headers differs "
+    assert m16[2].startswith(f"  cannot recompute: {PACKAGE_PATHS[LLAMA]}: the floor recomputed from its checkpoint "
+                             "headers differs "
                              "from floor.json: ")
 
 
+@pytest.mark.slow
 def test_an_edited_profile_summary_is_caught_by_recomputing_its_trace(cli, tmp_path, monkeypatch):
     ledger = copy_shipped(tmp_path)
     pkg = tmp_path / "evidence-h200-trace" / "profile-decode-tp1"
@@ -464,11 +472,13 @@ def test_an_edited_profile_summary_is_caught_by_recomputing_its_trace(cli, tmp_p
     assert r.code == 1
     assert failing(r.out) == ["M13", "M14", "M15"]
     m13 = r.out.split("\nM13 does not survive: ", 1)[1].split("\n\n")[0].splitlines()
-    assert m13[2] == (f"  cannot recompute: {PROFILE}: summary.json differs from the figures recomputed from its trace "
+    assert m13[2] == (f"  cannot recompute: {PACKAGE_PATHS[PROFILE]}: summary.json differs from the figures "
+                      "recomputed from its trace "
                       "trace/rank0.1796125371400164994.pt.trace.json.gz: steps.kernels_per_step.median: stored 1529.0, "
                       "recomputed 436.0 (and 1 more)")
 
 
+@pytest.mark.slow
 def test_planted_wrong_measurements_are_named(cli, tmp_path, monkeypatch):
     ledger = copy_shipped(tmp_path)
     edit(ledger, "    value: 436\n", "    value: 1529\n")  # M13: the lab note's kernels per step
@@ -482,6 +492,7 @@ def test_planted_wrong_measurements_are_named(cli, tmp_path, monkeypatch):
     assert r.out.endswith("\n52 of 54 claims survive.\n")
 
 
+@pytest.mark.slow
 def test_an_unfounded_measurement_retraction(cli, tmp_path, monkeypatch):
     # M14 retracting a value that holds (436 published) is refused, as is a published_recipe that does not give it.
     ledger = copy_shipped(tmp_path)
@@ -505,4 +516,4 @@ def test_the_memo_never_outlives_the_content(tmp_path):
     write_ledger(tmp_path, [claim("F", 319.0, "tok/s", "floor.tok_s", {"package": LLAMA}, tol=0.05)])
     (check,) = verify(ledger).claims
     assert digest(bundled) != "0e529a4e6233d325c8379cee26a9a4136d04103adece571cea33385d9115b71f"
-    assert check.reasons[0].startswith(f"cannot recompute: {LLAMA}: ")
+    assert check.reasons[0].startswith(f"cannot recompute: {PACKAGE_PATHS[LLAMA]}: ")

@@ -75,6 +75,7 @@ def png_chunks(data: bytes) -> list[bytes]:
     return out
 
 
+@pytest.mark.slow
 def test_the_committed_page_is_what_the_ledger_renders(rendered):
     for name in ("index.html", "claims.md"):
         assert (rendered / "claims" / name).read_bytes() == (PAGE / name).read_bytes(), name
@@ -92,6 +93,7 @@ def test_the_committed_plots_are_what_the_ledger_renders(rendered):
         assert (rendered / "claims" / png.name).read_bytes() == png.read_bytes(), png.name
 
 
+@pytest.mark.slow
 def test_the_page_command_says_what_it_wrote(cli, shipped):
     r = render(cli, shipped)
     assert (r.code, r.err) == (0, "")
@@ -105,6 +107,7 @@ def test_the_page_command_says_what_it_wrote(cli, shipped):
                      "index.html\n54 of 54 claims survive\n")
 
 
+@pytest.mark.slow
 def test_plots_are_byte_stable_and_carry_no_time(cli, rendered, tmp_path, monkeypatch):
     # Rendered again elsewhere, at another time, in another zone: the same plots, byte for byte.
     copy_shipped(tmp_path)
@@ -165,6 +168,7 @@ def test_retractions_are_struck_with_their_correction(rendered):
     assert "Published ~~62.50%~~, corrected to **87.50%**: The lab's normalizer compared strings" in md
 
 
+@pytest.mark.slow
 def test_a_claim_that_does_not_survive_is_shown_so(shipped, cli):
     edit(shipped / "claims.yaml", "    value: 19\n", "    value: 18\n")
     r = render(cli, shipped)
@@ -176,6 +180,7 @@ def test_a_claim_that_does_not_survive_is_shown_so(shipped, cli):
     assert '<dt>does not survive</dt><dd class="verdict bad">recomputed 19, recorded 18 (tolerance exact)</dd>' in html
 
 
+@pytest.mark.slow
 def test_stale_plots_go_and_other_files_stay(shipped, cli):
     out = shipped / "claims"
     out.mkdir()

@@ -65,7 +65,7 @@ def test_loading_every_command_imports_no_grading_module():
     import subprocess
     import sys
 
-    grading = ("audit.specs", "audit.verdicts", "audit.graders", "audit.extractors", "audit.generate.prompts")
+    grading = ("audit.specs", "audit.verdicts", "audit.graders", "audit.extractors", "audit.prompts")
     code = ("import json, sys; from audit.cli import _load_commands; _load_commands(); "
             f"print(json.dumps(sorted(m for m in {grading!r} if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -131,6 +131,8 @@ def test_extractors_lists_every_version(cli):
          "MMLU-Pro evaluate_from_apiX.py: last 'answer is (X)', else last 'Answer: X', else last A-J"),
         ("mmlu_pro.options", "1",
          "MMLU-Pro's official cascade over the item's own letters (A-L for MMLU-Pro+'s twelve options)"),
+        ("mmlu_pro.options", "2", "MMLU-Pro's official cascade over the item's own letters; an item without an option "
+                                  "count is not read (no A-J fallback)"),
         ("mmlu_pro.statements", "1",
          "MMLU-Pro answer statements only: the official 'answer is (X)', then 'Answer: X'; no fallback"),
         ("raw", "1", "The whole response, stripped (for packages of pre-extracted answers)"),
@@ -141,6 +143,7 @@ def test_extractors_lists_every_version(cli):
     assert r.out == expected
 
 
+@pytest.mark.slow
 def test_lock_check(cli):
     r = cli("lock")
     assert r.code == 0

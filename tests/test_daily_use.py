@@ -78,7 +78,7 @@ def test_grade_prints_figures_per_subject_and_the_rules_that_fired_in_words(grad
 
 def test_the_verdict_file_records_the_subjects_with_their_items_in_natural_order(graded, tmp_path):
     doc = json.loads((tmp_path / "official.json").read_text(encoding="utf-8"))
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == 3
     subjects = doc["summary"]["subjects"]
     assert [(s["subject"], s["items"]) for s in subjects] == [("biology", ["q2", "q11"]), ("physics", ["q1", "q10"])]
     assert [(f["name"], f["correct"], f["total"]) for f in subjects[1]["figures"]] == [("accuracy", 2, 2),
@@ -93,7 +93,7 @@ def test_show_summarises_a_verdict_file(graded, cli):
     commit = f" {prod.git_commit[:12]}{'+dirty' if prod.git_dirty else ''}" if prod.git_commit else ""
     assert (r.code, r.err) == (0, "")
     assert r.out == f"""\
-verdicts   official.json (verdict file, schema version 2)
+verdicts   official.json (verdict file, schema version 3)
 benchmark  mmlu_pro: 4 rows, 4 items x 1 samples
 responses  subjects (digest {graded["digest"]}…) at pkg
 extractor  mmlu_pro.official@f418b11 (fingerprint 4e4f5e6f85e5…)

@@ -25,6 +25,14 @@ def test_demo_prints_every_retraction(cli, tmp_path, monkeypatch):
     assert "demo-gpqa-01  B            → —              correct → incorrect  policy     cut at the output ceiling" in text
     assert "demo-hle-01   3.1415       → 3.1415         correct → incorrect  grader" in text
     assert "leak check passed" in text
+    # The agentic packages: the paired ratio, the +40% retraction and the sensitivity line.
+    assert ("    per-task duration ratio 1.52× (t 95% 1.35–1.72 on the logs; bootstrap 1.38–1.66, seed 0); per turn "
+            "1.64×") in lines
+    assert ("    RETRACTED: 13.2 → 18.5 tasks/hour (+40%): 8 tasks on 8 workers, so each run's wall clock is its "
+            "slowest task (2182 s, 1556 s); the +40% is one task's ratio") in lines
+    assert "    excluded left out            64.62% ± 2.22 (2·sd/√K, K=6); se 1.11; t 95% [61.77%, 67.48%]" in lines
+    assert "    excluded counted as failures 63.36% ± 2.21 (2·sd/√K, K=6); se 1.11; t 95% [60.52%, 66.21%]" in lines
+    assert any(x.startswith("    run rep-3 mixes 2 serving setups: 82 trials") for x in lines)
 
 
 def test_demo_outputs_are_checkable(cli, tmp_path, monkeypatch):
@@ -39,8 +47,11 @@ def test_demo_outputs_are_checkable(cli, tmp_path, monkeypatch):
     rows = [json.loads(x) for x in (tmp_path / "out/release-gpqa_diamond/verdicts.jsonl").read_text().splitlines()]
     assert all(set(row) == {"item_id", "sample", "verdict", "status", "protected"} for row in rows)
     # The demo's packages are the project's own: they validate.
-    for bench in ("math500", "mmlu_pro", "gpqa_diamond", "hle"):
+    for bench in ("math500", "mmlu_pro", "gpqa_diamond", "hle", "agentic/deepswe-baseline", "agentic/deepswe-mtp-k3",
+                  "agentic/deepswe-k6"):
         assert cli("validate", DEFAULT_PACKAGES / bench).code == 0
+    doc = json.loads((tmp_path / "out" / "deepswe.compare.json").read_text())
+    assert (doc["ratio"]["n"], doc["throughput_bound"]) == (8, True)
 
 
 def test_demo_replaces_its_own_output_but_never_another_directory(cli, tmp_path, monkeypatch):

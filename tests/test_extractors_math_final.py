@@ -155,6 +155,7 @@ MATH_TOKENS = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(MATH_TOKENS), max_size=30).map("".join))
 def test_never_raises_and_a_read_number_is_in_its_span(text):

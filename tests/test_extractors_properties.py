@@ -53,6 +53,7 @@ finish_reasons = st.sampled_from([None, "stop", "length", "content_filter"])
 ALL = sorted(e.key for e in extractors.all_extractors())
 
 
+@pytest.mark.slow
 @EQUIVALENCE
 @given(mmlu_texts)
 def test_official_equals_the_literal_cascade(text):
@@ -60,6 +61,7 @@ def test_official_equals_the_literal_cascade(text):
     assert (got.answer, got.rule, got.span) == literal_official_rule(text)
 
 
+@pytest.mark.slow
 @EQUIVALENCE
 @given(mmlu_texts)
 def test_official_x_and_lmeval_equal_their_literal_regexes(text):
@@ -67,6 +69,7 @@ def test_official_x_and_lmeval_equal_their_literal_regexes(text):
     assert (extractors.get("mmlu_pro.lmeval@325f168").extract(text).answer or "[invalid]") == literal_lmeval(text)
 
 
+@pytest.mark.slow
 @EQUIVALENCE
 @given(choice_texts)
 def test_gsm8k_filters_equal_lm_evals_literal_regexes(text):
@@ -75,12 +78,14 @@ def test_gsm8k_filters_equal_lm_evals_literal_regexes(text):
         assert (extractors.get(key).extract(text).answer or "[invalid]") == literal(text)
 
 
+@pytest.mark.slow
 @EQUIVALENCE
 @given(choice_texts)
 def test_simple_evals_equals_its_literal_regex(text):
     assert extractors.get("gpqa.simple_evals@ee3b031").extract(text).answer == literal_simple_evals(text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ALL)
 @SETTINGS
 @given(text=any_texts, finish_reason=finish_reasons)
@@ -136,6 +141,7 @@ FIRST_MATCH = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", sorted(FIRST_MATCH))
 @SETTINGS
 @given(text=choice_texts)

@@ -117,6 +117,7 @@ def test_final_line_on_the_gpqa_responses(gpqa_rows):
     assert {ex.extract(r["response"], finish_reason="length").rule for r in gpqa_rows[:50]} == {"truncated"}
 
 
+@pytest.mark.slow
 def test_freeform_agreement_with_the_third_party_extractor(gpqa_rows):
     """choice.freeform against `source_extracted` (E or empty = no clear option); see the report for categories."""
     ex = extractors.get("choice.freeform@1")

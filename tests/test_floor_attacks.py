@@ -94,6 +94,7 @@ BAD_NUMBERS = [
 ]
 
 
+@pytest.mark.slow
 @attack("floor.config-numbers")
 @pytest.mark.parametrize("case, change, message", BAD_NUMBERS, ids=[c[0] for c in BAD_NUMBERS])
 def test_every_config_number_is_checked_in_one_line(cli, tmp_path, case, change, message):

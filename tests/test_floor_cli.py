@@ -13,6 +13,9 @@ from audit.floor.roles import TABLES, table_sha256
 from audit.fileio import dumps_pretty, sha256_file
 from tests.floor_helpers import TINY_LLAMA
 
+# What a floor of GPU evidence (--from-nvml) must name; the tiny model stands in for a public one.
+SUBJECT = ("--model-name", "meta-llama/Llama-3.1-8B", "--engine", "vllm==0.26.0", "--run", "test-run")
+
 TINY_TABLE = """\
 role                           dtype             tensors        parameters        stored bytes  read per token                         bytes/token
 embeddings                     BF16                    1           524,288           1,048,576  1 row of 4,096                                 256
@@ -171,7 +174,7 @@ def _fake_nvml(monkeypatch, devices, init_error=None):
 def test_from_nvml_is_bus_width_times_max_memory_clock_times_two(cli, tmp_path, monkeypatch):
     # H200: 6144-bit bus, 3201 MHz max memory clock (nvidia-smi), double data rate: 4.917 TB/s.
     _fake_nvml(monkeypatch, [("NVIDIA H200", 6144, 3201), ("NVIDIA H200", 6144, 3201)])
-    r = cli("floor", TINY_LLAMA, "--from-nvml", "--gpus", "2", "-o", tmp_path / "p", "-q")
+    r = cli("floor", TINY_LLAMA, "--from-nvml", "--gpus", "2", "-o", tmp_path / "p", "-q", *SUBJECT)
     assert r.out.splitlines()[0] == (
         "floor: 1,836,544 bytes/token / (2 GPUs x 4.917 TB/s from NVML (NVIDIA H200: 6144-bit bus x 3201 MHz x 2)) "
         "= 0.0001868 ms/token, 5,354,335.1 tok/s (context 0)")
@@ -181,12 +184,17 @@ def test_from_nvml_is_bus_width_times_max_memory_clock_times_two(cli, tmp_path, 
     assert [d["index"] for d in report["bandwidth"]["devices"]] == [0, 1]
     manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())
     assert manifest["provenance"]["hardware"] == "2x NVIDIA H200"
+    assert manifest["provenance"]["subject"] == {
+        "model": "meta-llama/Llama-3.1-8B", "model_config_sha256": sha256_file(TINY_LLAMA / "config.json")[0],
+        "engine": "vllm", "engine_version": "0.26.0", "hardware": "2x NVIDIA H200", "weights": "headers-only",
+        "run": "test-run"}
+    assert manifest["provenance"]["model"] == "meta-llama/Llama-3.1-8B"
     assert cli("floor-check", tmp_path / "p").code == 0  # re-checked with the recorded bandwidth, no GPU needed
 
 
 def test_from_nvml_uses_the_slowest_device(cli, tmp_path, monkeypatch):
     _fake_nvml(monkeypatch, [("A", 6144, 3201), ("B", 5120, 2619)])
-    r = cli("floor", TINY_LLAMA, "--from-nvml", "--gpus", "2", "-o", tmp_path / "p", "-q")
+    r = cli("floor", TINY_LLAMA, "--from-nvml", "--gpus", "2", "-o", tmp_path / "p", "-q", *SUBJECT)
     assert "x 3.352 TB/s from NVML (B: 5120-bit bus x 2619 MHz x 2)" in r.out
 
 
@@ -201,9 +209,45 @@ def test_from_nvml_without_nvml_is_one_line(cli, tmp_path, monkeypatch, setup, m
         monkeypatch.setitem(sys.modules, "pynvml", None)  # import raises ImportError
     else:
         _fake_nvml(monkeypatch, [("X", 6144, 3201)], "NVML Shared Library Not Found" if setup == "init" else None)
-    r = cli("floor", TINY_LLAMA, "--from-nvml", "--gpus", "2", "-o", tmp_path / "p")
+    r = cli("floor", TINY_LLAMA, "--from-nvml", "--gpus", "2", "-o", tmp_path / "p", *SUBJECT)
     assert (r.code, r.out, r.err) == (2, "", f"audit: error: {message}\n")
     assert not (tmp_path / "p").exists()
+
+
+def test_from_nvml_without_a_subject_is_refused_before_reading(cli, tmp_path, monkeypatch):
+    _fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 5120, 2619)])
+    r = cli("floor", TINY_LLAMA, "--from-nvml", "-o", tmp_path / "p", "--engine", "vllm==0.26.0")
+    assert (r.code, r.out, r.err) == (2, "", "audit: error: checkpoint-headers package of GPU evidence must say "
+                                             "what it measured: give --model-name OWNER/NAME, --run ID\n")
+    assert not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize("flags, message", [
+    (("--model-name", "/tmp/models/qwen"), "--model-name '/tmp/models/qwen': give the model's public name OWNER/NAME "
+                                           "(e.g. Qwen/Qwen3-30B-A3B-FP8), not a local path"),
+    (("--model-name", ".dev/tiny-llama"), "--model-name '.dev/tiny-llama': give the model's public name OWNER/NAME "
+                                          "(e.g. Qwen/Qwen3-30B-A3B-FP8), not a local path"),
+    (("--engine", "vllm 0.26.0"), "--engine 'vllm 0.26.0': give NAME==VERSION, e.g. vllm==0.26.0"),
+])
+def test_subject_flags_are_checked(cli, tmp_path, monkeypatch, flags, message):
+    _fake_nvml(monkeypatch, [("NVIDIA H100 80GB HBM3", 5120, 2619)])
+    args = dict(zip(SUBJECT[::2], SUBJECT[1::2]))
+    args.update(dict(zip(flags[::2], flags[1::2])))
+    r = cli("floor", TINY_LLAMA, "--from-nvml", "-o", tmp_path / "p", *[x for kv in args.items() for x in kv])
+    assert (r.code, r.out, r.err) == (2, "", f"audit: error: {message}\n")
+
+
+def test_a_stated_bandwidth_records_a_subject_only_when_given(cli, tmp_path):
+    assert cli("floor", TINY_LLAMA, "--hbm-tbps", "4.8", "-o", tmp_path / "a", "-q").code == 0
+    assert "subject" not in json.loads((tmp_path / "a" / "manifest.json").read_text())["provenance"]
+    r = cli("floor", TINY_LLAMA, "--hbm-tbps", "4.8", "-o", tmp_path / "b", "-q", *SUBJECT[:2])
+    assert (r.code, r.err) == (2, "audit: error: checkpoint-headers package names part of what it measured: give "
+                                  "--engine NAME==VERSION, --hardware TEXT, --run ID\n")
+    r = cli("floor", TINY_LLAMA, "--hbm-tbps", "4.8", "-o", tmp_path / "c", "-q", *SUBJECT,
+            "--hardware", "1x NVIDIA H100 80GB HBM3")
+    assert r.code == 0
+    assert json.loads((tmp_path / "c" / "manifest.json").read_text())["provenance"]["subject"]["hardware"] == \
+        "1x NVIDIA H100 80GB HBM3"
 
 
 # --------------------------------------------------------------------------- usage

@@ -49,6 +49,7 @@ QKVZ, BA, CONV = 2 * 16 * 128 + 2 * 32 * 128, 2 * 32, 2 * 16 * 128 + 32 * 128
 EXPERT = 2 * _fp8(512, H) + _fp8(H, 512)  # gate, up, down
 
 
+@pytest.mark.slow
 def test_qwen3_next_fp8_headers(qwen3_next):
     t = {x.name: x for x in qwen3_next.tensors}
     w = "model.layers.0.linear_attn"
@@ -71,6 +72,7 @@ def test_qwen3_next_fp8_headers(qwen3_next):
     assert len(t) == 151_479
 
 
+@pytest.mark.slow
 def test_qwen3_next_fp8_parameters(qwen3_next_4096):
     r = qwen3_next_4096
     mtp = sum(w.parameters for w in r.weights if w.role == "mtp")
@@ -94,6 +96,7 @@ def test_qwen3_next_fp8_bytes_per_token_at_4096(qwen3_next_4096):
     assert round(r.floor.tokens_per_s, 1) == 1178.7  # at 4.8 TB/s
 
 
+@pytest.mark.slow
 def test_qwen3_next_fp8_with_mtp_and_f32_state(qwen3_next, qwen3_next_4096):
     mtp = compute_floor(qwen3_next, BW, FloorOptions(context=4096, with_mtp=True))
     layer = _fp8(Q, H) + 2 * _fp8(KV, H) + _fp8(H, 16 * 256) + 2 * 256 * 2 + 512 * H * 2 + 11 * EXPERT + H * 2 \
@@ -107,6 +110,7 @@ def test_qwen3_next_fp8_with_mtp_and_f32_state(qwen3_next, qwen3_next_4096):
 # --------------------------------------------------------------------------- fallbacks
 
 
+@pytest.mark.slow
 def test_glm_4_5_air_fp8_channel_scales_and_mtp(tmp_path):
     config = _config("glm-4.5-air-fp8")
     write_header_only(tmp_path / "glm", json.dumps(config).encode(), assign_dtypes(config, tensor_specs(config), {}))

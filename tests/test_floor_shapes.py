@@ -95,6 +95,7 @@ def test_sharding_and_sparse_files_change_nothing(tmp_path, llama):
 # --------------------------------------------------------------------------- Qwen3-30B-A3B (128 experts, 8 per token)
 
 
+@pytest.mark.slow
 def test_qwen3_30b_a3b_routes_8_of_128_experts(tmp_path):
     ckpt = _write(tmp_path / "q", _config("qwen3-30b-a3b"))
     report = _floor(ckpt)
@@ -112,6 +113,7 @@ def test_qwen3_30b_a3b_routes_8_of_128_experts(tmp_path):
     assert report.shape.fields["routed_experts"] == "num_experts"
 
 
+@pytest.mark.slow
 def test_qwen3_fp8_experts_config_keeps_its_ignored_layers_in_bf16(tmp_path):
     # The config vLLM would serve: FP8 block-quantized experts; attention, router and head in ignored_layers.
     ckpt = _write(tmp_path / "q8", _config("qwen3-30b-a3b-fp8-experts"))
@@ -167,6 +169,7 @@ def deepseek_bf16_attention(tmp_path_factory):
     return _write(tmp_path_factory.mktemp("dsmix") / "ckpt", _config("deepseek-v3"), {"attention": "BF16"})
 
 
+@pytest.mark.slow
 def test_deepseek_v3_fp8_checkpoint(deepseek):
     report = _floor(deepseek, context=1000)
     assert sum(s.tensors for s in report.shards) == 91_991
@@ -183,6 +186,7 @@ def test_deepseek_v3_fp8_checkpoint(deepseek):
     assert {w.reading for w in report.weights if w.role == "mtp"} == {"none: MTP (use --with-mtp)"}
 
 
+@pytest.mark.slow
 def test_deepseek_v3_with_mtp_reads_the_mtp_layer_and_its_kv(deepseek):
     without, with_mtp = _floor(deepseek, context=1000), _floor(deepseek, context=1000, with_mtp=True)
     attention = _mla_attention(1, scales=True)
@@ -191,6 +195,7 @@ def test_deepseek_v3_with_mtp_reads_the_mtp_layer_and_its_kv(deepseek):
     assert with_mtp.caches[0].layers == 62
 
 
+@pytest.mark.slow
 def test_engine_dtype_bf16_attention_equals_a_checkpoint_storing_it(deepseek, deepseek_bf16_attention):
     # FP8 attention held in BF16 by the engine == the same shape stored with BF16 attention (its scales gone).
     retyped = _floor(deepseek, context=1000, engine_dtypes=(("attention", "BF16"),))
@@ -223,6 +228,7 @@ QWEN3_NEXT = {  # Qwen3-Next-80B-A3B's published shape (as the Qwen3-Coder-Next 
 }
 
 
+@pytest.mark.slow
 def test_qwen3_next_linear_attention_state_and_kv(tmp_path):
     ckpt = _write(tmp_path / "qn", QWEN3_NEXT)
     report = _floor(ckpt, context=2048)

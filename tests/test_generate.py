@@ -24,11 +24,11 @@ from audit.generate.config import Sampling
 from audit.generate.journal import read_journal
 from audit.generate.model_info import apply_model_defaults
 from audit.generate.progress import Progress
-from audit.generate.prompts import chat_messages
 from audit.generate.vllm_server import KEPT_LOG_BYTES
 from audit.models import ItemRow, ResponseRow
 from audit.pack import SourceRow, Table, build_package
 from audit.packages import open_package
+from audit.prompts import chat_messages
 from audit.specs import lookup
 from tests.attacks import attack
 from tests.conftest import REPO, shared_path
@@ -422,6 +422,7 @@ def _wait_for(cond, timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_kill_9_mid_run_then_resume_loses_and_repeats_nothing(cli, tmp_path, math_items):
     out, work = tmp_path / "out", tmp_path / "out.work"
     with FakeOpenAIServer(max_model_len=300, token_delay=0.004, stop_prob=0.0) as srv:
@@ -543,6 +544,7 @@ def test_a_launched_server_that_dies_is_reported_with_its_log_then_resumed(cli, 
     assert len(rows_of(tmp_path / "out")) == 4
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_launched_server_and_the_run_resumes(cli, tmp_path, math_items, model_dir):
     out, work = tmp_path / "out", tmp_path / "out.work"
     fake = {"token_delay": 0.003, "stop_prob": 0.0}
@@ -605,6 +607,7 @@ def test_kill_int_stops_a_run_started_with_sigint_ignored_and_it_resumes(cli, tm
     assert len(rows_of(out)) == 12
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_run_like_ctrl_c(tmp_path, math_items):
     out, work = tmp_path / "out", tmp_path / "out.work"
     with FakeOpenAIServer(max_model_len=300, token_delay=0.004, stop_prob=0.0) as srv:
@@ -655,6 +658,7 @@ def test_progress_bar_on_a_terminal():
                           "over max_tokens 40"),
     ("endless_empty", {}, "2", "cut: POST /v1/chat/completions: no complete reply within 2 s (the request timeout)"),
 ])
+@pytest.mark.slow
 def test_an_endless_stream_is_cut_and_the_run_goes_on(cli, tmp_path, math_items, fault, spec, timeout, message):
     item = _math_items(1)[0]
     with FakeOpenAIServer(max_model_len=300, stop_prob=0.02,
@@ -671,6 +675,7 @@ def test_an_endless_stream_is_cut_and_the_run_goes_on(cli, tmp_path, math_items,
     assert wall < 10  # the stream goes on for 20 s
 
 
+@pytest.mark.slow
 @attack("gen.drip")
 def test_a_one_byte_at_a_time_stream_is_cut_at_the_request_timeout(cli, tmp_path, math_items):
     item = _math_items(1)[0]
@@ -731,6 +736,7 @@ def test_usage_counting_fewer_tokens_than_the_stream_carried_is_an_error(cli, tm
     assert rows[1].error is None
 
 
+@pytest.mark.slow
 @attack("gen.drip")
 def test_headers_sent_one_byte_at_a_time_are_cut_at_the_deadline():
     import socket
@@ -821,6 +827,7 @@ def test_source_date_epoch_in_other_digits_is_not_read(monkeypatch):
     assert created_now() == "1970-01-01T00:00:03Z"
 
 
+@pytest.mark.slow
 @attack("gen.huge-log-at-stop")
 def test_a_server_log_padded_at_shutdown_is_not_read_whole(tmp_path, math_items, model_dir):
     from tests.attack_tools import audit_jailed

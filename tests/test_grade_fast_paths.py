@@ -13,16 +13,17 @@ from __future__ import annotations
 import gc
 import json
 import random
+from typing import Any
 
 import pandas as pd
 import pytest
 
-from audit.grade import _grade_all, grade_package
-from audit.specs import GradeConfig
 from audit.fileio import dumps, parse_object
+from audit.grade import _grade_all, grade_package
 from audit.models import ItemRow, ResponseRow
 from audit.packages import validate_package
-from audit.packages.layout import fast_object, fast_row
+from audit.packages.fastrow import fast_object, fast_row
+from audit.specs import GradeConfig
 from audit.verdicts import VERDICT_ROW_FIELDS, encode_rows, write_rows_parquet
 from tests.builders import make_package
 
@@ -113,7 +114,7 @@ def _random_columns(n: int, seed: int, surrogates: bool = True) -> dict[str, lis
     def text() -> str | None:
         return _random_text(rng, surrogates)
 
-    cols = {k: [] for k in VERDICT_ROW_FIELDS}
+    cols: dict[str, list[Any]] = {k: [] for k in VERDICT_ROW_FIELDS}
     for i in range(n):
         cols["item_id"].append(text() or f"q{i}")
         cols["sample"].append(rng.randrange(0, 300))

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from audit.grade import AttemptMeta, choose_attempt, grade_package
-from audit import grade as grade_module
+from audit.grade import reproduction as grade_module
 from audit import specs
 from audit.specs import GradeConfig, ResolvedConfig, parse_policy_overrides
 from audit.errors import AuditError
@@ -210,7 +210,7 @@ def test_policy_overrides_parse_and_fail_in_one_line():
     p = parse_policy_overrides(Policies(), ["truncation=exclude", "exclude=a,b", "guess_seed=3"])
     assert (p.truncation, p.exclude, p.guess_seed) == ("exclude", ["a", "b"], 3)
     # A library call's error names no CLI flag (issue 20); `audit grade` puts `--policy` in front.
-    with pytest.raises(AuditError, match=r"^policy truncation: Input should be 'wrong' or 'exclude'$"):
+    with pytest.raises(AuditError, match=r"^policy truncation: Input should be 'wrong' or 'exclude' \(got 'maybe'\)$"):
         parse_policy_overrides(Policies(), ["truncation=maybe"])
     with pytest.raises(AuditError, match=r"^policy 'colour=red': expected KEY=VALUE"):
         parse_policy_overrides(Policies(), ["colour=red"])
@@ -218,7 +218,8 @@ def test_policy_overrides_parse_and_fail_in_one_line():
 
 def test_the_cli_names_the_policy_flag(tmp_path, cli):
     r = cli("grade", tmp_path, "--benchmark", "mmlu_pro", "--policy", "truncation=maybe", "-o", tmp_path / "r.json")
-    assert (r.code, r.err) == (2, "audit: error: --policy truncation: Input should be 'wrong' or 'exclude'\n")
+    assert (r.code, r.err) == (2, "audit: error: --policy truncation: Input should be 'wrong' or 'exclude' "
+                                  "(got 'maybe')\n")
 
 
 def test_reproduce_identical_then_refuses_a_changed_package(tmp_path, cli):
@@ -351,3 +352,16 @@ def test_json_rows_edited_beside_a_parquet_copy_are_caught(tmp_path, cli):
     r = cli("diff", out, out)
     assert (r.code, r.err) == (2, f"audit: error: {out}: field items: its rows differ from the ones recorded beside "
                                   "its Parquet copy (the JSON rows were edited after grading)\n")
+
+
+def test_a_rows_decision_is_a_named_record():
+    from audit.grade import AttemptMeta, Decision, ItemInfo, decide
+
+    meta = AttemptMeta(attempt=0, finish_reason="length", length=9, has_text=True, excluded=None, error=None,
+                       max_tokens=9)
+    d = decide(meta, None, None, ItemInfo("B", 4), "q1", 0, Policies(), frozenset())
+    assert d == Decision("incorrect", "truncated", "cut at the output ceiling (max_tokens=9); never credited")
+    assert (d.verdict, d.status, d.detail) == ("incorrect", "truncated", {})
+    missing = decide(None, None, None, ItemInfo("B", 4), "q1", 2, Policies(), frozenset())
+    assert (missing.verdict, missing.status, missing.reason) == ("ungraded", "missing",
+                                                                 "no response for this item in sample 2")

@@ -113,6 +113,7 @@ def _joined(mmlu, frame: str = "official"):
         yield s, rows[(str(s["question_id"]), mmlu["samples"][s["run_id"]])]
 
 
+@pytest.mark.slow
 def test_mmlu_pro_per_run_accuracy_against_upstream(mmlu):
     assert list(mmlu["samples"]) == list(MMLU_RUNS)  # sample k = k-th run in the file
     table: dict[str, list[int]] = {run: [0, 0, 0, 0] for run in MMLU_RUNS}
@@ -261,6 +262,7 @@ GPQA_MODELS = {
 }
 
 
+@pytest.mark.slow
 def test_gpqa_graded_three_ways_per_model(gpqa):
     d = gpqa["dir"]
     frames = {name: by_key(read_verdicts(d / f"{name}.json", rows="frame").rows)
@@ -319,6 +321,7 @@ def math(tmp_path_factory):
     return {"dir": d, "qwen": qwen}
 
 
+@pytest.mark.slow
 def test_math_two_graders_against_qwen_scores(math):
     out = {}
     for name in ("equiv", "hendrycks"):
@@ -512,6 +515,7 @@ def test_exclusions_listed_with_both_figures(policies):
     assert figs["accuracy"].correct == figs["accuracy_all"].correct == 389 - lost
 
 
+@pytest.mark.slow
 def test_scope_items_counts_every_unanswered_item_as_missing(policies):
     out = policies["dir"] / "scope_items.json"
     audit("grade", policies["dir"] / "responses", "--items", policies["items"], "--benchmark", "mmlu_pro",
@@ -524,6 +528,7 @@ def test_scope_items_counts_every_unanswered_item_as_missing(policies):
     assert (figs["accuracy"].correct, figs["accuracy"].total) == (389, 980)
 
 
+@pytest.mark.slow
 def test_reproduce_identical_then_refuses_a_changed_package(policies, cli, tmp_path):
     out = policies["dir"] / "repro.json"
     audit("grade", policies["dir"] / "responses", "--items", policies["items"], "--benchmark", "mmlu_pro",
@@ -552,6 +557,7 @@ def test_reproduce_identical_then_refuses_a_changed_package(policies, cli, tmp_p
     assert cli("reproduce", out).code == 0
 
 
+@pytest.mark.slow
 def test_parquet_sidecar_reads_back_identically(policies):
     """--parquet writes the rows beside the file; the frame read back is the same either way."""
     common = [policies["dir"] / "responses", "--items", policies["items"], "--benchmark", "mmlu_pro",
@@ -574,6 +580,7 @@ def test_parquet_sidecar_reads_back_identically(policies):
     assert sum(bool(r["detail"]) for r in items) == 239  # attempts (200) and guesses (43), 4 rows both
 
 
+@pytest.mark.slow
 def test_verdict_file_validates_against_the_committed_schema(policies):
     # Every kind of row: truncated, excluded by the package and by policy, guesses, re-run attempts, spans.
     out = policies["dir"] / "schema.json"
@@ -582,8 +589,10 @@ def test_verdict_file_validates_against_the_committed_schema(policies):
           "--policy", "exclude=" + sorted(policies["cases"])[0], "-o", out, "-q")
     doc = json.loads(out.read_text())
     assert {r["status"] for r in doc["items"]} == {"correct", "incorrect", "truncated", "excluded", "random_guess"}
-    assert doc["schema_version"] == 2  # version 2 added per-subject figures
-    schema = json.loads((REPO / "schemas" / "verdict_file.v2.json").read_text())
+    assert doc["schema_version"] == 3  # version 2 added per-subject figures, 3 every printed interval
+    assert [iv["method"] for iv in doc["summary"]["figures"][0]["intervals"]] == [
+        "binomial_2se", "wilson", "clopper_pearson"]
+    schema = json.loads((REPO / "schemas" / "verdict_file.v3.json").read_text())
     validator = jsonschema.Draft202012Validator(schema)
     validator.check_schema(schema)
     assert list(validator.iter_errors(doc)) == []

@@ -58,6 +58,7 @@ def _adjudicated() -> list[dict]:
     return [json.loads(line) for line in ADJUDICATED.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.parametrize("spec", ["math.equiv@1", "math.equiv@2", "math.equiv@3"])
 def test_math_equiv_agreement_and_every_disagreement_adjudicated(shared, spec):
@@ -80,6 +81,7 @@ def test_hendrycks_agreement(shared):
     assert agree == {SOURCE_BOXED: 780, SOURCE_PRED: 780, SOURCE_PRM: 253}
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_mathverify_agreement(shared):
     agree = {source: _agreement("math.mathverify@0.9.0", rows)[0] for source, rows in _rows(shared).items()}

@@ -20,6 +20,7 @@ def pool():
     p.close()
 
 
+@pytest.mark.slow
 def test_soft_alarm_interrupts_python_code(pool):
     t0 = time.monotonic()
     out = pool.run_one("test.sleepy@1", "30", "x", None, 0.3)
@@ -29,6 +30,7 @@ def test_soft_alarm_interrupts_python_code(pool):
     assert pool.run_one("test.sleepy@1", "0", "x", None, 0.3).judgment.status == "correct"
 
 
+@pytest.mark.slow
 def test_stuck_worker_is_killed_and_replaced(pool):
     kills = pool.kills
     t0 = time.monotonic()
@@ -41,6 +43,7 @@ def test_stuck_worker_is_killed_and_replaced(pool):
     assert pool.run_one("test.stuck@1", "a", "a", None, 5.0).judgment.status == "correct"
 
 
+@pytest.mark.slow
 def test_crash_is_an_error_judgment_and_the_pool_recovers(pool):
     out = pool.run_one("test.crash@1", "crash", "x", None, 5.0)
     assert out.judgment.status == "error" and "exit code 3" in out.judgment.reason
@@ -52,6 +55,7 @@ def test_exception_in_grader_is_an_error_judgment(pool):
     assert out.judgment == graders.Judgment(None, "error", "ValueError: boom")
 
 
+@pytest.mark.slow
 def test_run_many_keeps_input_order_through_kills_and_crashes(pool):
     tasks = [("a", "a", None), ("stuck", "x", None), ("b", "c", None), ("stuck", "y", None), ("d", "d", None)]
     out = pool.run_many("test.stuck@1", tasks, 0.2, workers=2)
@@ -87,6 +91,7 @@ def test_grade_many_rejects_a_malformed_row():
         graders.grade_many("choice", [("A", "A"), "A"])
 
 
+@pytest.mark.slow
 def test_forked_child_gets_its_own_pool():
     import os
 
@@ -117,6 +122,7 @@ ADVERSARIAL = [
 ]
 
 
+@pytest.mark.slow
 def test_adversarial_inputs_stay_within_the_budget(monkeypatch):
     from audit.graders.budget import shared_pool
 
@@ -139,6 +145,7 @@ def test_adversarial_inputs_stay_within_the_budget(monkeypatch):
     assert all("the answer is astronomically large" in v.reason for v in capped[:2])
 
 
+@pytest.mark.slow
 def test_a_run_that_fails_midway_leaves_no_stale_result_behind():
     # An exception while a task is in flight (here: an unpicklable row; in life also Ctrl-C)
     # must not hand a worker with an unread result back to the pool: the next call would read
@@ -154,6 +161,7 @@ def test_a_run_that_fails_midway_leaves_no_stale_result_behind():
         p.close()
 
 
+@pytest.mark.slow
 def test_run_one_interrupted_after_sending_leaves_no_stale_result(monkeypatch):
     import audit.graders.budget as budget
 
@@ -178,6 +186,7 @@ def test_run_one_interrupted_after_sending_leaves_no_stale_result(monkeypatch):
         p.close()
 
 
+@pytest.mark.slow
 def test_an_idle_worker_that_died_is_replaced_not_an_exception():
     import os
     import signal
@@ -198,6 +207,7 @@ def test_an_idle_worker_that_died_is_replaced_not_an_exception():
         p.close()
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_be_started_does_not_use_up_a_slot(monkeypatch):
     # A failed start (EMFILE, ENOMEM) must give its slot back: else a later call waits forever.
     import audit.graders.budget as budget
@@ -221,6 +231,7 @@ def test_a_worker_that_cannot_be_started_does_not_use_up_a_slot(monkeypatch):
 # --------------------------------------------------------------------------- retry after a budget hit
 
 
+@pytest.mark.slow
 def test_an_item_slow_only_under_load_gets_the_verdict_it_gets_alone(tmp_path, monkeypatch):
     # test.crowded@1 is slow (3 s) while another item runs beside it and fast (0.2 s) alone: as sympy is on
     # a loaded machine. Two at once on two workers both overrun the 0.5 s budget; each is then retried
@@ -239,6 +250,7 @@ def test_an_item_slow_only_under_load_gets_the_verdict_it_gets_alone(tmp_path, m
         p.close()
 
 
+@pytest.mark.slow
 def test_an_item_over_the_retry_budget_too_is_timeout_with_a_reason_free_of_timings():
     p = WorkerPool(1, extra_modules=("tests._budget_test_graders",))
     try:

@@ -95,6 +95,7 @@ def _decimal(x: Fraction, places: int) -> str:
     return ("-" if n < 0 else "") + s[:-places] + "." + s[-places:]
 
 
+@pytest.mark.slow
 @FAST
 @given(FRACTIONS, st.integers(1, 8))
 def test_math_equiv2_decimals_count_to_their_stated_digits(x, places):

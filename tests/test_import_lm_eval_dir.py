@@ -200,8 +200,8 @@ def test_a_results_file_holding_the_samples_replaced_after_it_was_read_is_refuse
     doc["samples"] = {"copa": records[::-1]}  # as many bytes, the documents in another order
     real = mod.discover
 
-    def found_then_swapped(root):
-        runs = real(root)
+    def found_then_swapped(root, *args):
+        runs = real(root, *args)
         replace_file(results, json.dumps(doc).encode())
         return runs
 

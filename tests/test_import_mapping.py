@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 from tests.conftest import shared_path
 
@@ -30,6 +32,7 @@ def test_import_verdicts_reads_one_run_of_a_multi_run_file(cli, here):
     assert len(doc["summary"]["subjects"]) == 14
 
 
+@pytest.mark.slow
 def test_import_mmlu_pro_reads_one_run_of_a_multi_run_file_then_grades(cli, here):
     src = shared_path(SAMPLE)
     r = cli("import", "mmlu-pro", src, *GPT4O, "--map", "answer=gold_answer", "--map",

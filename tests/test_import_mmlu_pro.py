@@ -108,6 +108,7 @@ def _check_import(cli, records, srcs, tmp_path, field):
     return rows
 
 
+@pytest.mark.slow
 def test_api_run_per_category_response_field(cli, sample_and_questions, tmp_path):
     # gpt-4o, May 2024: evaluate_from_api.py era files keep the text under `response`.
     records = upstream_records(*sample_and_questions, "gpt4o_2024-05")

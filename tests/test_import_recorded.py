@@ -27,6 +27,7 @@ def run():
     return upstream_records(sample, questions, RUN)
 
 
+@pytest.mark.slow
 def test_recorded_verdicts_in_one_step_then_diff(cli, run, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     srcs = write_per_category(run, tmp_path / "gpt4o")

@@ -57,6 +57,7 @@ def _import_valid(cli, src: Path, out: Path, *args: object) -> str:
 # --------------------------------------------------------------------------- (a) MMLU-Pro responses sample
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_mmlu_sample_whole_file_samples_numbered_by_run(cli, shared, tmp_path):
     src = shared(MMLU)
@@ -141,6 +142,7 @@ def test_mmlu_sample_duplicate_items_without_sample_numbering_are_refused(cli, s
 GPQA_ID = "item_id=gpqa-{item_index:03d}-v{version}"
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_gpqa_responses_stay_gzipped(cli, shared, tmp_path):
     src = shared(GPQA)

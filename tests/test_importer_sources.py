@@ -176,6 +176,7 @@ def test_each_read_of_a_pinned_file_is_checked(tmp_path):
         _objs(src)  # the second
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".jsonl", ".json", ".csv"])
 def test_a_file_rewritten_in_place_while_it_is_read_is_refused_when_the_read_ends(tmp_path, suffix):
     """Not a swap (the open file is the same one): its last bytes change after the first records were read, past

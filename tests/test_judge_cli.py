@@ -101,13 +101,14 @@ def test_unknown_grader_and_bad_usage(cli, tmp_path):
     r = cli("judge", "--grader", "nope", path)
     assert r.code == 2 and r.err.startswith("audit: error: unknown grader 'nope' (known: choice@1, ")
     r = cli("judge", path)
-    assert (r.code, r.err) == (2, "audit: error: give exactly one of --grader NAME or --cross A,B\n")
+    assert (r.code, r.err) == (2, "audit: error: give exactly one of --grader NAME, --cross A,B or --judge TEMPLATE\n")
     r = cli("judge", "--cross", "math.equiv", path)
     assert r.code == 2 and "two graders separated by a comma" in r.err
     r = cli("judge", "--grader", "choice", str(tmp_path / "missing.jsonl"))
     assert (r.code, r.err) == (2, f"audit: error: {tmp_path / 'missing.jsonl'}: cannot read: No such file or directory\n")
 
 
+@pytest.mark.slow
 def test_graders_lists_every_version(cli):
     r = cli("graders")
     assert r.code == 0

@@ -5,8 +5,10 @@ byte-reproducible; the committed JSON Schema files validate real manifests and r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -123,11 +125,11 @@ def test_json_schemas_validate_real_manifests_and_rows(cli, shared, tmp_path):
     assert r.code == 0, r.err
     # One category keeps it quick: jsonschema is pure Python.
     r = cli("import", "table", shared("mmlu_pro/mmlu_pro_test_questions.jsonl"), "-o", items, "--kind", "items",
-            "--where", "category=history", "--map", "item_id=question_id", "--map", "reference=answer", "--map", "choices=options",
-            "--map", "subject=category", "--map", "extra.src=src")
+            "--where", "category=history", "--map", "item_id=question_id", "--map", "reference=answer",
+            "--map", "choices=options", "--map", "subject=category", "--map", "extra.src=src")
     assert r.code == 0, r.err
 
-    manifest_v = _validator("manifest.v1")
+    manifest_v = _validator("manifest.v3")
     rows_v = {"response_row.v1": _validator("response_row.v1"), "item_row.v1": _validator("item_row.v1")}
     checked = 0
     for pkg in (resp, items):
@@ -148,17 +150,49 @@ def test_json_schemas_validate_real_manifests_and_rows(cli, shared, tmp_path):
                 {**row, "sample": -1}, {**row, "pred": "F"}]
     assert [rows_v["response_row.v1"].is_valid(x) for x in [row, *bad_rows]] == [True] + [False] * len(bad_rows)
     manifest = json.loads((resp / "manifest.json").read_text(encoding="utf-8"))
-    bad_manifests = [{**manifest, "kind": "weights"}, {**manifest, "package_id": "has space"},
+    bad_manifests = [{**manifest, "kind": "../weights"}, {**manifest, "package_id": "has space"},
                      {**manifest, "files": [{**manifest["files"][0], "sha256": "XYZ"}]},
                      {**manifest, "schema_version": "1"}]
     assert [manifest_v.is_valid(m) for m in bad_manifests] == [False] * len(bad_manifests)
+    # A kind the schema cannot know (it lists none) is valid by the schema; `audit validate` asks the registry.
+    assert manifest_v.is_valid({**manifest, "kind": "task-runs"})
+    # The frozen v1 file, as published, still validates a manifest of its day.
+    assert _validator("manifest.v1").is_valid(manifest)
 
 
 def test_schema_files_are_in_sync():
-    from audit.schemas import check, expected_files
+    from audit.schemas import FROZEN, check, expected_files
 
     assert check() == []
-    assert sorted(p.name for p in SCHEMAS.glob("*.json")) == sorted(expected_files())
+    assert sorted(p.name for p in SCHEMAS.glob("*.json")) == sorted([*expected_files(), *FROZEN])
+
+
+PUBLISHED_MANIFEST_SCHEMA = {"manifest.v3.json": "9c53c4fcfbbf99a995d4cee746136589cc9e883a2a1c07f5658c554456c2bc08"}
+"""sha256 of each manifest schema file as published. A change to the manifest model that changes the file is a
+new manifest version: bump MANIFEST_SCHEMA_VERSION (a new file, manifest.vN.json), move the old file's digest to
+audit.schemas.FROZEN and add the new one here."""
+
+
+def test_the_published_manifest_schema_never_changes_in_place(tmp_path):
+    from audit.models import MANIFEST_SCHEMA_VERSION
+    from audit.schemas import FROZEN, MANIFEST_SCHEMA_ID, check, expected_files, write
+
+    files = expected_files()
+    assert MANIFEST_SCHEMA_ID == f"manifest.v{MANIFEST_SCHEMA_VERSION}"
+    assert json.loads(files[f"{MANIFEST_SCHEMA_ID}.json"])["$id"].endswith(f"/{MANIFEST_SCHEMA_ID}.json")
+    published = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in files.items()
+                 if name.startswith("manifest.")}
+    assert published == PUBLISHED_MANIFEST_SCHEMA, "the manifest schema changed in place: bump its version"
+    assert not set(FROZEN) & set(files)
+    # `audit schemas --write` keeps a frozen file; `--check` names one that was edited or removed.
+    shutil.copytree(SCHEMAS, tmp_path / "s")
+    write(tmp_path / "s")
+    assert check(tmp_path / "s") == [] and (tmp_path / "s" / "manifest.v1.json").is_file()
+    (tmp_path / "s" / "manifest.v1.json").write_text("{}")
+    (tmp_path / "s" / "manifest.v9.json").write_text("{}")
+    assert check(tmp_path / "s") == ["manifest.v1.json", "manifest.v9.json"]
+    (tmp_path / "s" / "manifest.v1.json").unlink()
+    assert check(tmp_path / "s") == ["manifest.v1.json", "manifest.v9.json"]
 
 
 @pytest.mark.parametrize("path", ["responses.jsonl", "data/part-0.parquet", ".hidden", "a/..b", "sub/manifest.json",
@@ -168,7 +202,7 @@ def test_schema_path_pattern_agrees_with_the_model(path):
     # Non-Python users get the same path safety rule from the schema's pattern alone.
     from audit.models import unsafe_path_reason
 
-    entry = json.loads((SCHEMAS / "manifest.v1.json").read_text())["$defs"]["FileEntry"]["properties"]["path"]
+    entry = json.loads((SCHEMAS / "manifest.v3.json").read_text())["$defs"]["FileEntry"]["properties"]["path"]
     import re
 
     assert (re.search(entry["pattern"], path) is not None) == (unsafe_path_reason(path) is None)

@@ -174,11 +174,11 @@ def test_symlink_inside_package(cli, guarded_tmp):
 def test_manifest_from_a_newer_schema_version(cli, guarded_tmp):
     pkg = _good_package(cli, guarded_tmp)
     m = json.loads((pkg / "manifest.json").read_text())
-    m["schema_version"] = 3
+    m["schema_version"] = 4
     m["something_new"] = {"a": 1}
     (pkg / "manifest.json").write_text(json.dumps(m))
-    _check_refused(cli, pkg, ["manifest.json: field schema_version: schema_version 3 is newer than this audit "
-                              "reads (1 to 2); upgrade audit"])
+    _check_refused(cli, pkg, ["manifest.json: field schema_version: schema_version 4 is newer than this audit "
+                              "reads (1 to 3); upgrade audit"])
 
 
 def test_manifest_problems(cli, guarded_tmp):
@@ -186,7 +186,7 @@ def test_manifest_problems(cli, guarded_tmp):
     m = json.loads((pkg / "manifest.json").read_text())
     m["files"][0]["path"] = "../responses.jsonl"
     (pkg / "manifest.json").write_text(json.dumps(m))
-    _check_refused(cli, pkg, ["manifest.json: field files.0.path: Value error, path has an empty, '.' or '..' "
+    _check_refused(cli, pkg, ["manifest.json: field files.0.path: path has an empty, '.' or '..' "
                               "component (got '../responses.jsonl')"])
     (pkg / "manifest.json").write_bytes(b'{"schema_version": 1, "kind": "responses", \xff}')
     _check_refused(cli, pkg, ["manifest.json: not valid UTF-8 at byte 43 of the line"])

@@ -5,31 +5,37 @@ row keys and document schemas derives from the catalog, a kind's typed `extra` i
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from audit import models, registry
-from audit.packages import kinds, layout
+from audit.errors import AuditError
+from audit.packages import PackageWriter, kinds, layout
 from audit.packages.kinds import Kind, get_kind, kind_names, register_kind
+from audit.packages.validate import load_manifest, unknown_kind
 from tests.attack_tools import sha256
 from tests.claims_helpers import PACKAGES
 
 BENCH = PACKAGES / "evidence-h200-bench"
 
-NAMES = ("responses", "items", "verdicts", "release", "throughput", "telemetry", "profile", "checkpoint-headers")
+NAMES = ("responses", "items", "verdicts", "release", "throughput", "telemetry", "profile", "checkpoint-headers",
+         "task-runs", "judge-calls")
 
 
 def test_every_kind_is_registered_once_and_the_lists_derive_from_the_catalog():
-    assert kind_names() == NAMES == models.PACKAGE_KINDS
-    enum = models.Manifest.model_json_schema()["properties"]["kind"]["enum"]
-    assert tuple(enum) == NAMES
+    assert kind_names() == NAMES
+    # The manifest's schema names no kind (a new kind leaves the published file as it is): a safe name only.
+    kind = models.Manifest.model_json_schema()["properties"]["kind"]
+    assert "enum" not in kind and all(re.fullmatch(kind["pattern"], n) for n in NAMES)
     rows = {s: m for k in kinds.KINDS.values() for s, m in k.rows.items()}
-    assert dict(models.ROW_MODELS) == rows and len(rows) == 10
+    assert dict(kinds.ROW_MODELS) == rows and len(rows) == 13
     assert dict(layout.ROW_KEYS)["response_row.v1"] == ("item_id", "sample", "attempt")
     assert set(layout.DOCUMENT_SCHEMAS) == {"trace_summary.v1"}
 
@@ -46,9 +52,26 @@ def test_an_unknown_kind_names_the_known_ones():
     with pytest.raises(registry.UnknownError) as e:
         get_kind("nope")
     assert str(e.value) == f"unknown package kind 'nope' (known: {', '.join(sorted(NAMES))})"
-    with pytest.raises(Exception, match="Input should be 'responses', 'items', "):
-        models.Manifest.model_validate({"package_id": "x", "kind": "nope", "created": "t",
-                                        "producer": {"version": "1"}, "files": []})
+    manifest = {"schema_version": 2, "package_id": "x", "kind": "nope", "created": "t",
+                "producer": {"version": "1"}, "files": []}
+    models.Manifest.model_validate(manifest)  # a safe name: the model leaves the registry to validate
+    assert unknown_kind("nope") == str(e.value) and unknown_kind("responses") is None
+    for bad in ("Nope", "../x", "a b", "", "-x", "x" * 65):
+        with pytest.raises(pydantic.ValidationError):
+            models.Manifest.model_validate({**manifest, "kind": bad})
+
+
+def test_validate_refuses_a_manifest_whose_kind_is_not_registered(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps({
+        "schema_version": 2, "package_id": "x", "kind": "weights", "created": "t", "producer": {"version": "1"},
+        "files": []}))
+    manifest, problems = load_manifest(tmp_path, "pkg")
+    assert manifest is None
+    assert [str(p) for p in problems] == [
+        f"pkg/manifest.json: field kind: unknown package kind 'weights' (known: {', '.join(sorted(NAMES))})"]
+    with pytest.raises(AuditError, match="^unknown package kind 'weights'"):
+        PackageWriter(tmp_path / "out", kind="weights")
+    assert not list(tmp_path.glob(".out.partial-*"))
 
 
 def test_a_catalog_imports_its_homes_only_until_a_name_is_found():
@@ -73,7 +96,7 @@ def test_a_schema_lookup_imports_no_kind_module_past_the_one_that_registers_the_
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["False None True False False", "[]"]
-    assert "nope.v1" not in models.ROW_MODELS  # an unknown id still looks through every kind
+    assert "nope.v1" not in kinds.ROW_MODELS  # an unknown id still looks through every kind
 
 
 def _with_summary(dest: Path, edit: Callable[[dict], object]) -> Path:
@@ -105,4 +128,32 @@ def test_show_checks_a_kinds_typed_extra(tmp_path, cli):
     (pkg / "manifest.json").write_text(json.dumps(m, indent=2))
     r = cli("show", pkg)
     assert r.code == 2 and r.out == ""
-    assert r.err == f"audit: error: {pkg}: manifest.json: provenance.extra.run.stall_s is missing\n"
+    assert r.err == f"audit: error: {pkg}: manifest.json: field provenance.extra.run.stall_s: missing required field\n"
+
+
+def test_a_kind_reads_back_its_own_type_and_checks_the_link_to_the_package_it_belongs_to():
+    import typing
+
+    from audit.bench import store
+    from audit.packages import open_package
+
+    # One reader per kind, given (pkg, label), and the viewer of what it gives: no wrapper per kind.
+    assert store.THROUGHPUT.reader is store.read_throughput and store.TELEMETRY.reader is store.read_telemetry
+    assert typing.get_type_hints(store.read_throughput)["return"] is store.Throughput
+    assert store.TELEMETRY.link == kinds.Link("throughput", "throughput") and store.THROUGHPUT.link is None
+    with open_package(BENCH / "graphs") as graphs, open_package(BENCH / "eager") as eager, \
+            open_package(BENCH / "graphs.telemetry") as tel:
+        run = store.THROUGHPUT.read(graphs, "graphs")
+        assert isinstance(run, store.Throughput) and run.summary.tok_s.n
+        assert store.THROUGHPUT.show(run)[0].startswith("tok/s ")
+        assert isinstance(store.TELEMETRY.read(tel, linked=graphs), store.Telemetry)
+        with pytest.raises(AuditError) as e:
+            store.TELEMETRY.read(tel, "graphs.telemetry", linked=eager)
+        assert str(e.value).startswith("graphs.telemetry: belongs to throughput package throughput-graphs-")
+        assert f"not {eager.manifest.package_id} (digest {eager.digest[:12]}...)" in str(e.value)
+        with pytest.raises(AuditError, match="^graphs: belongs to no package of another kind"):
+            store.THROUGHPUT.read(graphs, "graphs", linked=eager)
+        with pytest.raises(AuditError, match="^x: belongs to a throughput package, not to a telemetry package"):
+            store.TELEMETRY.read(tel, "x", linked=tel)
+        with pytest.raises(AuditError, match="^x: is a 'telemetry' package, expected 'throughput'"):
+            store.THROUGHPUT.read(tel, "x")

@@ -45,7 +45,7 @@ def _launch_sites() -> list[tuple[str, int, str]]:
             func = node.func if isinstance(node, ast.Call) else None
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
                     and func.attr in LAUNCHERS.get(func.value.id, ()):
-                sites.append((rel, node.lineno, f"{node.func.value.id}.{node.func.attr}"))
+                sites.append((rel, func.lineno, f"{func.value.id}.{func.attr}"))
     return sites
 
 

@@ -10,7 +10,7 @@ from tests.conftest import shared_path
 
 from audit.errors import AuditError
 from audit.models import ItemRow
-from audit.generate.prompts import REGISTRY, chat_messages, prompt_sha256
+from audit.prompts import REGISTRY, chat_messages, prompt_sha256
 from audit.specs import lookup, prompt_for
 
 PINNED = {

@@ -16,7 +16,7 @@ import audit
 from tests.conftest import REPO
 
 API = {
-    "grade_package": "audit.grade", "resolve_config": "audit.specs", "reproduce": "audit.grade",
+    "grade_package": "audit.grade.passes", "resolve_config": "audit.specs", "reproduce": "audit.grade.reproduction",
     "diff_files": "audit.diff.compare", "build_release": "audit.release.build",
     "verify_release": "audit.release.verify",
     "open_package": "audit.packages.read", "load_verdict_file": "audit.verdicts.read",
@@ -139,9 +139,12 @@ def test_pyproject_packages_every_package_and_maps_the_top_level_folders():
         on_disk |= {".".join((package, *p.parent.relative_to(REPO / folder).parts))
                     for p in (REPO / folder).rglob("__init__.py")}
     assert set(config["packages"]) == on_disk
-    assert config["package-data"] == {"audit.extractors": ["lock.json"], "audit.graders": ["lock.json"]}
+    assert config["package-data"] == {"audit": ["py.typed"], "audit.extractors": ["lock.json"],
+                                      "audit.graders": ["lock.json"], "audit.judge": ["*.lock.json", "prompts/*.txt"]}
+    assert (REPO / "audit" / "py.typed").is_file()
 
 
+@pytest.mark.slow
 def test_the_wheel_layout_imports_and_grades(tmp_path):
     # What a non-editable install holds (pyproject's package-dir): extractors/ and graders/ inside audit/.
     site = tmp_path / "site"

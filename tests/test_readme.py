@@ -33,7 +33,9 @@ def _alternatives(span: str) -> list[str]:
 
 def _fenced_blocks() -> list[tuple[str, str]]:
     """(info string, text) of every fenced code block."""
-    blocks, info, lines = [], None, []
+    blocks: list[tuple[str, str]] = []
+    info: str | None = None
+    lines: list[str] = []
     for line in README.splitlines(keepends=True):
         if line.startswith("```"):
             if info is None:

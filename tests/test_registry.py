@@ -61,7 +61,7 @@ def test_the_check_sees_a_module_the_registry_skips(tmp_path, monkeypatch):
 
 def test_one_registry_per_kind():
     from audit import extractors, graders
-    from audit.generate import prompts
+    from audit import prompts
 
     assert registry.table("extractor") is extractors.REGISTRY
     assert registry.table("grader") is graders.REGISTRY

@@ -126,6 +126,7 @@ def test_gpqa_release_passes_leak_check_and_verifies(gpqa, cli, tmp_path):
     assert "ok   leaks          no protected text from your copy (7,128 strings, responses included) in any file" in v.out
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_planted_response_text_fails_and_writes_nothing(gpqa, cli, tmp_path):
     d = gpqa["dir"]
@@ -150,6 +151,7 @@ def test_planted_response_text_fails_and_writes_nothing(gpqa, cli, tmp_path):
     assert _nothing_written(tmp_path, "rel")
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_planted_reference_beside_id_fails(gpqa, cli, tmp_path, monkeypatch):
     import audit.release.build as rel
@@ -171,6 +173,7 @@ def test_planted_reference_beside_id_fails(gpqa, cli, tmp_path, monkeypatch):
     assert _nothing_written(tmp_path, "rel")
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_salted_ids(gpqa, cli, tmp_path):
     d = gpqa["dir"]
@@ -194,6 +197,7 @@ def test_salted_ids(gpqa, cli, tmp_path):
     assert short.code == 2 and "shorter than 32 characters" in short.err
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_release_is_deterministic(gpqa, cli, tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")

@@ -189,7 +189,7 @@ def _policy_reasons(tmp: Path) -> set[str]:
         {"item_id": "p10", "response": "The answer is (A)."},
     ]
     make_package(tmp / "branches", responses=responses, items=items)
-    reasons = set()
+    reasons: set[str] = set()
     for i, policies in enumerate((("exclude=p8",), ("truncation=exclude", "no_answer=random-guess"))):
         out = tmp / f"branches-{i}.json"
         _audit("grade", tmp / "branches", "--benchmark", "choice", "--policy", "scope=items", "-o", out, "-q",

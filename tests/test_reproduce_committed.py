@@ -93,7 +93,8 @@ def test_a_version_1_file_is_written_back_byte_for_byte(path):
     from audit.verdicts import VERDICT_FILE_SCHEMA_VERSION, dump_verdict_file, load_verdict_file
 
     vf = load_verdict_file(path)
-    assert (vf.schema_version, vf.summary.subjects, VERDICT_FILE_SCHEMA_VERSION) == (1, None, 2)
+    assert (vf.schema_version, vf.summary.subjects, vf.summary.sample_figures, VERDICT_FILE_SCHEMA_VERSION) == (
+        1, None, None, 4)
     assert dump_verdict_file(vf) == path.read_text(encoding="utf-8")
     assert '"subjects"' not in path.read_text(encoding="utf-8")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from audit.trace import reader as reader_mod
-from audit.trace.analyze import TraceOptions, analyze, with_collectives, DEFAULT_COLLECTIVES
+from audit.trace.analyze import DEFAULT_COLLECTIVES, TraceOptions, analyze, with_collectives
 from audit.trace.reader import TraceError, TraceReader, to_ns
 from tests.trace_builders import TID, TraceBuilder, decode_steps
 
@@ -308,3 +308,29 @@ def test_reader_hashes_the_whole_file_and_detects_gzip_by_content(tmp_path):
     r = TraceReader(path)
     list(r.events())
     assert r.gzip and r.sha256 == hashlib.sha256(path.read_bytes()).hexdigest() and r.bytes == path.stat().st_size
+
+
+def test_every_option_round_trips_through_the_recorded_config():
+    """Issue 27 item 6: the recorded configuration rebuilds its options through one method, so an option added to
+    TraceOptions and left out of TraceConfig (or of the recompute) fails here. Each field gets a value unlike its
+    default; only NOT_RECORDED fields (bounds on the read, not figures) are left out of the config."""
+    import dataclasses
+
+    from audit.trace.analyze import ANALYSIS_VERSION, NOT_RECORDED
+
+    unlike = {"step_marker": r"^step_\d+$", "step_filter": "odd", "collectives": {"all_reduce": ("ar_k",)},
+              "main_stream": "7", "embed_limit_bytes": 1234, "marker_categories": ("cpu_op",),
+              "collective_ops": {"broadcast": ("nccl:bcast",)}, "step_span": "marker", "analysis": ANALYSIS_VERSION,
+              "max_json_chars": 99}
+    fields = {f.name for f in dataclasses.fields(TraceOptions)}
+    assert fields == set(unlike), f"give the new option {fields - set(unlike)} a value here"
+    options = TraceOptions(**unlike)
+    again = TraceOptions.from_config(options.to_config())
+    for name in fields - set(NOT_RECORDED):
+        assert getattr(again, name) == unlike[name], name
+        # (analysis: the version this audit writes; its only other value, 1, records fewer fields: below)
+        assert name == "analysis" or unlike[name] != getattr(TraceOptions(), name), name
+    assert set(NOT_RECORDED) == {"max_json_chars"}
+    # analysis 1 recorded only the first fields: the rest read back as analysis 1's reading
+    old = TraceOptions.from_config(TraceOptions(analysis=1, collective_ops={}).to_config())
+    assert (old.analysis, old.step_span, old.collective_ops) == (1, "next_marker", {})

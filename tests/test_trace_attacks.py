@@ -20,7 +20,7 @@ MB = 1_000_000
 
 def _run(cli, path: Path, tmp_path: Path, *args: str):
     out = tmp_path / "pkg"
-    r = cli("trace", path, "-o", out, *args)
+    r = cli("trace", "--unattributed", path, "-o", out, *args)
     assert not out.exists()
     return r
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from audit.fileio import sha256_file
+from audit.models import MANIFEST_SCHEMA_VERSION
 from audit.packages import open_package, package_digest, validate_package
 from tests.trace_builders import TraceBuilder, decode_steps
 
@@ -46,7 +48,7 @@ def _leftovers(parent: Path) -> list[str]:
 
 def test_trace_exact_output_and_package(cli, decode, tmp_path):
     out = tmp_path / "pkg"
-    r = cli("trace", decode, "-o", out)
+    r = cli("trace", "--unattributed", decode, "-o", out)
     assert r.code == 0, r.err
     assert r.out.startswith(EXPECTED)
     assert r.out[len(EXPECTED):].startswith(f"wrote {out}: profile package, 5 files, content digest ")
@@ -66,7 +68,7 @@ def test_trace_exact_output_and_package(cli, decode, tmp_path):
 def test_same_trace_gives_byte_identical_content(cli, decode, tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
     for name in ("a", "b"):
-        assert cli("trace", "summarize", decode, "-o", tmp_path / name).code == 0
+        assert cli("trace", "summarize", "--unattributed", decode, "-o", tmp_path / name).code == 0
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
     assert len(files) == 6
     for f in files:
@@ -77,7 +79,7 @@ def test_same_trace_gives_byte_identical_content(cli, decode, tmp_path, monkeypa
 
 def test_large_trace_is_pinned_not_copied(cli, decode, tmp_path):
     out = tmp_path / "pkg"
-    r = cli("trace", decode, "-o", out, "--embed-limit-mb", "0.01", "--json")
+    r = cli("trace", "--unattributed", decode, "-o", out, "--embed-limit-mb", "0.01", "--json")
     assert r.code == 0
     summary = json.loads(r.out)
     assert summary["source"]["included"] is None and summary["source"]["bytes"] == 10502
@@ -88,10 +90,10 @@ def test_large_trace_is_pinned_not_copied(cli, decode, tmp_path):
 def test_existing_output_needs_force(cli, decode, tmp_path):
     out = tmp_path / "pkg"
     out.mkdir()
-    r = cli("trace", decode, "-o", out)
+    r = cli("trace", "--unattributed", decode, "-o", out)
     assert (r.code, r.out) == (2, "")
     assert r.err == f"audit: error: {out}: already exists (use --force to replace it)\n"
-    assert cli("trace", decode, "-o", out, "--force").code == 0
+    assert cli("trace", "--unattributed", decode, "-o", out, "--force").code == 0
     assert validate_package(out) == []
 
 
@@ -142,19 +144,19 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(cli, decode, tmp_path,
     bad = make(tmp_path, decode)
     out = tmp_path / "pkg"
     before = _leftovers(tmp_path)
-    r = cli("trace", bad, "-o", out)
+    r = cli("trace", "--unattributed", bad, "-o", out)
     assert (r.code, r.out) == (2, "")
     assert r.err == f"audit: error: {bad}: {message}\n"
     assert not out.exists() and _leftovers(tmp_path) == before
 
 
 def test_bad_options_are_one_line_errors(cli, decode, tmp_path):
-    r = cli("trace", decode, "-o", tmp_path / "p", "--step-marker", "(")
+    r = cli("trace", "--unattributed", decode, "-o", tmp_path / "p", "--step-marker", "(")
     assert r.code == 2 and r.err.startswith("audit: error: --step-marker '(' is not a valid regular expression")
-    r = cli("trace", decode, "-o", tmp_path / "p", "--collective", "all_reduce")
+    r = cli("trace", "--unattributed", decode, "-o", tmp_path / "p", "--collective", "all_reduce")
     assert r.code == 2 and r.err == ("audit: error: --collective 'all_reduce': expected KIND=REGEX, "
                                      "e.g. all_reduce=my_ar_kernel\n")
-    r = cli("trace", decode)
+    r = cli("trace", "--unattributed", decode)
     assert r.code == 2 and "Missing option '-o'" in r.err
     assert not (tmp_path / "p").exists()
 
@@ -164,7 +166,7 @@ def test_refused_steps_still_write_a_package(cli, tmp_path):
     for i in range(3):
         b.kernel("k", 100.0 + i, 200.0 + 10 * i, 5.0)
     path = b.write(tmp_path / "t.json")
-    r = cli("trace", path, "-o", tmp_path / "pkg")
+    r = cli("trace", "--unattributed", path, "-o", tmp_path / "pkg")
     assert r.code == 0
     assert ("steps       per-step figures refused: no event matches the step marker /^ProfilerStep#\\d+$/ (markers "
             "are read from user_annotation, cpu_op, cpu_instant_event, operator, python_function events)\n") in r.out
@@ -174,7 +176,7 @@ def test_refused_steps_still_write_a_package(cli, tmp_path):
 
 def test_tampered_summary_fails_validation(cli, decode, tmp_path):
     out = tmp_path / "pkg"
-    assert cli("trace", decode, "-o", out).code == 0
+    assert cli("trace", "--unattributed", decode, "-o", out).code == 0
     summary = json.loads((out / "summary.json").read_text())
     summary["steps"]["kernels_per_step"]["median"] = 1529.0
     (out / "summary.json").write_text(json.dumps(summary))
@@ -209,7 +211,7 @@ def _variant(tmp_path: Path, name: str, extra_kernel: bool) -> Path:
 
 
 def test_diff_same_trace_exit_0(cli, decode, tmp_path):
-    assert cli("trace", decode, "-o", tmp_path / "pkg").code == 0
+    assert cli("trace", "--unattributed", decode, "-o", tmp_path / "pkg").code == 0
     assert cli("bundle", tmp_path / "pkg", "-o", tmp_path / "pkg.tar.gz").code == 0
     for side in (tmp_path / "pkg", tmp_path / "pkg.tar.gz"):
         r = cli("trace", "diff", side, decode, "--top", "2")
@@ -269,9 +271,51 @@ def test_help(cli):
     assert r.code == 0 and "Exit 0 when every kernel name's count is the same" in " ".join(r.out.split())
 
 
+# --------------------------------------------------------------------------- what the trace measured
+
+_SUBJECT = ("--model-name", "Qwen/Qwen3-30B-A3B-FP8", "--engine", "vllm==0.26.0", "--weights", "random",
+            "--run", "h100-test")
+
+
+def test_a_trace_without_its_subject_is_refused_before_it_is_read(cli, decode, tmp_path):
+    out = tmp_path / "pkg"
+    r = cli("trace", decode, "-o", out)
+    assert (r.code, r.out, r.err) == (2, "", (
+        "audit: error: profile package of GPU evidence must say what it measured: give --model-name OWNER/NAME, "
+        "--model-config CONFIG.json, --engine NAME==VERSION, --weights random|checkpoint, --run ID (or "
+        "--unattributed for a trace you did not make)\n"))
+    assert not out.exists()
+    r = cli("trace", decode, "-o", out, "--unattributed", "--run", "x")
+    assert (r.code, r.err) == (2, "audit: error: --unattributed records no subject: drop --run\n")
+
+
+def test_the_subject_is_recorded_and_covered_by_the_digest(cli, decode, tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text('{"architectures": ["Qwen3MoeForCausalLM"]}\n')
+    out = tmp_path / "pkg"
+    r = cli("trace", decode, "-o", out, "--model-config", config, *_SUBJECT)
+    assert r.code == 0, r.err
+    with open_package(out) as pkg:
+        m = pkg.manifest
+        subject = m.provenance.subject
+        digest = package_digest(m)
+    assert subject is not None and m.schema_version == MANIFEST_SCHEMA_VERSION
+    assert (subject.model, subject.engine, subject.engine_version, subject.weights, subject.run) == (
+        "Qwen/Qwen3-30B-A3B-FP8", "vllm", "0.26.0", "random", "h100-test")
+    assert subject.model_config_sha256 == sha256_file(config)[0]
+    assert subject.hardware == m.provenance.hardware and m.provenance.model == "Qwen/Qwen3-30B-A3B-FP8"
+    unattributed = tmp_path / "bare"
+    assert cli("trace", decode, "-o", unattributed, "--unattributed").code == 0
+    with open_package(unattributed) as pkg:
+        assert pkg.manifest.provenance.subject is None
+        assert "subject" not in json.loads((unattributed / "manifest.json").read_text())["provenance"]
+        assert package_digest(pkg.manifest) != digest  # the same files, another identity
+
+
 # --------------------------------------------------------------------------- the H200 script, without a GPU
 
 
+@pytest.mark.slow
 def test_h200_script_dry_run(tmp_path):
     """DRY=1 runs the audit half of scripts/h200_trace.sh on synthetic traces named and shaped as vLLM 0.26
     writes them (one .pt.trace.json.gz per TP rank, execute_context_ markers, decode steps as graph replays,
@@ -293,6 +337,9 @@ def test_h200_script_dry_run(tmp_path):
         assert s["cuda_graphs"]["graph_launches"] == 8
         (ar,) = s["collectives"]
         assert [(p["position"], p["median_us"]) for p in ar["positions"]] == [(0, 35.0), (1, 12.0)]
+    subject = json.loads((out / "profile-tp0" / "manifest.json").read_text())["provenance"]["subject"]
+    assert {k: subject[k] for k in ("model", "engine", "engine_version", "weights")} == {
+        "model": "meta-llama/Llama-3.1-8B", "engine": "vllm", "engine_version": "0.26.0", "weights": "random"}
     s = json.loads((out / "profile-tp0-default-marker" / "summary.json").read_text())
     assert s["steps"] is None and any("^execute_context_" in n for n in s["notes"])
     assert (out / "diff-tp0-tp1.txt").read_text().splitlines()[2] == \

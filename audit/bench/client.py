@@ -68,6 +68,13 @@ def _count(value: Any, what: str) -> int:
     return value
 
 
+def _error_text(e: ServerError, silent: float, stall_s: float) -> str:
+    """A failed stream's error: a silent socket past the read timeout says so (NoProgress says its own)."""
+    if isinstance(e, Transient) and not isinstance(e, NoProgress) and silent >= stall_s * 0.98:
+        return f"stalled: no event for {silent:.1f} s (read timeout {stall_s:g} s)"
+    return str(e)
+
+
 def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunClock, *, cut_at: float | None,
                       stall_s: float, request_id: str | None = None) -> StreamOutcome:
     """Send one streamed completion; time every token. Stops reading (closing the connection, which
@@ -138,13 +145,7 @@ def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunCloc
         raise
     except ServerError as e:
         out.ended = "error"
-        silent = time.perf_counter() - last_event
-        if isinstance(e, NoProgress):
-            out.error = str(e)
-        elif isinstance(e, Transient) and silent >= stall_s * 0.98:
-            out.error = f"stalled: no event for {silent:.1f} s (read timeout {stall_s:g} s)"
-        else:
-            out.error = str(e)
+        out.error = _error_text(e, time.perf_counter() - last_event, stall_s)
     finally:
         events.close()  # type: ignore[attr-defined]  # a generator; OpenAIServer.stream is typed Iterator
     out.finished_at = round(clock.at(time.perf_counter()), 6)

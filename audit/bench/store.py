@@ -32,10 +32,10 @@ from audit.bench.throughput import RunResult, hardware_of
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.fileio import JsonError, document_bytes, dumps_pretty, json_differences, loads_strict
 from audit.generate.vllm_server import kept_log
-from audit.models import Manifest, Provenance
+from audit.models import Manifest, Provenance, Subject
 from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, open_package, package_digest
-from audit.packages.kinds import Extra, Kind, register_kind
+from audit.packages.kinds import Extra, Kind, Link, register_kind
 
 REQUESTS = "requests.jsonl"
 WINDOWS = "windows.jsonl"
@@ -72,9 +72,10 @@ def check_outputs(out: Path, tel_out: Path | None, force: bool) -> None:
         check_output(p, force=force)
 
 
-def write(result: RunResult, out: Path, tel_out: Path | None, *,
-          force: bool = False) -> tuple[Manifest, Manifest | None]:
-    """Write the throughput package, then the telemetry package linked to it."""
+def write(result: RunResult, out: Path, tel_out: Path | None, *, force: bool = False,
+          subject: Subject | None = None) -> tuple[Manifest, Manifest | None]:
+    """Write the throughput package, then the telemetry package linked to it; both record `subject`
+    (what was measured: `audit.subject`) when given."""
     cfg = result.config
     anchor = None
     anchor_bytes = None
@@ -97,9 +98,9 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *,
     if result.anchor is not None:
         extra["anchor"] = result.anchor
     versions = {s.get("version") for s in result.servers}
-    prov = Provenance(model=result.model, engine="vllm" if any(versions) else None,
+    prov = Provenance(model=subject.model if subject else result.model, engine="vllm" if any(versions) else None,
                       engine_version=next(iter(versions)) if len(versions) == 1 else None,
-                      hardware=hardware_of(result),
+                      hardware=subject.hardware if subject else hardware_of(result), subject=subject,
                       sampling={"temperature": 0.0, "max_tokens": cfg.max_tokens, "ignore_eos": cfg.ignore_eos, "n": 1},
                       notes="Decode throughput: streamed requests timed per token; figures in summary.json are "
                             "recomputed from requests.jsonl and windows.jsonl by `audit bench report`.",
@@ -123,7 +124,7 @@ def write(result: RunResult, out: Path, tel_out: Path | None, *,
     tp = w.manifest
     tm = None
     if tel is not None and tel_out is not None:
-        tm = write_telemetry(tel, tel_out, tp, result, force=force)
+        tm = write_telemetry(tel, tel_out, tp, result, force=force, subject=subject)
     return tp, tm
 
 
@@ -137,7 +138,7 @@ def run_settings(result: RunResult) -> dict[str, Any]:
 
 
 def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifest, result: RunResult, *,
-                    force: bool = False) -> Manifest:
+                    force: bool = False, subject: Subject | None = None) -> Manifest:
     gpu_rows = [GpuSampleRow(**r) for r in tel.gpu_rows]
     gpm_rows = [GpmSampleRow(**r) for r in tel.gpm_rows]
     windows = [(w.window, w.start, w.end) for w in result.windows]
@@ -155,7 +156,9 @@ def write_telemetry(tel: telemetry.SamplerResult, out: Path, throughput: Manifes
                     "cpu_fraction_of_one_core": round(tel.cpu_s / tel.wall_s, 6) if tel.wall_s > 0 else None,
                     "late_ticks": tel.late_ticks, **tel.info},
     }
-    prov = Provenance(hardware=hardware_of(result), notes="GPU counters sampled during the linked throughput run "
+    prov = Provenance(model=subject.model if subject else None,
+                      hardware=subject.hardware if subject else hardware_of(result), subject=subject,
+                      notes="GPU counters sampled during the linked throughput run "
                       "(NVML; GPM on Hopper and newer). Null values are counters not read, never zeros.", extra=extra)
     with PackageWriter(out, kind=TELEMETRY.name, provenance=prov, id_prefix=f"telemetry-{_slug(result.config.arm)}",
                        overwrite=force) as w:
@@ -240,7 +243,7 @@ def _check(src: str, stored: dict[str, Any], fresh: Any) -> None:
                                                                  f"{d}") for d in diffs[:20]])
 
 
-def load_throughput(path: str | Path) -> Throughput:
+def open_throughput(path: str | Path) -> Throughput:
     """Open, validate and recompute a throughput package; raise ValidationFailed when its summary is not
     what its rows give."""
     pkg = open_package(path, kind=THROUGHPUT.name)
@@ -252,7 +255,7 @@ def load_throughput(path: str | Path) -> Throughput:
 
 
 def read_throughput(pkg: Package, label: str) -> Throughput:
-    """`load_throughput` of a throughput package already open (and validated), named `label` in errors; the
+    """`open_throughput` of a throughput package already open (and validated), named `label` in errors; the
     caller closes it."""
     extra = THROUGHPUT.extra_of(pkg.manifest, label)
     assert isinstance(extra, ThroughputExtra)
@@ -270,7 +273,7 @@ def read_throughput(pkg: Package, label: str) -> Throughput:
     return Throughput(pkg, stored, fresh, requests=requests, windows=windows)
 
 
-def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Telemetry:
+def open_telemetry(path: str | Path, throughput: Throughput | None = None) -> Telemetry:
     """Open, validate and recompute a telemetry package; when `throughput` is given, check that the
     telemetry names it (by content digest)."""
     pkg = open_package(path, kind=TELEMETRY.name)
@@ -282,15 +285,13 @@ def load_telemetry(path: str | Path, throughput: Throughput | None = None) -> Te
 
 
 def read_telemetry(pkg: Package, label: str, throughput: Throughput | None = None) -> Telemetry:
-    """`load_telemetry` of a telemetry package already open (and validated), named `label` in errors; the
+    """`open_telemetry` of a telemetry package already open (and validated), named `label` in errors; the
     caller closes it."""
     extra = TELEMETRY.extra_of(pkg.manifest, label)
     assert isinstance(extra, TelemetryExtra)
     link = extra.throughput or ThroughputLink()
-    if throughput is not None and link.digest != throughput.pkg.digest:
-        raise AuditError(f"belongs to throughput package {link.package_id} (digest "
-                         f"{str(link.digest)[:12]}...), not {throughput.pkg.manifest.package_id} (digest "
-                         f"{throughput.pkg.digest[:12]}...)", path=label)
+    if throughput is not None:
+        TELEMETRY.check_link(pkg, throughput.pkg, label)
     gpu_rows = list(pkg.iter_rows("gpu_sample_row.v1"))
     gpm_rows = list(pkg.iter_rows("gpm_sample_row.v1"))
     fresh = telemetry.summarize((str(link.package_id), str(link.digest)), extra.status, len(extra.devices),
@@ -389,10 +390,10 @@ THROUGHPUT = register_kind(Kind(
     rows={"bench_request_row.v1": BenchRequestRow, "bench_window_row.v1": BenchWindowRow},
     row_keys={"bench_request_row.v1": ("request",), "bench_window_row.v1": ("window",)},
     schemas={"throughput_summary.v1": figures.ThroughputSummary}, extra=ThroughputExtra,
-    reader=lambda pkg: read_throughput(pkg, str(pkg.source)), viewer=_show_throughput), __name__)
+    reader=read_throughput, viewer=_show_throughput), __name__)
 
 TELEMETRY = register_kind(Kind(
     "telemetry", "GPU counters sampled during a throughput run (NVML, GPM), linked to it by digest",
     rows={"gpu_sample_row.v1": GpuSampleRow, "gpm_sample_row.v1": GpmSampleRow},
-    schemas={"telemetry_summary.v1": telemetry.TelemetrySummary}, extra=TelemetryExtra,
-    reader=lambda pkg: read_telemetry(pkg, str(pkg.source))), __name__)
+    schemas={"telemetry_summary.v1": telemetry.TelemetrySummary}, extra=TelemetryExtra, reader=read_telemetry,
+    link=Link("throughput", "throughput")), __name__)

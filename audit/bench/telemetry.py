@@ -197,10 +197,10 @@ class NvmlLayer(DeviceLayer):
         return float(u.gpu), float(u.memory)
 
     def power_w(self, gpu: int) -> float:
-        return self._call(self._nv.nvmlDeviceGetPowerUsage, self._handles[gpu]) / 1000.0
+        return float(self._call(self._nv.nvmlDeviceGetPowerUsage, self._handles[gpu])) / 1000.0
 
     def energy_j(self, gpu: int) -> float:
-        return self._call(self._nv.nvmlDeviceGetTotalEnergyConsumption, self._handles[gpu]) / 1000.0
+        return float(self._call(self._nv.nvmlDeviceGetTotalEnergyConsumption, self._handles[gpu])) / 1000.0
 
     def clock_mhz(self, gpu: int, which: str) -> int:
         kind = self._nv.NVML_CLOCK_SM if which == "sm" else self._nv.NVML_CLOCK_MEM

@@ -1,6 +1,6 @@
 """Headless Chromium for the measurements page: its DOM as rendered, and a screenshot.
 
-Debian's `chromium` package (`apt-get install chromium`; `make test` installs it when
+Debian's `chromium` package (`apt-get install chromium`; `make test-slow` installs it when
 it runs as root). Each run gets a new empty profile and no network: the page must
 need none, and Chromium's own background connections are turned off.
 """

@@ -27,8 +27,8 @@ import pydantic
 import yaml
 from pydantic import Field, model_validator
 
-from audit.errors import AuditError
-from audit.fileio import read_document, sha256_bytes, short_repr
+from audit.errors import AuditError, error_words
+from audit.fileio import read_document, sha256_bytes
 from audit.models import Record, unsafe_path_reason
 from audit.schemas import register
 
@@ -235,7 +235,7 @@ class _Refused(yaml.YAMLError):
 class _Loader(yaml.SafeLoader):
     """SafeLoader without aliases, anchors, tags, merge keys, duplicate or non-text keys, or timestamps."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102
+    def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
             raise _Refused(f"alias *{event.anchor} is not allowed (no anchors or aliases in a ledger)",
@@ -247,7 +247,7 @@ class _Loader(yaml.SafeLoader):
             raise _Refused(f"tag {event.tag} is not allowed (plain YAML values only)", event.start_mark)
         return super().compose_node(parent, index)
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:  # noqa: D102
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: dict[str, int] = {}
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
@@ -408,22 +408,6 @@ def _error(path: Path, lines: dict[tuple[Any, ...], int], message: str, *, loc: 
 _SECTION_LABEL = {"packages": "package", "files": "file"}
 
 
-def error_message(e: Any, noun: str, *, quiet: tuple[str, ...]) -> str:
-    """One pydantic error (`ValidationError.errors()` entry) in words: `missing required {noun}`, `unknown
-    {noun}`, or its message followed by the value it got, cut to 60 characters (not for a mapping, nor for the
-    error types in `quiet`, whose message says what was wrong)."""
-    kind = e["type"]
-    if kind == "missing":
-        return f"missing required {noun}"
-    if kind == "extra_forbidden":
-        return f"unknown {noun}"
-    msg = e["msg"].removeprefix("Value error, ")
-    got = e.get("input")
-    if kind not in quiet and not isinstance(got, dict):
-        msg += f" (got {short_repr(got)})"
-    return msg
-
-
 def _pydantic_error(path: Path, obj: dict[str, Any], lines: dict[tuple[Any, ...], int],
                     err: pydantic.ValidationError) -> LedgerError:
     e = err.errors(include_url=False)[0]
@@ -443,7 +427,7 @@ def _pydantic_error(path: Path, obj: dict[str, Any], lines: dict[tuple[Any, ...]
         rest = loc[2:]
     # A model validator's error has no field of its own: name the entry.
     fieldname = ".".join(str(p) for p in rest) or None
-    msg = error_message(e, "field", quiet=("value_error", "assertion_error"))
+    msg = error_words(e, "field", quiet=("value_error", "assertion_error"))
     line = _line(lines, loc)
     parts = ([f"line {line}"] if line else []) + prefix + ([f"claim {claim}"] if claim else [])
     if fieldname:

@@ -1,6 +1,6 @@
 """Throughput and counter recipes: `bench.*` on `throughput` packages, `telemetry.*` on `telemetry` packages.
 
-Every figure comes from `audit.bench`'s own code: `store.read_throughput` (what `store.load_throughput`
+Every figure comes from `audit.bench`'s own code: `store.read_throughput` (what `store.open_throughput`
 runs on the package verify validated) recomputes its summary from `requests.jsonl` and `windows.jsonl`
 (a stored summary that differs from its rows is an error, never a value), `figures.compare` pairs two
 arms by window as `audit bench compare` does, and `store.read_telemetry` recomputes the per-window
@@ -11,45 +11,41 @@ here re-derives a figure.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, Result, Series, recipe
 from audit.verdicts.models import Interval
 
-
-def throughput(ctx: Context, ident: str, recipe_name: str) -> Any:
-    """The throughput package `ident`, read back by `audit.bench.store` (summary recomputed from the rows)."""
-    from audit.bench import store
-
-    pkg = ctx.package_of_kind(ident, store.THROUGHPUT.name, recipe_name)
-    key = ("bench.throughput", pkg.digest)
-    if key not in ctx.cache:
-        with ctx.reading(ident):  # raises when summary.json is not what the rows (read as pinned) give
-            ctx.cache[key] = store.THROUGHPUT.read(pkg)
-    return ctx.cache[key]
+if TYPE_CHECKING:
+    from audit.bench.figures import WindowFigures
+    from audit.bench.rows import GpmSampleRow, GpuSampleRow
+    from audit.bench.store import Telemetry, Throughput
 
 
-def telemetry(ctx: Context, ident: str, run: str | None, recipe_name: str) -> Any:
-    """The telemetry package `ident`, its figures recomputed from the samples; linked to `run` when given."""
-    from audit.bench import store
+def throughput(ctx: Context, ident: str) -> Throughput:
+    """The throughput package `ident`, read back by its kind (summary recomputed from the rows: a summary.json
+    that is not what the rows give is refused)."""
+    from audit.bench.store import THROUGHPUT
 
-    pkg = ctx.package_of_kind(ident, store.TELEMETRY.name, recipe_name)
-    t = throughput(ctx, run, recipe_name) if run is not None else None
-    key = ("bench.telemetry", pkg.digest, t.pkg.digest if t is not None else None)
-    if key not in ctx.cache:
-        with ctx.reading(ident):  # raises when it belongs to another run
-            ctx.cache[key] = store.read_telemetry(pkg, str(pkg.root), t)
-    return ctx.cache[key]
+    return ctx.read(ident, THROUGHPUT)
 
 
-def _valid_windows(t: Any, ident: str) -> list[Any]:
+def telemetry(ctx: Context, ident: str, run: str | None) -> Telemetry:
+    """The telemetry package `ident`, its figures recomputed from the samples; refused unless it belongs to
+    the throughput package `run`, when given."""
+    from audit.bench.store import TELEMETRY
+
+    return ctx.read(ident, TELEMETRY, linked=run)
+
+
+def _valid_windows(t: Throughput, ident: str) -> list[WindowFigures]:
     valid = [w for w in t.summary.windows if w.valid]
     if not valid:
         raise RecipeFailed(f"{ident} has no valid window (see `audit bench report`)")
     return valid
 
 
-def _window_series(title: str, arms: list[tuple[str, Any]], **kw: Any) -> Series:
+def _window_series(title: str, arms: list[tuple[str, Throughput]], **kw: Any) -> Series:
     lines = tuple((label, tuple((float(w.window), w.tok_s) for w in t.summary.windows if w.valid))
                   for label, t in arms)
     return Series(title=title, xlabel="window", ylabel="tok/s", lines=lines, style="line+dots", integer_x=True,
@@ -77,7 +73,7 @@ class ArmArgs(RecipeArgs):
 def bench_tok_s(args: ArmArgs, ctx: Context) -> Result:
     """An arm's tok/s: generated tokens over window time (TTFT included), mean over the valid windows with its
     2·se interval across windows."""
-    t = throughput(ctx, args.package, "bench.tok_s")
+    t = throughput(ctx, args.package)
     valid = _valid_windows(t, args.package)
     s = t.summary.tok_s
     assert s.mean is not None
@@ -111,7 +107,7 @@ def bench_ratio(args: RatioArgs, ctx: Context) -> Result:
     tok/s ratios with ±2·se across pairs and the worst and best pair."""
     from audit.bench import figures
 
-    ta, tb = throughput(ctx, args.a, "bench.ratio"), throughput(ctx, args.b, "bench.ratio")
+    ta, tb = throughput(ctx, args.a), throughput(ctx, args.b)
     c = figures.compare(args.a, ta.summary, ta.extra.get("run", {}), args.b, tb.summary, tb.extra.get("run", {}))
     arms = f"{c.a_arm} / {c.b_arm}"
     notes = "".join(f"; note: {n}" for n in c.notes)
@@ -147,7 +143,7 @@ class DecodeArgs(ArmArgs):
 @recipe("bench.decode_tok_s", unit="tok/s")
 def bench_decode_tok_s(args: DecodeArgs, ctx: Context) -> Result:
     """Decode rate after the first token (TTFT left out), over the requests started in valid windows."""
-    t = throughput(ctx, args.package, "bench.decode_tok_s")
+    t = throughput(ctx, args.package)
     d = t.summary.decode
     value = {"overall": d.overall_tok_s, "mean": d.per_request_mean, "min": d.per_request_min,
              "max": d.per_request_max}[args.statistic]
@@ -163,7 +159,7 @@ def bench_decode_tok_s(args: DecodeArgs, ctx: Context) -> Result:
 def bench_ttft_median(args: ArmArgs, ctx: Context) -> Result:
     """Median time to first token (by token: the first chunk that carried one) of the requests started in
     valid windows."""
-    t = throughput(ctx, args.package, "bench.ttft_median")
+    t = throughput(ctx, args.package)
     f = t.summary.ttft
     if f.median_ms is None:
         raise RecipeFailed(f"{args.package}: no request got a token in a valid window")
@@ -182,11 +178,14 @@ class AnchorArgs(ArmArgs):
 def bench_anchor_ratio(args: AnchorArgs, ctx: Context) -> Result:
     """Ours over the anchor: the same server measured in the same run by `vllm bench serve` (its saved result,
     `anchor.json`, inside the package)."""
-    t = throughput(ctx, args.package, "bench.anchor_ratio")
+    t = throughput(ctx, args.package)
     a = t.summary.anchor
     if a is None:
         raise RecipeFailed(f"{args.package} holds no anchor result (the run measured no `vllm bench serve`)")
     ours_ttft = t.summary.ttft.median_ms
+    value: float | None
+    theirs: float | None
+    ours: float | None
     if args.figure == "tok_s":
         value, theirs, ours = a.ours_over_anchor_tok_s, a.output_tok_s, t.summary.tok_s.mean
         basis = f"ours {ours:.2f} tok/s (mean of the valid windows) / {a.tool} {theirs:.2f} tok/s"
@@ -220,7 +219,7 @@ def _spec_unit(args: SpecArgs) -> str:
 def bench_spec(args: SpecArgs, ctx: Context) -> Result:
     """Speculative decoding as the server counted it (`/metrics` read at each window edge): acceptance rate,
     mean acceptance length, draft and accepted tokens."""
-    t = throughput(ctx, args.package, "bench.spec")
+    t = throughput(ctx, args.package)
     sp = t.summary.spec
     if sp is None:
         raise RecipeFailed(f"{args.package}: the server reported no speculative decoding")
@@ -249,7 +248,7 @@ def bench_steps(args: StepArgs, ctx: Context) -> Result:
     the server's spec-decode counters beside it (`audit.bench.figures.step_figures`)."""
     from audit.bench import figures
 
-    t = throughput(ctx, args.package, "bench.steps")
+    t = throughput(ctx, args.package)
     st = figures.step_figures(t.summary, t.requests)
     value = {"tokens_per_step": st.overall, "at_ceiling": st.at_ceiling, "requests": st.requests,
              "overall_over_counters": st.overall_over_counters}[args.figure]
@@ -305,13 +304,13 @@ def telemetry_mean(args: TelemetryArgs, ctx: Context) -> Result:
     from the samples), with its 2·se interval across windows."""
     from audit.bench.figures import spread
 
-    tel = telemetry(ctx, args.package, args.run, "telemetry.mean")
+    tel = telemetry(ctx, args.package, args.run)
     field, name = (PERCENT_COUNTERS[args.counter] if args.counter in PERCENT_COUNTERS
                    else SUMMED_COUNTERS[args.counter][:2])
     windows = tel.summary.windows
     scope = "every window"
     if args.run is not None:
-        valid = {w.window for w in _valid_windows(throughput(ctx, args.run, "telemetry.mean"), args.run)}
+        valid = {w.window for w in _valid_windows(throughput(ctx, args.run), args.run)}
         windows = [w for w in windows if w.window in valid]
         scope = "the run's valid windows"
     missing = [w.window for w in windows if getattr(w, field) is None]
@@ -331,7 +330,7 @@ def telemetry_mean(args: TelemetryArgs, ctx: Context) -> Result:
                   series=_counter_timeline(tel, args.counter, name))
 
 
-def _counter_timeline(tel: Any, counter: str, name: str) -> Series | None:
+def _counter_timeline(tel: Telemetry, counter: str, name: str) -> Series | None:
     """The samples behind the figure, over the windows: utilization.gpu against SM_UTIL and DRAM_BW_UTIL side by
     side for a percent counter (the three tell "a kernel was running" from "the SMs and DRAM were busy"); the
     power for power_w."""
@@ -341,14 +340,14 @@ def _counter_timeline(tel: Any, counter: str, name: str) -> Series | None:
     if not windows:
         return None
     t0, t1 = windows[0].start, windows[-1].end
-    by_t: dict[float, list[Any]] = defaultdict(list)
+    by_t: dict[float, list[GpuSampleRow]] = defaultdict(list)
     for r in tel.gpu_rows:
         if t0 <= r.t < t1:
             by_t[r.t].append(r)
-    gpm: dict[tuple[float, float], list[Any]] = defaultdict(list)
-    for r in tel.gpm_rows:
-        if t0 <= (r.t_start + r.t_end) / 2 < t1:
-            gpm[(r.t_start, r.t_end)].append(r)
+    gpm: dict[tuple[float, float], list[GpmSampleRow]] = defaultdict(list)
+    for g in tel.gpm_rows:
+        if t0 <= (g.t_start + g.t_end) / 2 < t1:
+            gpm[(g.t_start, g.t_end)].append(g)
 
     def legacy(attr: str) -> tuple[tuple[float, float], ...]:
         pts = []

@@ -1,6 +1,6 @@
 """Bandwidth-floor recipes: `floor.*` on `checkpoint-headers` packages (`audit floor`, `audit bundle`).
 
-The package holds a header-only copy of the checkpoint; `audit.floor.package.check_opened` (what
+The package holds a header-only copy of the checkpoint; `audit.floor.package.read_floor` (what
 `audit floor-check` runs) recomputes the floor from those headers with the recorded options and
 bandwidth and compares it with `floor.json` and `floor.txt` byte for byte. Only a package that
 recomputes identically gives a value; any difference is the claim's reason for not surviving.
@@ -8,32 +8,25 @@ recomputes identically gives a value; any difference is the claim's reason for n
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, Result, Series, memo, recipe
+from audit.claims.registry import Context, PackageId, RecipeArgs, Result, Series, recipe
+
+if TYPE_CHECKING:
+    from audit.floor.report import FloorReportV1
 
 
-def floor_report(ctx: Context, ident: str, recipe_name: str) -> Any:
-    """The `FloorReport` of package `ident`, after `check_opened` recomputed it identically."""
-    from audit.floor.package import CHECKPOINT_HEADERS, check_opened
-
-    pkg = ctx.package_of_kind(ident, CHECKPOINT_HEADERS.name, recipe_name)
-
-    def checked() -> Any:
-        with ctx.reading(ident):
-            check = check_opened(pkg, str(pkg.root))  # reads only what the manifest lists: the digest pins it all
-        if not check.identical:
-            more = f" (and {len(check.differences) - 1} more)" if len(check.differences) > 1 else ""
-            raise RecipeFailed(f"{ident}: the floor recomputed from its checkpoint headers differs from floor.json: "
-                               f"{check.differences[0]}{more}")
-        # Identical to what compute_floor gives for these headers: the figures, parsed from the bytes compared.
-        return check.report
+def floor_report(ctx: Context, ident: str) -> FloorReportV1:
+    """The floor report of package `ident`, after its kind recomputed it identically from the checkpoint
+    headers (`read_identical`: it reads only what the manifest lists, so the digest pins it all); the figures
+    are parsed from the bytes compared."""
+    from audit.floor.package import CHECKPOINT_HEADERS
 
     # Reading a large MoE checkpoint's headers takes a second or two: once per content digest and process.
-    return memo(("floor.check_package", pkg.digest), checked)
+    return ctx.read(ident, CHECKPOINT_HEADERS, remember=True).report
 
 
-def _basis(r: Any) -> str:
+def _basis(r: FloorReportV1) -> str:
     f, bw, sh = r.floor, r.bandwidth, r.shape
     src = "NVML" if bw.source == "nvml" else "the --hbm-tbps flag"
     dtypes = ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in sorted(r.by_dtype.items(), key=lambda kv: -kv[1]))
@@ -46,7 +39,7 @@ OTHER_BELOW = 0.005
 """Roles under this share of the bytes per token are drawn together as `other`."""
 
 
-def _by_role(r: Any) -> Series:
+def _by_role(r: FloorReportV1) -> Series:
     """Bytes read per token by role, stacked by the dtype the engine holds them in: where the floor comes from."""
     total = r.floor.bytes_per_token
     parts: dict[tuple[str, str], float] = {}
@@ -83,12 +76,12 @@ class FloorArgs(RecipeArgs):
 @recipe("floor.tok_s", unit="tok/s")
 def floor_tok_s(args: FloorArgs, ctx: Context) -> Result:
     """The decode bandwidth floor as a ceiling on single-sequence tok/s: 1000 / ms per token."""
-    r = floor_report(ctx, args.package, "floor.tok_s")
+    r = floor_report(ctx, args.package)
     return Result(value=r.floor.tokens_per_s, unit="tok/s", basis=_basis(r), series=_by_role(r))
 
 
 @recipe("floor.ms_per_token", unit="ms")
 def floor_ms_per_token(args: FloorArgs, ctx: Context) -> Result:
     """The decode bandwidth floor: bytes read per token / (GPUs × bandwidth), in ms; no decode step is faster."""
-    r = floor_report(ctx, args.package, "floor.ms_per_token")
+    r = floor_report(ctx, args.package)
     return Result(value=r.floor.ms_per_token, unit="ms", basis=_basis(r), series=_by_role(r))

@@ -22,7 +22,8 @@ from audit.errors import key_repr
 from audit.verdicts.models import Figure, Interval, Policies
 
 FigureName = Literal["accuracy", "accuracy_all"]
-IntervalName = Literal["auto", "binomial_2se", "runs_2se", "runs_t", "clustered_t", "zero_failure_upper"]
+IntervalName = Literal["auto", "binomial_2se", "wilson", "clopper_pearson", "runs_2se", "runs_t", "clustered_t",
+                       "zero_failure_upper"]
 
 
 # --------------------------------------------------------------------------- arguments
@@ -96,6 +97,12 @@ class _Figure(RecipeArgs):
     every row agrees, where those collapse to a point)."""
 
 
+class _SampleFigure(RecipeArgs):
+    figure: str = Field(pattern=r"^(pass|maj)@[1-9][0-9]{0,3}$")
+    """`pass@1`, `pass@K` or `maj@K` (K samples per item), as `audit grade` prints it, with its named interval
+    (clustered_t over the items for pass@k, wilson over items for maj@k)."""
+
+
 class _Count(RecipeArgs):
     status: str | None = None
     """Count rows with this status (`truncated`, `no_answer`, `excluded`, `missing`, ...)."""
@@ -121,6 +128,14 @@ class VerdictsAccuracyArgs(_Figure, VerdictSource):
 
 class VerdictsCountArgs(_Count, VerdictSource):
     """Arguments of verdicts.count."""
+
+
+class GradeSampleFigureArgs(_SampleFigure, GradeSource):
+    """Arguments of grade.sample_figure."""
+
+
+class VerdictsSampleFigureArgs(_SampleFigure, VerdictSource):
+    """Arguments of verdicts.sample_figure."""
 
 
 # --------------------------------------------------------------------------- rows
@@ -168,13 +183,14 @@ def graded_rows(args: GradeSource, ctx: Context) -> Rows:
     config = _config(args)
     key = ("grade", args.package, args.items, repr(config.config))
     if key in ctx.cache:
-        return ctx.cache[key]
+        cached: Rows = ctx.cache[key]
+        return cached
     # The packages verify checked, read as they are: each file is read under the digest its manifest pins
     # (a file changed since the check is refused), so nothing is reopened or validated twice.
     items = ctx.package(args.items) if args.items else None
     grading = grade_package(ctx.package(args.package), config, items=items, base_dir=ctx.tmp)
     c = grading.columns
-    frame = pd.DataFrame({k: c[k] for k in ("item_id", "sample", "verdict", "status")})
+    frame = pd.DataFrame({k: c[k] for k in ("item_id", "sample", "verdict", "status", "answer")})
     basis = (f"{args.package} graded as {args.benchmark}: {_component_text(grading.header)}; "
              f"{_policy_text(config.policies)}")
     rows = Rows(frame, basis, grading)
@@ -229,14 +245,15 @@ def recorded_rows(ctx: Context, ident: str) -> Rows:
 
     key = ("verdicts", ident)
     if key in ctx.cache:
-        return ctx.cache[key]
+        cached: Rows = ctx.cache[key]
+        return cached
     source = verdict_source(ctx, ident)
     if isinstance(source, Path):
         read = read_verdicts(source)
         header, table = read.header, read.rows
     else:
         header, table = source.header, source.table
-    frame = table.select(["item_id", "sample", "verdict", "status"]).to_pandas()
+    frame = table.select(["item_id", "sample", "verdict", "status", "answer"]).to_pandas()
     entry = ctx.loaded.files[ident]
     what = "verdict file" if entry.format == "verdicts" else f"verdicts recorded by {entry.tool or 'another tool'}"
     basis = f"{ident} ({what}, {header.benchmark}): {_component_text(header)}; {_policy_text(header.policies)}"
@@ -265,6 +282,9 @@ def pick_interval(fig: Figure, method: str, frame: pd.DataFrame) -> Interval | N
         return by.get("clustered_t") or by.get("binomial_2se")
     if method == "binomial_2se" and method not in by:
         return stats.binomial_2se(fig.correct, fig.total)  # pooled over the runs
+    if method in ("wilson", "clopper_pearson") and method not in by:  # of the counts, as `audit grade` prints it
+        return stats.wilson(fig.correct, fig.total) if method == "wilson" else \
+            stats.clopper_pearson(fig.correct, fig.total)
     if method not in by:
         samples = frame["sample"].nunique()
         need = "at least 2 runs" if method in ("runs_2se", "runs_t", "clustered_t") else "no failures or no successes"
@@ -342,6 +362,38 @@ def verdicts_accuracy(args: VerdictsAccuracyArgs, ctx: Context) -> Result:
     name = _figure_name(args.figure, args.sample)
     if name in stated and abs(stated[name] - result.value) > 1e-12:
         result.basis += f"; its summary says {stated[name]:.6f}, which its rows do not give"
+    return result
+
+
+def sample_figure(rows: Rows, figure: str) -> Result:
+    """pass@k or maj@k recomputed from the rows (audit.summary.sample_figures)."""
+    from audit.summary import sample_figures
+
+    figs = {f.name: f for f in sample_figures(rows.frame)}
+    if figure not in figs:
+        k = rows.frame.groupby("item_id")["sample"].count()
+        raise RecipeFailed(f"no figure {figure}: the grading has {sorted(set(k))} sample(s) per item (pass@1, "
+                           f"pass@K and maj@K need K >= 2 samples of every item)")
+    f = figs[figure]
+    basis = f"{figure} over {f.items} items" + (f" ({f.note})" if f.note else "") + f"; {rows.basis}"
+    return Result(value=f.value, unit="fraction", interval=f.interval, n=f.items, n_label="items", basis=basis,
+                  grading=rows.grading)
+
+
+@recipe("grade.sample_figure", unit="fraction")
+def grade_sample_figure(args: GradeSampleFigureArgs, ctx: Context) -> Result:
+    """pass@k or maj@k of a fresh grading with several samples per item, with its interval."""
+    return sample_figure(graded_rows(args, ctx), args.figure)
+
+
+@recipe("verdicts.sample_figure", unit="fraction")
+def verdicts_sample_figure(args: VerdictsSampleFigureArgs, ctx: Context) -> Result:
+    """pass@k or maj@k recomputed from a verdict file's rows (not its summary), with its interval."""
+    rows = recorded_rows(ctx, args.verdicts)
+    result = sample_figure(rows, args.figure)
+    stored = {f.name: f.value for f in getattr(rows.header.summary, "sample_figures", None) or []}
+    if args.figure in stored and abs(stored[args.figure] - result.value) > 1e-12:
+        result.basis += f"; its summary says {stored[args.figure]:.6f}, which its rows do not give"
     return result
 
 

@@ -9,7 +9,7 @@ from their types and checks that each is listed in the claim's `sources`.
 
 Adding a recipe is one function in a module listed in `RECIPE_MODULES` (the measurement
 recipes in `recipes_bench`, `recipes_trace` and `recipes_floor` are small examples: each reads its
-package through the measurement module's own loader, which recomputes the figures from the rows):
+package with `ctx.read(id, KIND)`, through the kind's own reader, which recomputes the figures from the rows):
 
     class BenchRatioArgs(RecipeArgs):
         a: PackageId
@@ -26,8 +26,10 @@ package through the measurement module's own loader, which recomputes the figure
                       n=..., n_label="windows", basis="one line: what it was computed from",
                       series=Series(title=..., xlabel="window", ylabel="tok/s", lines=(("a", ...), ("b", ...))))
 
-`ctx.package(id)` gives a validated `audit.packages.Package` whose content digest
-matched the ledger; `ctx.file(id)` a path whose sha256 matched; `ctx.cache` is shared
+`ctx.read(id, KIND)` gives what the kind reads back (`Kind[V].read`: a `V`, figures recomputed), once
+per content digest, refused unless the package is of that kind (`linked=ID` checks its link, telemetry to
+its throughput run); `ctx.package(id)` gives the validated `audit.packages.Package` itself, whose content
+digest matched the ledger; `ctx.file(id)` a path whose sha256 matched; `ctx.cache` is shared
 between claims (compute a measurement once). Raise `RecipeFailed` (or let a ValueError
 or the library's AuditError escape) when the inputs cannot give the value: the claim then
 does not survive, with that line as the reason. A `Series` on the result gives the claim
@@ -53,8 +55,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import pydantic
 
 from audit.claims import units
-from audit.claims.ledger import error_message
-from audit.errors import AuditError
+from audit.errors import AuditError, error_words
 from audit.models import Record
 from audit.registry import Catalog, catalog
 from audit.verdicts.models import Interval
@@ -62,9 +63,12 @@ from audit.verdicts.models import Interval
 if TYPE_CHECKING:
     from audit.claims.ledger import Claim, LoadedLedger, RecipeCall
     from audit.packages import Package
+    from audit.packages.kinds import Kind
+
+V = typing.TypeVar("V")
 
 RECIPE_MODULES = ("audit.claims.recipes_grade", "audit.claims.recipes_stats", "audit.claims.recipes_bench",
-                  "audit.claims.recipes_trace", "audit.claims.recipes_floor")
+                  "audit.claims.recipes_trace", "audit.claims.recipes_floor", "audit.claims.recipes_taskruns")
 """Modules that register recipes on import."""
 
 
@@ -179,6 +183,8 @@ class Context:
         self.cache: dict[Any, Any] = {}
         """Shared between recipes: one grading per (package, configuration)."""
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.recipe = "a recipe"
+        """The name of the recipe running (`run_call` sets it), for the words of a refusal."""
 
     def package(self, ident: str) -> Package:
         """A package the ledger lists, validated and with the ledger's content digest."""
@@ -193,6 +199,34 @@ class Context:
         if pkg.kind != kind:
             raise RecipeFailed(f"package {ident} is a {pkg.kind} package; {recipe_name} reads a {kind} package")
         return pkg
+
+    def read(self, ident: str, kind: Kind[V], *, linked: str | None = None, remember: bool = False) -> V:
+        """Package `ident` read back by its kind (`kind.read`: its figures recomputed from its rows; AuditError
+        turned into RecipeFailed naming the package by its path in the ledger), refused unless it is a `kind`
+        package; with `linked`, the package it must belong to (`kind.link`, by content digest), itself read
+        back first. Read once per content digest in this ledger; `remember` keeps it for the process (`memo`:
+        for a costly read whose value holds no open package)."""
+        pkg = self.package_of_kind(ident, kind.name, self.recipe)
+        other = None
+        if linked is not None:
+            from audit.packages.kinds import get_kind
+
+            # The package linked to reads back first (its own figures recomputed), then the link is checked.
+            self.read(linked, get_kind(kind.link.kind if kind.link else kind.name))
+            other = self.package(linked)
+        key = ("kind.read", kind.name, pkg.digest, other.digest if other is not None else None)
+
+        def read() -> V:
+            with self.reading(ident):
+                return kind.read(pkg, linked=other)
+
+        if remember:
+            value: V = memo(key, read)
+            return value
+        if key not in self.cache:
+            self.cache[key] = read()
+        cached: V = self.cache[key]
+        return cached
 
     @contextlib.contextmanager
     def reading(self, ident: str) -> Iterator[None]:
@@ -383,7 +417,7 @@ def _args_error(led: LoadedLedger, claim: Claim, where: str, loc: tuple[Any, ...
     e = err.errors(include_url=False)[0]
     sub = tuple(e["loc"])
     fieldname = ".".join([where, "args", *map(str, sub)])
-    msg = error_message(e, "argument", quiet=("value_error",))
+    msg = error_words(e, "argument", quiet=("value_error",))
     return led.error(msg, claim=claim, field=fieldname, loc=loc + ("args", *sub))
 
 
@@ -502,6 +536,7 @@ def run_call(call: RecipeCall, ctx: Context) -> Result:
     """Run one recipe call (its arguments were checked when the ledger was loaded)."""
     rec = get(call.name)
     args = rec.parse(call.args)
+    ctx.recipe = rec.name
     try:
         result = rec.fn(args, ctx)
     except RecipeFailed as e:

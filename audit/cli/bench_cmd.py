@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sys
 from contextlib import ExitStack
@@ -10,7 +11,8 @@ from pathlib import Path
 import click
 
 from audit import procs
-from audit.cli import cli
+from audit.cli.app import cli
+from audit.subject import subject_options
 
 
 @cli.group(no_args_is_help=True)
@@ -62,15 +64,32 @@ def bench() -> None:
 @click.option("--id", "package_id", metavar="ID", help="Package id (default: from arm and content).")
 @click.option("--force", is_flag=True, help="Replace existing output packages.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+@subject_options(hardware=False)
 def throughput(**o) -> int:
     """Measure decode throughput into a throughput package (and GPU counters into a telemetry package).
 
     A discarded warm-up, then W windows of S seconds with --concurrency streamed requests in flight per
     server; every token's arrival is timed from per-chunk usage. tok/s per window counts the tokens that
     arrived in it (time to first token included); see `audit bench report` for all figures.
+
+    GPU evidence (GPU counters on and a GPU in sight) must say what it measured: --model-name,
+    --weights and --run, with --model-config (default: MODEL/config.json), --engine (default: the
+    version the server reports) and --hardware (default: the GPUs NVML names); else it is refused
+    before the run. Both packages record it.
     """
     from audit.bench import store
-    from audit.bench.throughput import BenchConfig, run
+    from audit.bench.throughput import BenchConfig, hardware_of, run
+    from audit.subject import args_from, check_launch_weights, gpus_visible, resolve_subject
+
+    flags = args_from(o)
+    flags = dataclasses.replace(flags, hardware=o["hardware"])
+    model_dir = Path(o["model"]) if o["model"] else None
+    default_config = model_dir / "config.json" if model_dir is not None and model_dir.is_dir() else None
+    gpu_evidence = not o["no_telemetry"] and gpus_visible() > 0
+    check_launch_weights(o["launch"], flags.weights)
+    # refused before the run; the server's version and NVML's names are filled in after it
+    resolve_subject(flags, what="throughput", gpu_evidence=gpu_evidence, default_config=default_config,
+                    default_engine="vllm==from-the-server", default_hardware="from NVML")
 
     cfg = BenchConfig(
         arm=o["arm"], prompt_tokens=o["prompt_tokens"], max_tokens=o["max_tokens"], ignore_eos=o["ignore_eos"],
@@ -91,12 +110,17 @@ def throughput(**o) -> int:
     # stop the run alike: the launched server is stopped.
     with procs.stop_signals_interrupt():
         result = run(cfg, log=None if o["quiet"] else sys.stderr, work_parent=out.parent)
+    versions = sorted({str(s["version"]) for s in result.servers if s.get("version")})
     try:
-        tp, tm = store.write(result, out, tel_out, force=o["force"])
+        subject = resolve_subject(flags, what="throughput", gpu_evidence=gpu_evidence or bool(hardware_of(result)),
+                                  default_config=default_config,
+                                  default_engine=f"vllm=={versions[0]}" if len(versions) == 1 else None,
+                                  default_hardware=hardware_of(result))
+        tp, tm = store.write(result, out, tel_out, force=o["force"], subject=subject)
     finally:
         if result.work is not None:
             shutil.rmtree(result.work, ignore_errors=True)
-    with store.load_throughput(out) as t:
+    with store.open_throughput(out) as t:
         s = t.summary
         valid = sum(w.valid for w in s.windows)
         mean = "-" if s.tok_s.mean is None else f"{s.tok_s.mean:.1f}"
@@ -121,7 +145,7 @@ def compare(a: Path, b: Path, as_json: bool) -> int:
     from audit.bench import figures, report, store
     from audit.fileio import dumps_pretty
 
-    with store.load_throughput(a) as ta, store.load_throughput(b) as tb:
+    with store.open_throughput(a) as ta, store.open_throughput(b) as tb:
         c = figures.compare(ta.pkg.manifest.package_id, ta.summary, ta.extra.get("run", {}),
                             tb.pkg.manifest.package_id, tb.summary, tb.extra.get("run", {}))
     if as_json:
@@ -147,9 +171,9 @@ def report_cmd(package: Path, tel_path: Path | None, png: Path | None, no_png: b
     """
     from audit.bench import report, store
 
-    with store.load_throughput(package) as t, ExitStack() as opened:
+    with store.open_throughput(package) as t, ExitStack() as opened:
         found = store.find_telemetry(package, tel_path)
-        tel = opened.enter_context(store.load_telemetry(found, t)) if found is not None else None
+        tel = opened.enter_context(store.open_telemetry(found, t)) if found is not None else None
         for line in report.throughput_lines(t):
             click.echo(line)
         why = None if tel is not None else "no telemetry package beside it (give --telemetry)"

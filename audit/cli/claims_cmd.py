@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import cli
+from audit.cli.app import cli
 
 
 @cli.command("verify")

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from audit.cli import cli, echo_problems
+from audit.cli.app import cli, echo_problems
 from audit.errors import ValidationFailed
 
 
 @cli.command("diff")
-@click.argument("old", type=click.Path(path_type=Path, dir_okay=False))
-@click.argument("new", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("old", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True,
               help="Markdown for people; JSON (schemas/diff_report.v1.json) holds every changed row.")
 @click.option("--max-items", type=click.IntRange(min=0), default=20, show_default=True, metavar="N",
@@ -34,6 +34,8 @@ def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_respons
     grader (first that applies, in that order; see audit/diff/compare.py), or inconsistent when both
     files name the same components, policies and inputs and the verdict still differs (tampered or
     non-deterministic: never a retraction).
+    Two task-runs packages (folders) are compared trial by trial instead: each run's resolved rate and
+    every trial (task, run, attempt) whose outcome changed.
     Exit 0 when nothing changed, 1 when something did, 2 on error — like diff(1).
     """
     from audit.diff import diff_files, render_json, render_markdown
@@ -44,6 +46,8 @@ def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_respons
         if not output.resolve().parent.is_dir():
             raise AuditError("parent directory does not exist", path=str(output))
         check_output(output, force=force, kind="report")
+    if _task_runs(old) and _task_runs(new):
+        return _diff_task_runs(old, new, fmt, max_items, output, force)
     try:
         report = diff_files(old, new, allow_different_responses=allow_different_responses)
     except ValidationFailed as e:
@@ -55,3 +59,26 @@ def diff(old: Path, new: Path, fmt: str, max_items: int, allow_different_respons
     else:
         click.echo(text, nl=False)
     return 1 if report.has_changes else 0
+
+
+def _task_runs(p: Path) -> bool:
+    # Two task-run packages (folders holding a manifest) are diffed trial by trial; anything else is a verdict file.
+    return p.is_dir() and (p / "manifest.json").is_file()
+
+
+def _diff_task_runs(old: Path, new: Path, fmt: str, max_items: int, output: Path | None, force: bool) -> int:
+    from audit.fileio import dumps_pretty
+    from audit.outputs import write_text
+    from audit.taskruns import compare, render
+    from audit.taskruns.package import open_task_runs
+
+    with open_task_runs(old) as a, open_task_runs(new) as b:
+        d = compare.diff(a.pkg.manifest.package_id, (a.runs, a.trials, a.summary),
+                         b.pkg.manifest.package_id, (b.runs, b.trials, b.summary))
+    text = dumps_pretty(d.model_dump(mode="json")) if fmt == "json" else \
+        "\n".join(render.diff_lines(d, max_items)) + "\n"
+    if output is not None:
+        write_text(output, text, force=force, kind="report")
+    else:
+        click.echo(text, nl=False)
+    return 1 if d.has_changes else 0

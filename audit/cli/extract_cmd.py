@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from audit.cli import cli
+from audit.cli.app import cli
 from audit.cli.import_cmd import mapping_options
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.fileio import dumps, jsonl_source

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from audit.cli import cli
+from audit.cli.app import cli
+from audit.subject import subject_options
 
 
 @cli.command("floor")
@@ -31,9 +32,10 @@ from audit.cli import cli
 @click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from the content).")
 @click.option("--force", is_flag=True, help="Replace PACKAGE if it exists.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the floor and the path written.")
+@subject_options(weights=False)
 def floor(checkpoint: Path, out: Path, gpus: int, hbm_tbps: float | None, from_nvml: bool, context: int,
           with_mtp: bool, engine_dtypes: tuple[str, ...], role_patterns: tuple[str, ...], role_table: str,
-          package_id: str | None, force: bool, quiet: bool) -> int:
+          package_id: str | None, force: bool, quiet: bool, **subject_flags) -> int:
     """Bandwidth floor of decoding one token with the checkpoint in CHECKPOINT (a directory).
 
     Reads config.json and only the safetensors headers (sharded through model.safetensors.index.json),
@@ -42,6 +44,11 @@ def floor(checkpoint: Path, out: Path, gpus: int, hbm_tbps: float | None, from_n
     experts_per_token / routed_experts, embeddings one row, MTP layers only with --with-mtp. Writes a
     checkpoint-headers package holding floor.json, the table and a header-only copy of the checkpoint
     (`audit floor-check PACKAGE` recomputes it). Bad headers are refused with one line, nothing written.
+
+    With --from-nvml the floor is GPU evidence and must say what it is for: --model-name, --engine and
+    --run (the config is the checkpoint's config.json unless --model-config names another, the hardware
+    NVML's GPUs, the weights `headers-only` when the shards hold no data); with --hbm-tbps these are
+    recorded when given.
     """
     from audit.floor import (
         FloorOptions,
@@ -65,13 +72,24 @@ def floor(checkpoint: Path, out: Path, gpus: int, hbm_tbps: float | None, from_n
     opts = FloorOptions(gpus=gpus, context=context, with_mtp=with_mtp,
                         engine_dtypes=tuple(sorted(parse_engine_dtype(e) for e in engine_dtypes)),
                         role_table=role_table, role_overrides=tuple(parse_override(p) for p in role_patterns))
+    from audit.subject import args_from, resolve_subject
+
+    flags = args_from(subject_flags)
+    config_file = checkpoint / "config.json"
+    resolve_subject(flags, what="checkpoint-headers", gpu_evidence=from_nvml, default_config=config_file,
+                    default_hardware="from NVML" if from_nvml else None, weights="headers-only")
     ckpt = read_checkpoint(checkpoint)
     bandwidth = from_flag(hbm_tbps) if hbm_tbps is not None else nvml(gpus)
+    names = sorted({d.name for d in bandwidth.ref.devices}) if bandwidth.ref.source == "nvml" else []
+    weights = "headers-only" if all(s.file_bytes == len(s.header_only) for s in ckpt.shards) else "checkpoint"
+    subject = resolve_subject(flags, what="checkpoint-headers", gpu_evidence=from_nvml, default_config=config_file,
+                              default_hardware=f"{len(bandwidth.ref.devices)}x {' + '.join(names)}" if names else None,
+                              weights=weights)
     report = compute_floor(ckpt, bandwidth, opts)
     lines = render(report)
     for line in lines if not quiet else [x for x in lines if x.startswith(("floor:", "note:"))]:
         click.echo(line)
-    pid = write_package(ckpt, report, out, package_id=package_id, overwrite=force)
+    pid = write_package(ckpt, report, out, package_id=package_id, overwrite=force, subject=subject)
     click.echo(f"wrote {out}: checkpoint-headers package {pid}")
     return 0
 
@@ -83,9 +101,9 @@ def floor_check(package: Path) -> int:
 
     Uses the recorded options, role table (refused if its published rules changed) and bandwidth.
     """
-    from audit.floor import check_package
+    from audit.floor import open_floor
 
-    result = check_package(package)
+    result = open_floor(package)
     if result.identical:
         click.echo(f"identical: {package}")
         return 0

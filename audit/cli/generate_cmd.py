@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from audit import ascii_numbers
-from audit.cli import cli
+from audit.cli.app import cli
 
 
 class _Number(click.ParamType):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from audit.cli import benchmark_option, cli
+from audit.cli.app import benchmark_option, cli
 
 if TYPE_CHECKING:
     from audit.grade import FitCheck
@@ -24,25 +24,35 @@ if TYPE_CHECKING:
 @click.option("--grader", metavar="NAME[@VERSION]", help="Override the spec's grader.")
 @click.option("--policy", "policies", multiple=True, metavar="KEY=VALUE",
               help="Override a policy: truncation=wrong|exclude, resampling=original|longer-only, "
-                   "no_answer=wrong|random-guess, guess_seed=N, exclude=ID,ID, scope=items|responses, "
-                   "at_budget=count|truncated (a stop at exactly max_tokens).")
+                   "no_answer=wrong|random-guess|upstream-guess@964a136 (audit's per-item draw, or upstream MMLU-Pro's "
+                   "reseeded one), guess_seed=N, exclude=ID,ID, scope=items|responses, "
+                   "at_budget=count|truncated (a stop at exactly max_tokens), judge_error=wrong|exclude (with "
+                   "--judge-calls: a failed or unparsed judge call).")
 @click.option("--reference-field", metavar="FIELD", help="Item field holding the gold answer: reference or extra.KEY.")
 @click.option("--parquet/--no-parquet", default=None,
               help="Also write the rows as Parquet beside the file (default: for 100,000 rows or more).")
 @click.option("--workers", type=click.IntRange(1, 64), metavar="N",
               help="Worker processes for symbolic grading (default: the CPUs available).")
+@click.option("--judge-calls", type=click.Path(path_type=Path), metavar="CALLS",
+              help="Grade from the recorded judge calls of this judge-calls package (no judge is called).")
+@click.option("--judge-rule", metavar="NAME[@VERSION]",
+              help="With --judge-calls: re-read the recorded replies with this parse rule (default: the calls' own).")
+@click.option("--judge-raw", type=click.Choice(["required", "recorded-parse"]), default="required", show_default=True,
+              help="With --judge-calls: a call without its raw reply recorded is refused, or counted by its parsed "
+                   "fields.")
 @click.option("--force", is_flag=True, help="Replace RESULTS.json if it exists and is a verdict file.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the path written.")
 def grade(package: Path, benchmark: str, items: Path | None, output: Path, extractor: str | None,
           grader: str | None, policies: tuple[str, ...], reference_field: str | None, parquet: bool | None,
-          workers: int | None, force: bool, quiet: bool) -> int:
+          workers: int | None, judge_calls: Path | None, judge_rule: str | None, judge_raw: str, force: bool,
+          quiet: bool) -> int:
     """Regrade a responses PACKAGE into a verdict file.
 
     The file names every input by digest, the extractor and grader by version and fingerprint, and
     every policy; identical inputs give a byte-identical file.
     """
     from audit.errors import AuditError
-    from audit.grade import NoItems, at_budget_lines, format_summary, grade_package
+    from audit.grade import NoItems, grade_package
     from audit.outputs import check_output
     from audit.specs import resolve_config
 
@@ -62,6 +72,10 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
                                 reference_field=reference_field)
     except PolicyError as e:
         raise AuditError(f"--{e.problem.message}") from None
+    if judge_calls is not None:
+        return _grade_judged(package, config, judge_calls, items, output, judge_rule, judge_raw, force, quiet)
+    if judge_rule is not None:
+        raise click.UsageError("--judge-rule needs --judge-calls CALLS")
     try:
         grading = grade_package(package, config, items=items, out=output, parquet=parquet, workers=workers,
                                 overwrite=force)
@@ -72,21 +86,16 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
     if not quiet:
         ex, gr = vf.extractor, vf.grader
         assert ex is not None and gr is not None  # a grading names both
-        from audit.views import visible
+        from audit.views import at_budget_lines, format_summary, visible
 
         click.echo(f"{visible(vf.benchmark)}: {len(grading)} rows, {vf.summary.items} items x {vf.summary.samples} "
                    f"samples; extractor {ex.name}@{ex.version}, grader {gr.name}@{gr.version}")
         for line in format_summary(vf) + at_budget_lines(grading.columns["reason"], vf.policies.at_budget):
             click.echo(line)
         if vf.summary.samples > 1:
-            import pandas as pd
-
-            from audit.summary import sample_figures
             from audit.views import sample_figure_lines
 
-            cols = grading.columns
-            frame = pd.DataFrame({k: cols[k] for k in ("item_id", "sample", "verdict", "answer")})
-            for line in sample_figure_lines(sample_figures(frame)):
+            for line in sample_figure_lines(vf.summary.sample_figures or [], stored=True):
                 click.echo(line)
         from collections import Counter
 
@@ -102,6 +111,25 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
         if fit is not None:
             for line in fit_lines(fit):
                 click.echo(line)
+    return 0
+
+
+def _grade_judged(package: Path, config: Any, calls: Path, items: Path | None, output: Path, rule: str | None,
+                  raw: str, force: bool, quiet: bool) -> int:
+    from audit.judge.grading import grade_judged, judged_lines
+    from audit.views import format_summary
+
+    g = grade_judged(package, config, calls, items=items, rule=rule, raw_policy=raw, out=output, overwrite=force)
+    vf = g.header
+    click.echo(f"wrote {output}")
+    if not quiet:
+        j = vf.judge
+        assert j is not None
+        click.echo(f"{vf.benchmark}: {len(g.columns['item_id'])} rows judged from {j.calls_package.package_id} "
+                   f"(no judge called); rule {j.rule.key}, template {j.template.key if j.template else 'unregistered'}"
+                   f"; judge_error counted {'wrong' if vf.policies.judge_error == 'wrong' else 'left out'}")
+        for line in format_summary(vf) + judged_lines(g):
+            click.echo(line)
     return 0
 
 
@@ -134,9 +162,16 @@ def reproduce(results: Path, package: Path | None, items: Path | None) -> int:
     from audit.errors import AuditError
     from audit.grade import NoPath
     from audit.grade import reproduce as run
+    from audit.verdicts import load_verdict_file
 
     try:
-        outcome = run(results, package=package, items=items)
+        vf = load_verdict_file(results)
+        if vf.judge is not None:  # graded from recorded judge calls: re-read them, no judge called
+            from audit.judge.grading import reproduce_judged
+
+            outcome = reproduce_judged(vf, Path(results), package=package, items=items)
+        else:
+            outcome = run(results, package=package, items=items)
     except NoPath as e:
         raise AuditError(f"{e.problem.message}: give --{e.what} PATH") from None
     for note in outcome.notes:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from audit.cli import benchmark_option, cli
+from audit.cli.app import benchmark_option, cli
 from audit.errors import printable
 from audit.fileio import jsonl_source
 from audit.pack import Table, build_package, load_provenance

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from audit.cli import CONTEXT, cli
+from audit.cli.app import CONTEXT, cli
+from audit.subject import subject_options
 
 _DEFAULT = "summarize"
 
@@ -43,7 +44,7 @@ def _step_options(f):
     f = click.option("--step-span", type=click.Choice(["next_marker", "marker"]), default="next_marker",
                      show_default=True,
                      help="next_marker: a step runs from its marker to the next one (N markers, N-1 steps); "
-                          "marker: a step is its marker's own span (HTA's reading; one marker, one step).")(f)
+                          "marker: a step is its marker's own span (N markers, N steps; HTA 0.5.0 drops the last).")(f)
     f = click.option("--collective", multiple=True, metavar="KIND=REGEX",
                      help="Add a kernel-name pattern (case-insensitive re.search) to a collective kind, e.g. "
                           "all_reduce=my_ar_kernel; repeatable. Built in, by kernel family (never a word inside "
@@ -84,9 +85,10 @@ def trace() -> None:
               help="Copy the raw trace into the package when it is at most this size; else pin it by sha256.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (schemas/trace_summary.v1.json).")
 @click.option("--force", is_flag=True, help="Replace PACKAGE if it exists.")
+@subject_options(unattributed=True)
 def summarize(trace_file: Path, output: Path, step_marker: str, step_filter: str | None,
               collective: tuple[str, ...], main_stream: str | None, step_span: str, max_json_mb: float,
-              embed_limit_mb: float, as_json: bool, force: bool) -> int:
+              embed_limit_mb: float, as_json: bool, force: bool, **subject_flags) -> int:
     """Summarise one trace into a profile package.
 
     Steps run from one step marker's start to the next one's: N markers bound N-1 complete
@@ -101,14 +103,25 @@ def summarize(trace_file: Path, output: Path, step_marker: str, step_filter: str
     Reads .json or .json.gz (detected from the bytes) in one streaming pass. Bad input (not
     JSON, truncated gzip, no traceEvents, events missing fields) gets a one-line error, exit 2,
     and nothing is written.
+
+    The package names what the trace measured: --model-name, --model-config, --engine, --weights
+    and --run (--hardware defaults to the GPUs the trace names); without them it is refused, unless
+    --unattributed says the trace is someone else's and its subject unknown.
     """
     from audit.fileio import dumps_pretty
     from audit.packages import content_digest
+    from audit.subject import args_from, resolve_subject
     from audit.trace.package import summarize_to_package
     from audit.trace.report import render_summary
 
+    flags = args_from(subject_flags)
+    # refused before a large trace is read: everything but the hardware, which the trace may name
+    resolve_subject(flags, what="profile", gpu_evidence=True, default_hardware="from the trace")
     options = _options(step_marker, step_filter, collective, main_stream, step_span, max_json_mb, embed_limit_mb)
-    manifest, summary = summarize_to_package(trace_file, output, options, force=force)
+    manifest, summary = summarize_to_package(
+        trace_file, output, options, force=force,
+        subject=lambda hardware: resolve_subject(flags, what="profile", gpu_evidence=True,
+                                                 default_hardware=hardware))
     if as_json:
         click.echo(dumps_pretty(summary.model_dump(mode="json")), nl=False)
     else:

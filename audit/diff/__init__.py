@@ -26,8 +26,8 @@ from audit.diff.report import (
     RuleWords,
     SideInfo,
     SubjectChange,
-    Verdict,
 )
+from audit.models import Verdict
 
 __all__ = [
     "CAUSES", "DIFF_REPORT_SCHEMA_VERSION", "NO_ANSWER_STATUSES", "SELECTION_STATUSES", "Cause", "CauseCount",

@@ -167,58 +167,59 @@ def _load(side: str | Path | VerdictRows) -> _Side:
 
 def responses_differ(old: VerdictFile, new: VerdictFile) -> bool:
     """True when both files name their responses package and the digests differ."""
-    a, b = old.responses_package, new.responses_package
-    return a is not None and b is not None and a.digest != b.digest
+    old_ref, new_ref = old.responses_package, new.responses_package
+    return old_ref is not None and new_ref is not None and old_ref.digest != new_ref.digest
 
 
 def diff_files(old: str | Path | VerdictRows, new: str | Path | VerdictRows, *,
                allow_different_responses: bool = False) -> DiffResult:
     """Compare two verdict files, or gradings in memory (`VerdictRows`); refuse different responses packages
     unless allowed."""
-    o = _load(old)
-    n = _load(new)
-    if responses_differ(o.header, n.header) and not allow_different_responses:
-        a, b = o.header.responses_package, n.header.responses_package
-        assert a is not None and b is not None
-        raise AuditError(f"the files grade different responses packages ({package_label(a)} vs "
-                         f"{package_label(b)}); pass --allow-different-responses to compare anyway",
-                         path=n.path, field="responses_package")
-    return _diff(o, n)
+    old_side = _load(old)
+    new_side = _load(new)
+    if responses_differ(old_side.header, new_side.header) and not allow_different_responses:
+        old_ref, new_ref = old_side.header.responses_package, new_side.header.responses_package
+        assert old_ref is not None and new_ref is not None
+        raise AuditError(f"the files grade different responses packages ({package_label(old_ref)} vs "
+                         f"{package_label(new_ref)}); pass --allow-different-responses to compare anyway",
+                         path=new_side.path, field="responses_package")
+    return _diff(old_side, new_side)
 
 
 # --------------------------------------------------------------------------- comparison
 
 
-def _differs(a: Any, b: Any) -> Any:
+def _differs(old: Any, new: Any) -> Any:
     """Null-safe inequality of two Arrow arrays: null equals null, null differs from a value."""
     import pyarrow.compute as pc
 
-    ne = pc.fill_null(pc.not_equal(a, b), False)
-    return pc.or_(ne, pc.xor(pc.is_null(a), pc.is_null(b)))
+    ne = pc.fill_null(pc.not_equal(old, new), False)
+    return pc.or_(ne, pc.xor(pc.is_null(old), pc.is_null(new)))
 
 
 def _np(arr: Any) -> np.ndarray:
     return np.asarray(arr.to_numpy(zero_copy_only=False))
 
 
-def _diff(o: _Side, n: _Side) -> DiffResult:
+def _diff(old: _Side, new: _Side) -> DiffResult:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     cols = ["attempt", "answer", "rule", "verdict", "status", "reason", "reference", "response_sha256"]
-    if _same_keys(o.table, n.table):
+    if _same_keys(old.table, new.table):
         # Same rows in the same order (the usual case: one responses package graded twice): nothing to align.
         idx_o = idx_n = None
-        only_o = only_n = _one_sided(o.table.slice(0, 0))
+        only_o = only_n = _one_sided(old.table.slice(0, 0))
     else:
-        idx_o, idx_n, rest_o, rest_n = _align(o.table, n.table)
-        only_o, only_n = _one_sided(o.table.take(rest_o)), _one_sided(n.table.take(rest_n))
-    a = o.table if idx_o is None else o.table.take(idx_o)
-    b = n.table if idx_n is None else n.table.take(idx_n)
+        idx_o, idx_n, rest_o, rest_n = _align(old.table, new.table)
+        only_o, only_n = _one_sided(old.table.take(rest_o)), _one_sided(new.table.take(rest_n))
+    old_rows = old.table if idx_o is None else old.table.take(idx_o)
+    new_rows = new.table if idx_n is None else new.table.take(idx_n)
     both = pa.Table.from_arrays(
-        [a.column("item_id"), a.column("sample")] + [a.column(c) for c in cols] + [b.column(c) for c in cols],
-        names=["item_id", "sample"] + [c + "_o" for c in cols] + [c + "_n" for c in cols])
-    del a, b
+        [old_rows.column("item_id"), old_rows.column("sample")] + [old_rows.column(column) for column in cols]
+        + [new_rows.column(column) for column in cols],
+        names=["item_id", "sample"] + [column + "_o" for column in cols] + [column + "_n" for column in cols])
+    del old_rows, new_rows
 
     vo, vn = both.column("verdict_o"), both.column("verdict_n")
     verdict_changed = pc.not_equal(vo, vn)
@@ -230,19 +231,19 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
 
     changed = both.filter(verdict_changed)
     changed = _natural(changed)
-    packages_differ = responses_differ(o.header, n.header)
-    same_extractor = (o.header.extractor is not None and n.header.extractor is not None
-                      and same_version("extractor", o.header.extractor, n.header.extractor))
-    same = _same_components(o.header, n.header)
+    packages_differ = responses_differ(old.header, new.header)
+    same_extractor = (old.header.extractor is not None and new.header.extractor is not None
+                      and same_version("extractor", old.header.extractor, new.header.extractor))
+    same = _same_components(old.header, new.header)
     primary, flags = _causes(changed, packages_differ, same_extractor, same)
 
-    notes = _notes(o, n, both, packages_differ, same_extractor)
+    notes = _notes(old, new, both, packages_differ, same_extractor)
     n_inconsistent = int(np.sum(primary == CAUSES.index("inconsistent")))
     if n_inconsistent:
         notes.append(f"{n_inconsistent} row{'s' if n_inconsistent != 1 else ''} changed verdict although both files "
                      f"name the same extractor, grader, policies and inputs: tampered or non-deterministic, not a "
                      f"retraction (cause `inconsistent`)")
-    figs = _figures(o, n, both, only_o, only_n, changed, primary)
+    figs = _figures(old, new, both, only_o, only_n, changed, primary)
     for f in figs:
         for label, fig, rec in (("OLD", f.old, f.old_recorded), ("NEW", f.new, f.new_recorded)):
             if fig is not None and rec is not None and not math.isclose(fig.value, rec, abs_tol=1e-12):
@@ -266,14 +267,14 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
         cause_counts.append(CauseCount(cause=cause, rows=int(mask.sum()),
                                        transitions={str(k): int(v) for k, v in zip(keys, counts, strict=True)}))
 
-    subjects = _subjects(o, n, changed, notes)
-    strengths, fallback = _strengths(o, n, both, changed)
+    subjects = _subjects(old, new, changed, notes)
+    strengths, fallback = _strengths(old, new, both, changed)
     return DiffResult(
-        old=o.info(), new=n.info(), different_responses=packages_differ, notes=notes, aligned=both.num_rows,
+        old=old.info(), new=new.info(), different_responses=packages_differ, notes=notes, aligned=both.num_rows,
         unchanged=both.num_rows - changed.num_rows, other_changes=other_changes, causes=cause_counts,
         figures=figs, changed=changed, only_old=only_o, only_new=only_n, subjects=subjects,
-        rules=_rule_words(o, n, changed), strengths=strengths, fallback=fallback,
-        possibly_cut=_possibly_cut(o, n, changed) if changed.num_rows else None)
+        rules=_rule_words(old, new, changed), strengths=strengths, fallback=fallback,
+        possibly_cut=_possibly_cut(old, new, changed) if changed.num_rows else None)
 
 
 # --------------------------------------------------------------------------- read strength
@@ -281,17 +282,17 @@ def _diff(o: _Side, n: _Side) -> DiffResult:
 STRENGTH_ORDER: tuple[Strength, ...] = ("statement", "format", "fallback", "no read", "unknown")
 
 
-def _registered_extractors(h: VerdictFile) -> list[Any]:
+def _registered_extractors(header: VerdictFile) -> list[Any]:
     from audit import extractors as registry
 
-    return [registry.get(ref.key) for ref in (h.extractor, h.mc_extractor)
+    return [registry.get(ref.key) for ref in (header.extractor, header.mc_extractor)
             if ref is not None and ref.key in registry.REGISTRY]
 
 
-def _strength_of(h: VerdictFile, rules: list[str | None], answers: list[str | None]) -> list[str] | None:
+def _strength_of(header: VerdictFile, rules: list[str | None], answers: list[str | None]) -> list[str] | None:
     """Each row's read strength under the file's extractors (declared beside their code); None when the
     file names no registered extractor (imported answers)."""
-    exs = _registered_extractors(h)
+    exs = _registered_extractors(header)
     if not exs:
         return None
     cache: dict[str | None, str] = {}
@@ -307,7 +308,7 @@ def _strength_of(h: VerdictFile, rules: list[str | None], answers: list[str | No
     return out
 
 
-def _strengths(o: _Side, n: _Side, both: Any, changed: Any) -> tuple[list[StrengthCount], FallbackReads | None]:
+def _strengths(old: _Side, new: _Side, both: Any, changed: Any) -> tuple[list[StrengthCount], FallbackReads | None]:
     """Changed rows by read strength per side, and, when every change rests on one side's fallback reads
     (that side read by a fallback rule where the other read no answer), those reads' hit rate against chance."""
     col = changed.column
@@ -316,7 +317,7 @@ def _strengths(o: _Side, n: _Side, both: Any, changed: Any) -> tuple[list[Streng
     down = [a == "correct" and b != "correct" for a, b in zip(vo, vn, strict=True)]
     per_side = {}
     counts: list[StrengthCount] = []
-    sides: tuple[tuple[SideName, _Side, str], ...] = (("old", o, "_o"), ("new", n, "_n"))
+    sides: tuple[tuple[SideName, _Side, str], ...] = (("old", old, "_o"), ("new", new, "_n"))
     for label, side, x in sides:
         got = _strength_of(side.header, col("rule" + x).to_pylist(), col("answer" + x).to_pylist())
         if got is None:
@@ -359,14 +360,14 @@ def _strengths(o: _Side, n: _Side, both: Any, changed: Any) -> tuple[list[Streng
     return counts, None
 
 
-def _possibly_cut(o: _Side, n: _Side, changed: Any) -> PossiblyCut:
+def _possibly_cut(old: _Side, new: _Side, changed: Any) -> PossiblyCut:
     """Changed rows whose response text has no finish reason and stops mid-sentence (a heuristic), read from
     NEW's responses package (else OLD's) by the text's sha256."""
     from audit.grade import possibly_cut
     from audit.ids import natural_sorted
 
     keys = list(zip(changed.column("item_id").to_pylist(), changed.column("sample").to_pylist(), strict=True))
-    for side, x in ((n, "_n"), (o, "_o")):
+    for side, x in ((new, "_n"), (old, "_o")):
         ref = side.header.responses_package
         if ref is None or not ref.path:
             continue
@@ -420,9 +421,9 @@ def _subject_map(side: _Side) -> dict[str, str | None] | None:
     return {item: s.subject for s in subjects for item in s.items}
 
 
-def _subjects(o: _Side, n: _Side, changed: Any, notes: list[str]) -> list[SubjectChange]:
+def _subjects(old: _Side, new: _Side, changed: Any, notes: list[str]) -> list[SubjectChange]:
     """Per-subject figures of both sides, with the subjects NEW records (else OLD's); none when neither does."""
-    new_map, old_map = _subject_map(n), _subject_map(o)
+    new_map, old_map = _subject_map(new), _subject_map(old)
     subject_of = new_map if new_map is not None else old_map
     if subject_of is None:
         return []
@@ -430,7 +431,7 @@ def _subjects(o: _Side, n: _Side, changed: Any, notes: list[str]) -> list[Subjec
         moved = sum(1 for item, s in old_map.items() if item in new_map and new_map[item] != s)
         if moved:
             notes.append(f"{moved} items have another subject in OLD than in NEW; subjects are NEW's")
-    frames = [by_subject(_frame(side.table), subject_of) for side in (o, n)]
+    frames = [by_subject(_frame(side.table), subject_of) for side in (old, new)]
     ch = {"subject": [subject_of.get(i) or "" for i in changed.column("item_id").to_pylist()],
           "old": changed.column("verdict_o").to_pylist(), "new": changed.column("verdict_n").to_pylist()}
     counts: dict[str, list[int]] = {}
@@ -450,13 +451,13 @@ def _subjects(o: _Side, n: _Side, changed: Any, notes: list[str]) -> list[Subjec
     return out
 
 
-def _rule_words(o: _Side, n: _Side, changed: Any) -> list[RuleWords]:
+def _rule_words(old: _Side, new: _Side, changed: Any) -> list[RuleWords]:
     """Every rule the changed rows name, with the words its extractor declares for it."""
     from audit.views import rule_explained
 
     out: list[RuleWords] = []
     seen: set[tuple[str, str]] = set()
-    for side, col in ((o, "rule_o"), (n, "rule_n")):
+    for side, col in ((old, "rule_o"), (new, "rule_n")):
         refs = (side.header.extractor, side.header.mc_extractor)
         for rule in dict.fromkeys(changed.column(col).to_pylist()):
             found = rule_explained(rule, refs) if rule is not None else None
@@ -466,27 +467,28 @@ def _rule_words(o: _Side, n: _Side, changed: Any) -> list[RuleWords]:
     return sorted(out, key=lambda w: (w.extractor, natural_key(w.rule)))
 
 
-def _same_keys(a: Any, b: Any) -> bool:
-    if a.num_rows != b.num_rows:
+def _same_keys(old: Any, new: Any) -> bool:
+    if old.num_rows != new.num_rows:
         return False
-    return bool(a.column("item_id").equals(b.column("item_id")) and a.column("sample").equals(b.column("sample")))
+    return bool(old.column("item_id").equals(new.column("item_id"))
+                and old.column("sample").equals(new.column("sample")))
 
 
-def _align(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Row indices of matching (item_id, sample) pairs in `a` and `b`, and of the rows found on one side only.
+def _align(old: Any, new: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Row indices of matching (item_id, sample) pairs in `old` and `new`, and of the rows found on one side only.
 
     Item ids become integer codes (one hash lookup per row in Arrow), (code, sample)
     one int64 key, and matching is a sort plus a binary search in numpy.
     """
     import pyarrow.compute as pc
 
-    ids = pc.unique(a.column("item_id"))
-    code_a = _np(pc.index_in(a.column("item_id"), value_set=ids)).astype(np.int64)
-    code_b_arr = pc.index_in(b.column("item_id"), value_set=ids)
+    ids = pc.unique(old.column("item_id"))
+    code_a = _np(pc.index_in(old.column("item_id"), value_set=ids)).astype(np.int64)
+    code_b_arr = pc.index_in(new.column("item_id"), value_set=ids)
     known_b = _np(pc.is_valid(code_b_arr)).astype(bool)
     code_b = _np(pc.fill_null(code_b_arr, -1)).astype(np.int64)
-    sa = _np(a.column("sample")).astype(np.int64)
-    sb = _np(b.column("sample")).astype(np.int64)
+    sa = _np(old.column("sample")).astype(np.int64)
+    sb = _np(new.column("sample")).astype(np.int64)
     lo = min(sa.min(initial=0), sb.min(initial=0))
     span = max(sa.max(initial=0), sb.max(initial=0)) - lo + 1
     key_a = code_a * span + (sa - lo)
@@ -523,11 +525,11 @@ def _cause_lists(primary: np.ndarray, flags: dict[str, np.ndarray]) -> list[list
     return out
 
 
-def _both_differ(a: Any, b: Any) -> Any:
+def _both_differ(old: Any, new: Any) -> Any:
     """Both non-null and different (a reference missing on one side is unknown, not a change)."""
     import pyarrow.compute as pc
 
-    return pc.fill_null(pc.not_equal(a, b), False)
+    return pc.fill_null(pc.not_equal(old, new), False)
 
 
 @dataclass(frozen=True)
@@ -540,19 +542,20 @@ class _Same:
     policies: bool
 
 
-def _same_components(a: VerdictFile, b: VerdictFile) -> _Same:
-    def same(kind: str, x: Any, y: Any) -> bool:  # unknown (imported) is never "the same"
+def _same_components(old: VerdictFile, new: VerdictFile) -> _Same:
+    def same(kind: str, old_ref: Any, new_ref: Any) -> bool:  # unknown (imported) is never "the same"
         # One version under two fingerprints its lock accepts (code moved, proven identical) is the same.
-        return x is not None and y is not None and same_version(kind, x, y)
+        return old_ref is not None and new_ref is not None and same_version(kind, old_ref, new_ref)
 
-    extractor = same("extractor", a.extractor, b.extractor) and same_version("extractor", a.mc_extractor,
-                                                                             b.mc_extractor)
+    extractor = same("extractor", old.extractor, new.extractor) and same_version("extractor", old.mc_extractor,
+                                                                             new.mc_extractor)
     # Graders depend on libraries (sympy): a different environment may change a verdict.
-    grader = (same("grader", a.grader, b.grader) and same_version("grader", a.mc_grader, b.mc_grader)
-              and a.environment == b.environment)
+    grader = (same("grader", old.grader, new.grader) and same_version("grader", old.mc_grader, new.mc_grader)
+              and old.environment == new.environment)
     # Imported verdicts record no policy of their own (their Policies are placeholders): never "the same".
-    graded = all(x.extractor is not None and x.grader is not None for x in (a, b))
-    return _Same(extractor, grader, graded and a.policies == b.policies and a.reference_field == b.reference_field)
+    graded = all(header.extractor is not None and header.grader is not None for header in (old, new))
+    return _Same(extractor, grader,
+                 graded and old.policies == new.policies and old.reference_field == new.reference_field)
 
 
 def _causes(changed: Any, packages_differ: bool, same_extractor: bool,
@@ -630,61 +633,61 @@ def _natural(table: Any) -> Any:
     return table.take(natural_order(table.column("item_id").to_pylist(), table.column("sample").to_pylist()))
 
 
-def _notes(o: _Side, n: _Side, both: Any, packages_differ: bool, same_extractor: bool) -> list[str]:
+def _notes(old: _Side, new: _Side, both: Any, packages_differ: bool, same_extractor: bool) -> list[str]:
     notes = []
-    a, b = o.header.responses_package, n.header.responses_package
+    old_ref, new_ref = old.header.responses_package, new.header.responses_package
     if packages_differ:
-        assert a is not None and b is not None
+        assert old_ref is not None and new_ref is not None
         notes.append(f"DIFFERENT responses packages (compared with --allow-different-responses): OLD "
-                     f"{package_label(a)}, NEW {package_label(b)}"
+                     f"{package_label(old_ref)}, NEW {package_label(new_ref)}"
                      + ("" if same_extractor else "; rows attributed to extractor, grader or policy may also "
                         "reflect changed response text"))
-    elif a is None or b is None:
-        which = " and ".join(x for x, p in (("OLD", a), ("NEW", b)) if p is None)
+    elif old_ref is None or new_ref is None:
+        which = " and ".join(side for side, ref in (("OLD", old_ref), ("NEW", new_ref)) if ref is None)
         notes.append(f"responses package not named in {which}: cannot check that both grade the same responses")
-    ia, ib = o.header.items_package, n.header.items_package
-    if ia is not None and ib is not None and ia.digest != ib.digest:
-        notes.append(f"items packages differ: OLD {package_label(ia)}, NEW {package_label(ib)}")
-    for label, x, y in (("extractor", o.header.extractor, n.header.extractor),
-                        ("grader", o.header.grader, n.header.grader),
-                        ("multiple-choice extractor", o.header.mc_extractor, n.header.mc_extractor),
-                        ("multiple-choice grader", o.header.mc_grader, n.header.mc_grader)):
-        if not same_version(label.rpartition(" ")[2], x, y):
-            notes.append(f"{label}: {component_label(x)} -> {component_label(y)}")
-    if o.header.reference_field != n.header.reference_field:
-        notes.append(f"reference field: {o.header.reference_field} -> {n.header.reference_field}")
+    old_items, new_items = old.header.items_package, new.header.items_package
+    if old_items is not None and new_items is not None and old_items.digest != new_items.digest:
+        notes.append(f"items packages differ: OLD {package_label(old_items)}, NEW {package_label(new_items)}")
+    for label, old_component, new_component in (("extractor", old.header.extractor, new.header.extractor),
+                        ("grader", old.header.grader, new.header.grader),
+                        ("multiple-choice extractor", old.header.mc_extractor, new.header.mc_extractor),
+                        ("multiple-choice grader", old.header.mc_grader, new.header.mc_grader)):
+        if not same_version(label.rpartition(" ")[2], old_component, new_component):
+            notes.append(f"{label}: {component_label(old_component)} -> {component_label(new_component)}")
+    if old.header.reference_field != new.header.reference_field:
+        notes.append(f"reference field: {old.header.reference_field} -> {new.header.reference_field}")
     # An imported file's policies are placeholders (it applied none; its extractor and grader notes say it is
     # imported): no policy is said to have changed from or to them.
-    if all(h.extractor is not None or h.grader is not None for h in (o.header, n.header)):
-        pa_, pb = o.header.policies.model_dump(), n.header.policies.model_dump()
-        for k in pa_:
-            if pa_[k] != pb[k]:
-                notes.append(f"policy {k}: {_show(pa_[k])} -> {_show(pb[k])}")
-    if o.header.benchmark != n.header.benchmark:
-        notes.append(f"benchmark: {o.header.benchmark} -> {n.header.benchmark}")
-    if not packages_differ and same_extractor and a is not None:
-        c = both.column
-        odd = int(np.sum(_np(_differs(c("answer_o"), c("answer_n"))).astype(bool)
-                         & ~_np(_both_differ(c("attempt_o"), c("attempt_n"))).astype(bool)))
+    if all(header.extractor is not None or header.grader is not None for header in (old.header, new.header)):
+        old_policies, new_policies = old.header.policies.model_dump(), new.header.policies.model_dump()
+        for key in old_policies:
+            if old_policies[key] != new_policies[key]:
+                notes.append(f"policy {key}: {_show(old_policies[key])} -> {_show(new_policies[key])}")
+    if old.header.benchmark != new.header.benchmark:
+        notes.append(f"benchmark: {old.header.benchmark} -> {new.header.benchmark}")
+    if not packages_differ and same_extractor and old_ref is not None:
+        column = both.column
+        odd = int(np.sum(_np(_differs(column("answer_o"), column("answer_n"))).astype(bool)
+                         & ~_np(_both_differ(column("attempt_o"), column("attempt_n"))).astype(bool)))
         if odd:
             notes.append(f"{odd} rows read a different answer from the same responses with the same extractor "
                          f"fingerprint: the extractor is not deterministic, or the files were edited")
     return notes
 
 
-def _show(v: Any) -> str:
-    return dumps(v) if not isinstance(v, str) else v
+def _show(value: Any) -> str:
+    return dumps(value) if not isinstance(value, str) else value
 
 
 # --------------------------------------------------------------------------- figures
 
 
-def _figures(o: _Side, n: _Side, both: Any, only_o: Any, only_n: Any, changed: Any,
+def _figures(old: _Side, new: _Side, both: Any, only_o: Any, only_n: Any, changed: Any,
              primary: np.ndarray) -> list[FigureChange]:
-    old_figs = {f.name: f for f in compute_figures(_frame(o.table))}
-    new_figs = {f.name: f for f in compute_figures(_frame(n.table))}
-    old_rec = {f.name: f.value for f in o.header.summary.figures}
-    new_rec = {f.name: f.value for f in n.header.summary.figures}
+    old_figs = {f.name: f for f in compute_figures(_frame(old.table))}
+    new_figs = {f.name: f for f in compute_figures(_frame(new.table))}
+    old_rec = {f.name: f.value for f in old.header.summary.figures}
+    new_rec = {f.name: f.value for f in new.header.summary.figures}
     names = list(new_figs) + [k for k in old_figs if k not in new_figs]
 
     # Paired counts per sample over the aligned rows.

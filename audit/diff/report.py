@@ -366,7 +366,8 @@ class DiffResult:
         t = self.only_old if which == "old" else self.only_new
         if limit is not None:
             t = t.slice(0, limit)
-        return t.to_pylist()
+        rows: list[dict[str, Any]] = t.to_pylist()
+        return rows
 
     def header(self) -> dict[str, Any]:
         """Every report field but the row lists, as JSON values in schema order."""

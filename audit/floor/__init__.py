@@ -11,13 +11,13 @@ Modules: `safetensors` (headers and their checks), `roles` (the versioned name-p
 
 from audit.floor.bandwidth import Bandwidth, from_flag, from_nvml
 from audit.floor.compute import FloorOptions, compute_floor, parse_engine_dtype
-from audit.floor.package import check_package, write_package
+from audit.floor.package import open_floor, write_package
 from audit.floor.report import FloorReport, FloorReportV1
 from audit.floor.roles import DEFAULT_TABLE, ROLES, TABLES, parse_override
 from audit.floor.safetensors import Checkpoint, read_checkpoint, read_header
 
 __all__ = [
     "Bandwidth", "Checkpoint", "DEFAULT_TABLE", "FloorOptions", "FloorReport", "FloorReportV1", "ROLES", "TABLES",
-    "check_package", "compute_floor", "from_flag", "from_nvml", "parse_engine_dtype", "parse_override",
+    "open_floor", "compute_floor", "from_flag", "from_nvml", "parse_engine_dtype", "parse_override",
     "read_checkpoint", "read_header", "write_package",
 ]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pydantic
 
-from audit.errors import AuditError
+from audit.errors import AuditError, field_errors
 from audit.fileio import dumps_pretty, sha256_bytes
 from audit.floor.bandwidth import Bandwidth
 from audit.floor.compute import FloorOptions, compute_floor
@@ -27,7 +27,7 @@ from audit.floor.render import render
 from audit.floor.report import FLOOR_REPORT_SCHEMA_VERSION, FloorReport, FloorReportV1
 from audit.floor.roles import TABLES, table_sha256
 from audit.floor.safetensors import CONFIG_FILE, INDEX_FILE, Checkpoint, parse_json, read_checkpoint
-from audit.models import Provenance
+from audit.models import Provenance, Subject
 from audit.packages import Package, PackageWriter, open_package
 from audit.packages.kinds import Kind, register_kind
 
@@ -45,14 +45,16 @@ def table_text(report: FloorReportV1) -> str:
 
 
 def write_package(ckpt: Checkpoint, report: FloorReport, out: str | os.PathLike[str], *,
-                  package_id: str | None = None, overwrite: bool = False) -> str:
-    """Write the package atomically; returns its id."""
+                  package_id: str | None = None, overwrite: bool = False, subject: Subject | None = None) -> str:
+    """Write the package atomically; returns its id. `subject` (`audit.subject`): what the floor is of."""
     bw = report.bandwidth
     hardware = None
     if bw.source == "nvml":
         names = sorted({d.name for d in bw.devices})
         hardware = f"{len(bw.devices)}x {' + '.join(names)}"
-    prov = Provenance(model=ckpt.label, hardware=hardware, source=f"checkpoint digest {report.checkpoint_digest}",
+    prov = Provenance(model=subject.model if subject else ckpt.label,
+                      hardware=subject.hardware if subject else hardware,
+                      subject=subject, source=f"checkpoint digest {report.checkpoint_digest}",
                       notes="Decode bandwidth floor from safetensors headers; see floor.txt and floor.json.")
     with PackageWriter(out, kind=KIND, provenance=prov, package_id=package_id, overwrite=overwrite) as writer:
         writer.add_text(REPORT_FILE, report_json(report))
@@ -91,9 +93,8 @@ def _parse_report(data: bytes, label: str) -> FloorReportV1:
     try:
         return (FloorReportV1 if version == 1 else FloorReport).model_validate(obj)
     except pydantic.ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise AuditError(f"{first['msg']}", path=f"{label}/{REPORT_FILE}", field=where) from None
+        first = field_errors(e)[0]
+        raise AuditError(first.message, path=f"{label}/{REPORT_FILE}", field=first.field) from None
 
 
 def _read_as_listed(pkg: Package, ckpt: Checkpoint, label: str) -> None:
@@ -122,17 +123,17 @@ def _read_as_listed(pkg: Package, ckpt: Checkpoint, label: str) -> None:
                              f"{entry.sha256}", path=f"{label}/{rel}")
 
 
-def check_package(path: str | os.PathLike[str]) -> CheckResult:
+def open_floor(path: str | os.PathLike[str]) -> CheckResult:
     """Recompute the floor from the package's header-only checkpoint; compare with floor.json and floor.txt.
 
     Everything compared is what the manifest pins: floor.json and floor.txt are read once through
     `Package.read_bytes`, and the checkpoint's bytes as read are checked against their listed sha256."""
     with open_package(path, kind=KIND) as pkg:
-        return check_opened(pkg, str(path))
+        return read_floor(pkg, str(path))
 
 
-def check_opened(pkg: Package, label: str) -> CheckResult:
-    """`check_package` of a checkpoint-headers package already open (and validated), named `label` in errors."""
+def read_floor(pkg: Package, label: str) -> CheckResult:
+    """`open_floor` of a checkpoint-headers package already open (and validated), named `label` in errors."""
     report_bytes = pkg.read_bytes(REPORT_FILE)
     table_bytes = pkg.read_bytes(TABLE_FILE)
     recorded = _parse_report(report_bytes, label)
@@ -179,9 +180,9 @@ class CheckedFloor:
 
 
 def read_identical(pkg: Package, label: str) -> CheckedFloor:
-    """`check_opened`, refusing a package whose floor does not recompute identically (AuditError naming the
+    """`read_floor`, refusing a package whose floor does not recompute identically (AuditError naming the
     first difference)."""
-    check = check_opened(pkg, label)
+    check = read_floor(pkg, label)
     if not check.identical or check.report is None:
         more = f" (and {len(check.differences) - 1} more)" if len(check.differences) > 1 else ""
         first = check.differences[0] if check.differences else "no report"
@@ -200,6 +201,6 @@ def _schemas() -> dict[str, type[pydantic.BaseModel]]:
 
 CHECKPOINT_HEADERS = register_kind(Kind(
     "checkpoint-headers", "a decode bandwidth floor and the header-only copy of the checkpoint it came from",
-    schemas=_schemas(), reader=lambda pkg: read_identical(pkg, str(pkg.source)), viewer=_show), __name__)
+    schemas=_schemas(), reader=read_identical, viewer=_show), __name__)
 
 KIND = CHECKPOINT_HEADERS.name

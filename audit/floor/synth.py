@@ -72,7 +72,7 @@ class _Cfg:
         v = self.num(key, minimum=minimum)
         if v is None:
             raise AuditError(f"config.json has no {key}", field=key)
-        return v
+        return int(v)
 
 
 def _attention_gqa(p: str, c: _Cfg, *, bias: bool, qk_norm: bool, output_gate: bool = False) -> list[Spec]:

@@ -1,6 +1,5 @@
 """`audit generate`: responses from a vLLM server, with a record of what really happened.
 
-    prompts      versioned prompt templates and the sha256 of what is sent
     openai_http  a small client for the OpenAI-compatible HTTP API (streaming, token counts)
     vllm_server  launching vLLM, and reading its log and command line
     runner       a run, start to end (`start`, `resume`): sequences the steps below
@@ -16,6 +15,6 @@
     provenance   the package's provenance (extra: run record, checks, counts)
     package      writing the responses package
 
-`audit bench` uses `openai_http` and `vllm_server` too. Nothing is imported here, so
-`audit.generate.prompts` (which grading specs name) does not load the runner.
+`audit bench` uses `openai_http` and `vllm_server` too. The versioned prompt templates a run renders
+are `audit.prompts`, beside the specs that name them. Nothing is imported here.
 """

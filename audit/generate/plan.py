@@ -8,10 +8,10 @@ from pathlib import Path
 from audit.errors import AuditError
 from audit.generate.config import RunConfig
 from audit.generate.journal import RowKey
-from audit.generate.prompts import PromptTemplate, prompt_sha256
 from audit.generate.state import ItemsRecord, RunState
 from audit.models import ItemRow, ResponseRow
 from audit.packages import open_package
+from audit.prompts import PromptTemplate, prompt_sha256
 
 
 @dataclass(frozen=True)

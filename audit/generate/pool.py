@@ -105,7 +105,7 @@ class Round:
                 self.results.put(self.requester.run_task(task, slot))
             except Stopped:
                 return
-            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            except BaseException as e:
                 self.results.put(Outcome(task, fatal=e))
 
     def _take(self, oc: Outcome, progress: Progress) -> int:

@@ -11,9 +11,9 @@ from typing import Any
 
 from audit.generate.config import RunConfig
 from audit.generate.model_info import detect_hardware
-from audit.generate.prompts import PromptTemplate
 from audit.generate.state import RunState, Session
 from audit.models import DatasetRef, Provenance, ResponseRow
+from audit.prompts import PromptTemplate
 
 CHAT_PROMPT_SHA256_OF = "the chat messages as canonical JSON ([{\"role\":\"user\",\"content\":...}], no spaces)"
 COMPLETION_PROMPT_SHA256_OF = "the prompt text (UTF-8)"

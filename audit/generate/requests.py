@@ -12,9 +12,9 @@ from audit.errors import AuditError
 from audit.generate.config import RunConfig, Runtime
 from audit.generate.openai_http import Cut, Malformed, Rejected, StreamResult, Transient
 from audit.generate.plan import RunItems, Task
-from audit.generate.prompts import chat_messages
 from audit.generate.servers import Servers, ServerSlot
 from audit.models import ResponseRow
+from audit.prompts import chat_messages
 
 SENT_KEYS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
              "frequency_penalty", "min_tokens", "stop", "n", "seed")

@@ -1,6 +1,6 @@
 """`audit generate`: responses from a vLLM server, with a record of what really happened.
 
-A run renders each item with a versioned prompt template (`audit.generate.prompts`), asks the
+A run renders each item with a versioned prompt template (`audit.prompts`), asks the
 server how many tokens the prompt is, sends every sampling parameter explicitly with
 `max_tokens = min(cap, context_window - prompt_tokens)`, streams the reply, and
 appends one `ResponseRow` per request to a journal that is flushed as each request

@@ -90,7 +90,8 @@ def flag_value(args: list[str], flag: str) -> str | None:
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def tail_lines(path: Path, n: int = 20) -> list[str]:

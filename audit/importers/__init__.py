@@ -14,6 +14,8 @@ atomic writing are the same as for `audit pack`. Modules, one per format:
 - `table`: any JSONL / JSON / CSV / Parquet table with a column mapping;
 - `verdicts`: another tool's per-item verdicts, as a verdict file;
 - `mapping`: column expressions, ASCII-only number reads, and the shared `--map` / `--where` (RecordMap).
+- `formats`: the importer catalog: each module above registers its name, the formats it recognises and its
+  command module (audit/cli/imports/); `detect` loops over it to name the right importer for a file.
 
 Every importer keeps the items it read (gold answers, options) inside the responses package, so
 `audit grade PKG` needs nothing else.

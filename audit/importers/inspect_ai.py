@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.fileio import copy_regular, gzip_limit, zip_expansion_problem
+from audit.fileio import READ_ERRORS, copy_regular, gzip_limit, zip_expansion_problem
 from audit.importers import Output, data_file, import_provenance
+from audit.importers.formats import Format, Importer, register_importer
 from audit.importers.sources import CHANGED, SourceFile, source_file, zip_problem
 from audit.models import DatasetRef, Provenance
 from audit.pack import SourceRow, Table
@@ -266,3 +267,23 @@ def inspect_outputs(imp: InspectImport, out: Path, *, benchmark: str | None, gzi
     return [Output(out, "responses", [Table(rel, schema, imp.response_rows()), Table(irel, ischema, imp.item_rows())],
                    lambda: imp.provenance(provenance, model), benchmark=benchmark or spec_named(imp.log.eval.task),
                    package_id=package_id)]
+
+
+def _is_eval_zip(path: Path) -> bool:
+    """inspect_ai's .eval: a zip with header.json (or _journal/start.json, while it is written)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+    except (zipfile.BadZipFile, *READ_ERRORS):
+        return False
+    return bool(names & {"header.json", "_journal/start.json"})
+
+
+register_importer(Importer(
+    "inspect", "audit.cli.imports.inspect_ai",
+    (Format("inspect-log", "an inspect_ai evaluation log (samples, scores, model)",
+            "audit import inspect FILE -o OUT [--recorded RECORDED.json]", "inspect", order=30,
+            document=lambda obj: isinstance(obj.get("eval"), dict) and "status" in obj and "version" in obj,
+            suffixes=(".eval",), file_test=_is_eval_zip, tabular=False),)), __name__)

@@ -40,6 +40,7 @@ from typing import Any
 from audit.errors import AuditError
 from audit.fileio import parse_object, read_document, sha256_bytes
 from audit.importers import Output, data_file, import_provenance
+from audit.importers.formats import Format, Importer, recorded_hint, register_importer
 from audit.importers.lm_eval import hf_records
 from audit.importers.sources import SourceFile, source_file
 from audit.models import LETTERS, Provenance
@@ -469,3 +470,17 @@ def lighteval_outputs(imp: LightevalImport, out: Path, *, benchmark: str | None,
     return [Output(out, "responses", [Table(rel, schema, imp.response_rows()), Table(irel, ischema, imp.item_rows())],
                    lambda: imp.provenance(provenance, model, checks), benchmark=benchmark,
                    package_id=package_id)]
+
+
+register_importer(Importer(
+    "lighteval", "audit.cli.imports.lighteval",
+    (Format("lighteval-details", "lighteval per-sample details (doc, model_response, metric; or example, "
+            "predictions, metrics)", "audit import lighteval FILE --benchmark NAME -o OUT [--recorded RECORDED.json]",
+            "lighteval", order=20, record=lambda keys: set(_NESTED) <= keys or set(_FLAT) <= keys,
+            verdicts_hint=recorded_hint("audit import lighteval FILE --benchmark NAME -o PACKAGE --recorded "
+                                        "OUT.json")),
+     Format("lighteval-results", "a lighteval results file (aggregate scores only, no per-item rows)",
+            "audit import lighteval details_<task>_<date>.parquet --benchmark NAME -o OUT",
+            after=" on the details file --save-details writes under details/<model>/<date>/", order=40,
+            document=lambda obj: isinstance(obj.get("results"), dict) and isinstance(obj.get("config_general"),
+                                                                                     dict)))), __name__)

@@ -48,6 +48,7 @@ from typing import Any
 from audit.errors import AuditError
 from audit.fileio import parse_object, read_document, read_regular
 from audit.importers import Output, data_file, import_provenance
+from audit.importers.formats import Format, Importer, recorded_hint, register_importer
 from audit.importers.mapping import Expr, ExprError, coerce, parse_float, parse_int
 from audit.importers.sources import (
     Record,
@@ -169,7 +170,12 @@ def read_choice(obj: dict[str, Any], choice_by: str, delimiter: str, lenient_gol
 
 
 def _gold(target: Any, options: list[str]) -> int:
-    """The gold option: `str(doc_to_target(doc))`, an option index or an option's text."""
+    """The gold option: `str(doc_to_target(doc))`, an option index or an option's text; or the index itself, as
+    `simple_evaluate(..., log_samples=True)` keeps it (an integer `target`, unstringified)."""
+    if isinstance(target, int) and not isinstance(target, bool):
+        if 0 <= target < len(options):
+            return target
+        raise RecordError("target", f"target {target} is no option index (the record has {len(options)} options)")
     if not isinstance(target, str):
         raise RecordError("target", f"expected the logged target text, got {target!r}")
     by_text = [i for i, o in enumerate(options) if o == target]
@@ -181,6 +187,29 @@ def _gold(target: Any, options: list[str]) -> int:
     if not found:
         raise RecordError("target", f"target {target!r} is neither an option index nor an option's text")
     raise RecordError("target", f"target {target!r} is ambiguous: an option index and another option's text")
+
+
+DOC_OPTION_FIELDS = ("options",)
+"""Fields of a generate_until doc that hold its options (MMLU-Pro's and MMLU-Pro+'s `options`, up to twelve)."""
+
+
+def _doc_options(doc: Any) -> tuple[list[str], str] | None:
+    """A generate_until doc's own options and the field they came from, when it holds a list of texts; else None
+    (the item then records no option count, and a spec that needs one says so instead of guessing A-J)."""
+    if not isinstance(doc, dict):
+        return None
+    for name in DOC_OPTION_FIELDS:
+        opts = doc.get(name)
+        if isinstance(opts, list) and 2 <= len(opts) <= len(LETTERS) and all(isinstance(o, str) for o in opts):
+            return list(opts), f"doc.{name}"
+    return None
+
+
+def _target_text(target: Any) -> str | None:
+    """The text the harness hashed as `target_hash` (`str(target)`: an integer index as its digits), or None."""
+    if isinstance(target, int) and not isinstance(target, bool):
+        return str(target)
+    return target if isinstance(target, str) else None
 
 
 def _sha256(text: str) -> str:
@@ -301,7 +330,7 @@ class LmEvalImport:
         reqs = _requests(obj.get("arguments"))
         prompt = reqs[0][0] if reqs and reqs[0] else None
         checks = [("prompt_hash", prompt if isinstance(prompt, str) else None),
-                  ("target_hash", obj.get("target") if isinstance(obj.get("target"), str) else None)]
+                  ("target_hash", _target_text(obj.get("target")))]
         if isinstance(obj.get("doc"), dict) and not self.parquet:
             # Parquet unifies the documents' keys into one struct (order, nulls): doc_hash cannot be recomputed.
             checks.append(("doc_hash", json.dumps(obj["doc"], indent=2, ensure_ascii=False)))
@@ -392,8 +421,13 @@ class LmEvalImport:
                                                  else obj["target"], "choices": choice.options,
                                                  "extra": extra})
             return
-        yield SourceRow(rec.label, rec.row, {"item_id": item_id, "reference": obj["target"],
-                                             "extra": {"doc_id": obj["doc_id"]}})
+        target = obj["target"]
+        item: dict[str, Any] = {"item_id": item_id, "reference": str(target) if isinstance(target, int) and
+                                not isinstance(target, bool) else target, "extra": {"doc_id": obj["doc_id"]}}
+        options = _doc_options(obj.get("doc"))
+        if options is not None:  # mmlu_pro, mmlu_pro_plus: the letters a response may name are the doc's own
+            item["choices"], item["extra"]["choices_from"] = options
+        yield SourceRow(rec.label, rec.row, item)
 
     def recorded_rows(self, metric: str | None) -> tuple[list[dict[str, Any]], str]:
         """The verdicts the harness recorded: per document, its `metric` (default: the first it logged) as
@@ -589,3 +623,33 @@ def lm_eval_outputs(imp: LmEvalImport, out: Path, *, benchmark: str | None, item
         outputs.append(Output(items_out, "items", [Table(rel, schema, items.item_rows())],
                               lambda: items.provenance(provenance, model), benchmark=benchmark))
     return outputs
+
+
+def _samples_beside(results: Path) -> list[Path]:
+    """The samples files lm-eval wrote in the same run as `results_<date>.json` (same folder, same date)."""
+    date = results.name.removeprefix("results_").removesuffix(".json")
+    if date == results.name:
+        return []
+    return sorted(results.parent.glob(f"samples_*_{date}.jsonl"))
+
+
+_RESULTS_KEYS = {"config", "configs", "versions", "n-shot", "lm_eval_version", "n-samples"}
+
+register_importer(Importer(
+    "lm-eval", "audit.cli.imports.lm_eval",
+    (Format("lm-eval-samples", "an lm-evaluation-harness --log_samples file (doc_id, doc, resps)",
+            "audit import lm-eval FILE --benchmark NAME -o OUT [--recorded RECORDED.json]", "lm-eval", order=10,
+            record=lambda keys: "doc_id" in keys and bool(keys & {"resps", "filtered_resps"}),
+            verdicts_hint=recorded_hint("audit import lm-eval FILE --benchmark NAME -o PACKAGE --recorded OUT.json")),
+     Format("lm-eval-results-samples", "an lm-evaluation-harness results file holding its samples (simple_evaluate "
+            "with log_samples)", "audit import lm-eval FILE -o OUT", "lm-eval", order=49,
+            document=lambda obj: isinstance(obj.get("results"), dict) and bool(obj.keys() & _RESULTS_KEYS)
+            and isinstance(obj.get("samples"), dict) and bool(obj["samples"])),
+     Format("lm-eval-results", "an lm-evaluation-harness results file (aggregate scores only, no per-item rows)",
+            "audit import lm-eval samples_<task>_<date>.jsonl --benchmark NAME -o OUT",
+            after=" on the samples file --log_samples writes beside it", order=50,
+            document=lambda obj: isinstance(obj.get("results"), dict) and bool(obj.keys() & _RESULTS_KEYS),
+            verdicts_hint="; per-item verdicts are in its --log_samples files: `audit import lm-eval "
+                          "samples_<task>_<date>.jsonl --benchmark NAME -o PACKAGE --recorded OUT.json`",
+            beside=_samples_beside, instead="samples_<task>_<date>.jsonl", beside_what="--log_samples file")),
+    fields=frozenset({"doc_id", "doc", "resps", "filtered_resps", "arguments", "target"})), __name__)

@@ -27,13 +27,15 @@ from typing import Any
 from audit.errors import AuditError
 from audit.fileio import document_bytes, join_inside, parse_object, sha256_bytes
 from audit.importers import Output
-from audit.importers.lm_eval import LmEvalImport, lm_eval_import, lm_eval_outputs
+from audit.importers.lm_eval import CHOICE_RULES, LmEvalImport, lm_eval_import, lm_eval_outputs
 from audit.importers.sources import CHANGED, SourceFile
 from audit.models import Provenance
 
 _STAMP = r"(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)"
 SAMPLES_NAME = re.compile(r"samples_(.+)_" + _STAMP + r"\.(?:jsonl|parquet)", re.ASCII)
-RESULTS_NAME = re.compile(r"results_" + _STAMP + r"\.json", re.ASCII)
+RESULTS_NAME = re.compile(r"results_(?:.+_)?(" + _STAMP[1:-1] + r"|\d{8}_\d{6})\.json", re.ASCII)
+"""`results_<date>.json` as the harness names it, or `results_<model>_<harness>_<task>_<date>.json` (wrappers
+of `simple_evaluate`, e.g. `results_Mistral-7B-v0.1_hf_arc_easy_20250530_123425.json`)."""
 MAX_FILES = 100_000
 """Files looked at under DIR before the walk is refused (a folder of millions is not an lm-eval output)."""
 MAX_DEPTH = 8
@@ -60,6 +62,10 @@ class TaskRun:
     checks: list[dict[str, Any]] = field(default_factory=list)
     bad_rows: list[dict[str, Any]] = field(default_factory=list)
     """Records kept as bad_input (`--on-bad-row record`), filled while the package is written."""
+    choice_by: str = "acc"
+    """The rule by which a multiple-choice sample's option is taken as chosen, for this task."""
+    choice_why: str = ""
+    """Why that rule: given (`--choice-by`), or what the results file logs for the task."""
 
     @property
     def source(self) -> Path:
@@ -100,13 +106,18 @@ def read_results(path: Path) -> tuple[dict[str, Any], SourceFile]:
     return obj, SourceFile(path, sha256_bytes(data), len(data))
 
 
-def discover(root: Path) -> list[TaskRun]:
-    """Every task run under `root`, in folder and task order."""
-    if not root.is_dir():
+def discover(root: Path, bad_files: list[dict[str, Any]] | None = None) -> list[TaskRun]:
+    """Every task run under `root`, in folder and task order; `root` may be one results file holding its samples
+    (its tasks are the runs, in folder `.`). With `bad_files`, a results file that cannot be read is recorded
+    there (file and reason) instead of stopping the walk."""
+    files = None
+    if root.is_file():
+        files, root = [root], root.parent
+    elif not root.is_dir():
         raise AuditError("no such folder", path=str(root))
     runs: dict[tuple[str, str, str], TaskRun] = {}
     results: dict[tuple[str, str], Path] = {}
-    for p in _walk(root):
+    for p in files if files is not None else _walk(root):
         folder = p.parent.relative_to(root).as_posix()
         m = SAMPLES_NAME.fullmatch(p.name)
         if m:
@@ -114,10 +125,16 @@ def discover(root: Path) -> list[TaskRun]:
             runs[(folder, task, stamp)] = TaskRun(folder, task, stamp, samples=p)
             continue
         m = RESULTS_NAME.fullmatch(p.name)
-        assert m is not None
-        results[(folder, m.group(1))] = p
+        assert m is not None or files is not None  # the walk keeps only files so named; a file given is read as one
+        results[(folder, m.group(1) if m is not None else p.stem)] = p
     for (folder, stamp), path in results.items():
-        doc, pinned = read_results(path)
+        try:
+            doc, pinned = read_results(path)
+        except AuditError as e:
+            if bad_files is None:
+                raise
+            bad_files.append({"file": str(path), "reason": e.problem.message})
+            continue
         for run in (r for r in runs.values() if (r.folder, r.stamp) == (folder, stamp)):
             run.results, run.results_doc, run.results_file = path, doc, pinned
         samples = doc.get("samples")
@@ -126,7 +143,7 @@ def discover(root: Path) -> list[TaskRun]:
                 if isinstance(task, str) and (folder, task, stamp) not in runs:
                     runs[(folder, task, stamp)] = TaskRun(folder, task, stamp, results=path, results_doc=doc,
                                                           results_file=pinned, embedded=True)
-    if not runs:
+    if not runs and not bad_files:
         raise AuditError("no lm-eval samples under this folder (samples_<task>_<date>.jsonl files, or a "
                          "results_<date>.json holding `samples`; run lm-eval with --log_samples)", path=str(root))
     return sorted(runs.values(), key=lambda r: (r.folder, r.task, r.stamp))
@@ -228,52 +245,92 @@ def describe(check: dict[str, Any]) -> str:
             f"{check['n']} samples is {got:g}")
 
 
+def task_choice(run: TaskRun, given: str | None, per_task: dict[str, str]) -> tuple[str, str]:
+    """The choice rule for `run`'s multiple-choice samples and why: `--choice-by TASK=RULE`, else `--choice-by RULE`,
+    else the one metric of acc, acc_norm, acc_bytes the results file logs for the task (acc when it logs acc or
+    none of them; leaderboard tasks log acc_norm only, and grading their `acc` choice gave 50.00% for a logged 0.6)."""
+    if run.task in per_task:
+        return per_task[run.task], f"--choice-by {run.task}={per_task[run.task]}"
+    if given is not None:
+        return given, f"--choice-by {given}"
+    reported = run.results_doc.get("results", {}).get(run.task) if run.results_doc is not None else None
+    logged = {k.split(",", 1)[0] for k in reported if isinstance(k, str)} if isinstance(reported, dict) else set()
+    rules = [r for r in CHOICE_RULES if r in logged]
+    if rules and "acc" not in rules:
+        return rules[0], f"the results file logs {', '.join(rules)}, not acc"
+    return "acc", "the results file logs acc" if "acc" in rules else "the default (the results file logs no acc)"
+
+
 def dir_outputs(root: Path, out: Path, *, benchmark: str | None, item_id: str, filter_name: str | None,
-                verify_hashes: bool, choice_by: str, target_delimiter: str, gzip: bool, model: str | None,
-                provenance: Provenance | None, on_bad_row: str = "refuse") -> tuple[list[Output], list[TaskRun]]:
+                verify_hashes: bool, choice_by: str | None, target_delimiter: str, gzip: bool, model: str | None,
+                provenance: Provenance | None, on_bad_row: str = "refuse",
+                task_choice_by: dict[str, str] | None = None,
+                bad_files: list[dict[str, Any]] | None = None) -> tuple[list[Output], list[TaskRun]]:
     """One output per task run under `root`, each with its cross-check done (read once before writing); a task's
-    package names the benchmark given, else its task when that is a spec (the task is in the provenance)."""
+    package names the benchmark given, else its task when that is a spec (the task is in the provenance).
+    Multiple-choice samples are chosen per task (`task_choice`). With `bad_files` (`--on-bad-row record`), a file
+    that cannot be read is recorded there (file, task, reason) and the other tasks are imported."""
     from audit.specs import spec_named
 
-    runs = discover(root)
-    seen: dict[tuple[str, str], int] = {}
-    for r in runs:
-        seen[(r.folder, r.task)] = seen.get((r.folder, r.task), 0) + 1
+    all_runs = discover(root, bad_files)
     # Every task name and folder becomes a path under OUT through the one gate, before anything is read or
     # written: a results file's `samples` may name a task `../../x`, `/abs` or a NUL.
+    seen: dict[tuple[str, str], int] = {}
+    for r in all_runs:
+        seen[(r.folder, r.task)] = seen.get((r.folder, r.task), 0) + 1
     dests = {}
-    for run in runs:
+    for run in all_runs:
         name = run.task if seen[(run.folder, run.task)] == 1 else f"{run.task}_{run.stamp}"
         folder = [] if run.folder == "." else run.folder.split("/")
         where = run.results if run.embedded else run.samples
         dests[id(run)] = join_inside(join_inside(out, *folder, what="folder", path=root), name, what="task name",
                                      path=where)
+    runs = []
     outputs: list[Output] = []
-    for run in runs:
-        dest = dests[id(run)]
-        if run.samples is not None:
-            with run.samples.open("rb") as fh:
-                head = fh.read(len(_LFS))
-            if head == _LFS:
-                raise AuditError("a Git LFS pointer, not the samples (fetch them with `git lfs pull`)",
-                                 path=str(run.samples))
-        imp = lm_eval_import(run.source, item_id=item_id, filter_name=filter_name, verify_hashes=verify_hashes,
-                             choice_by=choice_by, target_delimiter=target_delimiter,
-                             embedded_task=run.task if run.embedded else None, on_bad_row=on_bad_row)
-        if run.embedded and run.results_file is not None and \
-                (imp.src.sha256, imp.src.bytes) != (run.results_file.sha256, run.results_file.bytes):
-            raise AuditError(CHANGED, path=str(run.results))  # the samples and the checks would be of two files
-        run.bad_rows = imp.bad_rows  # the same list: the responses reader fills it
-        run.checks = cross_check(run, imp.reader())
-        task_prov = provenance
-        if run.results_doc is not None and model is None and (provenance is None or provenance.model is None):
-            name_in = run.results_doc.get("model_name")
-            if isinstance(name_in, str) and name_in:
-                task_prov = (provenance or Provenance()).model_copy(update={"model": name_in})
-        (output,) = lm_eval_outputs(imp, dest, benchmark=benchmark or spec_named(run.task), gzip=gzip, model=model,
-                                    provenance=task_prov)
-        outputs.append(_with_checks(output, run))
+    for run in all_runs:
+        try:
+            output = _run_output(run, dests[id(run)], benchmark=benchmark, item_id=item_id, filter_name=filter_name,
+                                 verify_hashes=verify_hashes, choice_by=choice_by, target_delimiter=target_delimiter,
+                                 gzip=gzip, model=model, provenance=provenance, on_bad_row=on_bad_row,
+                                 task_choice_by=task_choice_by, spec_named=spec_named)
+        except AuditError as e:
+            if bad_files is None:
+                raise
+            bad_files.append({"file": str(run.source), "task": run.task, "reason": e.problem.message})
+            continue
+        runs.append(run)
+        outputs.append(output)
     return outputs, runs
+
+
+def _run_output(run: TaskRun, dest: Path, *, benchmark: str | None, item_id: str,
+                filter_name: str | None, verify_hashes: bool, choice_by: str | None, target_delimiter: str,
+                gzip: bool, model: str | None, provenance: Provenance | None, on_bad_row: str,
+                task_choice_by: dict[str, str] | None, spec_named: Any) -> Output:
+    """The output of one task run (its import read and cross-checked), written to `dest`."""
+    if run.samples is not None:
+        with run.samples.open("rb") as fh:
+            head = fh.read(len(_LFS))
+        if head == _LFS:
+            raise AuditError("a Git LFS pointer, not the samples (fetch them with `git lfs pull`)",
+                             path=str(run.samples))
+    run.choice_by, run.choice_why = task_choice(run, choice_by, task_choice_by or {})
+    imp = lm_eval_import(run.source, item_id=item_id, filter_name=filter_name, verify_hashes=verify_hashes,
+                         choice_by=run.choice_by, target_delimiter=target_delimiter,
+                         embedded_task=run.task if run.embedded else None, on_bad_row=on_bad_row)
+    if run.embedded and run.results_file is not None and \
+            (imp.src.sha256, imp.src.bytes) != (run.results_file.sha256, run.results_file.bytes):
+        raise AuditError(CHANGED, path=str(run.results))  # the samples and the checks would be of two files
+    run.bad_rows = imp.bad_rows  # the same list: the responses reader fills it
+    run.checks = cross_check(run, imp.reader())
+    task_prov = provenance
+    if run.results_doc is not None and model is None and (provenance is None or provenance.model is None):
+        name_in = run.results_doc.get("model_name")
+        if isinstance(name_in, str) and name_in:
+            task_prov = (provenance or Provenance()).model_copy(update={"model": name_in})
+    (output,) = lm_eval_outputs(imp, dest, benchmark=benchmark or spec_named(run.task), gzip=gzip, model=model,
+                                provenance=task_prov)
+    return _with_checks(output, run)
 
 
 def _with_checks(output: Output, run: TaskRun) -> Output:

@@ -19,6 +19,7 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
+from audit.importers.formats import Format, Importer, recorded_hint, register_importer
 from audit.importers.mapping import RecordMap
 from audit.importers.sources import TABLE_SUFFIXES, Record, SourceFile, iter_table_records, source_file
 from audit.models import LETTERS, DatasetRef, Provenance
@@ -163,9 +164,11 @@ def recorded_rows(files: list[SourceFile], on_bad_row: str = "refuse", rmap: Rec
     """The verdicts the upstream run recorded: its `pred` against the record's gold `answer`, one row per record.
 
     Returns the rows (VERDICT_ROW_FIELDS dicts), each item's category, and how many records have no pred.
-    A null (or empty) pred is counted wrong here: upstream's own accuracy scores a random guess for it
-    (`random.randint` over the options from one stream seeded once per script run, so each draw depends on
-    every record scored before it), which no re-run can reproduce.
+    A null (or empty) pred is counted wrong here. Upstream's own accuracy scores a guess for it, and at the
+    commit of the public result zips (964a136) that guess is reproducible: `random.seed(12345)` right before each
+    `random.randint(0, len(options) - 1)`, so every null pred of one option count gets the same index (G of ten).
+    `audit grade --policy no_answer=upstream-guess@964a136` applies that rule (scripts after 996df13, Feb 2025,
+    seed once per run instead, so each draw there depends on every record scored before it).
     """
     from audit.importers.verdicts import recorded_row
 
@@ -206,8 +209,8 @@ def recorded_rows(files: list[SourceFile], on_bad_row: str = "refuse", rmap: Rec
         else:
             no_pred += 1
             rows.append(recorded_row(item_id, 0, answer=None, verdict="incorrect", status="no_answer", reference=gold,
-                                     reason="upstream pred is null: upstream's accuracy scores an unreproducible "
-                                            "random guess for it; counted wrong here"))
+                                     reason="upstream pred is null: upstream's accuracy scores a guess for it "
+                                            "(upstream-guess@964a136); counted wrong here"))
         category = obj.get("category")
         subjects[item_id] = category if isinstance(category, str) and category else None
     if not rows:
@@ -278,3 +281,16 @@ def mmlu_pro_outputs(files: list[SourceFile], out: Path, *, items_out: Path | No
                                                                                   rmap=rmap))],
                               lambda: prov(item_counts), benchmark=benchmark))
     return outputs
+
+
+def _is_result_record(keys: set[str]) -> bool:
+    return {"question_id", "options"} <= keys and bool(keys & {"pred", *TEXT_FIELDS})
+
+
+register_importer(Importer(
+    "mmlu-pro", "audit.cli.imports.mmlu_pro",
+    (Format("mmlu-pro", "a TIGER-AI-Lab/MMLU-Pro result file (question_id, options, pred and the model's text)",
+            "audit import mmlu-pro FILE -o OUT [--recorded RECORDED.json]", "mmlu-pro", order=30,
+            record=_is_result_record,
+            verdicts_hint=recorded_hint("audit import mmlu-pro FILE -o PACKAGE --recorded OUT.json")),),
+    fields=frozenset({"question_id", "options", "pred", "answer", *TEXT_FIELDS})), __name__)

@@ -17,6 +17,7 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.importers import Output, data_file, import_provenance
+from audit.importers.formats import Format, Importer, register_importer
 from audit.importers.mapping import (
     Expr,
     ExprError,
@@ -257,3 +258,30 @@ def table_output(src_path: str, out: Any, spec: TableSpec, *, gzip: bool = False
                     lambda: imp.provenance(provenance, model=model, engine=engine),
                     benchmark=benchmark, package_id=package_id)
     return output, imp
+
+
+_NO_VERDICTS = (", with no `correct` or `verdict` column; name the columns that hold them: `audit import verdicts "
+                "FILE --benchmark NAME --map item_id=COLUMN --map correct=COLUMN -o OUT.json`, or grade its "
+                "responses: `audit grade PACKAGE --benchmark NAME -o OUT.json`")
+"""What `audit import verdicts` says of a table of responses: it holds no verdicts."""
+
+TABLE = Format("table", "a table of unknown columns",
+               "audit import table FILE --kind responses --map item_id=COLUMN --map response=COLUMN -o OUT", "table",
+               order=1000, record=lambda keys: True, verdicts_hint=_NO_VERDICTS)
+"""Any table nothing more specific recognises (tried last)."""
+
+register_importer(Importer(
+    "table", "audit.cli.imports.table",
+    (Format("mmlu-pro-questions", "the MMLU-Pro question set (question_id, options, answer; no model text)",
+            "audit import table FILE --kind items --map item_id=question_id --map reference=answer --map "
+            "choices=options --map subject=category -o OUT", "table", order=31,
+            record=lambda keys: {"question_id", "options", "answer"} <= keys, verdicts_hint=_NO_VERDICTS),
+     Format("gpqa-responses", "GPQA responses by item_index and version (no question text)",
+            "audit import table FILE --kind responses --map item_id=gpqa-{item_index:03d}-v{version} --sample-from "
+            "model -o OUT", "table", order=40, record=lambda keys: {"item_index", "version", "response"} <= keys,
+            verdicts_hint=_NO_VERDICTS),
+     Format("response-rows", "audit response rows (item_id, response)", "audit pack OUT --responses FILE", "table",
+            order=60, record=lambda keys: {"item_id", "response"} <= keys, verdicts_hint=_NO_VERDICTS),
+     Format("item-rows", "audit item rows (item_id, reference)", "audit pack OUT --kind items --items FILE",
+            "table", order=70, record=lambda keys: {"item_id", "reference"} <= keys),
+     TABLE)), __name__)

@@ -20,9 +20,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from audit.errors import AuditError
+from audit.importers.formats import Format, Importer, register_importer
 from audit.importers.mapping import RecordMap, parse_int
 from audit.importers.sources import TABLE_SUFFIXES, iter_table_records, source_file
 from audit.packages import Package, open_package
@@ -193,9 +192,20 @@ def recorded_header(rows: list[dict[str, Any]], *, benchmark: str, tool: str, so
     elif package is not None:
         with open_package(package, kind="responses") as pkg:
             responses_ref = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest, path=package_path)
-    df = pd.DataFrame({k: [r[k] for r in rows] for k in ("item_id", "sample", "verdict", "status", "reason")})
+    import pandas as pd  # here: detecting a file's format loads this module, which needs no pandas
+
+    df = pd.DataFrame({k: [r[k] for r in rows] for k in ("item_id", "sample", "verdict", "status", "reason",
+                                                         "answer")})
     header = VerdictFile(
         benchmark=benchmark, responses_package=responses_ref, extractor=None, grader=None, producer=producer(),
         environment={"imported_from": source, "recorded_by": tool, **({"mapping": mapping} if mapping else {})},
         policies=Policies(), summary=summarize(df, subject_of or {}), items=[])
     return header, rows
+
+
+register_importer(Importer(
+    "verdicts", "audit.cli.imports.verdicts",
+    (Format("verdicts-table", "a table of recorded per-item verdicts (item_id with correct or verdict)",
+            "audit import verdicts FILE --benchmark NAME -o OUT.json", "verdicts", order=50,
+            record=lambda keys: "item_id" in keys and bool(keys & {"correct", "verdict"})),),
+    fields=frozenset({"item_id", "correct", "verdict"})), __name__)

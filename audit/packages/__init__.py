@@ -13,12 +13,10 @@ row against its schema, duplicate keys, and path safety before any row is used.
 """
 
 from audit.fileio import write_atomic
-from audit.packages.kinds import KINDS, Kind, get_kind, register_kind
+from audit.packages.kinds import DOCUMENT_SCHEMAS, KINDS, ROW_KEYS, Kind, get_kind, register_kind
 from audit.packages.layout import (
     DATA_SUFFIXES,
-    DOCUMENT_SCHEMAS,
     MANIFEST,
-    ROW_KEYS,
     content_digest,
     digest_scope,
     document_model,

@@ -1,17 +1,18 @@
 """Package kinds: each kind is one registered `Kind`, its whole definition in one place.
 
-A `Kind` names its row schemas (with the fields that key each), the document schemas its files are
+A `Kind[V]` names its row schemas (with the fields that key each), the document schemas its files are
 listed under, the JSON Schemas of its other documents, a typed model of its manifest's
-`provenance.extra`, `read(pkg)`, which reads a validated package back, recomputes what can be
-recomputed and refuses a mismatch, and `show(view)`, the lines `audit show` prints of what `read`
-gave. Every list of kinds, row models, row keys and document schemas derives from this catalog
-(`audit.models.PACKAGE_KINDS` and `ROW_MODELS`, `audit.packages.layout.ROW_KEYS` and
-`DOCUMENT_SCHEMAS`, `audit.schemas`, `audit show`, the claims recipes).
+`provenance.extra`, the kind of package it links to (telemetry: its throughput run), `read(pkg, label)`,
+which reads a validated package back as a `V`, recomputes what can be recomputed, checks the link and
+refuses a mismatch, and `show(view)`, the lines `audit show` prints of that `V`.
+Every list of kinds, row models, row keys and document schemas derives from this catalog
+(`kind_names()`, `ROW_MODELS`, `ROW_KEYS` and `DOCUMENT_SCHEMAS` here, `audit.schemas`, `audit show`, the
+claims recipes, and `audit.packages.validate`, which refuses a manifest whose kind is not registered).
 
 Each domain module registers its kind with `register_kind` (`audit.verdicts.kind`: verdicts;
 `audit.release.kind`: release; `audit.bench.store`: throughput and telemetry; `audit.trace.package`:
-profile; `audit.floor.package`: checkpoint-headers). The kinds with no domain module of their own
-(responses, items) are registered here. Adding a kind is its module, its schema files and one
+profile; `audit.floor.package`: checkpoint-headers; `audit.judge.kind`: judge-calls). The kinds with no
+domain module of their own (responses, items) are registered here. Adding a kind is its module, its schema files and one
 line in `KIND_MODULES` (when its module is not listed yet).
 """
 
@@ -20,12 +21,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pydantic
 from pydantic import BaseModel, ConfigDict
 
-from audit.errors import AuditError
+from audit.errors import AuditError, field_errors
 from audit.models import ItemRow, Manifest, Record, ResponseRow
 from audit.registry import Catalog, catalog, duplicate_error
 
@@ -33,9 +34,8 @@ if TYPE_CHECKING:
     from audit.packages.read import Package
 
 KIND_MODULES = ("audit.packages.kinds", "audit.verdicts.kind", "audit.release.kind", "audit.bench.store",
-                "audit.trace.package", "audit.floor.package")
-"""Modules that register package kinds on import, in the order the kinds are listed (the manifest
-schema's `kind` enum follows it)."""
+                "audit.trace.package", "audit.floor.package", "audit.taskruns.package", "audit.judge.kind")
+"""Modules that register package kinds on import, in the order the kinds are listed."""
 
 
 class Extra(BaseModel):
@@ -49,13 +49,30 @@ class NoExtra(Extra):
     """A kind whose writers record nothing in `provenance.extra` (whatever is there is kept, unread)."""
 
 
-Reader = Callable[["Package"], Any]
-Viewer = Callable[[Any], list[str]]
+V = TypeVar("V")
+"""What a kind's reader gives back (a `Throughput`, a `CheckedProfile`, ...)."""
+
+Reader = Callable[["Package", str], V]
+"""`reader(pkg, label)`: the validated package read back, its figures recomputed; AuditError naming `label`."""
+Viewer = Callable[[V], list[str]]
+"""`viewer(view)`: the lines `audit show` prints for what the reader gave."""
 
 
 @dataclass(frozen=True)
-class Kind:
-    """One package kind (`manifest.kind`), registered once by the module that writes and reads it."""
+class Link:
+    """The package of another kind a package belongs to, recorded in its `provenance.extra` by id and content
+    digest (a telemetry package names its throughput run)."""
+
+    kind: str
+    """The kind linked to."""
+    field: str
+    """The `provenance.extra` key that records it: an object with `package_id` and `digest`."""
+
+
+@dataclass(frozen=True)
+class Kind(Generic[V]):
+    """One package kind (`manifest.kind`), registered once by the module that writes and reads it; `V` is what
+    `read` gives back."""
 
     name: str
     """The manifest's `kind`."""
@@ -73,10 +90,13 @@ class Kind:
     giving them (so a module that is slow to import is imported only when the schemas are generated)."""
     extra: type[Extra] = NoExtra
     """The typed model of `provenance.extra`."""
-    reader: Reader | None = field(default=None, repr=False)
-    """`reader(pkg)`: the package read back, its figures recomputed (AuditError on a mismatch)."""
-    viewer: Viewer | None = field(default=None, repr=False)
+    reader: Reader[V] | None = field(default=None, repr=False)
+    """`reader(pkg, label)`: the package read back, its figures recomputed (AuditError naming `label` on a
+    mismatch). None for a kind with nothing to recompute (`read` gives None)."""
+    viewer: Viewer[V] | None = field(default=None, repr=False)
     """`viewer(view)`: the lines `audit show` prints for what `reader` gave."""
+    link: Link | None = None
+    """The package of another kind this kind's packages belong to, checked by `read(..., linked=)`."""
     also_holds: tuple[str, ...] = ()
     """Row schemas of other kinds that a package of this kind may also hold (a responses package, its items)."""
 
@@ -91,33 +111,50 @@ class Kind:
 
     def extra_of(self, manifest: Manifest, label: str | None = None) -> Extra:
         """The manifest's `provenance.extra` through the kind's model: AuditError (at `label`) naming the
-        first field that does not fit (`manifest.json: provenance.extra.FIELD is missing`)."""
+        first field that does not fit (`manifest.json: field provenance.extra.FIELD: missing required field`)."""
         try:
             return self.extra.model_validate(manifest.provenance.extra)
         except pydantic.ValidationError as e:
-            first = e.errors(include_url=False)[0]
-            where = ".".join(str(p) for p in first["loc"])
-            msg = "is missing" if first["type"] == "missing" else f"is not valid: {first['msg']}"
-            raise AuditError(f"manifest.json: provenance.extra.{where} {msg}", path=label) from None
+            first = field_errors(e)[0]
+            raise AuditError(f"manifest.json: field provenance.extra.{first.field}: {first.message}",
+                             path=label) from None
 
-    def read(self, pkg: Package) -> Any:
-        """The validated package `pkg` read back: its `extra` checked, what can be recomputed recomputed
-        and compared (AuditError or ValidationFailed on a mismatch). The caller closes `pkg`."""
+    def read(self, pkg: Package, label: str | None = None, *, linked: Package | None = None) -> V:
+        """The validated package `pkg` read back: its `extra` checked, its link to `linked` checked when given
+        (`check_link`), what can be recomputed recomputed and compared (AuditError or ValidationFailed, naming
+        `label`, by default where `pkg` was opened, on a mismatch). The caller closes `pkg`."""
+        where = str(pkg.source) if label is None else label
         if pkg.kind != self.name:
-            raise AuditError(f"is a {pkg.kind!r} package, expected {self.name!r}", path=str(pkg.source))
-        self.extra_of(pkg.manifest, str(pkg.source))
-        return self.reader(pkg) if self.reader is not None else None
+            raise AuditError(f"is a {pkg.kind!r} package, expected {self.name!r}", path=where)
+        self.extra_of(pkg.manifest, where)
+        if linked is not None:
+            self.check_link(pkg, linked, where)
+        return self.reader(pkg, where) if self.reader is not None else None  # type: ignore[return-value]
 
-    def show(self, view: Any) -> list[str]:
+    def check_link(self, pkg: Package, linked: Package, label: str | None = None) -> None:
+        """AuditError (at `label`) unless `pkg` records `linked` as the package it belongs to, by content
+        digest: `belongs to throughput package ID (digest ...), not ID (digest ...)`."""
+        where = str(pkg.source) if label is None else label
+        if self.link is None:
+            raise AuditError("belongs to no package of another kind", path=where)
+        if linked.kind != self.link.kind:
+            raise AuditError(f"belongs to a {self.link.kind} package, not to a {linked.kind} package", path=where)
+        recorded = getattr(self.extra_of(pkg.manifest, where), self.link.field, None)
+        package_id, digest = (getattr(recorded, "package_id", None), getattr(recorded, "digest", None))
+        if digest != linked.digest:
+            raise AuditError(f"belongs to {self.link.kind} package {package_id} (digest {str(digest)[:12]}...), "
+                             f"not {linked.manifest.package_id} (digest {linked.digest[:12]}...)", path=where)
+
+    def show(self, view: V) -> list[str]:
         """The lines `audit show` prints for `view` (what `read` gave)."""
         return self.viewer(view) if self.viewer is not None and view is not None else []
 
 
-KINDS: Catalog[Kind] = catalog("package kind", homes=KIND_MODULES)
+KINDS: Catalog[Kind[Any]] = catalog("package kind", homes=KIND_MODULES)
 """Every package kind, by name, in registration order."""
 
 
-def register_kind(kind: Kind, home: str) -> Kind:
+def register_kind(kind: Kind[V], home: str) -> Kind[V]:
     """Register `kind` from module `home` (pass `__name__`); DuplicateError for a kind name, or a row or
     document schema id, registered twice."""
     for schema in (*kind.rows, *kind.documents):
@@ -127,7 +164,7 @@ def register_kind(kind: Kind, home: str) -> Kind:
     return KINDS.add(kind.name, kind, home=home)
 
 
-def get_kind(name: str) -> Kind:
+def get_kind(name: str) -> Kind[Any]:
     """The kind named `name`; UnknownError listing the known kinds otherwise."""
     return KINDS[name]
 
@@ -150,7 +187,7 @@ class KindTable(Mapping[str, Any]):
     def __init__(self, part: str):
         self._part = part
 
-    def _of(self, kind: Kind) -> Mapping[str, Any]:
+    def _of(self, kind: Kind[Any]) -> Mapping[str, Any]:
         table: Mapping[str, Any] = getattr(kind, self._part)
         return table
 
@@ -272,7 +309,7 @@ def _item_lines(pkg: Package) -> list[str]:
     return [f"items      {n} ({protected} protected)"]
 
 
-def _held_rows(pkg: Package) -> HeldRows:
+def _held_rows(pkg: Package, label: str) -> HeldRows:
     """The response and item rows a package holds (a responses package may hold its items)."""
     return HeldRows(_response_lines(pkg) if pkg.files("response_row.v1") else [],
                     _item_lines(pkg) if pkg.files("item_row.v1") else [])

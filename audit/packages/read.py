@@ -11,8 +11,9 @@ from typing import Any
 from audit.errors import AuditError, Problem, ValidationFailed
 from audit.fileio import MAX_DOCUMENT_BYTES, JsonError, loads_strict, open_regular, parse_object, sha256_bytes
 from audit.models import FileEntry, Manifest
+from audit.packages.fastrow import fast_object, fast_row
 from audit.packages.kinds import ROW_MODELS
-from audit.packages.layout import PinnedRead, fast_object, fast_row, package_digest
+from audit.packages.layout import PinnedRead, package_digest
 from audit.packages.validate import check_document, prefixed, unpacked, validate_tree
 
 

@@ -8,15 +8,15 @@ import gzip
 import os
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, cast
 
 import pydantic
 
-from audit.errors import AuditError, Problem, one_line
-from audit.fileio import MAX_DOCUMENT_BYTES, READ_ERRORS, JsonError, loads_strict, parse_object, short_repr
+from audit.errors import AuditError, Problem, field_errors, one_line
+from audit.fileio import MAX_DOCUMENT_BYTES, READ_ERRORS, JsonError, loads_strict, parse_object
 from audit.models import (
     MANIFEST_SCHEMA_VERSION,
     TEXT_SCHEMA,
@@ -25,7 +25,8 @@ from audit.models import (
     path_key,
     unsafe_path_reason,
 )
-from audit.packages.kinds import DOCUMENT_SCHEMAS, ROW_KEYS, ROW_MODELS
+from audit.packages.fastrow import fast_row
+from audit.packages.kinds import DOCUMENT_SCHEMAS, KINDS, ROW_KEYS, ROW_MODELS
 from audit.packages.layout import (
     DATA_SUFFIXES,
     MANIFEST,
@@ -33,8 +34,8 @@ from audit.packages.layout import (
     PinnedRead,
     TarTail,
     document_model,
-    fast_row,
 )
+from audit.registry import unknown_error
 
 MAX_PROBLEMS_PER_FILE = 20
 """Row problems reported per file before the rest are summarised in one line."""
@@ -42,18 +43,7 @@ MAX_PROBLEMS_PER_FILE = 20
 
 def pydantic_problems(path: str, row: int | None, err: pydantic.ValidationError) -> list[Problem]:
     """One Problem per pydantic error, naming the field: `missing required field`, `unknown field`, ..."""
-    problems = []
-    for e in err.errors(include_url=False):
-        loc = ".".join(str(p) for p in e["loc"]) or None
-        kind = e["type"]
-        if kind == "missing":
-            msg = "missing required field"
-        elif kind == "extra_forbidden":
-            msg = "unknown field"
-        else:
-            msg = f"{e['msg']} (got {short_repr(e.get('input'))})"
-        problems.append(Problem(path, msg, row, loc))
-    return problems
+    return [Problem(path, e.message, row, e.field) for e in field_errors(err)]
 
 
 def validate_rows(entry: FileEntry, reader: PinnedRead) -> tuple[list[Problem], int]:
@@ -155,9 +145,18 @@ def load_manifest(root: Path, label: str) -> tuple[Manifest | None, list[Problem
         return None, [Problem(name, f"schema_version {version} is not one this audit reads "
                                     f"(1 to {MANIFEST_SCHEMA_VERSION})", field="schema_version")]
     try:
-        return Manifest.model_validate(obj), []
+        manifest = Manifest.model_validate(obj)
     except pydantic.ValidationError as e:
         return None, pydantic_problems(name, None, e)
+    if problem := unknown_kind(manifest.kind):
+        return None, [Problem(name, problem, field="kind")]
+    return manifest, []
+
+
+def unknown_kind(name: str) -> str | None:
+    """Why `name` is no registered package kind (`unknown package kind 'NAME' (known: ...)`), or None. The
+    manifest model checks only that a kind is a safe name: the registry, not the schema, says which exist."""
+    return None if name in KINDS else str(unknown_error("package kind", name, KINDS))
 
 
 def check_document(entry: FileEntry, data: bytes) -> tuple[list[Problem], Any]:
@@ -451,7 +450,8 @@ def _declared_sizes(data: bytes) -> dict[str, int] | None:
     return out
 
 
-def _listed_size_problem(name: str, size: int, declared: dict[str, int], prefix: str, refuse) -> bool:
+def _listed_size_problem(name: str, size: int, declared: dict[str, int], prefix: str,
+                         refuse: Callable[[str, str], bool]) -> bool:
     """Refuse a member the manifest does not list, or lists with another size; True to stop reading."""
     rel = name[len(prefix):] if prefix and name.startswith(prefix) else None if prefix else name
     if rel is None or rel not in declared:

@@ -39,7 +39,7 @@ from audit.models import TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, u
 from audit.outputs import check_output, publish, staging_dir
 from audit.packages.kinds import DOCUMENT_SCHEMAS, ROW_MODELS
 from audit.packages.layout import JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
-from audit.packages.validate import prefixed, pydantic_problems
+from audit.packages.validate import prefixed, pydantic_problems, unknown_kind
 from audit.producer import producer
 
 
@@ -65,6 +65,8 @@ class PackageWriter:
         if self.out.name.endswith((".tar.gz", ".tgz")):
             raise AuditError("write the package as a directory; tar it with `audit bundle`",
                              path=str(self.out))
+        if problem := unknown_kind(kind):
+            raise AuditError(problem)
         check_output(self.out, force=overwrite)
         self.kind = kind
         self.benchmark = benchmark

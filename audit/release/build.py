@@ -255,6 +255,12 @@ def _gather_protected_text(b: BuildContext) -> None:
     b.texts = protected_texts(b.item_rows, protected, None if b.no_response_check else responses_path,
                               header.responses_package, "verdict file")
     b.n_texts = len(b.texts)  # what release.json counts: the items' and responses' strings
+    judge = getattr(header, "judge", None)
+    if judge is not None and protected:  # graded from judge calls: their replies are protected text too
+        from audit.judge.grading import judge_texts
+
+        b.texts += judge_texts(_resolve(judge.calls_package, None, b.verdicts.parent), judge.calls_package,
+                               protected)
     b.references = {}
     for r in b.rows:  # rows carry the reference they were graded against, items the current one
         if r["item_id"] in protected and r["reference"]:
@@ -291,9 +297,10 @@ def _describe(b: BuildContext) -> None:
     gold = {ids[i]: item_rows[i].reference if i in item_rows else min(b.references.get(i, {""}))
             for i in protected}
     guess = None
-    if header.policies.no_answer == "random-guess":  # the policy makes each guess derivable: model it
+    if header.policies.no_answer != "wrong":  # a guess policy makes each guess derivable: model it
         guess = inference.Guess(header.policies.guess_seed, {
-            ids[i]: n for i in protected if i in item_rows and (n := item_rows[i].option_count())})
+            ids[i]: n for i in protected if i in item_rows and (n := item_rows[i].option_count())},
+            header.policies.no_answer)
     b.inferred = inferred = inference.check(inference.features(
         [(r.item_id, r.sample, r.verdict, r.status) for r in b.release_rows if r.protected], guess), gold)
     # Every excluded id in the release's scheme, those without a row too (a raw id is published otherwise).
@@ -362,7 +369,7 @@ def build_release(verdicts: str | Path, out: str | Path, *, items: str | Path | 
     return context.result
 
 
-def _release_row(r: dict, release_id: str, protected: bool) -> ReleaseRow:
+def _release_row(r: dict[str, Any], release_id: str, protected: bool) -> ReleaseRow:
     """A verdict row as published: verdict and status only for a protected item."""
     if protected:
         return ReleaseRow(item_id=release_id, sample=r["sample"], verdict=r["verdict"], status=r["status"],

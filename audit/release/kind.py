@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 from pydantic import BaseModel
 
-from audit.errors import AuditError
+from audit.errors import AuditError, field_errors
 from audit.packages.kinds import Kind, register_kind
 from audit.release.build import release_figures
 from audit.release.models import INFO_FILE, MAX_ROWS_FILE_BYTES, ROWS_FILE, ReleaseInfo, ReleaseRow
@@ -34,18 +34,18 @@ def rows_file_problem(pkg: Package) -> str | None:
     return f"{ROWS_FILE}: larger than the {MAX_ROWS_FILE_BYTES:,}-byte limit for a release's rows" if big else None
 
 
-def _read_release(pkg: Package) -> ReleaseView:
+def _read_release(pkg: Package, label: str) -> ReleaseView:
     """release.json from the bytes the manifest pins, validated as `release_info.v1`; its counts,
-    statuses and figures recomputed from the rows (AuditError naming the first that differs)."""
-    where = f"{pkg.source}/{INFO_FILE}"
+    statuses and figures recomputed from the rows (AuditError naming `label` and the first that differs)."""
+    where = f"{label}/{INFO_FILE}"
     obj = pkg.read_json(INFO_FILE)
     try:
         info = ReleaseInfo.model_validate(obj)
     except pydantic.ValidationError as e:
-        first = e.errors(include_url=False)[0]
-        raise AuditError(first["msg"], path=where, field=".".join(str(p) for p in first["loc"])) from None
+        first = field_errors(e)[0]
+        raise AuditError(first.message, path=where, field=first.field) from None
     if problem := rows_file_problem(pkg):
-        raise AuditError(problem, path=str(pkg.source))
+        raise AuditError(problem, path=label)
     rows = list(pkg.iter_rows("release_row.v1"))
     fresh = {"rows": len(rows), "items": len({r.item_id for r in rows}), "samples": len({r.sample for r in rows}),
              "statuses": dict(sorted(Counter(r.status for r in rows).items())),

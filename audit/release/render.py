@@ -29,7 +29,7 @@ def render_readme(info: ReleaseInfo) -> str:
     """README.md of a release: provenance and the figures with their intervals (deterministic)."""
     pol = info.policies
     policies = (f"truncation={pol.truncation}, resampling={pol.resampling}, no_answer={pol.no_answer}"
-                + (f" (seed {pol.guess_seed})" if pol.no_answer == "random-guess" else "")
+                + (f" (seed {pol.guess_seed})" if pol.no_answer != "wrong" else "")
                 + (f", {len(pol.exclude)} ids excluded" if pol.exclude else ""))
     ids = {"dataset": "dataset ids",
            "hmac-sha256": "salted: HMAC-SHA256(salt, id), 32 hex digits; the salt is shared privately",

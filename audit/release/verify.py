@@ -289,9 +289,9 @@ def _inference(v: VerifyContext) -> Check:
     holder, info, protected, to_release = v.holder, v.info, v.protected, v.to_release
     gold = {to_release[i]: g for i in protected if (g := _gold(holder[i], info.reference_field)) is not None}
     guess = None
-    if info.policies.no_answer == "random-guess":
+    if info.policies.no_answer != "wrong":
         guess = inference.Guess(info.policies.guess_seed, {
-            to_release[i]: n for i in protected if (n := holder[i].option_count())})
+            to_release[i]: n for i in protected if (n := holder[i].option_count())}, info.policies.no_answer)
     inferred = inference.check(inference.features(
         [(r.item_id, r.sample, r.verdict, r.status) for r in v.rows if r.protected], guess), gold)
     if inferred.failed:

@@ -18,7 +18,6 @@ import os
 import pickle
 import re
 import signal
-import stat
 import sys
 from array import array
 from collections import Counter
@@ -26,10 +25,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from audit.fileio import open_regular
 from audit.trace.reader import MAX_NS, Event, FastPathUnsure, TraceError, TraceReader, to_id, to_ns
 
 VLLM_STEP_MARKER = r"^execute_context_"
 """vLLM's per-step annotation (`execute_context_N(T)_generation_M(T)`, gpu_worker.annotate_profile)."""
+
+SGLANG_STEP_MARKER = r"^step\["
+"""SGLang's per-forward annotation (`step[EXTEND bs=15 toks=15360]`, `step[DECODE bs=…]`: one per scheduler
+step), as its profiler traces hold it (a user_annotation)."""
 
 VLLM_WORKER_STEP_MARKER = r"gpu_worker\.py\(\d+\): execute_model$"
 """Older vLLM V1 traces taken with Python stacks: each engine step is a `python_function` event
@@ -106,6 +110,7 @@ class _Collected:
     vllm_annotations: int = 0
     vllm_worker_steps: int = 0
     vllm_functions: int = 0
+    sglang_steps: int = 0
     events: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -126,16 +131,23 @@ class _Collected:
         self.g_thread.append(thread)
 
     def thread_id(self, pid: Any, tid: Any) -> int:
-        """The index of the thread (pid, tid), numbered in order of first appearance."""
+        """The index of the thread (pid, tid), numbered in order of first appearance; BadThread where either is
+        neither an integer nor a string (a list, an object, a bool: which thread it names is ambiguous)."""
         key = (pid, tid)
         try:
             t = self.threads.get(key)
-        except TypeError:  # a list or object as pid/tid: still one thread per distinct value
-            key = (repr(pid), repr(tid))
-            t = self.threads.get(key)
+        except TypeError:  # a list or object
+            t = None
         if t is None:
+            for field_name, v in (("pid", pid), ("tid", tid)):
+                if v is not None and type(v) is not int and type(v) is not str:
+                    raise BadThread(f"'{field_name}' is a {type(v).__name__}, not an integer or string")
             t = self.threads[key] = len(self.threads)
         return t
+
+
+class BadThread(FastPathUnsure):
+    """A pid or tid that is no thread id (the exact pass names the event)."""
 
 
 _NAME_CACHE, _NAME_CACHE_CHARS = 100_000, 256
@@ -185,6 +197,25 @@ class _Kind:
         """The fast pass's flags by name (`_FastPass.name_flags`)."""
 
 
+def _phase(reader: TraceReader, index: int, e: dict[str, Any]) -> Any:
+    """The event's `ph` where the pass reads it: absent, or a string (7 or a list is refused, never taken for
+    "not X")."""
+    ph = e.get("ph")
+    if ph is not None and type(ph) is not str:
+        raise _bad(reader, index, e, f"'ph' is {_field(e, 'ph')}, not a phase string")
+    return ph
+
+
+def _args(reader: TraceReader, index: int, e: dict[str, Any]) -> dict[str, Any]:
+    """The event's `args` where the pass reads them: absent ({}) or an object (a list is refused)."""
+    args = e.get("args")
+    if args is None:
+        return {}
+    if type(args) is not dict:
+        raise _bad(reader, index, e, f"'args' is a {type(args).__name__}, not an object")
+    return args
+
+
 def _exact_gpu_event(c: _Collected, reader: TraceReader, index: int, e: dict[str, Any], gpu: int) -> None:
     """A kernel, copy or memset event (ph X) of the exact pass; one it cannot place is refused."""
     name = e.get("name")
@@ -198,9 +229,8 @@ def _exact_gpu_event(c: _Collected, reader: TraceReader, index: int, e: dict[str
     if dur is None or dur < 0:
         raise _bad(reader, index, e, f"'dur' is not a duration ({_field(e, 'dur')}): a number of µs, "
                                      f"0 or more")
-    args = e.get("args")
-    if type(args) is not dict:
-        args = {}
+    args = _args(reader, index, e)
+    thread = c.thread_id(e.get("pid"), e.get("tid"))
     stream = to_id(args.get("stream", e.get("tid")))
     if stream is None:
         raise _bad(reader, index, e, "no stream: args.stream (or tid) must be an integer from 0 to 2**62")
@@ -212,23 +242,22 @@ def _exact_gpu_event(c: _Collected, reader: TraceReader, index: int, e: dict[str
     if type(corr) is int and corr >= MAX_NS:  # negative: no correlation, as before
         raise _bad(reader, index, e, f"args.correlation {_field(args, 'correlation')} is not an id from 0 "
                                      f"to 2**62")
-    c.add_gpu(name, gpu, ts, dur, dev, stream, to_id(corr), c.thread_id(e.get("pid"), e.get("tid")))
+    c.add_gpu(name, gpu, ts, dur, dev, stream, to_id(corr), thread)
 
 
 def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Iterable[str] = MARKER_CATEGORIES,
             ops: list[tuple[str, re.Pattern[str]]] | None = None) -> _Collected:
-    """One streaming pass over the trace. `ops`: communication-op patterns by kind (none: not collected)."""
+    """One streaming pass over the trace. `ops`: communication-op patterns by kind (none: not collected).
+
+    What the pass reads must be unambiguous: a correlation id launched twice, a pid or tid that is neither an
+    integer nor a string, `args` that are no object, or a `ph` that is no string is refused, naming the event."""
     c = _Collected()
-    launches, launch_threads, graph_launches = c.launches, c.launch_threads, c.graph_launches
     categories = c.categories
     marker_cats = {m.lower() for m in marker_categories}
     op_cats = {"cpu_op", "user_annotation"} if ops else set()
     kind_of: dict[Any, _Kind] = {}
     kinds: list[_Kind] = []
-    marker_search = marker.search
-
-    thread_id = c.thread_id
-
+    launched_by: dict[int, int] = {}
     for index, e in reader.events():
         cat = e.get("cat")
         kind = kind_of.get(cat) if type(cat) is str or cat is None else None
@@ -238,66 +267,92 @@ def collect(reader: TraceReader, marker: re.Pattern[str], marker_categories: Ite
             if type(cat) is str or cat is None:
                 kind_of[cat] = kind
         kind.events += 1
-        ph = e.get("ph")
-        if kind.gpu is not None:
-            if ph == "X":
-                _exact_gpu_event(c, reader, index, e, kind.gpu)
-        elif kind.branch == LAUNCH:
-            args = e.get("args")
-            corr = args.get("correlation") if type(args) is dict else None
-            if type(corr) is not int or corr < 0 or ph != "X":
-                continue
-            if corr >= MAX_NS:
-                raise _bad(reader, index, e, f"args.correlation {_field(e['args'], 'correlation')} is not an id "
-                                             f"from 0 to 2**62")
-            ts = to_ns(e.get("ts"))
-            if ts is None or ts < 0:
-                raise _bad(reader, index, e, f"'ts' is not a time ({_field(e, 'ts')}): a number of µs, "
-                                             f"0 or more")
-            launches[corr] = ts
-            launch_threads[corr] = thread_id(e.get("pid"), e.get("tid"))
-            name = e.get("name")
-            if type(name) is str and "GraphLaunch" in name:
-                graph_launches.add(corr)
-        elif kind.branch == NAMED:
-            name = e.get("name")
-            if type(name) is not str:
-                continue
-            if kind.python_function:
-                if "vllm" in name:
-                    c.vllm_functions += 1
-                    if name.endswith("execute_model") and _VLLM_WORKER.search(name):
-                        c.vllm_worker_steps += 1
-            elif name.startswith("execute_context_"):
-                c.vllm_annotations += 1
-            if kind.op and ph == "X" and name.startswith(_OP_PREFIXES):
-                op = name
-                if name == "record_param_comms":
-                    args = e.get("args")
-                    cn = args.get("Collective name") if type(args) is dict else None
-                    op = f"record_param_comms:{cn}" if type(cn) is str else name
-                ck = next((i for i, (_, r) in enumerate(ops or ()) if r.fullmatch(op)), -1)
-                ts, dur = to_ns(e.get("ts")), to_ns(e.get("dur"))
-                if ck >= 0 and ts is not None and dur is not None and dur >= 0:
-                    c.comm_ops.setdefault(thread_id(e.get("pid"), e.get("tid")), []).append(CommOp(ts, ts + dur, ck))
-            if kind.marker and ph in ("X", "i", "I") and marker_search(name):
-                ts = to_ns(e.get("ts"))
-                if ts is None:
-                    raise _bad(reader, index, e, f"step marker whose 'ts' is not a time ({_field(e, 'ts')})")
-                dur = to_ns(e.get("dur")) if ph == "X" else None
-                if dur is not None and dur < 0:
-                    raise _bad(reader, index, e, f"step marker with a negative 'dur' ({_field(e, 'dur')})")
-                c.markers.append(Marker(ts, index, name, thread_id(e.get("pid"), e.get("tid")),
-                                        ts + dur if dur is not None else None))
-        elif ph == "f" and kind.branch == FLOW:
-            fid, ts = to_id(e.get("id")), to_ns(e.get("ts"))
-            if fid is not None and ts is not None:
-                c.flow_ends.setdefault(thread_id(e.get("pid"), e.get("tid")), {})[ts] = fid
+        if kind.branch == OTHER:
+            continue
+        try:
+            _exact_event(c, reader, index, e, kind, marker, ops, launched_by)
+        except BadThread as err:
+            raise _bad(reader, index, e, str(err)) from None
     for kind in kinds:
         categories[kind.label] += kind.events
     c.events = reader.events_read
     c.metadata = reader.metadata
     return c
+
+
+def _exact_event(c: _Collected, reader: TraceReader, index: int, e: dict[str, Any], kind: _Kind,
+                 marker: re.Pattern[str], ops: list[tuple[str, re.Pattern[str]]] | None,
+                 launched_by: dict[int, int]) -> None:
+    """One event of a category that counts, in the exact pass."""
+    thread_id = c.thread_id
+    if kind.gpu is not None:
+        if _phase(reader, index, e) == "X":
+            _exact_gpu_event(c, reader, index, e, kind.gpu)
+    elif kind.branch == LAUNCH:
+        ph = _phase(reader, index, e)
+        corr = _args(reader, index, e).get("correlation")
+        if type(corr) is not int or corr < 0 or ph != "X":
+            return
+        if corr >= MAX_NS:
+            raise _bad(reader, index, e, f"args.correlation {_field(e['args'], 'correlation')} is not an id "
+                                         f"from 0 to 2**62")
+        ts = to_ns(e.get("ts"))
+        if ts is None or ts < 0:
+            raise _bad(reader, index, e, f"'ts' is not a time ({_field(e, 'ts')}): a number of µs, "
+                                         f"0 or more")
+        if corr in launched_by:
+            raise _bad(reader, index, e, f"args.correlation {corr} is launched twice (also by "
+                                         f"traceEvents[{launched_by[corr]}]): which launch a GPU event belongs "
+                                         f"to is ambiguous")
+        launched_by[corr] = index
+        c.launches[corr] = ts
+        c.launch_threads[corr] = thread_id(e.get("pid"), e.get("tid"))
+        name = e.get("name")
+        if type(name) is str and "GraphLaunch" in name:
+            c.graph_launches.add(corr)
+    elif kind.branch == NAMED:
+        name = e.get("name")
+        if type(name) is not str:
+            return
+        if kind.python_function:
+            if "vllm" in name:
+                c.vllm_functions += 1
+                if name.endswith("execute_model") and _VLLM_WORKER.search(name):
+                    c.vllm_worker_steps += 1
+        elif name.startswith("execute_context_"):
+            c.vllm_annotations += 1
+        elif name.startswith("step["):
+            c.sglang_steps += 1
+        is_op = kind.op and name.startswith(_OP_PREFIXES)
+        is_marker = kind.marker and bool(marker.search(name))
+        if not (is_op or is_marker):
+            return
+        ph = _phase(reader, index, e)
+        if is_op and ph == "X":
+            op = name
+            if name == "record_param_comms":
+                args = e.get("args")
+                cn = args.get("Collective name") if type(args) is dict else None
+                op = f"record_param_comms:{cn}" if type(cn) is str else name
+            ck = next((i for i, (_, r) in enumerate(ops or ()) if r.fullmatch(op)), -1)
+            ts, dur = to_ns(e.get("ts")), to_ns(e.get("dur"))
+            if ck >= 0 and ts is not None and dur is not None and dur >= 0:
+                c.comm_ops.setdefault(thread_id(e.get("pid"), e.get("tid")), []).append(CommOp(ts, ts + dur, ck))
+        if is_marker and ph in ("X", "i", "I"):
+            ts = to_ns(e.get("ts"))
+            if ts is None:
+                raise _bad(reader, index, e, f"step marker whose 'ts' is not a time ({_field(e, 'ts')})")
+            dur = to_ns(e.get("dur")) if ph == "X" else None
+            if dur is not None and dur < 0:
+                raise _bad(reader, index, e, f"step marker with a negative 'dur' ({_field(e, 'dur')})")
+            c.markers.append(Marker(ts, index, name, thread_id(e.get("pid"), e.get("tid")),
+                                    ts + dur if dur is not None else None))
+    elif kind.branch == FLOW:
+        ph = _phase(reader, index, e)
+        if ph == "f":
+            fid, ts = to_id(e.get("id")), to_ns(e.get("ts"))
+            if fid is not None and ts is not None:
+                c.flow_ends.setdefault(thread_id(e.get("pid"), e.get("tid")), {})[ts] = fid
 
 
 SPLIT_BYTES = 64 << 20
@@ -325,11 +380,11 @@ def _split_point(reader: TraceReader) -> int | None:
     # Linux only: fork there copies nothing up front and is what this was measured with
     if not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2:
         return None
-    try:
-        with open(reader.path, "rb") as f:
-            if f.read(2) == b"\x1f\x8b" or not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+    try:  # through the one open-regular-file gate: a FIFO (or a link to one) is refused, never waited on
+        f, size = open_regular(reader.path, follow_links=True)
+        with f:
+            if f.read(2) == b"\x1f\x8b":
                 return None
-            size = os.fstat(f.fileno()).st_size
     except OSError:
         return None
     # the child also reads (without decoding) the first half and hashes the whole file: give it a bit less
@@ -350,7 +405,7 @@ def _collect_split(reader: TraceReader, pass_: _FastPass, half: int) -> _Collect
             try:
                 pass_.run(child.batches(start_at=half))
                 result = (child.split_at, pass_.done(child), child.sha256, child.bytes, child.text_chars,
-                          child.prefix_marks)
+                          child.prefix_marks, child.opened)
             except (FastPathUnsure, TraceError):
                 result = None
             with os.fdopen(wfd, "wb") as out:
@@ -381,9 +436,10 @@ def _collect_split(reader: TraceReader, pass_: _FastPass, half: int) -> _Collect
     # The child opened the file again: its digest names what both read only if the bytes this process read
     # are the child's first bytes too (a file replaced or rewritten between the two opens is re-read exactly).
     read, digest = reader.prefix
-    if result[5].get(read) != digest:
+    if result[5].get(read) != digest or result[6] != reader.opened:
         raise FastPathUnsure("the two readers read different bytes")
-    _, second, reader.sha256, reader.bytes, reader.text_chars, _ = result
+    reader.check_unchanged()  # not rewritten in place while the child read on (its own check ends earlier)
+    _, second, reader.sha256, reader.bytes, reader.text_chars, _, _ = result
     del result
     reader.metadata = second.metadata
     reader.events_read += second.events
@@ -407,8 +463,11 @@ def _merged(c: _Collected, later: _Collected) -> _Collected:
     for part in ("g_cat", "g_ts", "g_dur", "g_dev", "g_stream", "g_corr"):
         getattr(c, part).extend(getattr(later, part))
     # each part of `later` is dropped once merged: the peak holds one copy of it, not two
+    launches = len(c.launches) + len(later.launches)
     c.launches.update(later.launches)
     later.launches = {}
+    if len(c.launches) != launches:  # a correlation id launched in both halves: the exact pass names it
+        raise FastPathUnsure("a correlation id launched twice")
     c.graph_launches |= later.graph_launches
     c.markers.extend(m._replace(event=m.event + offset, thread=thread_of[m.thread]) for m in later.markers)
     for t, ops in later.comm_ops.items():
@@ -423,6 +482,7 @@ def _merged(c: _Collected, later: _Collected) -> _Collected:
     c.vllm_annotations += later.vllm_annotations
     c.vllm_worker_steps += later.vllm_worker_steps
     c.vllm_functions += later.vllm_functions
+    c.sglang_steps += later.sglang_steps
     c.events += later.events
     c.metadata = later.metadata
     return c
@@ -490,6 +550,8 @@ class _FastPass:
                 ph = e.ph
                 if code == 4:
                     if ph != "f":
+                        if ph is not None and type(ph) is not str:
+                            raise FastPathUnsure(index)
                         continue
                     ts = e.ts
                     ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
@@ -507,13 +569,20 @@ class _FastPass:
                         by_ts[ts] = fid
                 elif code == 2:
                     args = e.args
-                    corr = args.get("correlation") if type(args) is dict else None
+                    if type(args) is dict:
+                        corr = args.get("correlation")
+                    elif args is None:
+                        corr = None
+                    else:
+                        raise FastPathUnsure(index)
                     if type(corr) is not int or corr < 0 or ph != "X":
+                        if ph is not None and type(ph) is not str:
+                            raise FastPathUnsure(index)
                         continue
                     ts = e.ts
                     ts = int(d) if type(ts) is str and 4 < len(ts) <= 19 and ts[-4] == "." and \
                         (d := ts[:-4] + ts[-3:]).isdigit() and d.isascii() else to_ns(ts)
-                    if corr >= MAX_NS or ts is None or ts < 0:
+                    if corr >= MAX_NS or ts is None or ts < 0 or corr in launches:
                         raise FastPathUnsure(index)
                     launches[corr] = ts
                     key = (e.pid, e.tid)
@@ -527,6 +596,8 @@ class _FastPass:
                 elif code == 1:
                     if ph == "X":
                         gpu_event(e, kind.gpu, index)  # type: ignore[arg-type]  # set on this branch
+                    elif ph is not None and type(ph) is not str:
+                        raise FastPathUnsure(index)
                 else:
                     name = e.name
                     if type(name) is str:
@@ -545,18 +616,21 @@ class _FastPass:
             raise FastPathUnsure(index)
         args = e.args
         if type(args) is not dict:
+            if args is not None:
+                raise FastPathUnsure(index)
             args = {}
+        thread = c.thread_id(e.pid, e.tid)
         stream = to_id(args.get("stream", e.tid))
         dev = args.get("device")
         dev = (to_id(e.pid) or 0) if dev is None else to_id(dev)
         corr = args.get("correlation")
         if stream is None or dev is None or (type(corr) is int and corr >= MAX_NS):
             raise FastPathUnsure(index)
-        c.add_gpu(name, gpu, ts, dur, dev, stream, to_id(corr), c.thread_id(e.pid, e.tid))
+        c.add_gpu(name, gpu, ts, dur, dev, stream, to_id(corr), thread)
 
     def name_flags(self, kind: _Kind, name: str) -> int:
         """What a CPU event's name says in its category: 1 vLLM annotation, 2 vLLM function, 4 vLLM worker
-        step, 8 communication op, 16 step marker (remembered for names that repeat)."""
+        step, 8 communication op, 16 step marker, 32 SGLang step annotation (remembered for names that repeat)."""
         flags = 0
         if kind.python_function:
             if "vllm" in name:
@@ -565,6 +639,8 @@ class _FastPass:
                     flags |= 4
         elif name.startswith("execute_context_"):
             flags |= 1
+        elif name.startswith("step["):
+            flags |= 32
         if kind.op and name.startswith(_OP_PREFIXES):
             flags |= 8
         if kind.marker and self.marker_search(name):
@@ -580,6 +656,9 @@ class _FastPass:
         c.vllm_annotations += flags & 1
         c.vllm_functions += (flags & 2) >> 1
         c.vllm_worker_steps += (flags & 4) >> 2
+        c.sglang_steps += (flags & 32) >> 5
+        if flags & 24 and ph is not None and type(ph) is not str:
+            raise FastPathUnsure(index)
         if flags & 8 and ph == "X":
             op = name
             if name == "record_param_comms":

@@ -21,9 +21,9 @@ def load_side(path: str | Path, options: TraceOptions | None = None) -> tuple[Di
     """Kernel rows of a profile package, or of a trace file analysed with `options`."""
     p = Path(path)
     if _is_package(p):
-        from audit.trace.package import load_profile
+        from audit.trace.package import open_profile
 
-        loaded = load_profile(p)
+        loaded = open_profile(p)
         summary, kernels = loaded.summary, loaded.kernels
     else:
         result = analyze(p, options)

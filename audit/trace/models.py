@@ -87,7 +87,8 @@ class TraceConfig(Record):
     it was recorded): collectives by kernel-name substring only."""
     step_span: Literal["next_marker", "marker"] = "next_marker"
     """`next_marker`: a step runs from its marker's start to the next marker's start (n markers bound n − 1
-    steps); `marker`: a step is its marker's own span (HTA's reading: one marker is one step)."""
+    steps); `marker`: a step is its marker's own span (one marker is one step; HTA 0.5.0, which reads spans too,
+    drops the last ProfilerStep by default and so counts one fewer)."""
     collective_ops: dict[str, list[str]] = {}
     """Communication ops (`re.fullmatch`, case-insensitive, on CPU op names; `record_param_comms:NAME` for
     record_param_comms) whose enclosed NCCL/RCCL kernels take their kind when the kernel name names none."""

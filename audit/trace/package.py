@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from audit.errors import AuditError
 from audit.fileio import json_differences, sha256_file
-from audit.models import Manifest, Provenance
+from audit.models import Manifest, Provenance, Subject
 from audit.outputs import check_output
 from audit.packages import Package, PackageWriter, open_package
 from audit.packages.kinds import Extra, Kind, register_kind
@@ -60,9 +61,10 @@ def _hardware(summary: TraceSummary) -> str | None:
     return None
 
 
-def write_profile(result: TraceResult, trace_path: str | Path, out: str | Path, *, force: bool = False
-                  ) -> tuple[Manifest, TraceSummary]:
-    """Write the package for an analysed trace; returns its manifest and the summary as stored."""
+def write_profile(result: TraceResult, trace_path: str | Path, out: str | Path, *, force: bool = False,
+                  subject: Subject | None = None) -> tuple[Manifest, TraceSummary]:
+    """Write the package for an analysed trace; returns its manifest and the summary as stored.
+    `subject` names what was measured (model, engine, hardware, weights, run: `audit.subject`)."""
     summary = result.summary
     src = summary.source
     included = None
@@ -72,8 +74,9 @@ def write_profile(result: TraceResult, trace_path: str | Path, out: str | Path, 
     dist = {k: v for k, v in (("rank", summary.trace.rank), ("world_size", summary.trace.world_size))
             if v is not None}
     provenance = Provenance(
-        engine="pytorch-profiler", hardware=_hardware(summary), source=f"{src.file} sha256:{src.sha256}",
-        extra={"trace": {"file": src.file, "sha256": src.sha256, "bytes": src.bytes, **dist}})
+        model=subject.model if subject else None, engine="pytorch-profiler",
+        hardware=subject.hardware if subject else _hardware(summary), source=f"{src.file} sha256:{src.sha256}",
+        extra={"trace": {"file": src.file, "sha256": src.sha256, "bytes": src.bytes, **dist}}, subject=subject)
     with PackageWriter(out, kind=PROFILE.name, provenance=provenance, overwrite=force) as w:
         if included is not None:
             w.add_file(included, trace_path)
@@ -95,12 +98,15 @@ def write_profile(result: TraceResult, trace_path: str | Path, out: str | Path, 
 
 
 def summarize_to_package(trace_path: str | Path, out: str | Path, options: TraceOptions | None = None, *,
-                         force: bool = False) -> tuple[Manifest, TraceSummary]:
-    """Analyse a trace file and write its `profile` package. Nothing is written on bad input."""
+                         force: bool = False, subject: Callable[[str | None], Subject | None] | None = None
+                         ) -> tuple[Manifest, TraceSummary]:
+    """Analyse a trace file and write its `profile` package. Nothing is written on bad input.
+    `subject(hardware the trace names)` gives the package's subject, or raises to refuse it."""
     out = Path(out)
     check_output(out, force=force)  # refuse before reading a large trace
     result = analyze(trace_path, options)
-    return write_profile(result, trace_path, out, force=force)
+    named = subject(_hardware(result.summary)) if subject is not None else None
+    return write_profile(result, trace_path, out, force=force, subject=named)
 
 
 @dataclass
@@ -113,7 +119,7 @@ class LoadedProfile:
     digest: str
 
 
-def load_profile(path: str | Path) -> LoadedProfile:
+def open_profile(path: str | Path) -> LoadedProfile:
     """Read a validated `profile` package, its figures checked as the kind reads it (`read_checked`: recomputed
     from the trace it holds, else cross-checked against its steps)."""
     with open_package(path, kind=PROFILE.name) as pkg:
@@ -121,7 +127,7 @@ def load_profile(path: str | Path) -> LoadedProfile:
 
 
 def read_profile(pkg: Package, label: str) -> LoadedProfile:
-    """`load_profile` of a profile package already open (and validated), named `label` in errors."""
+    """`open_profile` of a profile package already open (and validated), named `label` in errors."""
     summary = pkg.document("trace_summary.v1")
     if summary.schema_version > TRACE_SUMMARY_SCHEMA_VERSION:
         raise AuditError(f"summary schema_version {summary.schema_version} is newer than this audit reads",
@@ -172,14 +178,7 @@ def read_checked(pkg: Package, label: str) -> CheckedProfile:
     loaded = read_profile(pkg, label)
     s = loaded.summary
     if s.source.included is not None:
-        cfg = s.config
-        options = TraceOptions(step_marker=cfg.step_marker, step_filter=cfg.step_filter,
-                               collectives={k: tuple(v) for k, v in cfg.collectives.items()},
-                               main_stream=cfg.main_stream, embed_limit_bytes=cfg.embed_limit_bytes,
-                               marker_categories=tuple(cfg.marker_categories), analysis=cfg.analysis,
-                               step_span=cfg.step_span,
-                               collective_ops={k: tuple(v) for k, v in cfg.collective_ops.items()})
-        fresh = analyze(pkg.root / s.source.included, options)
+        fresh = analyze(pkg.root / s.source.included, TraceOptions.from_config(s.config))
         again = fresh.summary.model_copy(update={"source": fresh.summary.source.model_copy(
             update={"included": s.source.included, "file": s.source.file})})
         diffs = json_differences(s.model_dump(mode="json"), again.model_dump(mode="json"))
@@ -229,4 +228,4 @@ PROFILE = register_kind(Kind(
     row_keys={"profile_step.v1": ("step",), "profile_kernel.v1": ("name", "category"),
               "profile_collective.v1": ("step", "kind", "position")},
     documents={"trace_summary.v1": TraceSummary}, extra=ProfileExtra,
-    reader=lambda pkg: read_checked(pkg, str(pkg.source)), viewer=_show), __name__)
+    reader=read_checked, viewer=_show), __name__)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import re
 import sys
 import zlib
@@ -160,6 +161,9 @@ class TraceReader:
         their count (the child of a split read proves with them that both read the same file)."""
         self.prefix: tuple[int, str] = (0, "")
         """`batches(stop_at=)` that stopped early: (bytes read, their sha256), for that proof."""
+        self.opened: tuple[int, ...] = ()
+        """The file's identity and last change when opened (`file_state`): the read is refused if it differs
+        once every byte was read (rewritten in place, or replaced, while read)."""
         self.split_at: int | None = None
         """`batches(stop_at=)`: the offset of the first event left unread (None: every event was read);
         `batches(start_at=)`: the offset of the first event read."""
@@ -169,6 +173,7 @@ class TraceReader:
         try:
             # A regular file (a link to one is followed): a FIFO or device is refused, never waited on.
             raw, _ = open_regular(self.path, follow_links=True)
+            self.opened = file_state(os.fstat(raw.fileno()))
             self._file = io.BufferedReader(cast(io.RawIOBase, raw), CHUNK_CHARS)
         except OSError as e:
             raise TraceError(f"unreadable: {e.strerror or e}", path=self.label) from None
@@ -216,6 +221,15 @@ class TraceReader:
         self._buf = buf[pos:] + chunk
         self._dropped += pos
         self._pos = 0
+
+    def check_unchanged(self) -> None:
+        """Refuse (TraceError CHANGED) a file that is not the one opened, as it was then."""
+        try:
+            now = file_state(os.stat(self.path))
+        except OSError:
+            now = ()
+        if now != self.opened:
+            raise TraceError(CHANGED, path=self.label)
 
     def _where(self, pos: int) -> str:
         newlines = self._buf.count("\n", 0, pos)
@@ -301,6 +315,8 @@ class TraceReader:
                 self.sha256, self.bytes = self._hashing.sha.hexdigest(), self._hashing.bytes
             else:
                 self.prefix = (self._hashing.bytes, self._hashing.sha.hexdigest())
+            if file_state(os.fstat(self._file.fileno())) != self.opened:
+                raise TraceError(CHANGED, path=self.label)
         finally:
             self._text.close()
             self._file.close()
@@ -470,6 +486,18 @@ class TraceReader:
             yield batch
             self._pos = cut + 2
             self._peek()
+
+
+CHANGED = "the file changed since it was hashed (rewritten or replaced while it was read): run again"
+"""Why a read is refused whose file changed between its open and its last byte: its digest would pin bytes that
+no file held whole."""
+
+
+def file_state(st: os.stat_result) -> tuple[int, ...]:
+    """What a rewrite in place or a replacement changes: device, inode, size, and the times of the last write
+    and status change (the change time cannot be set back; a rewrite within one tick of the file system's clock
+    after the previous write is not seen, nor is one undone before the read ends)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _frame_depth() -> int:

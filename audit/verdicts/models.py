@@ -15,10 +15,11 @@ import pydantic
 from pydantic import ConfigDict, Field
 
 from audit.models import Count, Int64, Producer, Record, Verdict, unsafe_path_reason
-from audit.schemas import register
 
-VERDICT_FILE_SCHEMA_VERSION = 2
-"""Version 2 added `summary.subjects`; version-1 files still load, and reproduce byte for byte (written without it)."""
+VERDICT_FILE_SCHEMA_VERSION = 4
+"""Version 2 added `summary.subjects`; 3 every printed figure (`summary.sample_figures`, Wilson and Clopper-Pearson
+intervals); 4 the `judge` section of a grading from recorded judge calls (a file without one is still written as
+version 3). Older files still load, and reproduce byte for byte."""
 
 VERDICTS: tuple[str, ...] = typing.get_args(Verdict)
 
@@ -35,6 +36,7 @@ ROW_STATUSES = (
     "excluded",
     "missing",
     "bad_input",
+    "judge_error",
 )
 """Why a row got its verdict. `correct`/`incorrect` are plain gradings; the rest name a
 special case, and the verdict says how it counts under the run's policies."""
@@ -90,10 +92,14 @@ class Policies(Record):
     resampling: Literal["original", "longer-only"] = "original"
     """Which attempt counts when a (item, sample) has several: the original, or `longer-only` (a re-run
     longer than the original's cut replaces it, else the original stays)."""
-    no_answer: Literal["wrong", "random-guess"] = "wrong"
-    """No extracted answer: counted wrong, or (official MMLU-Pro) replaced by a seeded random guess."""
+    no_answer: Literal["wrong", "random-guess", "upstream-guess@964a136"] = "wrong"
+    """No extracted answer: counted wrong; or replaced by a random guess among the item's options, drawn either by
+    audit's rule (`random-guess`: a stream seeded by seed, item id and sample, so no draw depends on the order rows
+    are read in) or by upstream MMLU-Pro's (`upstream-guess@964a136`: `random.seed(seed)` right before each draw,
+    then `random.randint(0, options - 1)`, as evaluate_from_local.py did at TIGER-AI-Lab/MMLU-Pro@964a136, the
+    commit of the public result zips: every unanswered item of one option count gets the same letter, G of ten)."""
     guess_seed: Int64 = 12345
-    """Seed of the random guess policy (upstream MMLU-Pro's compute_accuracy.py uses 12345)."""
+    """Seed of the random guess policies (upstream MMLU-Pro uses 12345)."""
     exclude: list[str] = Field(default_factory=list)
     """Item ids excluded by the caller (in addition to rows the package marks `excluded`)."""
     scope: Literal["items", "responses"] = "items"
@@ -103,6 +109,10 @@ class Policies(Record):
     """A response that used exactly `max_tokens` and said `stop` (see ResponseRow.at_budget): graded as any
     other (`count`, its row's detail says `at_budget`), or taken as cut at the ceiling (`truncated`, under
     the truncation policy). Written in the file only when not `count`."""
+    judge_error: Literal["wrong", "exclude"] = "wrong"
+    """A judge call that failed, or whose reply does not parse under the rule (status `judge_error`): counted wrong
+    (HLE's script divides by every question), or left out of the graded denominator. Written in the file only
+    when not `wrong`."""
 
 
 class VerdictRow(Record):
@@ -216,6 +226,32 @@ class SummaryV2(SummaryV1):
     names one; null in schema version 1 files, which did not record subjects."""
 
 
+class SampleFigure(Record):
+    """pass@k or maj@k over the items of a grading with several samples per item."""
+
+    name: str
+    """`pass@1`, `pass@K` or `maj@K` (K samples per item)."""
+    value: float
+    """The figure, a fraction."""
+    items: Count
+    """Items it averages over."""
+    interval: Interval | None
+    """Its named interval: `clustered_t` over the per-item values for pass@k, `wilson` over items for maj@k."""
+    note: str = ""
+    """What else it needs said (maj@k: the tie rule and how many items tied)."""
+
+
+class SummaryV3(SummaryV2):
+    """Every figure `audit grade` and `audit show` print: per run, overall and per subject, each overall and
+    per-run figure with the Wilson and Clopper–Pearson intervals beside `binomial_2se`, and pass@k and maj@k."""
+
+    model_config = ConfigDict(title="SummaryV3")
+
+    sample_figures: list[SampleFigure] | None = None
+    """pass@1, pass@K and maj@K (several samples per item, each item with K); empty otherwise; null in files of
+    schema versions 1 and 2, which stored neither these nor the Wilson and Clopper–Pearson intervals."""
+
+
 class RowsFileRef(Record):
     """A Parquet copy of the rows beside the verdict file, for fast reading of large gradings."""
 
@@ -284,21 +320,80 @@ class VerdictFileV2(VerdictFileV1):
 
     model_config = ConfigDict(title="VerdictFileV2")
 
-    schema_version: int = Field(default=VERDICT_FILE_SCHEMA_VERSION, ge=1, le=VERDICT_FILE_SCHEMA_VERSION)
+    schema_version: int = Field(default=2, ge=1, le=2)
     """Version of this format (2 added `summary.subjects`); readers refuse newer versions. A version-1 file
     loads with `summary.subjects` null and is written back without it."""
     summary: SummaryV2
     """Figures and counts, overall, per run and per subject."""
 
 
-register("verdict_file.v1", VerdictFileV1)
-register("verdict_file.v2", VerdictFileV2)
+class VerdictFileV3(VerdictFileV2):
+    """`results.json`: a complete, reproducible grading of one responses package, with every printed figure."""
 
-# What the library builds and reads: version 2 (it reads version-1 files too, with `summary.subjects` null).
-Summary: typing.TypeAlias = SummaryV2
-"""The current summary (schema version 2)."""
-VerdictFile: typing.TypeAlias = VerdictFileV2
-"""The current verdict file (schema version 2)."""
+    model_config = ConfigDict(title="VerdictFileV3")
+
+    schema_version: int = Field(default=3, ge=1, le=3)
+    """Version of this format (2 added `summary.subjects`; 3 the Wilson and Clopper–Pearson intervals of each
+    overall and per-run figure, and `summary.sample_figures`); readers refuse newer versions. Older files load
+    with what they lack null or absent, and are written back without it."""
+    summary: SummaryV3
+    """Figures and counts, overall, per run and per subject, and pass@k and maj@k."""
+
+
+class JudgeGrading(Record):
+    """How a grading from recorded judge calls was made: the calls, the template and rule, and the exact-match
+    grading of the same responses that it replaces (its attempts, truncation and exclusions still apply)."""
+
+    calls_package: PackageRef
+    """The judge-calls package read, pinned by digest (no judge is called when grading or reproducing)."""
+    template: ComponentRef | None
+    """The judge template the calls were made with (null for imported calls of an unregistered template)."""
+    rule: ComponentRef
+    """The parse rule that re-read every recorded reply for this grading."""
+    raw: Literal["required", "recorded-parse"] = "required"
+    """`required`: every call must have its raw reply recorded; `recorded-parse`: a call without one (HLE's judged
+    JSON) counts by the parsed fields its source kept."""
+    repeat: Count = 0
+    """Which repeat of each call decides the verdict."""
+    exact_extractor: ComponentRef | None
+    """The benchmark spec's extractor: the exact-match grading the judged rows replace."""
+    exact_grader: ComponentRef | None
+    """The benchmark spec's grader."""
+    exact_mc_extractor: ComponentRef | None = None
+    """The spec's multiple-choice extractor, when it has one."""
+    exact_mc_grader: ComponentRef | None = None
+    """The spec's multiple-choice grader, when it has one."""
+    exact_match: Figure | None = None
+    """The exact-match figure of the same rows (all rows in the denominator), printed beside the judged one."""
+
+
+class VerdictFileV4(VerdictFileV3):
+    """`results.json`, with the `judge` section of a grading from recorded judge calls."""
+
+    model_config = ConfigDict(title="VerdictFileV4")
+
+    schema_version: int = Field(default=3, ge=1, le=VERDICT_FILE_SCHEMA_VERSION)
+    """Version of this format: 4 when `judge` is present, else 3 (or older: files written before)."""
+    judge: JudgeGrading | None = None
+    """The judge calls the verdicts come from; then `extractor` names the parse rule and `grader` the judge
+    template. Absent from files graded without a judge."""
+
+    @pydantic.model_validator(mode="after")
+    def _version_says_judge(self) -> VerdictFileV4:
+        if (self.judge is not None) != (self.schema_version == 4):
+            raise ValueError("schema_version is 4 exactly when the file has a `judge` section")
+        return self
+
+
+# What the library builds and reads: version 4 (it reads version-1 to -3 files too).
+Summary: typing.TypeAlias = SummaryV3
+"""The current summary (schema version 3 and 4)."""
+VerdictFile: typing.TypeAlias = VerdictFileV4
+"""The current verdict file (schema version 4; written as 3 without a judge section)."""
 
 VERDICT_ROW_FIELDS = tuple(VerdictRow.model_fields)
 """Key order of a row in the file (the model's field order)."""
+
+AT_BUDGET_NOTE = "; at budget: used all max_tokens={} and said stop"
+"""Ends the reason of a row graded although its reply used exactly max_tokens and said stop (`audit.grade`
+writes it, `audit.views.at_budget_lines` counts it)."""

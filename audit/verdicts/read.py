@@ -164,7 +164,7 @@ def _unquoted(message: str) -> str:
     return _QUOTED.sub("", message)
 
 
-def _check_unicode(obj: dict, p: Path, data: bytes) -> None:
+def _check_unicode(obj: dict[str, Any], p: Path, data: bytes) -> None:
     """Refuse a lone surrogate (a `\\uD800`-`\\uDFFF` escape without its pair) in any key or value, naming
     the row and field: it is not Unicode text, and every writer of it (UTF-8, Parquet) would crash."""
     if not _SURROGATE.search(data):
@@ -248,7 +248,7 @@ def _same_rows(a: Any, b: Any) -> bool:
     a, b = a.select(list(FRAME_COLUMNS)), b.select(list(FRAME_COLUMNS)).cast(a.select(list(FRAME_COLUMNS)).schema)
     if a.num_rows > 1:
         a, b = a.take(sort_indices(a)), b.take(sort_indices(b))
-    return a.equals(b)
+    return bool(a.equals(b))
 
 
 # --------------------------------------------------------------------------- rows as a table
@@ -390,7 +390,7 @@ def _read_sidecar(p: Path, ref: RowsFileRef) -> Any:
     """The sidecar's rows, parsed from the bytes whose sha256 was checked (never from the path again)."""
     import pyarrow as pa
 
-    from audit.packages.layout import ParquetBound, open_parquet, parquet_batches
+    from audit.packages.parquet import ParquetBound, open_parquet, parquet_batches
 
     side = p.parent / ref.path
     where = f"{p}: rows_file {ref.path}"

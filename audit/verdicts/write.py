@@ -22,6 +22,9 @@ from audit.outputs import EXISTS, not_ours, refusal
 from audit.verdicts.models import VERDICT_FILE_SCHEMA_VERSION, VERDICT_ROW_FIELDS, RowsFileRef, VerdictFile
 from audit.verdicts.read import REQUIRED_COLUMNS, check_table, rows_arrow_schema, sort_indices, sorted_unique
 
+STORED_SINCE_V3 = ("wilson", "clopper_pearson")
+"""Interval methods a figure stores from schema version 3 on (earlier, they were computed when printed)."""
+
 
 def _header_data(header: VerdictFile) -> dict[str, Any]:
     """The header as JSON values in the layout of its own schema version (`items` removed)."""
@@ -29,7 +32,16 @@ def _header_data(header: VerdictFile) -> dict[str, Any]:
     data.pop("items")
     if data.get("policies", {}).get("at_budget") == "count":
         data["policies"].pop("at_budget")  # the default, older than the key: files graded before it reproduce
-    if data.get("schema_version", VERDICT_FILE_SCHEMA_VERSION) < 2:
+    if data.get("policies", {}).get("judge_error") == "wrong":
+        data["policies"].pop("judge_error")  # (the same: older than the key)
+    if data.get("judge", 0) is None:
+        data.pop("judge")  # a file graded without a judge is written as version 3, byte for byte
+    version = data.get("schema_version", VERDICT_FILE_SCHEMA_VERSION)
+    if version < 3:  # versions 1 and 2 stored neither: their files reproduce byte for byte
+        data["summary"].pop("sample_figures", None)
+        for f in data["summary"]["figures"]:
+            f["intervals"] = [iv for iv in f["intervals"] if iv["method"] not in STORED_SINCE_V3]
+    if version < 2:
         data["summary"].pop("subjects", None)  # version 1 had no such key: its files reproduce byte for byte
     return data
 

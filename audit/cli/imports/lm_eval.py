@@ -1,0 +1,216 @@
+"""`audit import lm-eval`: lm-evaluation-harness samples files and output folders (audit.importers.lm_eval)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from audit.cli.app import benchmark_option
+from audit.cli.imports.common import (
+    ON_BAD_ROW,
+    RECORDED_HELP,
+    check_format,
+    check_recorded,
+    collapsed_problems,
+    common_options,
+    import_group,
+    report,
+    report_recorded,
+    write_reported,
+)
+from audit.pack import load_provenance
+
+_RULES = ("acc", "acc_norm", "acc_bytes")
+
+
+def _choice_rules(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str | None,
+                                                                                                 dict[str, str]]:
+    """`--choice-by` values: (the rule for every task or None, {task: rule})."""
+    every: str | None = None
+    per_task: dict[str, str] = {}
+    for v in values:
+        task, sep, rule = v.rpartition("=")
+        if rule not in _RULES or (sep and not task):
+            raise click.BadParameter(f"{v!r}: expected RULE or TASK=RULE, RULE one of {', '.join(_RULES)}")
+        if sep:
+            per_task[task] = rule
+        else:
+            every = rule
+    return every, per_task
+
+
+@import_group.command("lm-eval")
+@click.argument("src", type=click.Path(path_type=Path), metavar="SAMPLES.jsonl|DIR")
+@benchmark_option("Benchmark spec recorded in the manifest (see `audit benchmarks`), e.g. mmlu_pro or "
+                  "selected_choice; required for a file. For a DIR: given to every task, else the task's name when "
+                  "it is a spec, else none (the task is recorded in the provenance either way).")
+@click.option("--items-out", type=click.Path(path_type=Path), metavar="ITEMS_OUT",
+              help="Also write the items as their own package (OUT holds them already; reference = the logged "
+                   "target).")
+@click.option("--item-id", default="doc_id", show_default=True, metavar="EXPR",
+              help="Item id: a record field or a template such as '{doc[question_id]}'.")
+@click.option("--filter", "filter_name", metavar="NAME",
+              help="Which filter's records to import (default: the first in the file).")
+@click.option("--no-hash-check", is_flag=True,
+              help="Do not check doc_hash, prompt_hash and target_hash against the logged values.")
+@click.option("--choice-by", "choice_by", multiple=True, metavar="[TASK=]RULE", callback=_choice_rules,
+              help="Multiple-choice samples: the option the harness chose for this metric: argmax of the "
+                   "log-likelihoods (acc), of them per character of the option (acc_norm) or per byte (acc_bytes). "
+                   "Default for a file: acc; for a DIR, per task: the one of them its results file logs (acc when "
+                   "it logs acc; acc_norm for tasks that log acc_norm only). TASK=RULE sets one task (repeatable).")
+@click.option("--target-delimiter", default=" ", show_default=True, metavar="TEXT",
+              help="Multiple-choice samples: the task's target_delimiter, which each logged option starts with.")
+@click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
+              help=RECORDED_HELP + " Each row: the document's logged metric (0 or 1) with the filtered answer, "
+                                    "or the chosen option.")
+@click.option("--metric", metavar="NAME", help="With --recorded: the logged metric that is the verdict "
+                                               "(default: --choice-by for multiple choice, else the first logged).")
+@ON_BAD_ROW
+@common_options
+def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: str, filter_name: str | None,
+                   no_hash_check: bool, choice_by: tuple[str | None, dict[str, str]], target_delimiter: str,
+                   recorded: Path | None,
+                   metric: str | None, on_bad_row: str, out: Path, model: str | None, provenance: Path | None,
+                   package_id: str | None, use_gzip: bool, force: bool) -> int:
+    """lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl), or a whole output DIR.
+
+    generate_until samples: one response per entry of `resps`, repeats numbered as
+    samples; the filtered answer and the metrics go to `extra`. multiple_choice
+    (log-likelihood) samples: the option the harness chose (--choice-by) as its letter,
+    every log-likelihood in `extra`; the items get the gold letter and the options.
+    Grade them with `--benchmark selected_choice`. With --recorded, the harness's own verdicts too.
+
+    DIR (the harness's --output_path, per-model subfolders included): one package per task at
+    OUT/<folder>/<task>, each checked against its results_<date>.json (documents against
+    n-samples, each mean metric recomputed from the samples); a mismatch exits 1. A results file that holds its
+    samples (`simple_evaluate(..., log_samples=True)` saved whole) is read the same way, a package per task.
+    With --on-bad-row record, a file of the folder that cannot be imported is listed (not imported, and why)
+    and the other tasks are written.
+    """
+    from audit.importers.lm_eval import lm_eval_import, lm_eval_outputs
+    from audit.importers.verdicts import write_recorded
+
+    if src.is_dir() or _holds_its_samples(src):
+        return _import_lm_eval_dir(src, benchmark=benchmark, items_out=items_out, item_id=item_id,
+                                   filter_name=filter_name, no_hash_check=no_hash_check, choice_by=choice_by,
+                                   target_delimiter=target_delimiter, recorded=recorded, out=out, model=model,
+                                   provenance=provenance, package_id=package_id, use_gzip=use_gzip, force=force,
+                                   on_bad_row=on_bad_row)
+    if choice_by[1]:
+        raise click.UsageError("--choice-by TASK=RULE takes a folder or a results file (a samples file is one task: "
+                               "give RULE)")
+    if benchmark is None:
+        raise click.UsageError("--benchmark is required for a samples file")
+    check_format([src], "lm-eval")
+    if metric is not None and recorded is None:
+        raise click.UsageError("--metric needs --recorded")
+    check_recorded(recorded, force)
+    base = load_provenance(provenance) if provenance else None
+    imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=not no_hash_check,
+                         choice_by=choice_by[0] or "acc", target_delimiter=target_delimiter, on_bad_row=on_bad_row)
+    recorded_imp = imp.reader()
+    outputs = lm_eval_outputs(imp, out, benchmark=benchmark, items_out=items_out, gzip=use_gzip, model=model,
+                              provenance=base, package_id=package_id)
+    write = None
+    if recorded is not None:
+        with collapsed_problems():
+            rows, used = recorded_imp.recorded_rows(metric)
+        from audit.importers.verdicts import recorded_row
+
+        verdict_rows = [recorded_row(r["item_id"], 0, answer=r["answer"], verdict=r["verdict"], status=r["status"],
+                                     reason=r["reason"], reference=r["reference"]) for r in rows]
+
+        def write(package: Path, rel: str) -> Any:
+            return write_recorded(recorded, verdict_rows, benchmark=benchmark, tool=f"lm-evaluation-harness ({used})",
+                                  source=f"{imp.src.name} sha256:{imp.src.sha256}", package=package,
+                                  package_path=rel, overwrite=force)
+    header = write_reported(outputs, force, recorded, write, imp.bad_rows)
+    if recorded is not None:
+        report_recorded(recorded, header, benchmark, f" ({used})")
+    return 0
+
+
+def _holds_its_samples(src: Path) -> bool:
+    """Whether `src` is a results file with its samples inside (simple_evaluate's output with log_samples): read
+    as a folder of one file, a package per task."""
+    from audit.importers.detect import sniff
+
+    found = sniff(src) if src.is_file() else None
+    return found is not None and found.key == "lm-eval-results-samples"
+
+
+def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | None, item_id: str,
+                        filter_name: str | None, no_hash_check: bool, choice_by: tuple[str | None, dict[str, str]],
+                        target_delimiter: str,
+                        recorded: Path | None, out: Path, model: str | None, provenance: Path | None,
+                        package_id: str | None, use_gzip: bool, force: bool, on_bad_row: str) -> int:
+    import shutil
+
+    from audit.errors import AuditError, ValidationFailed
+    from audit.importers import write_outputs
+    from audit.importers.lm_eval_dir import describe, dir_outputs
+
+    for flag, value in (("--items-out", items_out), ("--recorded", recorded), ("--id", package_id)):
+        if value is not None:
+            raise click.UsageError(f"{flag} takes a samples file, not a folder or a results file (each task's package "
+                                   f"holds its items)")
+    from audit.outputs import exists_error
+
+    if out.exists() and not force:  # a folder of packages: each one is checked as it is written
+        raise exists_error(out)
+    base = load_provenance(provenance) if provenance else None
+    bad_files: list[dict[str, Any]] | None = [] if on_bad_row == "record" else None
+    outputs, runs = dir_outputs(src, out, benchmark=benchmark, item_id=item_id, filter_name=filter_name,
+                                verify_hashes=not no_hash_check, choice_by=choice_by[0],
+                                target_delimiter=target_delimiter, gzip=use_gzip, model=model, provenance=base,
+                                on_bad_row=on_bad_row, task_choice_by=choice_by[1],
+                                bad_files=bad_files)
+    made: list[Path] = []  # folders made for the packages: removed again if any package fails
+    for o in outputs:
+        for d in reversed([o.out.parent, *o.out.parent.parents]):
+            if not d.exists():
+                d.mkdir()
+                made.append(d)
+    try:
+        with collapsed_problems():
+            if bad_files is None:
+                manifests = write_outputs(outputs, overwrite=force)
+            else:  # each task alone: a file whose rows are refused is recorded, the others written
+                manifests, kept = [], []
+                for o, run in zip(outputs, runs, strict=True):
+                    try:
+                        manifests += write_outputs([o], overwrite=force)
+                    except (AuditError, ValidationFailed) as e:
+                        first = e.problems[0] if isinstance(e, ValidationFailed) else e.problem
+                        more = len(e.problems) - 1 if isinstance(e, ValidationFailed) else 0
+                        bad_files.append({"file": str(run.source), "task": run.task, "reason": str(first) + (
+                            f" (and {more} more problems)" if more else "")})
+                        continue
+                    kept.append((o, run))
+                outputs, runs = [o for o, _ in kept], [r for _, r in kept]
+    except BaseException:
+        for d in reversed(made):
+            shutil.rmtree(d, ignore_errors=True)
+        raise
+    mismatches = 0
+    for m, o, run in zip(manifests, outputs, runs, strict=True):  # dir_outputs: an output per run
+        report([m], [o.out], run.bad_rows)
+        if run.choice_by != "acc" or run.choice_why.startswith("--choice-by "):
+            click.echo(f"  multiple-choice samples chosen by {run.choice_by} ({run.choice_why})")
+        if run.results is None:
+            click.echo("  not checked: no results file of this run beside its samples")
+        else:
+            click.echo(f"  checked against {run.results.name}: " + "; ".join(describe(c) for c in run.checks))
+        mismatches += sum(c["ok"] is False for c in run.checks)
+    for b in bad_files or []:
+        task = f" (task {b['task']})" if b.get("task") else ""
+        click.echo(f"  not imported (bad_input): {b['file']}{task}: {b['reason']}", err=not outputs)
+    if bad_files and not outputs:
+        raise AuditError("no task of the folder could be imported (each file above says why)", path=str(src))
+    if mismatches:
+        click.echo(f"{mismatches} check(s) failed: the results file's figures do not come from these samples "
+                   f"(see MISMATCH above)", err=True)
+        return 1
+    return 0
