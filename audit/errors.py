@@ -25,6 +25,24 @@ def printable(text: str) -> str:
     return "".join(out)
 
 
+MAX_ERROR_CHARS = 2000
+"""Longest error line printed: a longer one (a 100,000-character argument echoed) keeps its start and end."""
+
+
+def capped(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """`text` cut to about `limit` characters: its first half and last quarter, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[:limit // 2], text[-(limit // 4):]
+    return f"{head}[... {len(text) - len(head) - len(tail):,} characters left out ...]{tail}"
+
+
+def key_repr(key: str) -> str:
+    """How an error shows a key of a closed vocabulary (a policy, a flag value): `repr`, or when the key is not
+    ASCII its `ascii()` form, so a look-alike (Cyrillic а for a) is told from the key it imitates."""
+    return repr(key) if key.isascii() else f"{ascii(key)} (not ASCII)"
+
+
 def one_line(e: BaseException) -> str:
     """The first line of an exception's message (its type's name when the message is empty)."""
     lines = str(e).strip().splitlines()

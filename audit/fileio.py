@@ -168,6 +168,86 @@ def iter_raw_lines(fh: IO[bytes], max_line_bytes: int = MAX_LINE_BYTES,
                 return
 
 
+class _Slice(io.RawIOBase):
+    """`n` bytes of `fh` from where it stands (a zip member's compressed data)."""
+
+    def __init__(self, fh: IO[bytes], n: int) -> None:
+        self.fh, self.left = fh, n
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self.left <= 0:
+            return 0
+        data = self.fh.read(min(len(b), self.left, CHUNK))
+        b[:len(data)] = data
+        self.left -= len(data)
+        return len(data)
+
+
+def _member_chunks(method: int, raw: _Slice) -> Iterator[bytes] | None:
+    """The decompressed bytes of one member, at most CHUNK at a time (None: a method not counted here)."""
+    if method == 0:
+        return iter(lambda: raw.read(CHUNK), b"")
+    if method == 8:
+        def inflate() -> Iterator[bytes]:
+            d = zlib.decompressobj(-15)
+            while data := raw.read(CHUNK):
+                while data:
+                    out = d.decompress(data, CHUNK)
+                    yield out
+                    data = d.unconsumed_tail
+        return inflate()
+    if method == 93:
+        try:
+            import zstandard
+        except ImportError:
+            return None
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)  # type: ignore[arg-type]  # (any .read())
+        return iter(lambda: reader.read(CHUNK), b"")
+    return None
+
+
+def zip_expansion_problem(fh: IO[bytes], infos: list[Any], limit: int) -> str | None:
+    """Why a zip archive is refused once its members are actually decompressed, counting every byte produced,
+    or None: a member that expands past the size it declares (a reader trusting the declaration holds all of
+    it: 6,000 bytes declared, 2 GiB produced), or members producing more than `limit` together. Stored,
+    deflate and zstd members are counted (inspect_ai writes zstd); another method is refused. `fh` is the
+    archive, seekable; `infos` its zipfile.ZipInfo list. The one counted decompression for zip inputs."""
+    names: set[str] = set()
+    for info in infos:  # one name twice: zipfile reads the last copy, other readers the first
+        if info.filename in names:
+            return (f"zip archive holds a member named {info.filename!r} twice (readers disagree on which copy "
+                    "counts)")
+        names.add(info.filename)
+    total = 0
+    for info in infos:
+        fh.seek(info.header_offset)
+        head = fh.read(30)
+        if len(head) < 30 or head[:4] != b"PK\x03\x04":
+            return f"zip archive member {info.filename!r} has no local header where the directory says"
+        start = info.header_offset + 30 + int.from_bytes(head[26:28], "little") + int.from_bytes(head[28:30], "little")
+        fh.seek(start)
+        chunks = _member_chunks(info.compress_type, _Slice(fh, info.compress_size))
+        if chunks is None:
+            return (f"zip archive member {info.filename!r} uses compression method {info.compress_type}, which is "
+                    "not read")
+        produced = 0
+        try:
+            for out in chunks:
+                produced += len(out)
+                total += len(out)
+                if produced > info.file_size:
+                    return (f"zip archive member {info.filename!r} expands past the {info.file_size:,} bytes it "
+                            f"declares")
+                if total > limit:
+                    return f"zip archive decompresses to more than {limit:,} bytes"
+        except Exception as e:  # zlib.error, zstandard.ZstdError: a damaged member
+            return f"zip archive member {info.filename!r} does not decompress: {str(e)[:100]}"
+    return None
+
+
 def decode_utf8(data: bytes) -> tuple[str | None, str | None]:
     """Decode bytes as UTF-8; return (text, None) or (None, error naming the byte offset)."""
     try:

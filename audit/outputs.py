@@ -174,6 +174,48 @@ def rename_noreplace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -
     os.rename(src, dst)
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def clean_stale_stages(out: str | os.PathLike[str], tag: str) -> list[str]:
+    """Remove the hidden folders `staging_dir(out, tag)` made for writers that died (kill -9, power loss) before
+    they published: `.NAME.TAG-PID-HEX` whose PID runs no more. A live writer's folder is left alone; so is
+    anything that is not a plain folder. Returns the names removed."""
+    o = Path(out)
+    prefix = f".{o.name}.{tag}-"
+    removed = []
+    try:
+        names = [n for n in os.listdir(o.parent) if n.startswith(prefix)]
+    except OSError:
+        return []
+    for name in names:
+        pid = name[len(prefix):].split("-", 1)[0]
+        if not (pid.isascii() and pid.isdigit()) or _pid_alive(int(pid)):
+            continue
+        p = o.parent / name
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(name)
+    return removed
+
+
+def staging_dir(out: str | os.PathLike[str], tag: str) -> Path:
+    """A new hidden folder beside `out` to write it in before `publish` (`.NAME.TAG-PID-HEX`), after removing the
+    ones of writers that died before publishing (`clean_stale_stages`). The one way a writer stages a folder."""
+    o = Path(out)
+    clean_stale_stages(o, tag)
+    tmp = o.parent / f".{o.name}.{tag}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    return tmp
+
+
 def publish(tmp: str | os.PathLike[str], out: str | os.PathLike[str], *, force: bool,
             kind: Kind = "package") -> None:
     """Move the finished `tmp` (a folder or file beside `out`) to `out`.

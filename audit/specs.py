@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import pydantic
 
 from audit import extractors, graders, prompts  # noqa: F401  (they create the registries `lookup` reads)
-from audit.errors import AuditError, field_errors
+from audit.errors import AuditError, field_errors, key_repr
 from audit.registry import Catalog, RegistryError, UnknownError, catalog, registry_of
 from audit.verdicts.models import Policies, VerdictFile
 
@@ -196,7 +196,7 @@ def parse_policy_overrides(base: Policies, overrides: Iterable[str]) -> Policies
         key = key.strip().replace("-", "_")
         if not sep or key not in Policies.model_fields:
             known = ", ".join(Policies.model_fields)
-            raise PolicyError(f"policy {item!r}: expected KEY=VALUE with KEY one of {known}")
+            raise PolicyError(f"policy {key_repr(item)}: expected KEY=VALUE with KEY one of {known}")
         if key == "exclude":
             data[key] = [v for v in value.split(",") if v]
         elif key == "guess_seed":

@@ -290,6 +290,29 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "succeeded"),
     ("names.lm-eval-force-outside", "--force replacing a user's package outside -o through a task name ../victim",
      "issue", "succeeded"),
+    ("bounds.eval-member-declared-small", "an inspect .eval member (deflate or zstd) declaring 6,000 bytes that "
+                                          "expands to 2 GiB", "issue", "succeeded"),
+    ("bounds.inspect-json-huge", "an inspect .json log of any size read whole (400 MB at 971 MB)", "issue",
+     "succeeded"),
+    ("bounds.map-format-width", "--map format widths and precisions ({qid:>1500000000}, {n:.900000000f}) "
+                                "building gigabytes", "issue", "succeeded"),
+    ("bounds.uneven-samples-cost", "one item with 200,000 samples: a figure per sample index (10x the time and "
+                                   "memory of the same rows over items)", "issue", "succeeded"),
+    ("claims.md-ledger-html", "claims.md carries a ledger's <script>, <img onerror> and javascript: links raw",
+     "issue", "succeeded"),
+    ("output.lookalike-key", "a look-alike policy key (Cyrillic а) printed unescaped", "issue", "succeeded"),
+    ("output.long-argument-echo", "a 100,000-character argument echoed whole in an error line", "issue",
+     "succeeded"),
+    ("bench.no-token-stream", "bench throughput on a stream that never sends a token but never goes silent "
+                              "(comment lines, empty deltas with 0 completion tokens) hangs", "issue", "succeeded"),
+    ("verdicts.self-contradicting-row", "import verdicts accepts `verdict: correct` with `status: no_answer` and "
+                                        "no answer", "issue", "succeeded"),
+    ("import.eval-duplicate-member", "an inspect .eval holding one member name twice, read silently", "issue",
+     "succeeded"),
+    ("writes.killed-partial-left", "kill -9 during release (a package write) leaves hidden .NAME.partial-* "
+                                   "folders behind for good", "issue", "succeeded"),
+    ("kinds.responses-relabelled-items", "a responses package relabelled `kind: items` validates", "issue",
+     "succeeded"),
     # ---- round 4 (trace, issue 28 classes 3, 4, 8)
     ("trace.fifo", "`audit trace` on a FIFO, or a link to one: the two-process reader opened it before checking "
                    "(waited for ever on 2+ CPUs)", "issue", "succeeded"),

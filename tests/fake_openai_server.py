@@ -116,6 +116,7 @@ class FakeState:
     # verbatim; /tokenize answering `tokenize_count` whatever the text.
     claim_tokens: int | None = None
     endless: bool = False
+    endless_comments: bool = False
     metrics_text: str | None = None
     tokenize_count: int | None = None
 
@@ -498,6 +499,9 @@ class Handler(BaseHTTPRequestHandler):
                 counted("x", st.claim_tokens)
             while st.endless:  # chunks that carry no token, until the client goes away
                 counted("", 0)
+                time.sleep(0.002)
+            while st.endless_comments:  # SSE comment lines, until the client goes away
+                self._chunk(b": keep-alive\n\n")
                 time.sleep(0.002)
             if st.empty_first_chunk:
                 counted(None if chat else "", 0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import zlib
 
 import pytest
@@ -253,3 +254,115 @@ def test_the_page_headers_bound_the_size_when_the_footer_understates_it():
         "expand to")
     small = _parquet(pa.table({"item_id": [f"q{i}" for i in range(50_000)]}), row_group_size=10_000)
     assert parquet_pages_problem(pq.ParquetFile(io.BytesIO(small)).metadata, memoryview(small)) is None
+
+
+# --------------------------------------------------------------------------- round 4 (issue 28), class 2
+
+
+def _declared_small(path, member: str, declared: int) -> None:
+    """Rewrite `member`'s uncompressed size, in its local header and the central directory, to `declared`."""
+    import struct
+    import zipfile
+
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(member)
+    struct.pack_into("<I", data, info.header_offset + 22, declared)
+    pos = 0
+    while (pos := data.find(b"PK\x01\x02", pos)) != -1:
+        name_len = struct.unpack_from("<H", data, pos + 28)[0]
+        if bytes(data[pos + 46:pos + 46 + name_len]) == member.encode():
+            struct.pack_into("<I", data, pos + 24, declared)
+        pos += 4
+    path.write_bytes(bytes(data))
+
+
+@attack("bounds.eval-member-declared-small")
+@pytest.mark.parametrize("method", ["deflate", "zstd"])
+def test_an_eval_member_declaring_6000_bytes_and_expanding_to_gigabytes_is_counted(tmp_path, method):
+    import zipfile
+
+    pytest.importorskip("inspect_ai")
+    import inspect_ai._util.zipfile as izip  # (zstd members in zipfile, as inspect_ai writes them)
+
+    from tests.test_import_inspect import _write_log
+
+    compression = zipfile.ZIP_DEFLATED if method == "deflate" else izip._ZIP_ZSTANDARD
+    with zipfile.ZipFile(_write_log(tmp_path / "logs", "eval")) as z:
+        members = [(n, z.read(n)) for n in z.namelist()]
+    first = next(i for i, (n, _) in enumerate(members) if n.startswith("samples/"))
+    name = members[first][0]
+    src = tmp_path / "run.eval"
+    with zipfile.ZipFile(src, "w", compression) as z:
+        for n, data in members:
+            with z.open(n, "w", force_zip64=True) as w:
+                w.write(data)
+                if n == name:  # 2 GiB of blank space after the sample: still valid JSON
+                    for _ in range(2048):
+                        w.write(b" " * MIB)
+    _declared_small(src, name, 6000)
+    r = audit_jailed("import", "inspect", src, "-o", tmp_path / "out",
+                     setup="import resource; resource.setrlimit(resource.RLIMIT_AS, (1200 << 20, 1200 << 20))",
+                     timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr == f"audit: error: {src}: zip archive member {name!r} expands past the 6,000 bytes it declares\n"
+    assert not (tmp_path / "out").exists()
+
+
+@attack("bounds.inspect-json-huge")
+def test_an_inspect_json_log_past_its_cap_is_refused_from_its_size(tmp_path):
+    from audit.importers.inspect_ai import MAX_JSON_LOG_BYTES
+
+    src = tmp_path / "run.json"
+    with open(src, "wb") as f:  # sparse: its size is all that is read
+        f.truncate(MAX_JSON_LOG_BYTES + 1)
+    r = audit_jailed("import", "inspect", src, "-o", tmp_path / "out", timeout=60)
+    assert (r.returncode, r.stderr) == (2, f"audit: error: {src}: a {MAX_JSON_LOG_BYTES + 1:,}-byte JSON log, more "
+                                           f"than the {MAX_JSON_LOG_BYTES:,} read (inspect_ai holds it whole, "
+                                           "several times over); convert it with `inspect log convert --to eval`\n")
+    assert not (tmp_path / "out").exists()
+
+
+@attack("bounds.map-format-width")
+@pytest.mark.parametrize("template", ["{id:>1500000000}", "{n:.900000000f}", "{n:0900000000d}", "{id:_^2000}",
+                                      "{n:,.1001f}"])
+def test_map_format_widths_and_precisions_are_capped(tmp_path, template):
+    src = tmp_path / "r.jsonl"
+    src.write_text(json.dumps({"id": "a", "text": "x", "n": 7}) + "\n", encoding="utf-8")
+    r = audit_jailed("import", "table", src, "-o", tmp_path / "pkg", "--kind", "responses", "--map",
+                     f"item_id={template}", "--map", "response=text",
+                     setup="import resource; resource.setrlimit(resource.RLIMIT_AS, (1200 << 20, 1200 << 20))")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "MemoryError" not in r.stderr
+    assert r.stderr == (f"audit: error: --map item_id: bad template {template!r}: a format width or precision "
+                        "over 1,000\n")
+    assert not (tmp_path / "pkg").exists()
+
+
+def test_map_format_specs_under_the_cap_still_format(cli, tmp_path):
+    src = tmp_path / "r.jsonl"
+    src.write_text(json.dumps({"id": "a", "text": "x", "n": 7}) + "\n", encoding="utf-8")
+    r = cli("import", "table", src, "-o", tmp_path / "pkg", "--kind", "responses", "--map",
+            "item_id={id}-{n:03d}-{n:.2f}-{id:>5}", "--map", "response=text")
+    assert r.code == 0, r.err
+
+
+@attack("import.eval-duplicate-member")
+def test_an_eval_holding_one_member_name_twice_is_refused(tmp_path):
+    import warnings
+    import zipfile
+
+    pytest.importorskip("inspect_ai")
+    from tests.test_import_inspect import _write_log
+
+    with zipfile.ZipFile(_write_log(tmp_path / "logs", "eval")) as z:
+        members = [(n, z.read(n)) for n in z.namelist()]
+    name, data = next((n, d) for n, d in members if n.startswith("samples/"))
+    src = tmp_path / "run.eval"
+    with warnings.catch_warnings(), zipfile.ZipFile(src, "w", zipfile.ZIP_DEFLATED) as z:
+        warnings.simplefilter("ignore")  # (zipfile warns of the duplicate name, and writes it)
+        for n, d in [*members, (name, data.replace(b'"C"', b'"I"'))]:
+            z.writestr(n, d)
+    r = audit_jailed("import", "inspect", src, "-o", tmp_path / "out", timeout=120)
+    assert (r.returncode, r.stderr) == (2, f"audit: error: {src}: zip archive holds a member named {name!r} twice "
+                                           "(readers disagree on which copy counts)\n")
+    assert not (tmp_path / "out").exists()

@@ -345,3 +345,23 @@ def test_bundle_refuses_a_file_rewritten_after_validation(tmp_path, monkeypatch,
     assert r.code == 2 and not out.exists()
     assert r.err.startswith(f"audit: error: {pkg}/kernels.jsonl: changed while being bundled: sha256 is ")
     assert not list(tmp_path.glob(".bundle.tar.gz.tmp-*"))  # nothing half-written left
+
+
+# --------------------------------------------------------------------------- round 4 (issue 28), class 6
+
+
+@attack("kinds.responses-relabelled-items")
+def test_a_responses_package_relabelled_kind_items_does_not_validate(cli, tmp_path):
+    from tests.builders import make_package
+
+    pkg = make_package(tmp_path / "p", responses=[{"item_id": "q1", "response": "A"}],
+                       items=[{"item_id": "q1", "reference": "A"}])
+    mpath = pkg / "manifest.json"
+    mpath.write_text(mpath.read_text().replace('"kind": "responses"', '"kind": "items"'))
+    assert '"kind": "items"' in mpath.read_text()
+    r = cli("validate", pkg)
+    assert r.code != 0
+    assert "responses.jsonl: field schema: schema response_row.v1 is not one a package of kind 'items' holds" in r.out
+    # The honest label still validates; a responses package may hold its items.
+    mpath.write_text(mpath.read_text().replace('"kind": "items"', '"kind": "responses"'))
+    assert cli("validate", pkg).code == 0

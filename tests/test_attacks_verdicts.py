@@ -276,3 +276,34 @@ def test_a_verdict_file_claiming_another_package_digest_is_refused_by_reproduce(
     r = cli("reproduce", out)
     assert r.code == 2
     assert "package content differs from the one graded" in r.err
+
+
+# --------------------------------------------------------------------------- round 4 (issue 28), classes 2 and 7
+
+
+def _uneven_frame(heavy: int, light_items: int):
+    import pandas as pd
+
+    rows = [("heavy", s, "correct" if s % 2 else "incorrect") for s in range(heavy)]
+    rows += [(f"q{i}", 0, "correct") for i in range(light_items)]
+    return pd.DataFrame({"item_id": [r[0] for r in rows], "sample": [r[1] for r in rows],
+                         "verdict": [r[2] for r in rows], "status": "graded", "answer": "A"})
+
+
+@attack("bounds.uneven-samples-cost")
+def test_one_item_of_many_samples_costs_no_figure_per_sample_index():
+    from audit.summary import figures
+
+    # 20,000 samples of one item beside 10 items of one: a figure per sample index (40,002 figures, each with
+    # its intervals) where the same rows spread over items make 2. Sample indices are runs only when every
+    # item has each of them.
+    figs = figures(_uneven_frame(20_000, 10))
+    assert [f.name for f in figs] == ["accuracy", "accuracy_all"]
+    assert figs[0].total == 20_010 and figs[0].correct == 10_010
+    assert [iv.method for iv in figs[0].intervals] and "runs_2se" not in [iv.method for iv in figs[0].intervals]
+    # Even samples still give one figure per run.
+    even = figures(_uneven_frame(1, 0).assign(item_id="a").pipe(
+        lambda d: d.loc[d.index.repeat(3)].assign(sample=[0, 1, 2])))
+    assert [f.name for f in even] == ["accuracy[sample=0]", "accuracy[sample=1]", "accuracy[sample=2]", "accuracy",
+                                      "accuracy_all[sample=0]", "accuracy_all[sample=1]", "accuracy_all[sample=2]",
+                                      "accuracy_all"]

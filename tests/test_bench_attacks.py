@@ -142,3 +142,28 @@ def test_an_anchor_printing_forever_is_cut_and_its_log_capped(tmp_path, monkeypa
         res = run(_cfg(srv, warmup_requests=0, anchor=flood, anchor_timeout=1.5), work_parent=tmp_path)
     assert res.anchor["exit_code"] is None and res.anchor_log.stat().st_size <= 200_000 + 200
     assert "more output left out" in res.anchor_log.read_text()[-200:]
+
+
+# --------------------------------------------------------------------------- round 4 (issue 28), class 3
+
+
+@attack("bench.no-token-stream")
+@pytest.mark.parametrize("hostile", ["endless", "endless_comments"])
+def test_a_stream_that_never_sends_a_token_but_never_goes_silent_is_cut_at_the_progress_deadline(hostile):
+    import threading
+
+    # Empty-text deltas with 0 completion tokens, or SSE comment lines: the socket never went silent, so the
+    # read timeout never fired, and a warm-up request (no window to cut at) waited for ever.
+    got = []
+    with FakeOpenAIServer(**{hostile: True}) as srv:
+        body = request_body("fake-model", "#00001 the the", 16, True)
+        t = threading.Thread(target=lambda: got.append(stream_completion(
+            OpenAIServer(srv.url, timeout=5), body, RunClock(), cut_at=None, stall_s=1.0)), daemon=True)
+        t0 = time.monotonic()
+        t.start()
+        t.join(15)
+        assert not t.is_alive(), "the stream was read for ever"
+    assert time.monotonic() - t0 < 5
+    (out,) = got
+    assert out.ended == "error" and out.error.startswith("stalled: POST /v1/completions: no token for 1.")
+    assert "progress deadline 1 s" in out.error and out.token_times == []

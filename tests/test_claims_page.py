@@ -3,6 +3,7 @@ retractions are struck; nothing is loaded from the network; stale plots go, othe
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import struct
@@ -11,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from tests.attacks import attack
 from tests.claims_helpers import PAGE, copy_shipped, edit
 from tests.conftest import REPO
 
@@ -242,3 +244,23 @@ def test_the_page_directory_can_be_copied_with_its_packages(rendered, tmp_path):
     for path in refs:
         if path:
             assert (moved / "claims" / path).is_file(), path
+
+
+@attack("claims.md-ledger-html")
+def test_ledger_text_reaches_claims_md_inert(shipped, cli):
+    # A ledger's <script>, <img onerror> and javascript: links were copied into claims.md raw (a Markdown
+    # viewer renders raw HTML and links); every ledger text now passes one escape.
+    evil = ('<script>alert(1)</script> <img src=x onerror=alert(2)> [click](javascript:alert(3)) '
+            '<javascript:alert(4)> ![i](http://evil/x.png) a|b')
+    edit(shipped / "claims.yaml", "    text: MATH-500 accuracy\n", f"    text: {json.dumps(evil + ' `<b>code</b>`')}\n")
+    edit(shipped / "claims.yaml", 'title: "Claims of the packages audit ships', 'title: "<b>x</b> Claims of the '
+                                                                                 'packages audit ships')
+    assert render(cli, shipped).code == 0
+    md = (shipped / "claims" / "claims.md").read_text(encoding="utf-8")
+    for bad in ("<script", "<img", "<javascript:", "# <b>"):
+        assert bad not in md, bad
+    assert not re.search(r"(?<!\\)\]\(", md.split("## D1")[1].split("\n\n")[1])  # no link or image opens
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "\\[click\\](javascript:alert(3))" in md
+    assert "a\\|b `<b>code</b>`" in md  # a code span shows its text as it is (inert in Markdown)
+    html = (shipped / "claims" / "index.html").read_text(encoding="utf-8")
+    assert "<script>alert(1)" not in html and "<img src=x" not in html

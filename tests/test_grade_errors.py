@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.attacks import attack
 from tests.builders import make_package
 
 from audit.errors import AuditError
@@ -105,3 +106,20 @@ def test_reproduce_without_a_recorded_path_names_the_flag_only_in_the_cli(tmp_pa
     r = cli("reproduce", tmp_path / "r.json")
     assert r.err == ("audit: error: the verdict file records no path for its responses package, and none was given: "
                      "give --package PATH\n")
+
+
+@attack("output.lookalike-key")
+def test_a_look_alike_policy_key_is_shown_escaped(tmp_path, cli):
+    # Cyrillic а (U+0430) in place of a: printed as is, the key looked exactly like `truncation`.
+    pkg = make_package(tmp_path / "pkg", responses=RESPONSES, items=ITEMS, benchmark="mmlu_pro")
+    r = cli("grade", pkg, "--benchmark", "mmlu_pro", "--policy", "trunc\u0430tion=credit", "-o", tmp_path / "r.json")
+    assert r.code == 2
+    assert "'trunc\\u0430tion=credit' (not ASCII)" in r.err and "\u0430" not in r.err
+
+
+@attack("output.long-argument-echo")
+def test_a_huge_argument_is_not_echoed_whole(tmp_path, cli):
+    pkg = make_package(tmp_path / "pkg", responses=RESPONSES, items=ITEMS, benchmark="mmlu_pro")
+    r = cli("grade", pkg, "--benchmark", "mmlu_pro", "--policy", "x" * 100_000, "-o", tmp_path / "r.json")
+    assert r.code == 2 and r.err.count("\n") == 1
+    assert len(r.err) < 2200 and "characters left out ...]" in r.err and r.err.startswith("audit: error: ")

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from audit.packages import content_digest, open_package
 from audit.verdicts import PackageRef, load_verdict_file
+from tests.attacks import attack
 from tests.builders import make_package
 
 
@@ -59,3 +62,20 @@ def test_a_subject_column_gives_per_subject_figures(cli, tmp_path):
     r = cli("import", "verdicts", src, "--benchmark", "choice", "-o", tmp_path / "w.json")
     assert (r.code, r.err) == (2, f"audit: error: {src}: row 2: field subject: item 'q1' has subject 'biology' here "
                                   f"and 'physics' in another row\n")
+
+
+@attack("verdicts.self-contradicting-row")
+@pytest.mark.parametrize("row, why", [
+    ({"item_id": "q1", "verdict": "correct", "status": "no_answer"},
+     "verdict correct with status no_answer: a row no_answer is never credited"),
+    ({"item_id": "q1", "verdict": "correct", "status": "truncated", "answer": "A"},
+     "verdict correct with status truncated: a row truncated is never credited"),
+    ({"item_id": "q1", "verdict": "ungraded", "status": "correct", "answer": "A"}, "status correct with verdict ungraded"),
+])
+def test_a_row_that_contradicts_itself_is_refused(cli, tmp_path, row, why):
+    src = tmp_path / "v.jsonl"
+    src.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    r = cli("import", "verdicts", src, "-o", tmp_path / "v.json", "--benchmark", "mmlu_pro")
+    assert r.code == 2, r.out
+    assert r.err == f"audit: error: {src}: row 1: field verdict: the row contradicts itself: {why}\n"
+    assert not (tmp_path / "v.json").exists()

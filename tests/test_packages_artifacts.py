@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.attacks import attack
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMAS = REPO / "schemas"
@@ -29,6 +30,7 @@ def _write_big_input(path: Path, rows: int) -> Path:
     return path
 
 
+@attack("writes.killed-partial-left")
 def test_killed_pack_leaves_nothing_that_validates(cli, tmp_path):
     src = _write_big_input(tmp_path / "big.jsonl", 300_000)
     out = tmp_path / "out"
@@ -63,6 +65,9 @@ def test_killed_pack_leaves_nothing_that_validates(cli, tmp_path):
     small.write_text('{"item_id":"a","response":"x"}\n')
     assert cli("pack", out, "--responses", small).code == 0
     assert cli("validate", out).code == 0
+    # ... and removes it: a writer killed before it published leaves nothing behind for long (issue 28 class 9).
+    assert not leftover.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
 
 
 def _build(cli, tmp_path: Path, name: str) -> Path:
@@ -201,3 +206,21 @@ def test_schema_path_pattern_agrees_with_the_model(path):
     import re
 
     assert (re.search(entry["pattern"], path) is not None) == (unsafe_path_reason(path) is None)
+
+
+def test_a_live_writers_stage_is_left_alone_and_only_dead_ones_go(tmp_path):
+    import subprocess
+
+    from audit.outputs import clean_stale_stages, staging_dir
+
+    out = tmp_path / "rel"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f".rel.partial-{dead.pid}-0123abcd"
+    live = tmp_path / f".rel.partial-{os.getpid()}-4567abcd"
+    other = tmp_path / ".rel.partial-notapid"
+    for d in (stale, live, other):
+        d.mkdir()
+    assert clean_stale_stages(out, "partial") == [stale.name]
+    new = staging_dir(out, "partial")
+    assert new.name.startswith(f".rel.partial-{os.getpid()}-") and live.exists() and other.exists()

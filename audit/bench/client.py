@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from audit.bench.clock import RunClock
-from audit.generate.openai_http import Malformed, OpenAIServer, Rejected, ServerError, Transient
+from audit.generate.openai_http import (
+    Malformed,
+    NoProgress,
+    OpenAIServer,
+    Rejected,
+    ServerError,
+    TokenProgress,
+    Transient,
+)
 
 PATH = "/v1/completions"
 
@@ -60,6 +68,13 @@ def _count(value: Any, what: str) -> int:
     return value
 
 
+def _error_text(e: ServerError, silent: float, stall_s: float) -> str:
+    """A failed stream's error: a silent socket past the read timeout says so (NoProgress says its own)."""
+    if isinstance(e, Transient) and not isinstance(e, NoProgress) and silent >= stall_s * 0.98:
+        return f"stalled: no event for {silent:.1f} s (read timeout {stall_s:g} s)"
+    return str(e)
+
+
 def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunClock, *, cut_at: float | None,
                       stall_s: float, request_id: str | None = None) -> StreamOutcome:
     """Send one streamed completion; time every token. Stops reading (closing the connection, which
@@ -75,7 +90,8 @@ def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunCloc
     last_event = t0
     done_tokens = 0
     final_usage: dict[str, Any] | None = None
-    events = server.stream(PATH, body, request_id=request_id)
+    progress = TokenProgress(stall_s)  # only a token is progress: comment lines and empty deltas are not
+    events = server.stream(PATH, body, request_id=request_id, progress=progress)
     try:
         for event in events:
             now = time.perf_counter()
@@ -105,6 +121,7 @@ def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunCloc
             if new < 0:
                 raise Malformed(f"POST {PATH}: usage.completion_tokens went down from {done_tokens} to {total}")
             if new:
+                progress.advance()
                 offset = round(now - t0, 6)
                 out.token_times.extend([offset] * new)
                 out.chunks += 1
@@ -128,11 +145,7 @@ def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunCloc
         raise
     except ServerError as e:
         out.ended = "error"
-        silent = time.perf_counter() - last_event
-        if isinstance(e, Transient) and silent >= stall_s * 0.98:
-            out.error = f"stalled: no event for {silent:.1f} s (read timeout {stall_s:g} s)"
-        else:
-            out.error = str(e)
+        out.error = _error_text(e, time.perf_counter() - last_event, stall_s)
     finally:
         events.close()  # type: ignore[attr-defined]  # a generator; OpenAIServer.stream is typed Iterator
     out.finished_at = round(clock.at(time.perf_counter()), 6)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import html
 import os
 import shutil
-import uuid
 from pathlib import Path
 
 from audit.claims import units
@@ -21,6 +20,7 @@ from audit.claims.plots import claim_plot
 from audit.claims.verify import ClaimCheck, Verification, recomputed_text, recorded_text
 from audit.errors import AuditError
 from audit.fileio import read_document
+from audit.outputs import staging_dir
 
 Plots = dict[str, tuple[str, tuple[int, int]]]
 """Claim id → (PNG file name, (width, height))."""
@@ -123,16 +123,32 @@ def _interval_text(c: ClaimCheck) -> str:
 # --------------------------------------------------------------------------- Markdown
 
 
+_MD_ACTIVE = str.maketrans({"\\": "\\\\", "|": "\\|", "[": "\\[", "]": "\\]", "<": "&lt;", ">": "&gt;",
+                            "&": "&amp;"})
+"""Markdown and HTML that a ledger's text must not carry into claims.md: links and images (`[`…`](…)`), raw HTML
+and autolinks (`<script>`, `<img onerror>`, `<javascript:…>`), entities, table cells; `code` spans stay (inert)."""
+
+
 def _md_cell(s: str) -> str:
+    """Text audit wrote (intervals, reasons) as one Markdown table-safe line."""
     return " ".join(s.split()).replace("|", "\\|")
+
+
+def _md_text(s: str) -> str:
+    """A ledger's text as inert Markdown on one line: the one escape every ledger text of claims.md passes."""
+    parts = " ".join(s.split()).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no code span, escape it all (and the backtick)
+        return "\\`".join(p.translate(_MD_ACTIVE) for p in parts)
+    # Inside a `code` span Markdown shows every character as it is (HTML too): only the text between is escaped.
+    return "`".join(p if i % 2 else p.translate(_MD_ACTIVE) for i, p in enumerate(parts))
 
 
 def render_markdown(v: Verification, out: Path, plots: Plots) -> str:
     led = v.loaded.ledger
     n, k = len(v.claims), v.survivors
-    lines = [f"# {led.title}", ""]
+    lines = [f"# {_md_text(led.title)}", ""]
     if led.description:
-        lines += [" ".join(led.description.split()), ""]
+        lines += [_md_text(led.description), ""]
     verdict = f"All {n} claims survive" if k == n else f"{n - k} of {n} claims do not survive"
     ledger_link = _rel(v.loaded.path, out)
     lines += [f"{verdict} `audit verify {ledger_link}`: every value below was recomputed from the packages it "
@@ -145,21 +161,21 @@ def render_markdown(v: Verification, out: Path, plots: Plots) -> str:
         if cl.retraction is not None:
             value = f"~~{value}~~ → {units.fmt(cl.retraction.corrected, cl.unit)}"
         sources = ", ".join(f"[{s}]({_input_link(v, s, out)})" for s in cl.sources) or "—"
-        lines.append(f"| [{cl.id}](#{cl.id.lower()}) | {_md_cell(cl.text)} | {cl.status} | {value} | "
+        lines.append(f"| [{cl.id}](#{cl.id.lower()}) | {_md_text(cl.text)} | {cl.status} | {value} | "
                      f"{_md_cell(_interval_text(c)) or '—'} | {recomputed_text(c)} | "
                      f"{'yes' if c.survives else '**no**'} | {sources} |")
     for c in v.claims:
         cl = c.claim
-        lines += ["", f"## {cl.id}", "", f"**{_md_cell(cl.text)}** — _{cl.status}_", ""]
+        lines += ["", f"## {cl.id}", "", f"**{_md_text(cl.text)}** — _{cl.status}_", ""]
         if cl.retraction is not None:
             lines += [f"Published ~~{units.fmt(cl.value, cl.unit)}~~, corrected to "
-                      f"**{units.fmt(cl.retraction.corrected, cl.unit)}**: {' '.join(cl.retraction.reason.split())}",
+                      f"**{units.fmt(cl.retraction.corrected, cl.unit)}**: {_md_text(cl.retraction.reason)}",
                       ""]
         else:
             lines += [f"Recorded **{units.fmt(cl.value, cl.unit)}**, recomputed {recomputed_text(c)}"
                       + (f", {_interval_text(c)}" if _interval_text(c) else "") + ".", ""]
         if cl.id in plots:
-            lines += [f"![{cl.id}: {_md_cell(cl.text)}]({plots[cl.id][0]})", ""]
+            lines += [f"![{cl.id}: {_md_text(cl.text)}]({plots[cl.id][0]})", ""]
         lines.append(f"- recipe: `{cl.recipe.call()}`")
         if c.result is not None and c.result.basis:
             lines.append(f"- computed from: {_md_cell(c.result.basis)}")
@@ -169,7 +185,7 @@ def render_markdown(v: Verification, out: Path, plots: Plots) -> str:
             lines.append(f"- source: [{s}]({_input_link(v, s, out)}) sha256 `{_digest(v, s)[:16]}…`")
         lines.append(f"- tolerance: {cl.tolerance.text(cl.unit)}")
         if cl.note:
-            lines.append(f"- note: {_md_cell(cl.note)}")
+            lines.append(f"- note: {_md_text(cl.note)}")
         for r in c.reasons:
             lines.append(f"- **does not survive**: {_md_cell(r)}")
         if c.diff:
@@ -328,8 +344,7 @@ def write_page(v: Verification, out: str | os.PathLike[str]) -> list[str]:
         raise AuditError("parent directory does not exist", path=str(out.parent))
     _check_page_files(out)
     out.mkdir(exist_ok=True)
-    tmp = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
+    tmp = staging_dir(out, "partial")
     try:
         plots: Plots = {}
         for c in v.claims:

@@ -18,6 +18,7 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 from audit.claims.registry import Context, FileId, PackageId, RecipeArgs, RecipeFailed, Result, recipe
+from audit.errors import key_repr
 from audit.verdicts.models import Figure, Interval, Policies
 
 FigureName = Literal["accuracy", "accuracy_all"]
@@ -74,7 +75,7 @@ class GradeSource(RecipeArgs):
     def _known_policies(cls, v: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(v) - set(Policies.model_fields))
         if unknown:
-            raise ValueError(f"unknown policy {unknown[0]!r} (known: {', '.join(Policies.model_fields)})")
+            raise ValueError(f"unknown policy {key_repr(unknown[0])} (known: {', '.join(Policies.model_fields)})")
         Policies.model_validate({**Policies().model_dump(), **v})
         return v
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from audit import __version__
-from audit.errors import AuditError, ValidationFailed, printable
+from audit.errors import AuditError, ValidationFailed, capped, printable
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -37,7 +37,7 @@ def benchmark_option(help: str, **kw):
 
 def error_line(message: str) -> str:
     """One line, whatever the message holds (a newline in a file name is printed escaped)."""
-    return f"audit: error: {printable(message)}"
+    return f"audit: error: {capped(printable(message))}"
 
 
 def echo_problems(e: ValidationFailed) -> None:

@@ -76,6 +76,29 @@ MAX_REPLY_BYTES = 256 * 1024 * 1024
 """Most bytes of one reply read (a 65,536-token stream is about 20 MB of events)."""
 
 
+class NoProgress(Cut):
+    """A stream went on sending (comment lines, chunks without a token) but no token for the progress deadline."""
+
+
+class TokenProgress:
+    """The one progress deadline of a stream, counted in tokens: only a token moves it (`advance`), so a server
+    that keeps the connection busy with comment lines or empty deltas is cut at `seconds`, not waited on for ever.
+    `OpenAIServer.stream` checks it at every line it reads; the reader of the events advances it."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.last = time.monotonic()
+
+    def advance(self) -> None:
+        self.last = time.monotonic()
+
+    def check(self, what: str) -> None:
+        idle = time.monotonic() - self.last
+        if idle >= self.seconds:
+            raise NoProgress(f"stalled: {what}: no token for {idle:.1f} s while the stream went on (comment lines "
+                             f"or chunks without a token; progress deadline {self.seconds:g} s)")
+
+
 class _Deadline:
     """A request's deadline: at it, a watchdog thread shuts the connection's socket down, which ends
     any read blocked on it (a per-read timeout would let a server dripping bytes go on forever)."""
@@ -328,8 +351,10 @@ class OpenAIServer:
         mml = obj.get("max_model_len")
         return count, mml if isinstance(mml, int) and not isinstance(mml, bool) else None
 
-    def stream(self, path: str, body: dict[str, Any], *, request_id: str | None = None) -> Iterator[dict[str, Any]]:
-        """The JSON events of a streamed request, ending at `data: [DONE]`.
+    def stream(self, path: str, body: dict[str, Any], *, request_id: str | None = None,
+               progress: TokenProgress | None = None) -> Iterator[dict[str, Any]]:
+        """The JSON events of a streamed request, ending at `data: [DONE]`; with `progress`, cut (NoProgress) when
+        its deadline passes, checked at every line (a comment line too).
 
         Raises Transient when the stream stops before `[DONE]`, Malformed on an event that is not JSON.
         """
@@ -354,6 +379,8 @@ class OpenAIServer:
                     deadline.check(what)
                     raise Transient(f"{what}: stream cut off: {type(e).__name__}: {e}") from None
                 deadline.check(what)  # (a socket shut by the watchdog reads as the end of the stream)
+                if progress is not None:
+                    progress.check(what)
                 if not line:
                     raise Transient(f"{what}: stream ended before data: [DONE]")
                 total += len(line)

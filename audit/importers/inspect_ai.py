@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.fileio import READ_ERRORS, copy_regular
+from audit.fileio import READ_ERRORS, copy_regular, gzip_limit, zip_expansion_problem
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.formats import Format, Importer, register_importer
 from audit.importers.sources import CHANGED, SourceFile, source_file, zip_problem
@@ -39,6 +39,11 @@ FINISH = {"stop": "stop", "max_tokens": "length", "model_length": "length", "con
 _LETTER_VALUES = {"C": ("correct", 1.0), "I": ("incorrect", 0.0), "N": ("incorrect", 0.0), "P": ("ungraded", 0.5)}
 
 
+MAX_JSON_LOG_BYTES = 256 * 1024 * 1024
+"""Largest inspect_ai `.json` log read: inspect_ai parses it whole (a 400 MB log took 971 MB); an `.eval` log
+is bounded by what its members really expand to instead."""
+
+
 def read_log(path: str | Path) -> tuple[SourceFile, Any]:
     """The log file pinned by sha256 and read by inspect_ai; one line when inspect_ai is missing or the file is
     not a log.
@@ -46,6 +51,10 @@ def read_log(path: str | Path) -> tuple[SourceFile, Any]:
     inspect_ai reads a private copy of the file, made in one pass whose digest must be the pin: a log replaced
     after it was hashed is refused (CHANGED), never read under the old digest."""
     sf = source_file(path, SUFFIXES)
+    if not sf.name.lower().endswith(".eval") and sf.bytes > MAX_JSON_LOG_BYTES:
+        raise AuditError(f"a {sf.bytes:,}-byte JSON log, more than the {MAX_JSON_LOG_BYTES:,} read (inspect_ai "
+                         "holds it whole, several times over); convert it with `inspect log convert --to eval`",
+                         path=str(path))
     try:
         from inspect_ai.log import read_eval_log
     except ImportError:
@@ -81,6 +90,9 @@ def _check_zip(sf: SourceFile, copy: Path) -> None:
     try:
         with zipfile.ZipFile(copy) as zf:
             refused = zip_problem(zf, sf.bytes, methods=False)  # (inspect_ai writes zstd members)
+            if refused is None:  # what the members really produce, counted: their sizes are only declared
+                with open(copy, "rb") as fh:
+                    refused = zip_expansion_problem(fh, zf.infolist(), gzip_limit(sf.bytes))
     except (zipfile.BadZipFile, OSError):
         return  # left to inspect_ai, which names what is damaged
     if refused:

@@ -56,6 +56,9 @@ class _Formatter(string.Formatter):
 
 _FORMATTER = _Formatter()
 
+MAX_FORMAT_NUMBER = 1000
+"""Largest width or precision a --map template's format spec may give."""
+
 
 class Expr:
     """A column name or a format template, compiled once and evaluated per record."""
@@ -84,6 +87,9 @@ class Expr:
                                  f"index with [key]")
             if spec and "{" in spec:
                 raise ValueError(f"bad template {text!r}: nested fields in format specs are not allowed")
+            # A width or precision is a size the template declares: `{id:>1500000000}` builds 1.5 GB per row.
+            if spec and any(int(d) > MAX_FORMAT_NUMBER for d in re.findall(r"[0-9]+", spec)):
+                raise ValueError(f"bad template {text!r}: a format width or precision over {MAX_FORMAT_NUMBER:,}")
             roots.append(root)
         self.columns = tuple(dict.fromkeys(roots))
 

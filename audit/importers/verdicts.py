@@ -34,6 +34,7 @@ from audit.verdicts import (
     VerdictFile,
     write_verdict_file,
 )
+from audit.verdicts.models import row_contradiction
 
 _VERDICT_OF = {True: "correct", False: "incorrect", None: "ungraded"}
 
@@ -73,6 +74,9 @@ def _row(obj: dict[str, Any], label: str, row: int, tool: str) -> dict[str, Any]
     answer = _text(obj.get("answer"), label, row, "answer")
     status = _text(obj.get("status"), label, row, "status") or (verdict if verdict != "ungraded" else "excluded")
     reason = _text(obj.get("reason"), label, row, "reason") or f"recorded by {tool}"
+    contradiction = row_contradiction(verdict, status, answer)
+    if contradiction is not None:  # (a row that contradicts itself is no evidence either way)
+        raise AuditError(f"the row contradicts itself: {contradiction}", path=label, row=row, field="verdict")
     return recorded_row(item_id, sample, answer=answer, verdict=verdict, status=status, reason=reason,
                         reference=_text(obj.get("reference"), label, row, "reference"))
 

@@ -97,6 +97,12 @@ class Kind(Generic[V]):
     """`viewer(view)`: the lines `audit show` prints for what `reader` gave."""
     link: Link | None = None
     """The package of another kind this kind's packages belong to, checked by `read(..., linked=)`."""
+    also_holds: tuple[str, ...] = ()
+    """Row schemas of other kinds that a package of this kind may also hold (a responses package, its items)."""
+
+    def holds(self, schema: str) -> bool:
+        """Whether a package of this kind may list a file of `schema` (its own, `also_holds`, or text)."""
+        return schema in self.rows or schema in self.documents or schema in self.also_holds or schema == "text"
 
     def schema_models(self) -> dict[str, type[BaseModel]]:
         """Every JSON Schema of the kind: its rows, documents and other documents, by schema id."""
@@ -316,7 +322,7 @@ def _held_rows_view(view: HeldRows) -> list[str]:
 RESPONSES = register_kind(Kind(
     "responses", "model responses: one row per (item, sample, attempt)",
     rows={"response_row.v1": ResponseRow}, row_keys={"response_row.v1": ("item_id", "sample", "attempt")},
-    extra=ResponsesExtra, reader=_held_rows, viewer=_held_rows_view), __name__)
+    extra=ResponsesExtra, reader=_held_rows, viewer=_held_rows_view, also_holds=("item_row.v1",)), __name__)
 
 ITEMS = register_kind(Kind(
     "items", "benchmark items: one row per item, with its reference answer",

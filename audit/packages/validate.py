@@ -182,6 +182,18 @@ def _document_shape(entry: FileEntry) -> list[Problem]:
     return []
 
 
+def _kind_problems(manifest: Manifest) -> list[Problem]:
+    """Files whose schema the manifest's kind does not hold: a kind is what its files are, so a responses package
+    relabelled `kind: items` (read by every items reader as items) is refused."""
+    from audit.packages.kinds import KINDS
+
+    kind = KINDS.get(manifest.kind)
+    if kind is None:
+        return []  # (an unknown kind is the kind reader's line)
+    return [Problem(f.path, f"schema {f.schema_} is not one a package of kind {manifest.kind!r} holds",
+                    field="schema") for f in manifest.files if not kind.holds(f.schema_)]
+
+
 def validate_tree(root: Path, label: str = "", rows: bool = True) -> tuple[Manifest | None, list[Problem]]:
     """Validate an unpacked package directory; return its manifest (if readable) and all problems.
 
@@ -193,6 +205,7 @@ def validate_tree(root: Path, label: str = "", rows: bool = True) -> tuple[Manif
         return None, problems
     listed = {f.path for f in manifest.files}
     problems += _check_tree(root, listed)
+    problems += _kind_problems(manifest)
     seen_paths: set[str] = set()
     seen_keys: dict[str, str] = {}
     real_root = root.resolve()

@@ -36,7 +36,7 @@ from audit.fileio import (
     write_atomic,
 )
 from audit.models import TEXT_SCHEMA, FileEntry, Manifest, Provenance, Record, unsafe_path_reason
-from audit.outputs import check_output, publish
+from audit.outputs import check_output, publish, staging_dir
 from audit.packages.kinds import DOCUMENT_SCHEMAS, ROW_MODELS
 from audit.packages.layout import JSON_COLUMNS, MANIFEST, content_digest, document_model, row_to_json
 from audit.packages.validate import prefixed, pydantic_problems, unknown_kind
@@ -68,15 +68,13 @@ class PackageWriter:
         if problem := unknown_kind(kind):
             raise AuditError(problem)
         check_output(self.out, force=overwrite)
-        parent = self.out.parent
         self.kind = kind
         self.benchmark = benchmark
         self.provenance = provenance or Provenance()
         self.package_id = package_id
         self.id_prefix = id_prefix  # without a package_id: `{id_prefix}-{content digest[:12]}`
         self.overwrite = overwrite
-        self.tmp = parent / f".{self.out.name}.partial-{uuid.uuid4().hex[:8]}"
-        self.tmp.mkdir()
+        self.tmp = staging_dir(self.out, "partial")  # (and removes the partials of writers killed before)
         self._entries: dict[str, tuple[str, int | None, int | None]] = {}
         self.manifest: Manifest | None = None
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +47,11 @@ def build_hf_release(verdicts: str | Path, out: str | Path, *, overwrite: bool =
         import datasets
     except ImportError:
         raise AuditError("--format hf needs datasets: pip install 'audit[hf]'") from None
-    from audit.outputs import check_output, publish
+    from audit.outputs import check_output, publish, staging_dir
 
     dest = Path(out)
     check_output(dest, force=overwrite, kind="hf-release")
-    stage = dest.parent / f".{dest.name}.hf-{uuid.uuid4().hex[:8]}"
-    stage.mkdir()
+    stage = staging_dir(dest, "hf")
     try:
         result = build_release(verdicts, stage / RELEASE_DIR, **kwargs)
         release = stage / RELEASE_DIR

@@ -42,6 +42,21 @@ ROW_STATUSES = (
 special case, and the verdict says how it counts under the run's policies."""
 
 
+CREDITED_STATUSES = frozenset(("correct", "random_guess"))
+"""The only statuses under which a row may be credited: a row `no_answer`, `truncated` or `excluded` is never
+`correct` (a false credit is worse than a false rejection)."""
+
+
+def row_contradiction(verdict: str, status: str, answer: str | None) -> str | None:
+    """Why a row's verdict and status contradict one another, or None: a credited row whose status says it cannot
+    be, a `correct`/`incorrect` status under another verdict. (`answer` is for rules that need it.)"""
+    if verdict == "correct" and status not in CREDITED_STATUSES:
+        return f"verdict correct with status {status}: a row {status} is never credited"
+    if status in ("correct", "incorrect") and verdict != status:
+        return f"status {status} with verdict {verdict}"
+    return None
+
+
 class ComponentRef(Record):
     """A versioned extractor or grader."""
 
