@@ -108,7 +108,7 @@ def test_text_split_across_values_is_found(cli, setup):
 def test_protected_text_in_an_imported_status_is_refused(cli, setup, tmp_path):
     table = tmp_path / "recorded.jsonl"
     table.write_text("\n".join(json.dumps(r) for r in [
-        {"item_id": "p1", "sample": 0, "correct": True, "answer": "A", "status": f"graded: {PIECE}"},
+        {"item_id": "p1", "sample": 0, "correct": False, "answer": "A", "status": f"graded: {PIECE}"},
         {"item_id": "p2", "sample": 0, "correct": False, "answer": "A"},
         {"item_id": "p3", "sample": 0, "correct": False, "answer": "A"},
         {"item_id": "q1", "sample": 0, "correct": False, "answer": "A"}]) + "\n")
