@@ -5,8 +5,7 @@
     python scripts/rewrite_evidence.py --check    # exit 1 if any package is not rewritten
 
 Each package written before manifest schema_version 2 kept the old digest scheme (its files' paths and hashes
-only) and named no subject. This sets the current schema_version (3: from 2 the digest covers the whole manifest;
-3 has the field) and
+only) and named no subject. This sets schema_version 2 (the digest covers the whole manifest) and
 `provenance.subject`: the model by its public name, the sha256 of the config that was served or read, the
 engine and version, the hardware, whether the weights were random, and the run, from the records of each run
 (its README, logs and the configs kept beside it; `SUBJECTS` below says where each came from). The data files
@@ -37,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from audit.fileio import dumps_pretty, sha256_bytes, sha256_file, write_atomic  # noqa: E402
-from audit.models import MANIFEST_SCHEMA_VERSION, FileEntry, Manifest, Subject  # noqa: E402
+from audit.models import FileEntry, Manifest, Subject  # noqa: E402
 from audit.packages import bundle, package_digest, validate_package  # noqa: E402
 from audit.packages.write import manifest_json  # noqa: E402
 
@@ -119,7 +118,7 @@ def _write_manifest(d: Path, m: Manifest) -> None:
 
 def _rewritten(m: Manifest, subject: Subject) -> Manifest:
     prov = m.provenance.model_copy(update={"model": subject.model, "subject": subject})
-    return m.model_copy(update={"schema_version": MANIFEST_SCHEMA_VERSION, "provenance": prov})
+    return m.model_copy(update={"schema_version": 2, "provenance": prov})
 
 
 def _relink(d: Path, m: Manifest, digest: str) -> Manifest:
@@ -212,7 +211,7 @@ def check() -> list[str]:
     problems = []
     for rel in SUBJECTS:
         m = _read_manifest(PACKAGES / rel)
-        if m.schema_version < MANIFEST_SCHEMA_VERSION or m.provenance.subject != SUBJECTS[rel]:
+        if m.schema_version < 2 or m.provenance.subject != SUBJECTS[rel]:
             problems.append(rel)
     return problems
 
