@@ -247,7 +247,6 @@ def test_each_floor_bundle_names_its_checkpoint_config(rel, tmp_path):
         config = tf.extractfile("checkpoint/config.json").read()
         floor = json.load(tf.extractfile("floor.json"))
     assert validate_package(tmp_path) == []
-    import hashlib
 
     with open_package(tmp_path) as pkg:
         subject = pkg.manifest.provenance.subject
@@ -300,11 +299,16 @@ def test_profile_figures_are_unchanged(rel):
 
 def test_the_h200_moe_floor_used_the_evidence_config_not_the_shape_config():
     # issue 32: the evidence config lacks the MTP fields of the committed shape config; the floor used the former
-    import hashlib
 
     evidence = (PACKAGES / "evidence-h200-moe" / "qwen3-next-80b-a3b-fp8.config.json").read_bytes()
     shape = (REPO / "scripts" / "shapes" / "qwen3-next-80b-a3b-fp8.config.json").read_bytes()
-    assert "mtp_num_hidden_layers" in json.loads(shape) and "mtp_num_hidden_layers" not in json.loads(evidence)
+    ev, sh = json.loads(evidence), json.loads(shape)
+    assert {k: sh[k] for k in sh.keys() - ev.keys()} == {"mtp_num_hidden_layers": 1,
+                                                          "mtp_use_dedicated_embeddings": False}
+    assert ev.keys() <= sh.keys() and [k for k in ev if ev[k] != sh[k]] == ["quantization_config"]
+    kept_ev, kept_sh = (c["quantization_config"].pop("modules_to_not_convert") for c in (ev, sh))
+    assert ev["quantization_config"] == sh["quantization_config"]
+    assert set(kept_ev) - set(kept_sh) == {"model.embed_tokens"} and set(kept_sh) <= set(kept_ev)
     with tarfile.open(PACKAGES / "evidence-h200-moe" / "floor-qwen3-next-80b-a3b-fp8.tar.gz") as tf:
         m = json.load(tf.extractfile("manifest.json"))
     assert m["provenance"]["subject"]["model_config_sha256"] == hashlib.sha256(evidence).hexdigest()
