@@ -247,3 +247,15 @@ def test_the_judge_served_is_recorded_as_the_subject_whole_or_not_at_all(tmp_pat
     # subject flags without --judge are a usage error naming the flag
     r = cli("judge", tmp_path / "x.jsonl", "--grader", "choice", "--run", "r1")
     assert r.code == 2 and "--run needs --judge TEMPLATE" in r.err
+
+
+def test_an_error_event_without_a_message_is_recorded_as_sent(tmp_path: Path, cli) -> None:
+    resp, items = _packages(tmp_path)
+    with FakeJudge() as fj:
+        r = cli("judge", resp, "--items", items, "--judge", "hle.official", "--server", fj.url, "--judge-model",
+                "fake-stream-error", "--retries", "0", "-o", tmp_path / "calls")
+    assert r.code == 0, r.err
+    assert "judge_error=6" in r.out and "6 calls failed" in r.out
+    rows = [json.loads(x) for x in (tmp_path / "calls" / "calls.jsonl").read_text().splitlines()]
+    assert {x["error"] for x in rows} == {'POST /v1/chat/completions: error in stream: {"error": {"code": 400, '
+                                         '"message": "", "type": "BadRequestError"}}'}

@@ -159,7 +159,7 @@ def _run_llm_judge(responses: Path, judge_spec: str, *, items: Path | None, serv
     if repeats > 1:
         fr = figures.flip_rates((r.item_id, r.sample, r.attempt, r.status) for r in done.rows)
         click.echo(f"  flip rate: {fr.flipped:,} of {fr.compared:,} responses changed verdict across {repeats} "
-                   f"repeats ({100 * fr.rate:.1f}%)")
+                   f"repeats ({100 * fr.rate:.1f}%)" if fr.compared else f"  flip rate: {figures.FLIP_NONE}")
         flipped = [k for k, v in fr.per_item.items() if v > 0]
         if flipped:
             shown = ", ".join(f"{k} {100 * fr.per_item[k]:.0f}%" for k in flipped[:10])
