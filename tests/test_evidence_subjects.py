@@ -192,7 +192,9 @@ def _figures(manifest: dict, read: Callable[[str], bytes]) -> tuple[str, str]:
 
 
 def _dirs() -> list[str]:
-    return sorted(str(p.parent.relative_to(PACKAGES)) for p in PACKAGES.glob("evidence-*/*/manifest.json"))
+    # evidence-h100-judge's judge calls and their inputs: tests/test_evidence_judge.py
+    return sorted(str(p.parent.relative_to(PACKAGES)) for p in PACKAGES.glob("evidence-*/*/manifest.json")
+                  if not p.is_relative_to(PACKAGES / "evidence-h100-judge"))
 
 
 def _bundles() -> list[str]:
