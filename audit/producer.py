@@ -25,6 +25,11 @@ WRITES_SINCE_COMMIT: tuple[tuple[str, int], ...] = (
 """(commit of audit's history, the manifest schema_version a checkout at it or at any descendant writes): how an
 audit 0.1.0 package names the scheme it was written in. Newest first."""
 
+SCHEMA_1_KINDS = frozenset({"responses", "items", "verdicts", "release", "throughput", "telemetry", "profile",
+                            "checkpoint-headers"})
+"""The package kinds of schema 1's day, as the published `manifest.v1.json` enumerates them: a schema 1 manifest
+of a later kind (task-runs, judge-calls) was never written by any audit."""
+
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -74,26 +79,26 @@ def _descends(ancestor: str, commit: str) -> bool | None:
 
 def downgrade_problem(manifest: Manifest) -> str | None:
     """Why `manifest` cannot be genuine, or None: its schema_version is older than what its producer writes (by
-    the producer's version, `WRITES_SINCE_VERSION`, or by its commit, `WRITES_SINCE_COMMIT`). Editing a manifest
+    the producer's version, `WRITES_SINCE_VERSION`, or by its commit, `WRITES_SINCE_COMMIT`), or than its kind
+    (`SCHEMA_1_KINDS`). Editing a manifest
     to schema_version 1 would take its provenance out of its digest; where the producer cannot tell (audit 0.1.0
     without a commit this checkout knows), schema 1 provenance is not read at all (`Manifest.unpinned_provenance`).
     The producer is not covered by a schema 1 digest either: this refuses the edit that forgets it, and the
     unread provenance is what holds against the edit that does not."""
     prod, version = manifest.producer, manifest.schema_version
-    if prod.tool != "audit":
-        return None
     edited = "(the manifest was edited to an older scheme)"
-    release = _release(prod.version)
+    release = _release(prod.version) if prod.tool == "audit" else None
     writes = max((w for since, w in WRITES_SINCE_VERSION if release is not None and release >= since), default=None)
     if writes is not None and version < writes:
         return (f"schema_version {version} cannot be genuine: audit {prod.version} writes schema_version {writes} "
                 f"{edited}")
-    commit = prod.git_commit
-    if commit is None or not _COMMIT.match(commit):
-        return None
-    for first, writes in WRITES_SINCE_COMMIT:
+    commit = prod.git_commit if prod.tool == "audit" and prod.git_commit and _COMMIT.match(prod.git_commit) else ""
+    for first, writes in WRITES_SINCE_COMMIT if commit else ():
         if version < writes and _descends(first, commit):
             return (f"schema_version {version} cannot be genuine: its producer, audit {prod.version} at commit "
                     f"{commit[:12]}, descends from commit {first[:12]}, which began writing schema_version {writes} "
                     f"{edited}")
+    if version == 1 and manifest.kind not in SCHEMA_1_KINDS:
+        return (f"schema_version 1 cannot be genuine: kind {manifest.kind!r} came after it (schema 1 was written "
+                f"for {', '.join(sorted(SCHEMA_1_KINDS))}) {edited}")
     return None

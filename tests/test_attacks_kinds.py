@@ -465,3 +465,25 @@ def test_committed_schema_1_packages_still_read_and_show_their_provenance_as_unv
     lines = r.out.splitlines()
     at = lines.index("provenance unverified: the digest of a schema_version 1 manifest does not cover it")
     assert lines[at + 1] == "model      demo-model (fictional)"
+
+
+@attack("id.manifest-downgrade")
+def test_a_schema_1_manifest_of_a_kind_that_came_after_it_is_refused(cli, tmp_path):
+    # The producer left out too (a schema 1 digest does not cover it): the kind still tells.
+    pkg = _copy(PACKAGES / "demo-lab-note" / "agentic" / "deepswe-baseline", tmp_path / "p")
+    m = _edit_manifest(pkg, lambda m: (_downgraded(m), m.update(producer={"tool": "audit", "version": "0.1.0"})))
+    assert m["kind"] == "task-runs"
+    r = cli("validate", pkg)
+    assert (r.code, r.out) == (1, f"{pkg}/manifest.json: field schema_version: schema_version 1 cannot be genuine: "
+                                  f"kind 'task-runs' came after it (schema 1 was written for checkpoint-headers, "
+                                  f"items, profile, release, responses, telemetry, throughput, verdicts) (the "
+                                  f"manifest was edited to an older scheme)\n")
+
+
+def test_the_kinds_of_schema_1_are_the_published_schemas():
+    from tests.conftest import REPO
+
+    from audit.producer import SCHEMA_1_KINDS
+
+    published = json.loads((REPO / "schemas" / "manifest.v1.json").read_text(encoding="utf-8"))
+    assert set(published["properties"]["kind"]["enum"]) == SCHEMA_1_KINDS
