@@ -487,3 +487,17 @@ def test_the_kinds_of_schema_1_are_the_published_schemas():
 
     published = json.loads((REPO / "schemas" / "manifest.v1.json").read_text(encoding="utf-8"))
     assert set(published["properties"]["kind"]["enum"]) == SCHEMA_1_KINDS
+
+
+def test_the_version_table_names_the_schema_this_audit_writes():
+    # A scheme change without a version bump and a row in WRITES_SINCE_VERSION would leave the producer silent
+    # again (as 0.1.0 was over three schemes): the table's row for this version must be what it writes.
+    from audit import __version__
+    from audit.models import MANIFEST_SCHEMA_VERSION
+    from audit.producer import WRITES_SINCE_VERSION, _release
+
+    release = _release(__version__)
+    assert release is not None, __version__
+    since, writes = max(row for row in WRITES_SINCE_VERSION if row[0] <= release)
+    assert writes == MANIFEST_SCHEMA_VERSION, f"audit {__version__} writes {MANIFEST_SCHEMA_VERSION}: add a row"
+    assert [w for _, w in sorted(WRITES_SINCE_VERSION)] == sorted(w for _, w in WRITES_SINCE_VERSION)
