@@ -501,3 +501,16 @@ def test_the_version_table_names_the_schema_this_audit_writes():
     since, writes = max(row for row in WRITES_SINCE_VERSION if row[0] <= release)
     assert writes == MANIFEST_SCHEMA_VERSION, f"audit {__version__} writes {MANIFEST_SCHEMA_VERSION}: add a row"
     assert [w for _, w in sorted(WRITES_SINCE_VERSION)] == sorted(w for _, w in WRITES_SINCE_VERSION)
+
+
+@attack("id.legacy-provenance-read")
+def test_a_schema_1_telemetry_package_is_refused_before_its_link_is_read(cli, tmp_path):
+    # Its link to its throughput run (provenance.extra.throughput) is not covered by a schema 1 digest.
+    pkg = _copy(BENCH / "eager.telemetry", tmp_path / "t")
+    _edit_manifest(pkg, lambda m: m.update(schema_version=1))
+    assert cli("validate", pkg).code == 0
+    r = cli("show", pkg)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (f"audit: error: {pkg}: manifest.json: schema_version 1: its provenance is not covered by the "
+                     f"package's digest, so it is not read (a telemetry package is read through its "
+                     f"provenance.extra); write the package again with audit 0.2.0 or later\n")
