@@ -131,7 +131,10 @@ def _write_manifest(d: Path, m: Manifest) -> None:
 
 
 def _rewritten(m: Manifest, subject: Subject) -> Manifest:
-    prov = m.provenance.model_copy(update={"model": subject.model, "subject": subject})
+    # A schema 1 manifest's provenance, which its digest does not cover, is set aside by the model and read by
+    # nothing; here the maintainer vouches for it, so it is carried into the scheme whose digest covers it.
+    base = m.unpinned_provenance or m.provenance
+    prov = base.model_copy(update={"model": subject.model, "subject": subject})
     return m.model_copy(update={"schema_version": MANIFEST_SCHEMA_VERSION, "provenance": prov})
 
 

@@ -138,6 +138,10 @@ def show(path: Path) -> int:
         echo(f"digest     {pkg.digest}" + (" (old scheme: file paths and hashes only)"
                                                if digest_scope(m) is not None else ""))
         pv = m.provenance
+        if m.unpinned_provenance is not None:  # never read as the package's: shown, and said to be unverified
+            pv = m.unpinned_provenance
+            echo(f"provenance unverified: the digest of a schema_version {m.schema_version} manifest does not "
+                 f"cover it")
         for label, value in (("model", pv.model), ("engine", " ".join(x for x in (pv.engine, pv.engine_version) if x)),
                              ("hardware", pv.hardware), ("source", pv.source)):
             if value:
