@@ -467,7 +467,10 @@ class OpenAIServer:
                 msg = err.get("message") if isinstance(err, dict) else err
                 code = err.get("code") if isinstance(err, dict) else None
                 cls = Transient if isinstance(code, int) and code >= 500 else Rejected
-                raise cls(f"POST {path}: error in stream: {str(msg)[:300]}")
+                # an error event without a message (vLLM's, for a structured-output backend it cannot import) is
+                # recorded as sent: an empty reason says nothing
+                detail = str(msg) if msg else json.dumps(event, sort_keys=True)
+                raise cls(f"POST {path}: error in stream: {detail[:200]}")
             out.response_id = event.get("id", out.response_id)
             if isinstance(event.get("model"), str):
                 out.model = event["model"]
