@@ -140,6 +140,30 @@ def test_arena_hard_question_id_layout_is_read_with_its_own_regex(tmp_path: Path
             "2025-04 does; 1 games without a scorable label dropped); from the recorded scores 14.29") in s.out
 
 
+def test_arena_hard_recorded_scores_no_show_result_scores(tmp_path: Path, cli) -> None:
+    """r4dm/arena-hard-local's fork recorded `[A=B]` (its regex kept a bracket) for judgments ending `[[A=B]]`:
+    upstream's show_result gives such a game no battle; the re-run regex reads every one, and says they differ."""
+    rows = [{"question_id": f"q{i}", "model": "Phi-3-medium-128k-instruct", "judge": "Qwen2-72B-Instruct-AWQ",
+             "games": [{"user_prompt": "...", "judgment": "\nMy final verdict is tie: [[A=B]]", "score": "[A=B]"}] * 2}
+            for i in range(3)]
+    src = tmp_path / "Phi-3-medium-128k-instruct.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    assert cli("import", "arena-hard", src, "-o", tmp_path / "calls").code == 0
+    s = cli("show", tmp_path / "calls")
+    assert ("score      50.00 over 6 battles of 3 questions (each game scored alone, as show_result.py before "
+            "2025-04 does; 0 games without a scorable label dropped); from the recorded scores none scorable") in s.out
+    from audit.packages import open_package
+
+    assert all(x.extra["differs_from_recorded"] for x in open_package(str(tmp_path / "calls")).iter_rows(
+        "judge_call_row.v1"))
+    for r in rows:
+        r["games"] = [{"user_prompt": "...", "judgment": "\nTo\nAssistant", "score": None}] * 2  # (zeppombal's)
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli("import", "arena-hard", src, "-o", tmp_path / "none").code == 0
+    assert ("score      none: no game has a label show_result scores; from the recorded scores none scorable"
+            in cli("show", tmp_path / "none").out)
+
+
 def test_arena_hard_a_file_of_both_layouts_is_refused(tmp_path: Path, cli) -> None:
     src = tmp_path / "m.jsonl"
     src.write_text(json.dumps(_question_id_rows()[0]) + "\n" + json.dumps(_arena_rows()[0]) + "\n")

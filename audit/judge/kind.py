@@ -157,12 +157,15 @@ def _arena_line(rows: list[JudgeCallRow]) -> str:
     score = pairwise.arena_score_per_game if per_game else pairwise.arena_score
     s = score([(g.get(0), g.get(1)) for g in by_q.values()])
     o = score([(g.get(0), g.get(1)) for g in old_q.values()])
+    recorded = "none scorable" if o.battles == 0 else f"{o.score:.2f}"
+    if s.battles == 0:
+        return f"score      none: no game has a label show_result scores; from the recorded scores {recorded}"
     if per_game:
         return (f"score      {s.score:.2f} over {s.battles:,} battles of {s.questions:,} questions (each game "
                 f"scored alone, as show_result.py before 2025-04 does; {s.dropped:,} games without a scorable "
-                f"label dropped); from the recorded scores {o.score:.2f}")
+                f"label dropped); from the recorded scores {recorded}")
     return (f"score      {s.score:.2f} over {s.questions:,} questions (both games re-parsed; {s.dropped:,} "
-            f"dropped as upstream drops them); from the recorded scores {o.score:.2f}")
+            f"dropped as upstream drops them); from the recorded scores {recorded}")
 
 
 def _show(view: CallsView) -> list[str]:
