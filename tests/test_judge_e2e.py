@@ -202,7 +202,8 @@ def test_repeats_print_the_flip_rate_per_item_and_judges_lists_the_components(tm
     assert [line.split()[1] for line in j.out.splitlines()] == [
         "hle.official@a590489", "simple_evals.equality@ee3b031", "inspect.model_graded_qa@499e615",
         "inspect.model_graded_fact@499e615", "hle.substring@a590489", "hle.strict@1", "simple_evals.yes@ee3b031",
-        "inspect.grade@3ce8aed", "inspect.grade@499e615", "alpaca_eval.logprob@cd543a1", "arena_hard.verdict@196f6b8"]
+        "inspect.grade@3ce8aed", "inspect.grade@499e615", "alpaca_eval.logprob@cd543a1", "arena_hard.verdict@4ce0f00",
+        "arena_hard.verdict@196f6b8"]
     # --judge options without --judge, and --judge without a server, are usage errors
     assert cli("judge", tmp_path / "x.jsonl", "--grader", "choice", "--repeats", "2").code == 2
     assert "--judge needs --server URL and -o CALLS" in cli("judge", resp, "--judge", "hle.official").err
