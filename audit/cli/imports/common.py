@@ -3,15 +3,17 @@ check, one line per kind of problem, and the lines each import prints."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from audit.cli.app import cli
-from audit.models import Manifest
+from audit.models import Manifest, Provenance
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def common_options(f):
@@ -162,6 +164,76 @@ def report_recorded(recorded: Path, header: Any, benchmark: str, note: str = "")
 
 RECORDED_HELP = ("Also write the verdicts the run itself recorded as a verdict file pinned to OUT, ready for "
                   "`audit diff RECORDED.json REGRADED.json`.")
+
+
+def recorded_option(each_row: str) -> Callable[[F], F]:
+    """`--recorded RECORDED.json` of an import that can write its run's own verdicts; `each_row` says what a row
+    of that verdict file is."""
+    return click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
+                        help=f"{RECORDED_HELP} Each row: {each_row}")
+
+
+def metric_option(default: str) -> Callable[[F], F]:
+    """`--metric NAME`: which logged metric is the recorded verdict; `default` says which one is taken without it."""
+    return click.option("--metric", metavar="NAME",
+                        help=f"With --recorded: the logged metric that is the verdict (default: {default}).")
+
+
+def start_import(recorded: Path | None, force: bool, provenance: Path | None, *,
+                 metric: str | None = None) -> Provenance | None:
+    """What every import that writes packages does before it reads its source: `--metric` only with `--recorded`,
+    the verdict file's path checked, and the `--provenance` file read (None without one)."""
+    from audit.pack import load_provenance
+
+    if metric is not None and recorded is None:
+        raise click.UsageError("--metric needs --recorded")
+    check_recorded(recorded, force)
+    return load_provenance(provenance) if provenance else None
+
+
+def recorded_writer(recorded: Path | None, rows: Any, *, benchmark: str, tool: str, source: str, force: bool,
+                    **fields: Any) -> Callable[[Path, str], Any] | None:
+    """`write_all`'s `write_recorded`: the verdict file of `rows` (or of `rows()`, read when it is written), pinned
+    to the package it is given; None without `recorded`."""
+    if recorded is None:
+        return None
+    from audit.importers.verdicts import write_recorded
+
+    def write(package: Path, rel: str) -> Any:
+        return write_recorded(recorded, rows() if callable(rows) else rows, benchmark=benchmark, tool=tool,
+                              source=source, package=package, package_path=rel, overwrite=force, **fields)
+    return write
+
+
+def calls_options(*extra: Callable[[F], F]) -> Callable[[F], F]:
+    """The options of an import that writes a judge-calls package: `-o CALLS`, the command's own (`extra`), then
+    `--force`."""
+    def wrap(f: F) -> F:
+        for opt in reversed([
+                click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, metavar="CALLS",
+                             help="judge-calls package to write."),
+                *extra,
+                click.option("--force", is_flag=True, help="Replace CALLS if it exists.")]):
+            f = opt(f)
+        return f
+    return wrap
+
+
+def write_calls(read: Callable[[], Any], out: Path, *, force: bool, questions: int | None = None) -> int:
+    """Check CALLS, read the source (`read()`, an `audit.judge.imports.Imported`), write the judge-calls package and
+    say how many calls of each status it holds."""
+    from collections import Counter
+
+    from audit.judge.imports import write_imported
+    from audit.outputs import check_output
+
+    check_output(out, force=force)
+    imp = read()
+    write_imported(imp, str(out), questions=questions, force=force)
+    statuses = Counter(r.status for r in imp.rows)
+    click.echo(f"wrote {out}: {len(imp.rows):,} judge calls from {imp.source.name} ("
+               + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items())) + ")")
+    return 0
 
 
 def report(manifests: list[Manifest], outs: list[Path], bad_rows: list[dict[str, Any]] | None = None) -> None:

@@ -10,14 +10,16 @@ import click
 from audit.cli.app import benchmark_option
 from audit.cli.imports.common import (
     ON_BAD_ROW,
-    RECORDED_HELP,
     check_format,
-    check_recorded,
     collapsed_problems,
     common_options,
     import_group,
+    metric_option,
+    recorded_option,
+    recorded_writer,
     report,
     report_recorded,
+    start_import,
     write_reported,
 )
 from audit.pack import load_provenance
@@ -62,11 +64,8 @@ def _choice_rules(ctx: click.Context, param: click.Parameter, values: tuple[str,
                    "it logs acc; acc_norm for tasks that log acc_norm only). TASK=RULE sets one task (repeatable).")
 @click.option("--target-delimiter", default=" ", show_default=True, metavar="TEXT",
               help="Multiple-choice samples: the task's target_delimiter, which each logged option starts with.")
-@click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
-              help=RECORDED_HELP + " Each row: the document's logged metric (0 or 1) with the filtered answer, "
-                                    "or the chosen option.")
-@click.option("--metric", metavar="NAME", help="With --recorded: the logged metric that is the verdict "
-                                               "(default: --choice-by for multiple choice, else the first logged).")
+@recorded_option("the document's logged metric (0 or 1) with the filtered answer, or the chosen option.")
+@metric_option("--choice-by for multiple choice, else the first logged")
 @ON_BAD_ROW
 @common_options
 def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: str, filter_name: str | None,
@@ -90,7 +89,6 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
     and the other tasks are written.
     """
     from audit.importers.lm_eval import lm_eval_import, lm_eval_outputs
-    from audit.importers.verdicts import write_recorded
 
     if src.is_dir() or _holds_its_samples(src):
         return _import_lm_eval_dir(src, benchmark=benchmark, items_out=items_out, item_id=item_id,
@@ -104,10 +102,7 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
     if benchmark is None:
         raise click.UsageError("--benchmark is required for a samples file")
     check_format([src], "lm-eval")
-    if metric is not None and recorded is None:
-        raise click.UsageError("--metric needs --recorded")
-    check_recorded(recorded, force)
-    base = load_provenance(provenance) if provenance else None
+    base = start_import(recorded, force, provenance, metric=metric)
     imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=not no_hash_check,
                          choice_by=choice_by[0] or "acc", target_delimiter=target_delimiter, on_bad_row=on_bad_row)
     recorded_imp = imp.reader()
@@ -122,10 +117,8 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
         verdict_rows = [recorded_row(r["item_id"], 0, answer=r["answer"], verdict=r["verdict"], status=r["status"],
                                      reason=r["reason"], reference=r["reference"]) for r in rows]
 
-        def write(package: Path, rel: str) -> Any:
-            return write_recorded(recorded, verdict_rows, benchmark=benchmark, tool=f"lm-evaluation-harness ({used})",
-                                  source=f"{imp.src.name} sha256:{imp.src.sha256}", package=package,
-                                  package_path=rel, overwrite=force)
+        write = recorded_writer(recorded, verdict_rows, benchmark=benchmark, tool=f"lm-evaluation-harness ({used})",
+                                source=f"{imp.src.name} sha256:{imp.src.sha256}", force=force)
     header = write_reported(outputs, force, recorded, write, imp.bad_rows)
     if recorded is not None:
         report_recorded(recorded, header, benchmark, f" ({used})")
