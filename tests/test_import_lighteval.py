@@ -276,8 +276,8 @@ def test_a_parquet_table_replaced_after_it_was_hashed_is_refused(cli, here, monk
     mod = lighteval_mod if importer == "lighteval" else lm_eval_mod
     real = mod.source_file
 
-    def hashed_then_swapped(p, suffixes):
-        pinned = real(p, suffixes)
+    def hashed_then_swapped(p, *args):
+        pinned = real(p, *args)
         path.write_bytes(other.read_bytes())  # after the hash, before the read
         return pinned
 

@@ -16,9 +16,9 @@ from audit.judge.models import ChatMessage, JudgeCallRow
 from audit.judge.rules import Reply
 
 
-def import_arena_hard(path: str) -> Imported:
+def import_arena_hard(path: str, fmt: str | None = None) -> Imported:
     """Arena-Hard judgment JSONL -> two call rows per question (game 0: baseline as A; game 1: the model as A)."""
-    sf = source_file(path, (".jsonl", ".json"))
+    sf = source_file(path, (".jsonl", ".json"), fmt)
     rule = rules.get("arena_hard.verdict@196f6b8")
     key = rule_key(rule.key)
     rows: list[JudgeCallRow] = []

@@ -27,7 +27,7 @@ from audit.errors import AuditError
 from audit.fileio import READ_ERRORS, copy_regular, gzip_limit, zip_expansion_problem
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.formats import Format, Importer, register_importer
-from audit.importers.sources import CHANGED, SourceFile, source_file, zip_problem
+from audit.importers.sources import CHANGED, SourceFile, format_name, source_file, zip_problem
 from audit.models import DatasetRef, Provenance
 from audit.pack import SourceRow, Table
 
@@ -44,14 +44,15 @@ MAX_JSON_LOG_BYTES = 256 * 1024 * 1024
 is bounded by what its members really expand to instead."""
 
 
-def read_log(path: str | Path) -> tuple[SourceFile, Any]:
+def read_log(path: str | Path, fmt: str | None = None) -> tuple[SourceFile, Any]:
     """The log file pinned by sha256 and read by inspect_ai; one line when inspect_ai is missing or the file is
-    not a log.
+    not a log. `fmt` (eval or json): the log's format when its name does not tell it.
 
     inspect_ai reads a private copy of the file, made in one pass whose digest must be the pin: a log replaced
     after it was hashed is refused (CHANGED), never read under the old digest."""
-    sf = source_file(path, SUFFIXES)
-    if not sf.name.lower().endswith(".eval") and sf.bytes > MAX_JSON_LOG_BYTES:
+    sf = source_file(path, SUFFIXES, fmt)
+    zipped = format_name(sf).endswith(".eval")
+    if not zipped and sf.bytes > MAX_JSON_LOG_BYTES:
         raise AuditError(f"a {sf.bytes:,}-byte JSON log, more than the {MAX_JSON_LOG_BYTES:,} read (inspect_ai "
                          "holds it whole, several times over); convert it with `inspect log convert --to eval`",
                          path=str(path))
@@ -61,14 +62,14 @@ def read_log(path: str | Path) -> tuple[SourceFile, Any]:
         raise AuditError("reading inspect_ai logs needs inspect_ai: pip install 'audit[inspect]'",
                          path=str(path)) from None
     with tempfile.TemporaryDirectory(prefix="audit-inspect-") as tmp:
-        copy = Path(tmp) / ("log" + Path(sf.name).suffix.lower())  # (inspect_ai tells the format by suffix)
+        copy = Path(tmp) / ("log.eval" if zipped else "log.json")  # (inspect_ai tells the format by suffix)
         try:
             digest, size = copy_regular(sf.path, copy)
         except OSError as e:
             raise AuditError(f"unreadable: {e.strerror or e}", path=str(path)) from None
         if (digest, size) != (sf.sha256, sf.bytes):
             raise AuditError(CHANGED, path=str(path))
-        if sf.name.lower().endswith(".eval"):
+        if zipped:
             _check_zip(sf, copy)
         try:
             log = read_eval_log(str(copy))

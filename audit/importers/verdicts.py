@@ -87,13 +87,14 @@ FIELDS = ("item_id", "sample", "answer", "correct", "verdict", "status", "reason
 
 def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: str,
                     package: str | Path | None = None, rmap: RecordMap | None = None,
-                    overwrite: bool = True) -> VerdictFile:
-    """Write `out` (a verdict file) from a table of recorded verdicts; errors name file, row and field.
+                    overwrite: bool = True, fmt: str | None = None) -> VerdictFile:
+    """Write `out` (a verdict file) from a table of recorded verdicts (of format `fmt` when its name does not tell
+    it); errors name file, row and field.
 
     A `subject` column (one per item) gives the file its per-subject figures. `rmap` (`--map`, `--where`)
     selects and renames the columns of a table written another way first.
     """
-    rows, subject_of, source = _read_recorded(src, tool, rmap)
+    rows, subject_of, source = _read_recorded(src, tool, rmap, fmt)
     return write_recorded(out, rows, benchmark=benchmark, tool=tool, source=source, package=package,
                           package_path=package_path_from(out, package) if package is not None else None,
                           subject_of=subject_of,
@@ -114,10 +115,10 @@ def recorded_verdicts(src: str | Path, *, benchmark: str, tool: str, package: Pa
                            package_path=package_path, subject_of=subject_of)
 
 
-def _read_recorded(src: str | Path, tool: str,
-                   rmap: RecordMap | None) -> tuple[list[dict[str, Any]], dict[str, str | None], str]:
+def _read_recorded(src: str | Path, tool: str, rmap: RecordMap | None,
+                   fmt: str | None = None) -> tuple[list[dict[str, Any]], dict[str, str | None], str]:
     """The rows of a table of recorded verdicts, each item's subject, and the table named by sha256."""
-    sf = source_file(src, TABLE_SUFFIXES)
+    sf = source_file(src, TABLE_SUFFIXES, fmt)
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, int], int] = {}
     subject_of: dict[str, str | None] = {}

@@ -34,6 +34,14 @@ def common_options(f):
     return f
 
 
+FORMAT = click.option(
+    "--format", "fmt", metavar="EXT",
+    help="The file's format when its name does not end in it: the extension it would have (e.g. jsonl, json, csv, "
+         "parquet, eval; one the command reads). Default: told by the name.")
+"""`--format EXT`, for every import that tells a file's format by its name (`audit.importers.sources.format_name`
+applies it; `source_file` refuses an extension the command does not read)."""
+
+
 def mapping_options(f):
     """`--map` and `--where`, as `import table` has them, for commands that read fixed field names (the
     importers, `audit extract`, `audit judge`)."""
@@ -51,20 +59,21 @@ def record_map(maps: tuple[str, ...], where: tuple[str, ...], fields: tuple[str,
     return RecordMap.parse(maps, where, fields=fields)
 
 
-def check_format(srcs: tuple[Path, ...] | list[Path], importer: str) -> None:
+def check_format(srcs: tuple[Path, ...] | list[Path], importer: str, fmt: str | None = None) -> None:
     """Refuse, in one line, a file that another command reads (an lm-eval file given to mmlu-pro, a verdict file
-    given to table, ...), naming what it looks like and the command to use."""
+    given to table, ...), naming what it looks like and the command to use; `fmt`: `--format`."""
     from audit.errors import AuditError
     from audit.importers.detect import wrong_importer
 
     for src in srcs:
-        found = wrong_importer(src, importer)
+        found = wrong_importer(src, importer, fmt)
         if found is not None:
-            raise AuditError(found.message(src), path=str(src))
+            raise AuditError(found.message(src, fmt), path=str(src))
 
 
 @contextmanager
-def collapsed_problems(srcs: tuple[Path, ...] | list[Path] = (), *, hint: bool = False) -> Iterator[None]:
+def collapsed_problems(srcs: tuple[Path, ...] | list[Path] = (), *, hint: bool = False,
+                       fmt: str | None = None) -> Iterator[None]:
     """One line per kind of problem: the same field missing on every row is said once, with a count.
 
     With `hint`, a failed import of a file that a dedicated command reads says which (a table
@@ -75,9 +84,9 @@ def collapsed_problems(srcs: tuple[Path, ...] | list[Path] = (), *, hint: bool =
 
     def hint_for() -> str | None:
         for src in srcs:
-            found = sniff(src)
+            found = sniff(src, fmt)
             if found is not None and found is not TABLE and found.importer != "table":
-                return found.message(src)
+                return found.message(src, fmt)
         return None
 
     try:
@@ -206,13 +215,14 @@ def recorded_writer(recorded: Path | None, rows: Any, *, benchmark: str, tool: s
 
 
 def calls_options(*extra: Callable[[F], F]) -> Callable[[F], F]:
-    """The options of an import that writes a judge-calls package: `-o CALLS`, the command's own (`extra`), then
-    `--force`."""
+    """The options of an import that writes a judge-calls package: `-o CALLS`, the command's own (`extra`),
+    `--format` and `--force`."""
     def wrap(f: F) -> F:
         for opt in reversed([
                 click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, metavar="CALLS",
                              help="judge-calls package to write."),
                 *extra,
+                FORMAT,
                 click.option("--force", is_flag=True, help="Replace CALLS if it exists.")]):
             f = opt(f)
         return f

@@ -13,10 +13,10 @@ from audit.cli.imports.common import calls_options, import_group, write_calls
 @click.argument("src", type=click.Path(path_type=Path), metavar="judged_NAME.json")
 @calls_options(click.option("--questions", type=click.IntRange(1), metavar="N",
                             help="Questions of the dataset (upstream's n; default: the file's entries)."))
-def import_hle_judged(src: Path, out: Path, questions: int | None, force: bool) -> int:
+def import_hle_judged(src: Path, out: Path, questions: int | None, fmt: str | None, force: bool) -> int:
     """HLE's judged JSON: the parsed fields only ("raw response not recorded"); HLE's figures over --questions N
     (upstream divides by every question of the dataset).
     """
     from audit.importers.hle_judged import import_hle_judged
 
-    return write_calls(lambda: import_hle_judged(str(src)), out, force=force, questions=questions)
+    return write_calls(lambda: import_hle_judged(str(src), fmt), out, force=force, questions=questions)

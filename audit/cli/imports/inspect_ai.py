@@ -8,6 +8,7 @@ import click
 
 from audit.cli.app import benchmark_option
 from audit.cli.imports.common import (
+    FORMAT,
     common_options,
     exit_on_mismatch,
     import_group,
@@ -26,9 +27,10 @@ from audit.cli.imports.common import (
 @click.option("--scorer", metavar="NAME",
               help="Which scorer's values are the recorded verdicts (default: the only one).")
 @recorded_option("the scorer's value (C correct, I and N incorrect, P ungraded).")
+@FORMAT
 @common_options
-def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorded: Path | None, out: Path,
-                   model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
+def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorded: Path | None, fmt: str | None,
+                   out: Path, model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
                    force: bool) -> int:
     """inspect_ai evaluation logs (.eval or .json), read with inspect_ai's own reader (the `inspect` extra).
 
@@ -41,7 +43,7 @@ def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorde
     from audit.specs import spec_named
 
     base = start_import(recorded, force, provenance)
-    sf, log = read_log(src)
+    sf, log = read_log(src, fmt)
     imp = InspectImport(sf, log, scorer)
     checks = imp.cross_check()
     outputs = inspect_outputs(imp, out, benchmark=benchmark, gzip=use_gzip, model=model, provenance=base,

@@ -8,6 +8,7 @@ import click
 
 from audit.cli.app import benchmark_option
 from audit.cli.imports.common import (
+    FORMAT,
     ON_BAD_ROW,
     common_options,
     exit_on_mismatch,
@@ -37,11 +38,12 @@ from audit.cli.imports.common import (
 @recorded_option("the sample's logged metric (0 or 1).")
 @metric_option("the only one with 0/1 values")
 @ON_BAD_ROW
+@FORMAT
 @common_options
 def import_lighteval(src: Path, benchmark: str | None, results: Path | None, choice_by: str, reference_from: str,
-                     recorded: Path | None,
-                     metric: str | None, on_bad_row: str, out: Path, model: str | None, provenance: Path | None,
-                     package_id: str | None, use_gzip: bool, force: bool) -> int:
+                     recorded: Path | None, metric: str | None, on_bad_row: str, fmt: str | None, out: Path,
+                     model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
+                     force: bool) -> int:
     """lighteval per-sample details (details_<task>_<date>.parquet, any lighteval version), read with `datasets`.
 
     Generative samples: each generation a response, the gold text the reference. Log-likelihood samples: the
@@ -56,7 +58,7 @@ def import_lighteval(src: Path, benchmark: str | None, results: Path | None, cho
     if recorded is not None and benchmark is None:
         raise click.UsageError("--recorded needs --benchmark NAME")
     base = start_import(recorded, force, provenance, metric=metric)
-    imp = lighteval_import(src, choice_by=choice_by, on_bad_row=on_bad_row, reference_from=reference_from)
+    imp = lighteval_import(src, choice_by=choice_by, on_bad_row=on_bad_row, reference_from=reference_from, fmt=fmt)
     results = results or find_results(src)
     checks = imp.cross_check(results)
     outputs = lighteval_outputs(imp, out, benchmark=benchmark, checks=checks, gzip=use_gzip, model=model,

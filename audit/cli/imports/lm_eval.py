@@ -9,6 +9,7 @@ import click
 
 from audit.cli.app import benchmark_option
 from audit.cli.imports.common import (
+    FORMAT,
     ON_BAD_ROW,
     check_format,
     collapsed_problems,
@@ -67,12 +68,13 @@ def _choice_rules(ctx: click.Context, param: click.Parameter, values: tuple[str,
 @recorded_option("the document's logged metric (0 or 1) with the filtered answer, or the chosen option.")
 @metric_option("--choice-by for multiple choice, else the first logged")
 @ON_BAD_ROW
+@FORMAT
 @common_options
 def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: str, filter_name: str | None,
                    no_hash_check: bool, choice_by: tuple[str | None, dict[str, str]], target_delimiter: str,
                    recorded: Path | None,
-                   metric: str | None, on_bad_row: str, out: Path, model: str | None, provenance: Path | None,
-                   package_id: str | None, use_gzip: bool, force: bool) -> int:
+                   metric: str | None, on_bad_row: str, fmt: str | None, out: Path, model: str | None,
+                   provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool) -> int:
     """lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl), or a whole output DIR.
 
     generate_until samples: one response per entry of `resps`, repeats numbered as
@@ -90,7 +92,9 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
     """
     from audit.importers.lm_eval import lm_eval_import, lm_eval_outputs
 
-    if src.is_dir() or _holds_its_samples(src):
+    if src.is_dir() and fmt is not None:
+        raise click.UsageError("--format takes a file: a folder's files are told by their names")
+    if src.is_dir() or _holds_its_samples(src, fmt):
         return _import_lm_eval_dir(src, benchmark=benchmark, items_out=items_out, item_id=item_id,
                                    filter_name=filter_name, no_hash_check=no_hash_check, choice_by=choice_by,
                                    target_delimiter=target_delimiter, recorded=recorded, out=out, model=model,
@@ -101,10 +105,11 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
                                "give RULE)")
     if benchmark is None:
         raise click.UsageError("--benchmark is required for a samples file")
-    check_format([src], "lm-eval")
+    check_format([src], "lm-eval", fmt)
     base = start_import(recorded, force, provenance, metric=metric)
     imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=not no_hash_check,
-                         choice_by=choice_by[0] or "acc", target_delimiter=target_delimiter, on_bad_row=on_bad_row)
+                         choice_by=choice_by[0] or "acc", target_delimiter=target_delimiter, on_bad_row=on_bad_row,
+                         fmt=fmt)
     recorded_imp = imp.reader()
     outputs = lm_eval_outputs(imp, out, benchmark=benchmark, items_out=items_out, gzip=use_gzip, model=model,
                               provenance=base, package_id=package_id)
@@ -125,12 +130,12 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
     return 0
 
 
-def _holds_its_samples(src: Path) -> bool:
+def _holds_its_samples(src: Path, fmt: str | None) -> bool:
     """Whether `src` is a results file with its samples inside (simple_evaluate's output with log_samples): read
     as a folder of one file, a package per task."""
     from audit.importers.detect import sniff
 
-    found = sniff(src) if src.is_file() else None
+    found = sniff(src, fmt) if src.is_file() else None
     return found is not None and found.key == "lm-eval-results-samples"
 
 

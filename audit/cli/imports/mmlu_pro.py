@@ -9,6 +9,7 @@ import click
 
 from audit.cli.app import benchmark_option
 from audit.cli.imports.common import (
+    FORMAT,
     ON_BAD_ROW,
     check_format,
     common_options,
@@ -34,10 +35,12 @@ from audit.cli.imports.common import (
                   show_default=True)
 @recorded_option("the upstream `pred` against the record's gold letter; a null pred is counted wrong (upstream "
                  "scores a guess reseeded before each draw: `audit grade --policy no_answer=upstream-guess@964a136`).")
+@FORMAT
 @common_options
 def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: str, maps: tuple[str, ...],
-                    where: tuple[str, ...], benchmark: str, recorded: Path | None, out: Path, model: str | None,
-                    provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool) -> int:
+                    where: tuple[str, ...], benchmark: str, recorded: Path | None, fmt: str | None, out: Path,
+                    model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
+                    force: bool) -> int:
     """TIGER-AI-Lab/MMLU-Pro result files: per-category `*_result.json`, the `eval_results/*.zip`
     files, or JSONL.
 
@@ -51,9 +54,9 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: 
 
     rmap = record_map(maps, where, FIELDS)
     if not rmap:
-        check_format(srcs, "mmlu-pro")
+        check_format(srcs, "mmlu-pro", fmt)
     base = start_import(recorded, force, provenance)
-    files = mmlu_pro_files(list(srcs))
+    files = mmlu_pro_files(list(srcs), fmt)
     bad_rows: list[dict[str, Any]] = []
     outputs = mmlu_pro_outputs(files, out, items_out=items_out, gzip=use_gzip, benchmark=benchmark, model=model,
                                provenance=base, package_id=package_id, on_bad_row=on_bad_row, bad_rows=bad_rows,
