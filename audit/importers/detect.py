@@ -71,13 +71,15 @@ def sniff(path: str | os.PathLike[str], fmt: str | None = None) -> Format | None
     if p.is_dir():
         return PACKAGE if (p / "manifest.json").is_file() else None
     name = format_name(p, fmt)
+    named = False
     for by_name in formats():
         if by_name.suffixes and name.endswith(by_name.suffixes):
             if by_name.file_test is None:
                 return by_name
-            if p.is_file():  # e.g. inspect_ai's .eval: a zip with header.json
-                return by_name if by_name.file_test(p) else None
-    if not p.is_file():
+            named = True
+            if p.is_file() and by_name.file_test(p):  # e.g. inspect_ai's .eval: a zip with header.json
+                return by_name
+    if named or not p.is_file():  # (a name that only a file test can confirm is no table)
         return None
     try:
         with open_binary(p) as fh:

@@ -100,6 +100,15 @@ def _check_zip(sf: SourceFile, copy: Path) -> None:
         raise AuditError(refused, path=str(sf.path))
 
 
+def no_scores(log_path: str) -> str:
+    """Why a log without scores has no recorded verdicts, and the two ways on: grade the package, or score the log
+    with inspect first (the task named no scorer, so `inspect score` needs one)."""
+    return ("the log holds no scores (its task ran without a scorer, or with --no-score), so there are no recorded "
+            "verdicts to write: import it without --recorded and grade the package (`audit grade OUT --benchmark "
+            f"NAME`), or score it first (`inspect score {log_path} --scorer NAME --output-file SCORED.json`) and "
+            "import SCORED.json with --recorded")
+
+
 def _text(v: Any) -> str | None:
     return v if isinstance(v, str) else None
 
@@ -114,9 +123,11 @@ class InspectImport:
     checks: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        names = sorted({k for s in self.log.samples for k in (s.scores or {})})
+        names = self.scorer_names()
         if self.scorer is None:
             self.scorer = names[0] if len(names) == 1 else None
+        elif not names:
+            raise AuditError(f"--scorer {self.scorer}: {no_scores(self.label)}", path=self.label)
         elif self.scorer not in names:
             raise AuditError(f"--scorer {self.scorer}: the log's scorers are {', '.join(names) or 'none'}",
                              path=str(self.src.path))
@@ -124,6 +135,10 @@ class InspectImport:
     @property
     def label(self) -> str:
         return str(self.src.path)
+
+    def scorer_names(self) -> list[str]:
+        """The scorers whose scores the samples hold, by name."""
+        return sorted({k for s in self.log.samples for k in (s.scores or {})})
 
     def _id(self, s: Any, row: int) -> str:
         if isinstance(s.id, bool) or not isinstance(s.id, (int, str)) or s.id == "":
@@ -187,7 +202,9 @@ class InspectImport:
         from audit.importers.verdicts import recorded_row
 
         if self.scorer is None:
-            names = sorted({k for s in self.log.samples for k in (s.scores or {})})
+            names = self.scorer_names()
+            if not names:
+                raise AuditError(no_scores(self.label), path=self.label)
             raise AuditError(f"the log has {len(names)} scorers ({', '.join(names) or 'none'}): give --scorer",
                              path=self.label)
         rows = []
@@ -282,9 +299,43 @@ def _is_eval_zip(path: Path) -> bool:
     return bool(names & {"header.json", "_journal/start.json"})
 
 
+_MAX_HEADER_BYTES = 16 << 20
+
+
+def _is_log(obj: dict[str, Any]) -> bool:
+    return isinstance(obj.get("eval"), dict) and "status" in obj and "version" in obj
+
+
+def _unscored(obj: dict[str, Any]) -> bool:
+    """A log (its top level, or an .eval's header.json) whose results hold no scores: a run without a scorer."""
+    results = obj.get("results")
+    return obj.get("status") == "success" and (not isinstance(results, dict) or not results.get("scores"))
+
+
+def _is_unscored_eval(path: Path) -> bool:
+    """An .eval zip whose header.json says the run logged no scores (the header read only when it says it is small)."""
+    import json
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo("header.json")
+            if info.file_size > _MAX_HEADER_BYTES:
+                return False
+            obj = json.loads(zf.read(info))
+    except (KeyError, ValueError, RecursionError, NotImplementedError, zipfile.BadZipFile, *READ_ERRORS):
+        return False
+    return isinstance(obj, dict) and _unscored(obj)
+
+
 register_importer(Importer(
     "inspect", "audit.cli.imports.inspect_ai",
-    (Format("inspect-log", "an inspect_ai evaluation log (samples, scores, model)",
+    (Format("inspect-log-unscored", "an inspect_ai evaluation log without scores (samples, model)",
+            "audit import inspect FILE -o OUT", "inspect", order=29,
+            document=lambda obj: _is_log(obj) and _unscored(obj), suffixes=(".eval",), file_test=_is_unscored_eval,
+            tabular=False, verdicts_hint="; it holds no scores, so no recorded verdicts: `audit import inspect FILE -o "
+                                         "OUT` and grade the package, or `inspect score FILE --scorer NAME "
+                                         "--output-file SCORED.json` first"),
+     Format("inspect-log", "an inspect_ai evaluation log (samples, scores, model)",
             "audit import inspect FILE -o OUT [--recorded RECORDED.json]", "inspect", order=30,
-            document=lambda obj: isinstance(obj.get("eval"), dict) and "status" in obj and "version" in obj,
-            suffixes=(".eval",), file_test=_is_eval_zip, tabular=False),)), __name__)
+            document=_is_log, suffixes=(".eval",), file_test=_is_eval_zip, tabular=False))), __name__)
