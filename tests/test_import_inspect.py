@@ -195,3 +195,46 @@ def test_a_log_replaced_after_its_hash_is_refused_and_nothing_is_written(cli, he
     assert (r.code, r.out) == (2, "")
     assert r.err == f"audit: error: {src.name}: the file changed since it was hashed: run again\n"
     assert not (here / "pkg").exists() and not (here / "rec.json").exists()
+
+
+MODEL_GRADED_LOG = Path(__file__).parent / "data" / "judge" / "inspect_input-task_model_graded_fact.json"
+JUDGE_NOTE = ("the recorded verdicts came from a model-graded scorer (model_graded_fact); exact.hle@1 is not the same "
+              "grader: a verdict it changes may be the judge and the rule disagreeing, not a retraction by itself")
+
+
+def test_a_model_graded_score_regraded_by_a_rule_is_labelled_in_grade_and_diff(cli, here):
+    # issue 31 item 8: a real inspect_ai log scored by model_graded_fact (gpt-4o-mini said C), regraded with
+    # `exact`, showed as a -100 point retraction with no word that the recorded grader was a judge.
+    r = cli("import", "inspect", MODEL_GRADED_LOG, "-o", "pkg", "--recorded", "rec.json", "--benchmark", "exact")
+    assert r.code == 0, r.err
+    env = json.loads((here / "rec.json").read_text())["environment"]
+    assert {k: env[k] for k in ("recorded_scorer", "recorded_scorer_kind", "recorded_scorer_function")} == {
+        "recorded_scorer": "model_graded_fact", "recorded_scorer_kind": "model-graded",
+        "recorded_scorer_function": "model_graded_fact"}
+    with open_package(here / "pkg") as pkg:
+        imported = pkg.manifest.provenance.extra["import"]
+    assert (imported["scorer_kind"], imported["scorer_function"]) == ("model-graded", "model_graded_fact")
+    r = cli("grade", "pkg", "--benchmark", "exact", "-o", "graded.json")
+    assert r.code == 0 and r.out.splitlines()[-1] == f"note: {JUDGE_NOTE}", r.out
+    r = cli("diff", "rec.json", "graded.json")
+    assert f"- note: OLD: {JUDGE_NOTE}" in r.out.splitlines()
+    assert "Δ -100.00 points" in r.out  # the figure is still shown; the note says what it is
+
+
+def test_a_rule_scorer_gets_no_judge_note(cli, here, logs):
+    r = cli("import", "inspect", logs["json"], "-o", "pkg", "--recorded", "rec.json", "--benchmark", "exact")
+    assert r.code == 0, r.err
+    assert json.loads((here / "rec.json").read_text())["environment"]["recorded_scorer_kind"] == "rule"
+    r = cli("grade", "pkg", "--benchmark", "exact", "-o", "graded.json")
+    assert r.code == 0 and "model-graded" not in r.out
+    assert "model-graded" not in cli("diff", "rec.json", "graded.json").out
+
+
+@pytest.mark.parametrize("function,by_model,kind", [
+    ("model_graded_qa", False, "model-graded"), ("inspect_ai/model_graded_fact", False, "model-graded"),
+    ("my_task/llm_judge", True, "model-graded"), ("match", False, "rule"), ("inspect_ai/includes", False, "rule"),
+    ("my_task/custom", False, "unknown"), (None, False, "unknown")])
+def test_scorer_kind(function, by_model, kind):
+    from audit.importers.inspect_ai import scorer_kind
+
+    assert scorer_kind(function, by_model) == kind

@@ -39,6 +39,22 @@ FINISH = {"stop": "stop", "max_tokens": "length", "model_length": "length", "con
 _LETTER_VALUES = {"C": ("correct", 1.0), "I": ("incorrect", 0.0), "N": ("incorrect", 0.0), "P": ("ungraded", 0.5)}
 
 
+MODEL_GRADED = frozenset({"model_graded_qa", "model_graded_fact"})
+"""inspect_ai's scorers whose verdict is a grader model's reply (`inspect_ai/scorer/_model.py`)."""
+RULE_SCORERS = frozenset({"match", "includes", "pattern", "answer", "choice", "exact", "f1"})
+"""inspect_ai's scorers that compare texts by a fixed rule, calling no model."""
+
+
+def scorer_kind(function: str | None, graded_by_model: bool) -> str:
+    """`model-graded`, `rule` or `unknown`: what kind of grader an inspect scorer is, by its registered function
+    (`results.scores[].scorer`, `inspect_ai/` prefix or not) or by its scores holding the grader's conversation
+    (`metadata.grading`, as model_graded_qa writes it, for a scorer of another name)."""
+    name = (function or "").removeprefix("inspect_ai/")
+    if name in MODEL_GRADED or graded_by_model:
+        return "model-graded"
+    return "rule" if name in RULE_SCORERS else "unknown"
+
+
 MAX_JSON_LOG_BYTES = 256 * 1024 * 1024
 """Largest inspect_ai `.json` log read: inspect_ai parses it whole (a 400 MB log took 971 MB); an `.eval` log
 is bounded by what its members really expand to instead."""
@@ -139,6 +155,36 @@ class InspectImport:
     def scorer_names(self) -> list[str]:
         """The scorers whose scores the samples hold, by name."""
         return sorted({k for s in self.log.samples for k in (s.scores or {})})
+
+    def scorer_function(self) -> str | None:
+        """The registered function of the chosen scorer, as the log's results name it (None: not named)."""
+        results = self.log.results
+        return next((sc.scorer for sc in (results.scores if results is not None else []) or []
+                     if sc.name == self.scorer and isinstance(sc.scorer, str)), None)
+
+    def scorer_kind(self) -> str | None:
+        """What grader the chosen scorer is (see `scorer_kind`); None without one."""
+        if self.scorer is None:
+            return None
+        return scorer_kind(self.scorer_function(), self._graded_by_model())
+
+    def _graded_by_model(self) -> bool:
+        """Whether a score of the chosen scorer holds a grader model's conversation (`metadata.grading`)."""
+        for s in self.log.samples:
+            score = (s.scores or {}).get(self.scorer) if self.scorer is not None else None
+            meta = score.metadata if score is not None else None
+            if isinstance(meta, dict) and "grading" in meta:
+                return True
+        return False
+
+    def recorded_by(self) -> dict[str, str]:
+        """What a verdict file of the scorer's values records of it (its `environment`): the scorer, its function and
+        its kind, so that `audit diff` can say a model-graded scorer's verdicts are not a rule's."""
+        out = {"recorded_scorer": str(self.scorer), "recorded_scorer_kind": self.scorer_kind() or "unknown"}
+        function = self.scorer_function()
+        if function is not None:
+            out["recorded_scorer_function"] = function
+        return out
 
     def _id(self, s: Any, row: int) -> str:
         if isinstance(s.id, bool) or not isinstance(s.id, (int, str)) or s.id == "":
@@ -252,6 +298,7 @@ class InspectImport:
     def provenance(self, base: Provenance | None, model: str | None) -> Provenance:
         ev = self.log.eval
         config: dict[str, Any] = {"importer": "inspect", "task": ev.task, "scorer": self.scorer,
+                                  "scorer_function": self.scorer_function(), "scorer_kind": self.scorer_kind(),
                                   "status": self.log.status, "samples": len(self.log.samples),
                                   "inspect_version": (getattr(ev, "packages", None) or {}).get("inspect_ai"),
                                   "cross_check": self.checks}

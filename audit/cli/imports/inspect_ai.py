@@ -55,7 +55,8 @@ def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorde
             raise click.UsageError(f"--recorded needs --benchmark NAME: the log's task {log.eval.task!r} is not a "
                                    f"benchmark spec (see `audit benchmarks`)")
         write = recorded_writer(recorded, imp.recorded_rows(), benchmark=bench,
-                                tool=f"inspect_ai ({imp.scorer})", source=f"{sf.name} sha256:{sf.sha256}", force=force)
+                                tool=f"inspect_ai ({imp.scorer})", source=f"{sf.name} sha256:{sf.sha256}", force=force,
+                                recorded_by=imp.recorded_by())
     header = write_reported(outputs, force, recorded, write)
     click.echo("  checked against the log's results: " + "; ".join(
         describe(c) if c["ok"] is not None else f"{c['what']}: not checked (the log reports none)" for c in checks))
