@@ -491,6 +491,14 @@ class LmEvalImport:
         assert used is not None
         return rows, used
 
+    def recorded_verdicts(self, metric: str | None) -> tuple[list[dict[str, Any]], str]:
+        """`recorded_rows` as the rows of a verdict file (`verdicts.recorded_row`), and the metric used."""
+        from audit.importers.verdicts import recorded_row
+
+        rows, used = self.recorded_rows(metric)
+        return [recorded_row(r["item_id"], 0, answer=r["answer"], verdict=r["verdict"], status=r["status"],
+                             reason=r["reason"], reference=r["reference"]) for r in rows], used
+
     def provenance(self, base: Provenance | None, model: str | None) -> Provenance:
         if not self.docs:
             seen = ", ".join(self.filters_seen) or "none"

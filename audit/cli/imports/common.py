@@ -165,21 +165,21 @@ def exit_on_mismatch(checks: list[dict[str, Any]], message: str) -> int:
     return 0
 
 
-def report_recorded(recorded: Path, header: Any, benchmark: str, note: str = "") -> None:
+def report_recorded(recorded: Path, header: Any, benchmark: str, note: str = "", indent: str = "") -> None:
     overall = next(f for f in header.summary.figures if f.name == "accuracy_all")
-    click.echo(f"wrote {recorded}: {benchmark}, {header.summary.items} items x {header.summary.samples} samples, "
-               f"recorded accuracy {100 * overall.value:.2f}% ({overall.correct}/{overall.total})" + note)
+    click.echo(f"{indent}wrote {recorded}: {benchmark}, {header.summary.items} items x {header.summary.samples} "
+               f"samples, recorded accuracy {100 * overall.value:.2f}% ({overall.correct}/{overall.total})" + note)
 
 
 RECORDED_HELP = ("Also write the verdicts the run itself recorded as a verdict file pinned to OUT, ready for "
                   "`audit diff RECORDED.json REGRADED.json`.")
 
 
-def recorded_option(each_row: str) -> Callable[[F], F]:
+def recorded_option(each_row: str, folder: str = "") -> Callable[[F], F]:
     """`--recorded RECORDED.json` of an import that can write its run's own verdicts; `each_row` says what a row
-    of that verdict file is."""
-    return click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
-                        help=f"{RECORDED_HELP} Each row: {each_row}")
+    of that verdict file is; `folder`, for a command that also reads folders, what RECORDED is then (a folder)."""
+    return click.option("--recorded", type=click.Path(path_type=Path, dir_okay=bool(folder)), metavar="RECORDED.json",
+                        help=f"{RECORDED_HELP} Each row: {each_row}" + (f" {folder}" if folder else ""))
 
 
 def metric_option(default: str) -> Callable[[F], F]:
