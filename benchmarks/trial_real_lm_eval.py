@@ -12,7 +12,8 @@ cross-checked against its results file, and a verdict file of the run's own verd
 is regraded by audit (`selected_choice` for multiple-choice samples, the
 `gsm8k` spec for gsm8k tasks, else `exact`) and one Markdown row per task is printed: source@commit, folder,
 task and n, the tool's own metric (from the results file, else the mean of the per-sample metric), the figure of
-the task's verdict file (`--recorded`; a column since issue 31 item 8), audit's figure, and the difference. A folder the importer refuses gets one row with its error line.
+the task's verdict file (`--recorded`; a column since issue 31 item 8), audit's figure, and the difference. A
+folder the importer refuses gets one row with its error line.
 
 Last run (2026-12-01; copies under /tmp/lmeval_real: the errorbars and olot files are byte-identical to
 tests/data/lm_eval, whose README gives their sha256, except hf-internal-testing__tiny-random-gpt2, rebuilt
