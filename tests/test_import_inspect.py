@@ -139,7 +139,7 @@ def _write_unscored_log(log_dir, fmt: str) -> str:
                 solver=generate(), name="arith")
     (log,) = eval(task, model=get_model("mockllm/model", custom_outputs=[out("2"), out("5")]), log_dir=str(log_dir),
                   log_format=fmt, display="none")
-    assert log.status == "success" and not log.results.scores
+    assert log.status == "success" and log.results is not None and not log.results.scores
     return log.location
 
 

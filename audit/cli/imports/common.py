@@ -214,10 +214,10 @@ def recorded_writer(recorded: Path | None, rows: Any, *, benchmark: str, tool: s
     return write
 
 
-def calls_options(*extra: Callable[[F], F]) -> Callable[[F], F]:
+def calls_options(*extra: Callable[[Any], Any]) -> Callable[[F], F]:
     """The options of an import that writes a judge-calls package: `-o CALLS`, the command's own (`extra`),
     `--format` and `--force`."""
-    def wrap(f: F) -> F:
+    def wrap(f: Any) -> Any:
         for opt in reversed([
                 click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, metavar="CALLS",
                              help="judge-calls package to write."),

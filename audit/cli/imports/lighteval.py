@@ -72,6 +72,7 @@ def import_lighteval(src: Path, benchmark: str | None, results: Path | None, cho
     header = write_reported(outputs, force, recorded, write, imp.bad_rows)
     click.echo("  checked against the results file: " + "; ".join(describe(c) for c in checks))
     if recorded is not None:
+        assert benchmark is not None  # refused above
         report_recorded(recorded, header, benchmark, f" ({used})")
     return exit_on_mismatch(checks, "the results file's figures do not come from these details (see MISMATCH "
                                      "above)")
