@@ -160,6 +160,10 @@ def test_recorded_for_a_folder_writes_a_verdict_file_per_task_that_names_a_bench
                "-q").code == 0
     r = cli("diff", "mc-rec/sshleifer__tiny-gpt2/copa.json", "copa.json")
     assert r.code == 0 and "- rows: 20 compared, 0 verdicts changed, 0 only in OLD, 0 only in NEW" in r.out, r.out
+    r = cli("import", "lm-eval", DATA / "samples_arc_easy_2026-09-24T03-05-32.831346.jsonl", "--benchmark",
+            "selected_choice", "-o", "one", "--recorded", "mc-rec")
+    assert (r.code, r.err) == (2, "audit: error: --recorded mc-rec: a samples file gets one verdict file "
+                                  "(RECORDED.json), and this is a folder\n")
     (here / "a-file").write_text("x")
     r = cli("import", "lm-eval", DATA, "-o", "other", "--recorded", "a-file", "--force")
     assert (r.code, r.err) == (2, "audit: error: a-file: --recorded: for a folder or a results file this is a folder "

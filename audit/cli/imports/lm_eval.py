@@ -108,6 +108,9 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
     if benchmark is None:
         raise click.UsageError("--benchmark is required for a samples file")
     check_format([src], "lm-eval", fmt)
+    if recorded is not None and recorded.is_dir():  # (a folder is RECORDED for a DIR's tasks, not for one file)
+        raise click.UsageError(f"--recorded {recorded}: a samples file gets one verdict file (RECORDED.json), and "
+                               f"this is a folder")
     base = start_import(recorded, force, provenance, metric=metric)
     imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=not no_hash_check,
                          choice_by=choice_by[0] or "acc", target_delimiter=target_delimiter, on_bad_row=on_bad_row,
