@@ -99,3 +99,14 @@ def test_the_wrong_importer_hint_keeps_the_format(cli, here):
                                   "NAME -o OUT [--recorded RECORDED.json]`\n")
     r = cli("import", "verdicts", "samples", "--benchmark", "gsm8k", "-o", "v.json", "--format", "jsonl")
     assert r.code == 2 and "`audit import lm-eval samples --format jsonl --benchmark NAME" in r.err, r.err
+
+
+def test_format_name_is_the_one_place_a_format_is_told_by_a_name():
+    # A reader that looked at the name itself would ignore --format: every importer asks sources.format_name.
+    # (task_runs tells a harness's folder or file by its own --format, which names the harness, not a suffix.)
+    import re
+
+    found = sorted(f"{p.name}:{n}" for p in (REPO / "audit" / "importers").glob("*.py")
+                   for n, line in enumerate(p.read_text().splitlines(), 1)
+                   if re.search(r"\.name\.lower\(\)|\.suffix\b", line))
+    assert [f.split(":")[0] for f in found] == ["sources.py", "task_runs.py", "task_runs.py"], found
