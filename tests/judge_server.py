@@ -7,6 +7,8 @@
 - `fake-truncated`: the JSON cut after 12 characters, `finish_reason` `length`.
 - `fake-slow`: drips one character a second (cut by the client's deadline).
 - `fake-error`: HTTP 500 on every request.
+- `fake-stream-error`: HTTP 200, then one error event with no message (what vLLM 0.26.0 sent when its
+  structured-output backend failed to import) and `[DONE]`.
 - `fake-flaky`: the deterministic verdict, flipped when `(seed + item hash) % 3 == 0` (a judge that disagrees
   with itself across repeats).
 
@@ -87,6 +89,15 @@ class Handler(BaseHTTPRequestHandler):
         self.server.requests.append(body)  # type: ignore[attr-defined]
         if model == "fake-error":
             self._json(500, {"error": {"message": "judge overloaded", "code": 500}})
+            return
+        if model == "fake-stream-error":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b'data: {"error": {"message": "", "type": "BadRequestError", "code": 400}}\n\n'
+                             b"data: [DONE]\n\n")
+            self.wfile.flush()
             return
         prompt = body["messages"][-1]["content"]
         family, ok = verdict_for(prompt)

@@ -53,7 +53,9 @@ FLOOR_TOK_S = {
 
 
 def _dirs() -> list[str]:
-    return sorted(str(p.parent.relative_to(PACKAGES)) for p in PACKAGES.glob("evidence-*/*/manifest.json"))
+    # evidence-h100-judge's judge calls and their inputs: tests/test_evidence_judge.py
+    return sorted(str(p.parent.relative_to(PACKAGES)) for p in PACKAGES.glob("evidence-*/*/manifest.json")
+                  if not p.is_relative_to(PACKAGES / "evidence-h100-judge"))
 
 
 def _bundles() -> list[str]:

@@ -8,6 +8,7 @@ per-token logprobs when asked for, finish reason, usage and the served model id.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +48,10 @@ def _collect(server: OpenAIServer, body: dict[str, Any], out: CallResult) -> Non
             msg = err.get("message") if isinstance(err, dict) else err
             code = err.get("code") if isinstance(err, dict) else None
             cls = Transient if isinstance(code, int) and code >= 500 else Rejected
-            raise cls(f"POST {path}: error in stream: {str(msg)[:200]}")
+            # a server's error event without a message (vLLM's, for a structured-output backend it cannot
+            # import) is recorded as sent: an empty reason says nothing
+            detail = str(msg) if msg else json.dumps(event, sort_keys=True)
+            raise cls(f"POST {path}: error in stream: {detail[:200]}")
         if isinstance(event.get("model"), str):
             out.model_served = event["model"]
         choices = event.get("choices")
