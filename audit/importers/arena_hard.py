@@ -32,9 +32,9 @@ RULE_BY_LAYOUT = {"uid": "arena_hard.verdict@196f6b8", "question_id": "arena_har
 """The judge's regex for each layout of judgment row (the key that names the question)."""
 
 
-def import_arena_hard(path: str) -> Imported:
+def import_arena_hard(path: str, fmt: str | None = None) -> Imported:
     """Arena-Hard judgment JSONL -> two call rows per question (game 0: baseline as A; game 1: the model as A)."""
-    sf = source_file(path, (".jsonl", ".json"))
+    sf = source_file(path, (".jsonl", ".json"), fmt)
     rows: list[JudgeCallRow] = []
     judges: set[str] = set()
     models: set[str] = set()

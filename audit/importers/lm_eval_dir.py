@@ -67,6 +67,9 @@ class TaskRun:
     """The rule by which a multiple-choice sample's option is taken as chosen, for this task."""
     choice_why: str = ""
     """Why that rule: given (`--choice-by`), or what the results file logs for the task."""
+    imp: Any = None
+    """The import of the task's samples (an `LmEvalImport`), once its output is made: `reader()` reads them again
+    (the recorded verdicts)."""
 
     @property
     def source(self) -> Path:
@@ -366,6 +369,7 @@ def _run_output(run: TaskRun, dest: Path, *, benchmark: str | None, item_id: str
             (imp.src.sha256, imp.src.bytes) != (run.results_file.sha256, run.results_file.bytes):
         raise AuditError(CHANGED, path=str(run.results))  # the samples and the checks would be of two files
     run.bad_rows = imp.bad_rows  # the same list: the responses reader fills it
+    run.imp = imp
     run.checks = cross_check(run, imp.reader())
     task_prov = provenance
     if run.results_doc is not None and model is None and (provenance is None or provenance.model is None):
