@@ -64,7 +64,7 @@ JOINS = {
     ("audit/judge/figures.py", "wilson", "den"): "a number divided, not a path joined",
     ("audit/judge/figures.py", "wilson", "n"): "a number divided, not a path joined",
     ("audit/importers/__init__.py", "write_outputs", 'f".{o.out.name}.import-{uuid.uuid4().hex[:8]}"'): AUDIT_NAME,
-    ("audit/importers/inspect_ai.py", "read_log", '"log" + Path(sf.name).suffix.lower()'): AUDIT_NAME,
+    ("audit/importers/inspect_ai.py", "read_log", '"log.eval" if zipped else "log.json"'): AUDIT_NAME,
     ("audit/importers/lm_eval_dir.py", "_walk", "name"): WALK,
     ("audit/outputs.py", "clean_stale_stages", "name"): "a name listed in the output's own folder",
     ("audit/outputs.py", "staging_dir", 'f".{o.name}.{tag}-{os.getpid()}-{uuid.uuid4().hex[:8]}"'): AUDIT_NAME,
