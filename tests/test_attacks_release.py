@@ -813,3 +813,244 @@ def test_a_duplicate_row_is_named_by_row_not_by_its_id(cli, tmp_path, command):
     r = cli(*args[command])
     assert r.code == 2
     assert r.err == f"audit: error: {path}: row 2: field items: duplicate row: the item_id and sample of row 1\n"
+
+
+# --------------------------------------------------------------------------- round 4 (issue 28 class 5): structure
+#
+# A list of encodings can always be outrun, so each attack here is judged by what the release *publishes*: it holds
+# when no file of the release carries the planted value (the release refused, or wrote nothing of it), whatever
+# the leak check knows. The structure that holds them: in a release holding a protected item, every published
+# value is closed-vocabulary or comes from the pinned packages (release_row.v2), and sample indices are ranks in
+# the pinned responses package.
+
+import urllib.parse  # noqa: E402
+import zlib  # noqa: E402
+
+from tests.attacks import broken  # noqa: E402
+
+_HOMOGLYPHS = str.maketrans("aceiopxy", "\u0430\u0441\u0435\u0456\u043e\u0440\u0445\u0443")  # Cyrillic look-alikes
+
+
+def _caesar(s: str, k: int) -> str:
+    return "".join(chr((ord(c) - base + k) % 26 + base) if c.isascii() and c.isalpha() else c
+                   for c in s for base in [65 if c.isupper() else 97])
+
+
+NEW_ENCODINGS = {
+    "base85": lambda s: base64.b85encode(s.encode()).decode(),
+    "ascii85": lambda s: base64.a85encode(s.encode()).decode(),
+    "caesar 3": lambda s: _caesar(s, 3),
+    "caesar 11": lambda s: _caesar(s, 11),
+    "every 4th character": lambda s: "".join(c + "xyz" for c in s),
+    "zlib": lambda s: base64.b64encode(zlib.compress(s.encode())).decode(),
+    "reversed words": lambda s: " ".join(reversed(s.split())),
+    "homoglyphs": lambda s: s.translate(_HOMOGLYPHS),
+    "percent-encoding": lambda s: urllib.parse.quote(s, safe=""),
+    "base64 of the reversed text": lambda s: base64.b64encode(s[::-1].encode()).decode(),
+    "base32 of rot13": lambda s: base64.b32encode(codecs.encode(s, "rot13").encode()).decode(),
+    "decimal code points": lambda s: " ".join(str(ord(c)) for c in s),
+}
+
+
+def _published_values(rel: Path) -> list[str]:
+    """Every string a release publishes: each file's text, and every decoded string value of its JSON rows and
+    documents (JSON escapes undone), and of a dataset folder's Parquet."""
+    out: list[str] = []
+    for p in sorted(rel.rglob("*")):
+        if not p.is_file():
+            continue
+        if p.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            out += [str(v) for row in pq.read_table(p).to_pylist() for v in row.values() if v is not None]
+            continue
+        text = p.read_text(encoding="utf-8", errors="replace")
+        out.append(text)
+        docs = [json.loads(x) for x in text.splitlines() if x.strip()] if p.suffix == ".jsonl" else \
+            [json.loads(text)] if p.suffix == ".json" else []
+        stack: list = list(docs)
+        while stack:
+            x = stack.pop()
+            if isinstance(x, dict):
+                stack += list(x.values())
+            elif isinstance(x, list):
+                stack += x
+            elif isinstance(x, str):
+                out.append(x)
+    return out
+
+
+def _carries(rel: Path, pieces: list[str]) -> bool:
+    values = _published_values(rel) if rel.exists() else []
+    return any(piece in v for piece in pieces for v in values)
+
+
+def _case(tmp_path: Path, public: list[dict], *, n_protected: int = 1, golds: str = "") -> dict:
+    """p1 (QUESTION) and further protected items p02.. with the given golds; one public item q01.. per dict in
+    `public`, each row updated with it; items, responses and a verdict file."""
+    prot = [("p1", "A")] + [(f"p{k + 2:02d}", g) for k, g in enumerate(golds or "BCD"[:n_protected - 1])]
+    items = [{"item_id": i, "reference": g, "num_choices": 4, "protected": True,
+              **({"question": QUESTION} if i == "p1" else {})} for i, g in prot]
+    items += [{"item_id": f"q{n:02d}", "reference": "B", "num_choices": 4} for n in range(1, len(public) + 1)]
+    ip = make_package(tmp_path / "items", items=items)
+    rp = make_package(tmp_path / "resp", responses=[{"item_id": it["item_id"], "response": "The answer is (A)."}
+                                                    for it in items])
+    rows = [{"item_id": i, "sample": 0, "verdict": "incorrect" if g != "A" else "correct", "answer": "A",
+             "reference": g} for i, g in prot]
+    rows += [{"item_id": f"q{n:02d}", "sample": 0, "verdict": "incorrect", "answer": "A", "reference": "B",
+              "reason": "letter A, reference B", **extra} for n, extra in enumerate(public, 1)]
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    return {"vf": vf, "items": ip, "resp": rp, "rel": tmp_path / "rel", "golds": dict(prot)}
+
+
+@attack("release.public-text-encoded")
+@broken
+@pytest.mark.parametrize("how", sorted(NEW_ENCODINGS))
+def test_a_public_reason_carries_no_encoding_of_protected_text(cli, tmp_path, how):
+    planted = NEW_ENCODINGS[how](QUESTION)
+    case = _case(tmp_path, [{"reason": planted}, {}])
+    r = cli("release", case["vf"], "-o", case["rel"])
+    assert r.code in (0, 2), r.err
+    assert not _carries(case["rel"], [planted]), f"the release publishes the protected text as {how}"
+    _no_text_in(r.out + r.err, PIECE)
+
+
+@attack("release.public-text-pieces")
+@broken
+@pytest.mark.parametrize("layout", ["reverse order", "two fields"])
+def test_public_rows_carry_no_pieces_of_protected_text(cli, tmp_path, layout):
+    if layout == "reverse order":  # 19-character pieces, the last first: the column in published order is reversed
+        pieces = [QUESTION[i:i + 19] for i in range(0, len(QUESTION), 19)][::-1]
+        public = [{"reason": p} for p in pieces]
+    else:  # 9-character pieces, alternately the row's answer and reason: no row or column holds two in a row
+        pieces = [QUESTION[i:i + 9] for i in range(0, len(QUESTION), 9)]
+        public = [{"answer": pieces[k], "reason": pieces[k + 1] if k + 1 < len(pieces) else "x"}
+                  for k in range(0, len(pieces), 2)]
+    case = _case(tmp_path, public)
+    r = cli("release", case["vf"], "-o", case["rel"])
+    assert r.code in (0, 2), r.err
+    assert not _carries(case["rel"], [p for p in pieces if len(p) >= 8]), f"pieces published ({layout})"
+
+
+@attack("release.public-text-planted")
+@broken
+@pytest.mark.parametrize("how", ["base85", "homoglyphs"])
+def test_free_text_planted_in_a_public_row_after_release_fails_verification(cli, tmp_path, how):
+    case = _case(tmp_path, [{}, {}])
+    assert cli("release", case["vf"], "-o", case["rel"]).code == 0
+    rel = case["rel"]
+    rows = [json.loads(x) for x in (rel / "verdicts.jsonl").read_text().splitlines()]
+    public = next(x for x in rows if not x.get("protected"))
+    public["reason"] = NEW_ENCODINGS[how](QUESTION)
+    _repin(rel, "verdicts.jsonl", "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in rows).encode())
+    r = cli("verify-release", rel, "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 1, r.out
+    _no_text_in(r.out + r.err, PIECE)
+
+
+@attack("release.short-key")
+@broken
+@pytest.mark.parametrize("order", ["published", "reversed"])
+def test_a_short_key_in_a_public_reason_is_not_published(cli, tmp_path, order):
+    golds = "BDCADBACDBC"  # 12 protected items with p1: a key of 12 letters, under the 20-character window
+    case = _case(tmp_path, [{}], n_protected=12, golds=golds)
+    key = "".join(case["golds"][i] for i in sorted(case["golds"]))
+    key = key if order == "published" else key[::-1]
+    case = _case(tmp_path / "b", [{"reason": f"see {key}"}], n_protected=12, golds=golds)
+    r = cli("release", case["vf"], "-o", case["rel"])
+    assert r.code in (0, 2), r.err
+    assert not _carries(case["rel"], [key]), "the protected key is published"
+    assert key not in r.out + r.err
+
+
+def _key_set(tmp_path: Path, n: int, row_of) -> tuple[Path, Path, Path, dict[str, str]]:
+    """n protected items p000.. with random golds, one row each from row_of(position, item, gold, golds)."""
+    rng = random.Random(28)
+    ids = [f"p{k:03d}" for k in range(n)]
+    gold = {i: rng.choice("ABCD") for i in ids}
+    ip = make_package(tmp_path / "items", items=[{"item_id": i, "reference": g, "num_choices": 4, "protected": True}
+                                                 for i, g in gold.items()])
+    rows = [row_of(k, i, gold[i], [gold[j] for j in ids]) for k, i in enumerate(ids)]
+    rp = make_package(tmp_path / "resp", responses=[{"item_id": r["item_id"], "sample": r["sample"],
+                                                     "response": "The answer is (A)."} for r in rows])
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    return vf, ip, rp, gold
+
+
+def _recovered_share(rel: Path, gold: dict[str, str], decode) -> float:
+    """Share of protected items whose gold `decode(rows by published order, position)` recovers from the release."""
+    if not rel.exists():
+        return 0.0
+    rows = [json.loads(x) for x in (rel / "verdicts.jsonl").read_text().splitlines()]
+    hits = sum(decode(rows, k) == gold.get(row["item_id"]) for k, row in enumerate(rows))
+    return hits / len(gold)
+
+
+@attack("release.neighbour-status-key")
+@broken
+def test_a_key_carried_by_the_next_items_status_is_refused(cli, tmp_path):
+    code = {"A": "no_answer", "B": "timeout", "C": "error", "D": "excluded"}
+    back = {v: k for k, v in code.items()}
+    vf, ip, rp, gold = _key_set(tmp_path, 120, lambda k, i, g, golds: {
+        "item_id": i, "sample": 0, "verdict": "ungraded", "status": code[golds[k - 1]] if k else "excluded"})
+    rel = tmp_path / "rel"
+    r = cli("release", vf, "-o", rel)
+    assert r.code in (0, 2), r.err
+    share = _recovered_share(rel, gold, lambda rows, k: back.get(rows[k + 1]["status"]) if k + 1 < len(rows) else None)
+    assert share < 0.5, f"the next item's status gives {share:.0%} of the keys"
+    assert r.code == 2 and "answer inference: status of the next protected item" in r.err
+
+
+@attack("release.sample-modulo-key")
+@broken
+def test_a_key_carried_by_sample_indices_modulo_4_carries_nothing(cli, tmp_path):
+    vf, ip, rp, gold = _key_set(tmp_path, 120, lambda k, i, g, golds: {
+        "item_id": i, "sample": 4 * k + "ABCD".index(g), "verdict": "incorrect", "answer": "A", "reference": g})
+    rel = tmp_path / "rel"
+    r = cli("release", vf, "-o", rel)
+    assert r.code in (0, 2), r.err
+    share = _recovered_share(rel, gold, lambda rows, k: "ABCD"[rows[k]["sample"] % 4])
+    assert share < 0.5, f"sample indices modulo 4 give {share:.0%} of the keys"
+    # The second layer sees the same feature in a release that publishes the verdict file's indices.
+    from audit import inference
+
+    feats = inference.features([(i, 4 * k + "ABCD".index(g), "incorrect", "incorrect")
+                                for k, (i, g) in enumerate(gold.items())])
+    assert any(f.feature == "sample indices modulo 4" for f in inference.check(feats, gold).failed)
+
+
+@attack("release.hf-parquet-planted")
+@broken
+@pytest.mark.parametrize("forgery", ["extra column", "changed value", "extra row", "metadata"])
+def test_a_dataset_folders_parquet_is_verified(cli, tmp_path, forgery):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    case = _case(tmp_path, [{}, {}])
+    out = tmp_path / "hf"
+    assert cli("release", case["vf"], "-o", out, "--format", "hf").code == 0
+    # The dataset card's own commands work on the folder it names.
+    assert cli("validate", out).code == 0
+    ok = cli("verify-release", out, "--items", case["items"], "--responses", case["resp"])
+    assert ok.code == 0, ok.out
+    assert "ok   parquet" in ok.out
+    data = out / "data" / "verdicts.parquet"
+    table = pq.read_table(data)
+    planted = NEW_ENCODINGS["base85"](QUESTION)
+    if forgery == "extra column":
+        table = table.append_column("note", pa.array([planted] * table.num_rows))
+    elif forgery == "changed value":
+        statuses = table.column("status").to_pylist()
+        statuses[0] = "error" if statuses[0] != "error" else "timeout"
+        table = table.set_column(table.schema.get_field_index("status"), "status", pa.array(statuses))
+    elif forgery == "extra row":
+        table = pa.concat_tables([table, table.slice(0, 1)])
+    else:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"note": planted.encode()})
+    pq.write_table(table, data)
+    r = cli("verify-release", out, "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 1, r.out
+    assert "FAIL parquet" in r.out
+    _no_text_in(r.out + r.err, PIECE)
