@@ -10,7 +10,10 @@ the gold at letter k) passes every text check and still gives the key away. So e
   of digits), `item_id's last character`;
 - `verdict` and `status`: the item's verdicts (statuses) over its samples, in sample order;
 - `sample indices`: the sample numbers the item's rows carry (an item's only sample set to its
-  gold letter's index spells the key);
+  gold letter's index spells the key), and `sample indices modulo k` (k = 2..8: a sample number
+  4j + the letter's index is unique per item, and its remainder is the key);
+- cross-item: `status` and `verdict of the next (previous) protected item in published order`, and of
+  the one two away (NEIGHBOUR_OFFSETS): an item's key carried by its neighbour's rows;
 - `row order`: the item's position among the protected items in published order, modulo m
   (m = 2..8) and in b equal blocks (b = 2, 4, 8, 16): rows follow the ids, and ids can be
   chosen so that their sorted order groups the items by answer;
@@ -79,6 +82,9 @@ class Result:
 
 
 ORDER_MODULI = range(2, 9)
+SAMPLE_MODULI = range(2, 9)
+NEIGHBOUR_OFFSETS = {1: "next", -1: "previous", 2: "second next", -2: "second previous"}
+"""Neighbours in published order whose status and verdict are tested as predictors of an item's reference."""
 ORDER_BLOCKS = (2, 4, 8, 16)
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -133,7 +139,18 @@ def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = No
         put("verdict", "verdict", item, "|".join(v for _, v, _ in samples))
         put("status", "status", item, "|".join(s for _, _, s in samples))
         put("sample indices", "sample", item, "|".join(str(n) for n, _, _ in samples))
+        for m in SAMPLE_MODULI:
+            put(f"sample indices modulo {m}", "sample", item, "|".join(str(n % m) for n, _, _ in samples))
     n = len(by_item)
+    order = list(by_item)  # dicts keep the published order
+    for pos, item in enumerate(order):
+        for offset, name in NEIGHBOUR_OFFSETS.items():
+            if 0 <= pos + offset < n:
+                other = by_item[order[pos + offset]]
+                put(f"status of the {name} protected item in published order", "status", item,
+                    "|".join(s for _, _, s in other))
+                put(f"verdict of the {name} protected item in published order", "verdict", item,
+                    "|".join(v for _, v, _ in other))
     for pos, item in enumerate(by_item):  # dicts keep the published order
         for m in ORDER_MODULI:
             put(f"row order: position mod {m}", "order", item, str(pos % m))

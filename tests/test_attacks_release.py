@@ -63,8 +63,10 @@ def _no_text_in(output: str, text: str) -> None:
 
 
 def _refused(cli, setup, public: dict, *extra: str) -> None:
+    """With --public-text the public rows' imported text is published (capped): the leak check, the second layer,
+    must refuse it. Without, it is withheld: nothing of it is published (the structure, tests below)."""
     out = setup["dir"] / "rel"
-    r = cli("release", setup["verdicts"](public), "-o", out, *extra)
+    r = cli("release", setup["verdicts"](public), "-o", out, "--public-text", *extra)
     assert r.code == 2, (r.out, r.err)
     assert "leak:" in r.err and "protected item 'p1'" in r.err
     _no_text_in(r.out + r.err, PIECE)
@@ -126,7 +128,7 @@ def test_protected_text_in_an_imported_status_is_refused(cli, setup, tmp_path):
 @pytest.mark.parametrize("field", ["answer", "rule", "reason", "reference"])
 def test_no_error_line_prints_the_text_it_found(cli, setup, field):
     out = setup["dir"] / "rel"
-    r = cli("release", setup["verdicts"]({field: f"{QUESTION}"}), "-o", out)
+    r = cli("release", setup["verdicts"]({field: f"{QUESTION}"}), "-o", out, "--public-text")
     assert r.code == 2
     _no_text_in(r.out + r.err, QUESTION)
     # and verify-release, given a release carrying the text, never prints it either
@@ -408,18 +410,23 @@ ENCODINGS = {
 @attack("leak.encoded")
 @pytest.mark.parametrize("how", sorted(ENCODINGS))
 def test_encoded_protected_text_is_found(cli, setup, how):
-    _refused(cli, setup, {"reason": f"note {ENCODINGS[how](QUESTION)}"})
+    reason = f"note {ENCODINGS[how](QUESTION)}"
+    if len(reason) > 200:  # over --public-text's cap: refused before the leak check
+        r = cli("release", setup["verdicts"]({"reason": reason}), "-o", setup["dir"] / "rel", "--public-text")
+        assert r.code == 2 and "field reason: longer than 200 characters" in r.err
+        reason = reason[:200]
+    _refused(cli, setup, {"reason": reason})
 
 
 @attack("leak.encoded")
 @pytest.mark.parametrize("how", ["base64", "rot13", "reversed"])
 def test_verify_release_finds_encoded_text_planted_after_release(cli, setup, how):
     rel = setup["dir"] / "rel"
-    assert cli("release", setup["verdicts"](), "-o", rel).code == 0
-    rows = (rel / "verdicts.jsonl").read_text()
+    assert cli("release", setup["verdicts"](), "-o", rel, "--public-text").code == 0
+    rows = (rel / "public_text.jsonl").read_text()
     forged = rows.replace('"reason":"test row: incorrect"', '"reason":"' + ENCODINGS[how](QUESTION) + '"')
     assert forged != rows
-    _repin(rel, "verdicts.jsonl", forged.encode())
+    _repin(rel, "public_text.jsonl", forged.encode())
     r = cli("verify-release", rel, "--items", setup["items"], "--responses", setup["resp"])
     assert r.code == 1, r.out
     assert "FAIL leaks" in r.out and "protected item 'p1'" in r.out
@@ -453,7 +460,7 @@ def test_pieces_spread_one_per_row_are_found(cli, wide, encode):
     pieces = [text[i:i + 19] for i in range(0, len(text), 19)]
     assert len(pieces) <= 12 and all(len(p) <= 19 for p in pieces)
     out = wide["dir"] / "rel"
-    r = cli("release", wide["verdicts"](pieces), "-o", out)
+    r = cli("release", wide["verdicts"](pieces), "-o", out, "--public-text")
     assert r.code == 2, r.err
     assert "leak:" in r.err and "protected item 'p1'" in r.err and "concatenated" in r.err
     _no_text_in(r.out + r.err, PIECE)
@@ -477,7 +484,7 @@ def test_release_json_records_the_leak_check_transformations(cli, setup):
     rel = setup["dir"] / "rel"
     assert cli("release", setup["verdicts"](), "-o", rel).code == 0
     info = json.loads((rel / "release.json").read_text())
-    assert info["leak_check"]["transforms"] == "leakcheck@2"
+    assert info["leak_check"]["transforms"] == "leakcheck@3"
     from audit.leaks import TRANSFORMS
 
     assert TRANSFORMS["leakcheck@1"] == ("identity",)
@@ -515,9 +522,18 @@ def test_sample_indices_that_spell_the_answer_are_refused(cli, tmp_path):
     vf, ip, rp, gold = _protected_set(tmp_path, 100, lambda i, g: [
         {"item_id": i, "sample": "ABCD".index(g), "verdict": "incorrect", "answer": "A", "reference": g}])
     r = cli("release", vf, "-o", tmp_path / "rel", "--hash-ids")
-    assert r.code == 2, r.err
-    assert "answer inference: sample indices predicts the reference of 100 protected items" in r.err
-    assert not (tmp_path / "rel").exists()
+    # Held by structure: a release's samples are ranks in the pinned responses package, here 0 for every item.
+    assert r.code == 0, r.err
+    rows = [json.loads(x) for x in (tmp_path / "rel" / "verdicts.jsonl").read_text().splitlines()]
+    assert {x["sample"] for x in rows} == {0}
+    info = json.loads((tmp_path / "rel" / "release.json").read_text())
+    assert info["structure"]["samples"] == "responses package"
+    # The second layer still sees the verdict file's own indices (a release before version 2 published them).
+    from audit import inference
+
+    result = inference.check(inference.features([(i, "ABCD".index(g), "incorrect", "incorrect")
+                                                 for i, g in gold.items()]), gold)
+    assert any(f.feature == "sample indices" for f in result.failed)
 
 
 @attack("release.order-encodes-answer")
@@ -560,7 +576,7 @@ def test_a_public_row_spelling_the_protected_key_is_refused(cli, tmp_path, order
         key = "".join(str("ABCD".index(gold[i])) for i in sorted(gold))
     else:
         key = "".join(gold[i] for i in sorted(gold))
-    extra = ("--hash-ids",) if order == "dataset-under-salted-ids" else ()
+    extra = ("--public-text", "--hash-ids") if order == "dataset-under-salted-ids" else ("--public-text",)
     rows = [{"item_id": i, "sample": 0, "verdict": "incorrect", "answer": "A", "reference": g}
             for i, g in gold.items()]
     rows.append({"item_id": "zz-public", "sample": 0, "verdict": "incorrect", "answer": "A", "reference": "B",
@@ -826,8 +842,6 @@ def test_a_duplicate_row_is_named_by_row_not_by_its_id(cli, tmp_path, command):
 import urllib.parse  # noqa: E402
 import zlib  # noqa: E402
 
-from tests.attacks import broken  # noqa: E402
-
 _HOMOGLYPHS = str.maketrans("aceiopxy", "\u0430\u0441\u0435\u0456\u043e\u0440\u0445\u0443")  # Cyrillic look-alikes
 
 
@@ -905,7 +919,6 @@ def _case(tmp_path: Path, public: list[dict], *, n_protected: int = 1, golds: st
 
 
 @attack("release.public-text-encoded")
-@broken
 @pytest.mark.parametrize("how", sorted(NEW_ENCODINGS))
 def test_a_public_reason_carries_no_encoding_of_protected_text(cli, tmp_path, how):
     planted = NEW_ENCODINGS[how](QUESTION)
@@ -917,7 +930,6 @@ def test_a_public_reason_carries_no_encoding_of_protected_text(cli, tmp_path, ho
 
 
 @attack("release.public-text-pieces")
-@broken
 @pytest.mark.parametrize("layout", ["reverse order", "two fields"])
 def test_public_rows_carry_no_pieces_of_protected_text(cli, tmp_path, layout):
     if layout == "reverse order":  # 19-character pieces, the last first: the column in published order is reversed
@@ -934,7 +946,6 @@ def test_public_rows_carry_no_pieces_of_protected_text(cli, tmp_path, layout):
 
 
 @attack("release.public-text-planted")
-@broken
 @pytest.mark.parametrize("how", ["base85", "homoglyphs"])
 def test_free_text_planted_in_a_public_row_after_release_fails_verification(cli, tmp_path, how):
     case = _case(tmp_path, [{}, {}])
@@ -950,13 +961,13 @@ def test_free_text_planted_in_a_public_row_after_release_fails_verification(cli,
 
 
 @attack("release.short-key")
-@broken
 @pytest.mark.parametrize("order", ["published", "reversed"])
 def test_a_short_key_in_a_public_reason_is_not_published(cli, tmp_path, order):
     golds = "BDCADBACDBC"  # 12 protected items with p1: a key of 12 letters, under the 20-character window
     case = _case(tmp_path, [{}], n_protected=12, golds=golds)
     key = "".join(case["golds"][i] for i in sorted(case["golds"]))
     key = key if order == "published" else key[::-1]
+    (tmp_path / "b").mkdir()
     case = _case(tmp_path / "b", [{"reason": f"see {key}"}], n_protected=12, golds=golds)
     r = cli("release", case["vf"], "-o", case["rel"])
     assert r.code in (0, 2), r.err
@@ -989,7 +1000,6 @@ def _recovered_share(rel: Path, gold: dict[str, str], decode) -> float:
 
 
 @attack("release.neighbour-status-key")
-@broken
 def test_a_key_carried_by_the_next_items_status_is_refused(cli, tmp_path):
     code = {"A": "no_answer", "B": "timeout", "C": "error", "D": "excluded"}
     back = {v: k for k, v in code.items()}
@@ -1004,7 +1014,6 @@ def test_a_key_carried_by_the_next_items_status_is_refused(cli, tmp_path):
 
 
 @attack("release.sample-modulo-key")
-@broken
 def test_a_key_carried_by_sample_indices_modulo_4_carries_nothing(cli, tmp_path):
     vf, ip, rp, gold = _key_set(tmp_path, 120, lambda k, i, g, golds: {
         "item_id": i, "sample": 4 * k + "ABCD".index(g), "verdict": "incorrect", "answer": "A", "reference": g})
@@ -1022,7 +1031,6 @@ def test_a_key_carried_by_sample_indices_modulo_4_carries_nothing(cli, tmp_path)
 
 
 @attack("release.hf-parquet-planted")
-@broken
 @pytest.mark.parametrize("forgery", ["extra column", "changed value", "extra row", "metadata"])
 def test_a_dataset_folders_parquet_is_verified(cli, tmp_path, forgery):
     import pyarrow as pa

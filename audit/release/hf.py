@@ -23,20 +23,28 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.release.build import build_release
-from audit.release.models import DATA_FILE, HF_RELEASE_DIR, INFO_FILE, README_FILE, ROWS_FILE
+from audit.release.models import (
+    DATA_FILE,
+    HF_RELEASE_DIR,
+    INFO_FILE,
+    PARQUET_COLUMNS,
+    PARQUET_TYPES,
+    README_FILE,
+    ROWS_FILE,
+    ROWS_SCHEMA,
+    ROWS_SCHEMA_V1,
+)
 from audit.release.render import render_card
 
 RELEASE_DIR = HF_RELEASE_DIR
-COLUMNS = ("item_id", "sample", "verdict", "status", "protected", "attempt", "answer", "rule", "reason", "reference")
-"""`release_row.v1`'s fields, in its order: every row gets every column (null where a protected row has none)."""
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
+def parquet_rows(lines: list[str], columns: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The rows of a release's rows file as the Parquet file holds them: every column, null where a row has none."""
     out = []
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            obj = json.loads(line)
-            out.append({k: obj.get(k, False if k == "protected" else None) for k in COLUMNS})
+    for line in lines:
+        obj = json.loads(line)
+        out.append({k: obj.get(k, False if k == "protected" else None) for k in columns})
     return out
 
 
@@ -55,15 +63,11 @@ def build_hf_release(verdicts: str | Path, out: str | Path, *, overwrite: bool =
     try:
         result = build_release(verdicts, stage / RELEASE_DIR, **kwargs)
         release = stage / RELEASE_DIR
-        rows = _rows(release / ROWS_FILE)
+        columns = PARQUET_COLUMNS[ROWS_SCHEMA if result.info.structure is not None else ROWS_SCHEMA_V1]
+        rows = parquet_rows((release / ROWS_FILE).read_text(encoding="utf-8").splitlines(), columns)
         (stage / "data").mkdir()
         datasets.disable_progress_bars()
-        features = datasets.Features({
-            "item_id": datasets.Value("string"), "sample": datasets.Value("int64"),
-            "verdict": datasets.Value("string"), "status": datasets.Value("string"),
-            "protected": datasets.Value("bool"), "attempt": datasets.Value("int64"),
-            "answer": datasets.Value("string"), "rule": datasets.Value("string"),
-            "reason": datasets.Value("string"), "reference": datasets.Value("string")})
+        features = datasets.Features({c: datasets.Value(PARQUET_TYPES[c]) for c in columns})
         with tempfile.TemporaryDirectory(prefix="audit-hf-") as cache:
             ds = datasets.Dataset.from_list(rows, features=features)
             ds.to_parquet(str(stage / DATA_FILE))
