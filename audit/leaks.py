@@ -26,7 +26,14 @@ that could be one, and every 2nd and every 3rd character (text interleaved with 
 of the raw and of the normalized text. A protected text spread over rows in pieces shorter than
 the window, or encoded so, is found. The release adds the concatenated references of its
 protected items (in published and in dataset order, as letters and as digits) to the protected
-strings: a public value spelling the key is a leak.
+strings: a public value spelling the key is a leak. `leakcheck@3` adds short keys (rule 3): the
+same references at any length from MIN_KEY_ITEMS (3), forwards and reversed, found as a word or a
+run of one-letter words of a value (`B A D C`), or inside a column where chance could not put them
+(KEY_CHANCE): an answer key of fewer than 20 protected items is text of fewer than 20 characters.
+
+The leak check is the second layer of a release: a release holding protected items publishes no
+free-text field at all (audit.release), so what this module lists is what `--public-text` text, and
+releases written before that structure, are checked against.
 
 Findings name the file, row, field, protected item and what kind of text matched, never the
 text. What the rules cannot see (an id whose shape encodes the answer, statuses chosen per

@@ -1062,3 +1062,94 @@ def test_a_dataset_folders_parquet_is_verified(cli, tmp_path, forgery):
     assert r.code == 1, r.out
     assert "FAIL parquet" in r.out
     _no_text_in(r.out + r.err, PIECE)
+
+
+def _as_version_1(rel: Path, *, protected_status: str | None = None, info_version: int = 1) -> None:
+    """Rewrite a structural release as audit wrote releases before version 2 (release_row.v1 rows with public
+    reasons, release_info.v1, leakcheck@2), re-pinned; optionally a protected row's status made free text."""
+    from audit.release import ReleaseInfo, render_readme
+
+    rows = [json.loads(x) for x in (rel / "verdicts.jsonl").read_text().splitlines()]
+    for x in rows:
+        if not x["protected"]:
+            x.update(rule="letter", reason=f"letter {x['answer']}, reference {x['reference']}")
+    if protected_status is not None:
+        next(x for x in rows if x["protected"])["status"] = protected_status
+    _repin(rel, "verdicts.jsonl", "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in rows).encode())
+    m = json.loads((rel / "manifest.json").read_text())
+    next(f for f in m["files"] if f["path"] == "verdicts.jsonl")["schema"] = "release_row.v1"
+    (rel / "manifest.json").write_text(json.dumps(m))
+    info = json.loads((rel / "release.json").read_text())
+    if info_version == 1:
+        info.pop("structure")
+    info["schema_version"] = info_version
+    info["leak_check"]["transforms"] = "leakcheck@2"
+    if protected_status is not None:
+        from collections import Counter
+
+        info["statuses"] = dict(sorted(Counter(x["status"] for x in rows).items()))
+    _repin(rel, "release.json", (json.dumps(info, indent=2) + "\n").encode())
+    if info_version == 1:
+        _repin(rel, "README.md", render_readme(ReleaseInfo.model_validate(info)).encode())
+
+
+def test_a_version_1_release_still_verifies_and_is_flagged(cli, tmp_path):
+    case = _case(tmp_path, [{}, {}])
+    assert cli("release", case["vf"], "-o", case["rel"]).code == 0
+    _as_version_1(case["rel"])
+    r = cli("verify-release", case["rel"], "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 0, r.out
+    assert ("ok   structure      warning: a version-1 release (release_row.v1): 2 public rows publish free text "
+            "beside 1 protected items, checked by the leak check alone; publish a new release") in r.out
+    assert "(leakcheck@2, as release.json records)" in r.out
+
+
+@attack("release.public-text-planted")
+def test_a_version_1_release_whose_protected_status_is_free_text_fails(cli, tmp_path):
+    case = _case(tmp_path, [{}])
+    assert cli("release", case["vf"], "-o", case["rel"]).code == 0
+    _as_version_1(case["rel"], protected_status=NEW_ENCODINGS["base85"](PIECE))
+    r = cli("verify-release", case["rel"], "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 1
+    assert ("FAIL structure      1 protected rows publish a status that is not one of audit's (free text beside a "
+            "protected item)") in r.out
+    _no_text_in(r.out + r.err, PIECE)
+
+
+@attack("release.public-text-planted")
+def test_version_2_release_json_over_version_1_rows_fails(cli, tmp_path):
+    # The rows downgraded to the schema that has free-text fields, release.json left at version 2: no audit writes it.
+    case = _case(tmp_path, [{}])
+    assert cli("release", case["vf"], "-o", case["rel"]).code == 0
+    _as_version_1(case["rel"], info_version=2)
+    r = cli("verify-release", case["rel"], "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 1
+    # release.json without its structure is refused by its own schema
+    info = json.loads((case["rel"] / "release.json").read_text())
+    _repin(case["rel"], "release.json", (json.dumps({k: v for k, v in info.items() if k != "structure"}, indent=2)
+                                         + "\n").encode())
+    r2 = cli("verify-release", case["rel"], "--items", case["items"], "--responses", case["resp"])
+    assert r2.code == 1 and "FAIL release.json   does not follow release_info.v2" in r2.out
+    assert "FAIL structure      release.json is version 2 but its rows are release_row.v1" in r.out, r.out
+
+
+@attack("release.short-key")
+@pytest.mark.parametrize("form", ["word", "letters", "digits", "reversed"])
+def test_a_short_key_in_published_public_text_is_refused(cli, tmp_path, form):
+    """The second layer, for what --public-text publishes: short keys are leaks at any length from 3 items."""
+    golds = "BDCADBA"  # 8 protected items with p1
+    case = _case(tmp_path, [{}], n_protected=8, golds=golds)
+    refs = [case["golds"][i] for i in sorted(case["golds"])]
+    key = {"word": "".join(refs), "letters": " ".join(refs), "digits": "".join(str("ABCD".index(g)) for g in refs),
+           "reversed": "".join(refs[::-1])}[form]
+    (tmp_path / "b").mkdir()
+    case = _case(tmp_path / "b", [{"reason": f"key: {key}."}], n_protected=8, golds=golds)
+    r = cli("release", case["vf"], "-o", case["rel"], "--public-text")
+    assert r.code == 2, r.err
+    assert "public_text.jsonl: row 1: field reason: leak: the references of the protected items in " in r.err
+    assert "spelled out" in r.err and key not in r.err
+    assert not case["rel"].exists()
+    # audit's own phrases hold no run of three one-letter words: the same release with them passes.
+    (tmp_path / "c").mkdir()
+    case = _case(tmp_path / "c", [{"reason": "letter A, reference B"}], n_protected=8, golds=golds)
+    assert cli("release", case["vf"], "-o", case["rel"], "--public-text").code == 0

@@ -157,13 +157,18 @@ def verify_release_cmd(release_dir: Path, items: Path, salt: str | None, salt_fi
     ids            every item id of the release is one of yours (salted ids: under the salt you give)
     items package  whether your copy has the digest the release names (informational)
     protected      every item your copy marks protected is published as protected
+    structure      a release holding protected items publishes closed vocabulary only (release_row.v2,
+                   samples ranked 0..k-1, option letters); a version-1 release is flagged
     references     every published reference equals your copy's
     verdicts       verdicts agree with statuses, and with answer = reference for letters
     figures        figures recomputed from the rows equal release.json's
     readme         README.md is exactly what release.json generates
+    parquet        (a dataset folder only) data/verdicts.parquet holds exactly the release's rows,
+                   columns and metadata, and the card is the release's
     leaks          the leak check with your copy's questions, options, references (and --responses)
-    inference      no published feature (id token, sample indices, row order, verdicts, statuses,
-                   random guesses) predicts your references far above chance (audit.inference)
+    inference      no published feature (id token, sample indices and their remainders, row order,
+                   verdicts, statuses, neighbours' statuses, random guesses) predicts your references
+                   far above chance (audit.inference)
     """
     from audit.release import verify_release
 
