@@ -13,7 +13,8 @@ the gold at letter k) passes every text check and still gives the key away. So e
   gold letter's index spells the key), and `sample indices modulo k` (k = 2..8: a sample number
   4j + the letter's index is unique per item, and its remainder is the key);
 - cross-item: `status` and `verdict of the next (previous) protected item in published order`, and of
-  the one two away (NEIGHBOUR_OFFSETS): an item's key carried by its neighbour's rows;
+  the one two away (NEIGHBOUR_OFFSETS), and the rows (verdict, status, answer) of the item next to it
+  among all published items, public ones too: an item's key carried by its neighbour's rows;
 - `row order`: the item's position among the protected items in published order, modulo m
   (m = 2..8) and in b equal blocks (b = 2, 4, 8, 16): rows follow the ids, and ids can be
   chosen so that their sorted order groups the items by answer;
@@ -113,10 +114,21 @@ def draw(seed: int, item_id: str, sample: int, options: int, policy: str = "rand
     return LETTERS[random.Random(f"{seed}:{item_id}:{sample}").randrange(options)]
 
 
-def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = None
-             ) -> dict[tuple[str, str], dict[str, str]]:
+def published_items(rows: Sequence[tuple[str, int, str, str, str | None]]) -> dict[str, str]:
+    """Every published item, public or protected, in published order -> what its rows publish (verdict, status
+    and answer per sample), from (item_id, sample, verdict, status, answer) rows: the `neighbours` of features."""
+    out: dict[str, list[str]] = {}
+    for item_id, sample, verdict, status, answer in rows:
+        out.setdefault(item_id, []).append(f"{sample}:{verdict}:{status}:{answer or ''}")
+    return {k: "|".join(v) for k, v in out.items()}
+
+
+def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = None,
+             neighbours: Mapping[str, str] | None = None) -> dict[tuple[str, str], dict[str, str]]:
     """(feature, field) -> {item id: value} over released rows (item_id, sample, verdict, status) of
-    protected items, in published order; ids are as published (dataset or salted)."""
+    protected items, in published order; ids are as published (dataset or salted). `neighbours`
+    (published_items): every published item in published order, public ones too, whose rows next to a
+    protected item's are tested as a predictor of its reference."""
     by_item: dict[str, list[tuple[int, str, str]]] = {}
     for item_id, sample, verdict, status in rows:
         by_item.setdefault(item_id, []).append((sample, verdict, status))
@@ -151,6 +163,17 @@ def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = No
                     "|".join(s for _, _, s in other))
                 put(f"verdict of the {name} protected item in published order", "verdict", item,
                     "|".join(v for _, v, _ in other))
+    if neighbours:
+        every = list(neighbours)
+        at = {item: pos for pos, item in enumerate(every)}
+        for item in by_item:
+            pos = at.get(item)
+            if pos is None:
+                continue
+            for offset, name in NEIGHBOUR_OFFSETS.items():
+                if 0 <= pos + offset < len(every):
+                    put(f"rows of the {name} item in published order, public or protected", "order", item,
+                        neighbours[every[pos + offset]])
     for pos, item in enumerate(by_item):  # dicts keep the published order
         for m in ORDER_MODULI:
             put(f"row order: position mod {m}", "order", item, str(pos % m))

@@ -325,6 +325,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
                           "or reversed)", "issue", "succeeded"),
     ("release.neighbour-status-key", "each protected item's key carried by the status of the next item in published "
                                      "order", "issue", "succeeded"),
+    ("release.public-neighbour-key", "each protected item's key carried by the answer of the public item published "
+                                     "next to it", "added", "succeeded"),
     ("release.sample-modulo-key", "each protected item's key carried by its sample index modulo 4", "issue",
      "succeeded"),
     ("release.hf-parquet-planted", "a dataset folder's Parquet (the file `datasets` loads) carrying rows or columns "

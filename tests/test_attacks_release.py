@@ -995,7 +995,7 @@ def _recovered_share(rel: Path, gold: dict[str, str], decode) -> float:
     if not rel.exists():
         return 0.0
     rows = [json.loads(x) for x in (rel / "verdicts.jsonl").read_text().splitlines()]
-    hits = sum(decode(rows, k) == gold.get(row["item_id"]) for k, row in enumerate(rows))
+    hits = sum(decode(rows, k) == gold[row["item_id"]] for k, row in enumerate(rows) if row["item_id"] in gold)
     return hits / len(gold)
 
 
@@ -1153,3 +1153,30 @@ def test_a_short_key_in_published_public_text_is_refused(cli, tmp_path, form):
     (tmp_path / "c").mkdir()
     case = _case(tmp_path / "c", [{"reason": "letter A, reference B"}], n_protected=8, golds=golds)
     assert cli("release", case["vf"], "-o", case["rel"], "--public-text").code == 0
+
+
+@attack("release.public-neighbour-key")
+def test_a_key_carried_by_the_public_item_published_next_is_refused(cli, tmp_path):
+    # Public item pNNNq sorts right after protected pNNN; its answer (an option letter: closed vocabulary) is the key.
+    rng = random.Random(31)
+    ids = [f"p{k:03d}" for k in range(120)]
+    gold = {i: rng.choice("ABCD") for i in ids}
+    items = [{"item_id": i, "reference": g, "num_choices": 4, "protected": True} for i, g in gold.items()]
+    items += [{"item_id": f"{i}q", "reference": "A", "num_choices": 4} for i in ids]
+    ip = make_package(tmp_path / "items", items=items)
+    rp = make_package(tmp_path / "resp", responses=[{"item_id": it["item_id"], "response": "(A)"} for it in items])
+    rows = [{"item_id": i, "sample": 0, "verdict": "incorrect", "status": "no_answer", "reference": g}
+            for i, g in gold.items()]  # the protected rows themselves say nothing
+    shift = dict(zip("ABCD", "BCDA", strict=True))  # the key shifted by one letter: no list of spellings has it
+    rows += [{"item_id": f"{i}q", "sample": 0, "verdict": "correct" if shift[g] == "A" else "incorrect",
+              "answer": shift[g], "reference": "A"} for i, g in gold.items()]
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    rel = tmp_path / "rel"
+    r = cli("release", vf, "-o", rel)
+    assert r.code in (0, 2), r.err
+    back = {v: k for k, v in shift.items()}
+    share = _recovered_share(rel, gold, lambda rows, k: back.get(rows[k + 1].get("answer")) if k + 1 < len(rows)
+                             else None)
+    assert share < 0.5, f"the public neighbour's answer gives {share:.0%} of the keys"
+    assert "answer inference: rows of the next item in published order, public or protected" in r.err

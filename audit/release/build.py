@@ -441,7 +441,9 @@ def _describe(b: BuildContext) -> None:
             ids[i]: n for i in protected if i in item_rows and (n := item_rows[i].option_count())},
             header.policies.no_answer)
     b.inferred = inferred = inference.check(inference.features(
-        [(r.item_id, r.sample, r.verdict, r.status) for r in b.release_rows if r.protected], guess), gold)
+        [(r.item_id, r.sample, r.verdict, r.status) for r in b.release_rows if r.protected], guess,
+        inference.published_items([(r.item_id, r.sample, r.verdict, r.status, r.answer) for r in b.release_rows])),
+        gold)
     # Every excluded id in the release's scheme, those without a row too (a raw id is published otherwise).
     id_key = b.id_key
     policies = header.policies.model_copy(update={"exclude": sorted(

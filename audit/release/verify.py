@@ -355,7 +355,8 @@ def _inference(v: VerifyContext) -> Check:
         guess = inference.Guess(info.policies.guess_seed, {
             to_release[i]: n for i in protected if (n := holder[i].option_count())}, info.policies.no_answer)
     inferred = inference.check(inference.features(
-        [(r.item_id, r.sample, r.verdict, r.status) for r in v.rows if r.protected], guess), gold)
+        [(r.item_id, r.sample, r.verdict, r.status) for r in v.rows if r.protected], guess,
+        inference.published_items([(r.item_id, r.sample, r.verdict, r.status, r.answer) for r in v.rows])), gold)
     if inferred.failed:
         return Check("inference", False, inference.message(inferred.failed[0]))
     return Check("inference", True, f"no published feature predicts your references far above chance "
