@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 TEST = "leave-one-out majority vote, one-sided exact binomial test against chance"
@@ -154,26 +154,7 @@ def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = No
         for m in SAMPLE_MODULI:
             put(f"sample indices modulo {m}", "sample", item, "|".join(str(n % m) for n, _, _ in samples))
     n = len(by_item)
-    order = list(by_item)  # dicts keep the published order
-    for pos, item in enumerate(order):
-        for offset, name in NEIGHBOUR_OFFSETS.items():
-            if 0 <= pos + offset < n:
-                other = by_item[order[pos + offset]]
-                put(f"status of the {name} protected item in published order", "status", item,
-                    "|".join(s for _, _, s in other))
-                put(f"verdict of the {name} protected item in published order", "verdict", item,
-                    "|".join(v for _, v, _ in other))
-    if neighbours:
-        every = list(neighbours)
-        at = {item: pos for pos, item in enumerate(every)}
-        for item in by_item:
-            pos = at.get(item)
-            if pos is None:
-                continue
-            for offset, name in NEIGHBOUR_OFFSETS.items():
-                if 0 <= pos + offset < len(every):
-                    put(f"rows of the {name} item in published order, public or protected", "order", item,
-                        neighbours[every[pos + offset]])
+    _cross_item(by_item, neighbours or {}, put)
     for pos, item in enumerate(by_item):  # dicts keep the published order
         for m in ORDER_MODULI:
             put(f"row order: position mod {m}", "order", item, str(pos % m))
@@ -192,6 +173,29 @@ def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = No
                 put(f"{name} recomputed from the published seed, ids and samples", "verdict", item,
                     "".join(sorted(left)))
     return out
+
+
+def _cross_item(by_item: Mapping[str, list[tuple[int, str, str]]], neighbours: Mapping[str, str],
+                put: Callable[[str, str, str, str], None]) -> None:
+    """The cross-item features: the statuses and verdicts of the protected items NEIGHBOUR_OFFSETS away in
+    published order, and the rows of the published items (public ones too) that far away."""
+    order = list(by_item)  # dicts keep the published order
+    for pos, item in enumerate(order):
+        for offset, name in NEIGHBOUR_OFFSETS.items():
+            if 0 <= pos + offset < len(order):
+                other = by_item[order[pos + offset]]
+                put(f"status of the {name} protected item in published order", "status", item,
+                    "|".join(s for _, _, s in other))
+                put(f"verdict of the {name} protected item in published order", "verdict", item,
+                    "|".join(v for _, v, _ in other))
+    every = list(neighbours)
+    at = {item: pos for pos, item in enumerate(every)}
+    for item in by_item:
+        pos = at.get(item)
+        for offset, name in NEIGHBOUR_OFFSETS.items():
+            if pos is not None and 0 <= pos + offset < len(every):
+                put(f"rows of the {name} item in published order, public or protected", "order", item,
+                    neighbours[every[pos + offset]])
 
 
 def check(feats: Mapping[tuple[str, str], Mapping[str, str]], references: Mapping[str, str]) -> Result:
