@@ -1180,3 +1180,45 @@ def test_a_key_carried_by_the_public_item_published_next_is_refused(cli, tmp_pat
                              else None)
     assert share < 0.5, f"the public neighbour's answer gives {share:.0%} of the keys"
     assert "answer inference: rows of the next item in published order, public or protected" in r.err
+
+
+@attack("release.hf-parquet-planted")
+@pytest.mark.parametrize("forgery", ["unused dictionary entry", "statistics", "page index", "bytes before the footer"])
+def test_a_dataset_folders_parquet_hides_no_bytes(cli, tmp_path, forgery):
+    """Text a reader never shows: an entry of a column's dictionary no row uses, a row group's min/max
+    statistics, a page index, bytes after the last page. Every byte must be a page or the footer."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    case = _case(tmp_path, [{}, {}])
+    out = tmp_path / "hf"
+    assert cli("release", case["vf"], "-o", out, "--format", "hf").code == 0
+    data = out / "data" / "verdicts.parquet"
+    table = pq.read_table(data)
+    planted = NEW_ENCODINGS["base85"](QUESTION)
+    if forgery == "unused dictionary entry":
+        col = table.column("reference").combine_chunks()
+        values = col.to_pylist()
+        dictionary = pa.array(sorted({v for v in values if v is not None}) + [planted])
+        index = {v: i for i, v in enumerate(dictionary.to_pylist())}
+        forged = pa.DictionaryArray.from_arrays(pa.array([index.get(v) for v in values], pa.int32()), dictionary)
+        table = table.set_column(table.schema.get_field_index("reference"), "reference", forged)
+        pq.write_table(table, data)
+    elif forgery == "statistics":  # the footer's max of item_id replaced by a value of the same length no row has
+        pq.write_table(table, data)
+        raw = data.read_bytes()
+        cut = len(raw) - 8 - int.from_bytes(raw[-8:-4], "little")
+        top = max(table.column("item_id").to_pylist()).encode()
+        assert top in raw[cut:]
+        data.write_bytes(raw[:cut] + raw[cut:].replace(top, b"z" * len(top)))
+    elif forgery == "page index":
+        pq.write_table(table, data, write_page_index=True)
+    else:
+        raw = data.read_bytes()
+        footer_len = int.from_bytes(raw[-8:-4], "little")
+        cut = len(raw) - 8 - footer_len
+        data.write_bytes(raw[:cut] + planted.encode() + raw[cut:])
+    r = cli("verify-release", out, "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 1, r.out
+    assert "FAIL parquet" in r.out
+    _no_text_in(r.out + r.err, PIECE)

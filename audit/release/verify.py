@@ -371,7 +371,7 @@ def _parquet(v: VerifyContext) -> Check | None:
     if v.dataset is None:
         return None
     from audit.fileio import read_regular
-    from audit.packages.parquet import ParquetBound, open_parquet, parquet_batches
+    from audit.packages.parquet import ParquetBound, open_parquet, parquet_batches, parquet_unaccounted
     from audit.release.hf import parquet_rows
     from audit.release.kind import MAX_ROWS_FILE_BYTES
     from audit.release.models import HF_CARD_FILE, HF_RELEASE_DIR, PARQUET_COLUMNS, parquet_metadata
@@ -390,11 +390,15 @@ def _parquet(v: VerifyContext) -> Check | None:
             return Check("parquet", False, f"{DATA_FILE}: larger than the {MAX_ROWS_FILE_BYTES:,}-byte limit")
         pf = open_parquet(data)
         schema = pf.schema_arrow
-        got = [row for batch in parquet_batches(pf, len(data)) for row in batch.to_pylist()]
+        batches = list(parquet_batches(pf, len(data)))
+        got = [row for batch in batches for row in batch.to_pylist()]
+        hidden = parquet_unaccounted(pf.metadata, memoryview(data)) or _parquet_hidden_values(pf, batches, got)
     except (AuditError, OSError, ParquetBound, ValueError) as e:
         return Check("parquet", False, f"{DATA_FILE} does not read: {_redacted_text(str(e).splitlines()[0])}")
     except Exception:  # pyarrow's own errors for a damaged file (several types)
         return Check("parquet", False, f"{DATA_FILE} does not read as Parquet")
+    if hidden:
+        return Check("parquet", False, f"{DATA_FILE} {hidden}")
     meta = {k: val for k, val in (schema.metadata or {}).items()}
     try:
         hf_meta = loads_strict(meta.pop(b"huggingface", b"null"))
@@ -414,6 +418,42 @@ def _parquet(v: VerifyContext) -> Check | None:
         problems.append(f"the dataset card {HF_CARD_FILE} is not what release.json and the release's README give")
     return Check("parquet", not problems, f"{DATA_FILE}: " + "; ".join(problems) if problems else
                  f"{DATA_FILE} holds the release's {len(got):,} rows and nothing else; the card is the release's")
+
+
+_CREATED_BY = re.compile(r"parquet-cpp-arrow version [0-9]+\.[0-9]+\.[0-9]+")
+_FILE_KEYS = {b"ARROW:schema", b"huggingface"}
+
+
+def _parquet_hidden_values(pf: object, batches: list[object], rows: list[dict[str, object]]) -> str | None:
+    """Why a Parquet file holds a value no row shows, or None: a dictionary entry no row uses, statistics naming
+    a value no row of the column has, a footer key other than the Arrow schema and `datasets`' features, or a
+    `created_by` that is not the Arrow writer's own (each could carry text past a reader)."""
+    import pyarrow as pa
+
+    md = pf.metadata  # type: ignore[attr-defined]
+    if not _CREATED_BY.fullmatch(md.created_by or ""):
+        return "names a writer (created_by) that is not pyarrow's"
+    if set(md.metadata or {}) - _FILE_KEYS:
+        return "holds footer metadata beyond the Arrow schema and datasets' features"
+    for batch in batches:
+        for name, col in zip(batch.schema.names, batch.columns, strict=True):  # type: ignore[attr-defined]
+            if pa.types.is_dictionary(col.type):
+                used = set(col.indices.drop_null().to_pylist())
+                if len(used) != len(col.dictionary):
+                    return f"column {name}: its dictionary holds {len(col.dictionary) - len(used):,} values no row uses"
+    values: dict[str, set[object]] = {}
+    for row in rows:
+        for k, val in row.items():
+            values.setdefault(k, set()).add(val)
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            stats = col.statistics
+            if stats is not None and stats.has_min_max and not {stats.min, stats.max} <= values.get(
+                    col.path_in_schema, set()):
+                return f"column {col.path_in_schema}: its statistics name a value no row has"
+    return None
 
 
 @dataclass(frozen=True)
