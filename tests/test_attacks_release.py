@@ -1222,3 +1222,31 @@ def test_a_dataset_folders_parquet_hides_no_bytes(cli, tmp_path, forgery):
     assert r.code == 1, r.out
     assert "FAIL parquet" in r.out
     _no_text_in(r.out + r.err, PIECE)
+
+
+@attack("release.sample-modulo-key")
+def test_without_the_responses_samples_are_ranked_in_the_verdict_file(cli, tmp_path):
+    vf, ip, rp, gold = _key_set(tmp_path, 40, lambda k, i, g, golds: {
+        "item_id": i, "sample": 4 * k + "ABCD".index(g), "verdict": "incorrect", "answer": "A", "reference": g})
+    rel = tmp_path / "rel"
+    r = cli("release", vf, "-o", rel, "--items", ip, "--no-response-check")
+    assert r.code == 0, r.err
+    rows = [json.loads(x) for x in (rel / "verdicts.jsonl").read_text().splitlines()]
+    assert {x["sample"] for x in rows} == {0}
+    assert json.loads((rel / "release.json").read_text())["structure"]["samples"] == "verdict file"
+    assert cli("verify-release", rel, "--items", ip).code == 0
+
+
+@pytest.mark.parametrize("edit,message", [
+    ({"sample": 7}, "row 2: field sample: 1 graded rows have no response in the responses package (this is the "
+                    "first): a release's samples are the responses package's"),
+    ({"reference": "C"}, "row 2: field reference: a public row was graded against another reference than the items "
+                         "package's"),
+    ({"status": "graded by hand"}, "row 2: field status: in a release holding protected items, every row's status "
+                                   "must be one of audit's statuses"),
+])
+def test_a_structural_release_refuses_what_the_pinned_packages_contradict(cli, tmp_path, edit, message):
+    case = _case(tmp_path, [edit])
+    r = cli("release", case["vf"], "-o", case["rel"])
+    assert r.code == 2 and message in r.err, r.err
+    assert r.err.count("\n") == 1 and not case["rel"].exists()

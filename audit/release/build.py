@@ -359,8 +359,8 @@ def _rank_samples(b: BuildContext) -> None:
         missing = graded - pairs
         if missing:  # named by row: an id may be text that must not be printed
             first = next(n for n, r in enumerate(b.rows, 1) if (r["item_id"], r["sample"]) in missing)
-            raise AuditError(f"{len(missing)} graded rows have no response in the responses package (the first at "
-                             f"row {first}): a release's samples are the responses package's", path=str(b.verdicts),
+            raise AuditError(f"{len(missing)} graded rows have no response in the responses package (this is the "
+                             f"first): a release's samples are the responses package's", path=str(b.verdicts),
                              row=first, field="sample")
     per_item: dict[str, list[int]] = {}
     for item_id, sample in sorted(pairs):
