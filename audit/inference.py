@@ -191,11 +191,11 @@ def _cross_item(by_item: Mapping[str, list[tuple[int, str, str]]], neighbours: M
     every = list(neighbours)
     at = {item: pos for pos, item in enumerate(every)}
     for item in by_item:
-        pos = at.get(item)
+        here = at.get(item)
         for offset, name in NEIGHBOUR_OFFSETS.items():
-            if pos is not None and 0 <= pos + offset < len(every):
+            if here is not None and 0 <= here + offset < len(every):
                 put(f"rows of the {name} item in published order, public or protected", "order", item,
-                    neighbours[every[pos + offset]])
+                    neighbours[every[here + offset]])
 
 
 def check(feats: Mapping[tuple[str, str], Mapping[str, str]], references: Mapping[str, str]) -> Result:
