@@ -23,8 +23,26 @@ from importlib.metadata import version as _version
 from pathlib import Path
 from typing import Any
 
+
+def _checkout_version() -> str | None:
+    """The version a source checkout's pyproject.toml states, beside this package: an editable install's metadata
+    keeps the version it was installed at, and packages record this version as their producer's, by which a
+    manifest of an older scheme than its producer writes is refused (`audit.producer`). None outside a checkout."""
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    if not pyproject.is_file():
+        return None
+    import tomllib
+
+    try:
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    version = project.get("version") if project.get("name") == "audit" else None
+    return version if isinstance(version, str) else None
+
+
 try:
-    __version__ = _version("audit")
+    __version__ = _checkout_version() or _version("audit")
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0+unknown"
 

@@ -13,9 +13,13 @@ import re
 import unicodedata
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 MANIFEST_SCHEMA_VERSION = 3
+
+PROVENANCE_PINNED_SINCE = 2
+"""The manifest schema_version from which a package's digest covers its whole manifest, provenance included
+(`audit.packages.layout.package_digest`). Below it, provenance is never read as the package's (`Manifest`)."""
 
 MAX_COUNT = 2**53 - 1
 """Largest count, index or size a record may hold: the largest integer every JSON reader keeps exact
@@ -206,6 +210,8 @@ class Manifest(Record):
     """Version of this manifest format; readers refuse versions they do not know. From 2 the package's digest
     covers this whole manifest but `created`; a version 1 package's covers its files' paths and hashes only. 3 added
     `provenance.subject`."""
+    # (The published text above never changes in place. A version 1 manifest's provenance is not read, see
+    # `unpinned_provenance`; a version older than its producer writes is refused, `audit.producer.downgrade_problem`.)
     package_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
     """Identifier of the package: letters, digits and `._+-`."""
     kind: str = Field(min_length=1, max_length=64, pattern=KIND_NAME_PATTERN)
@@ -220,6 +226,25 @@ class Manifest(Record):
     """Model, engine, hardware, dataset and sampling behind the data."""
     files: list[FileEntry]
     """Every file of the package but this manifest; a file not listed here is an error."""
+
+    _unpinned: Provenance | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _old_scheme_provenance_set_aside(self) -> Manifest:
+        # A schema 1 digest covers files only: its provenance could be anything under the same pin, so no reader
+        # gets it as the package's (generate copied an items package's dataset into the package it pinned; a
+        # telemetry link, a profile's trace record). It is kept aside, for `audit show` to print as unverified.
+        if self.schema_version < PROVENANCE_PINNED_SINCE and self.provenance != Provenance():
+            self._unpinned = self.provenance
+            object.__setattr__(self, "provenance", Provenance())  # (frozen: set once, while validating)
+        return self
+
+    @property
+    def unpinned_provenance(self) -> Provenance | None:
+        """The provenance a schema_version 1 manifest states, which its digest does not cover: shown as unverified,
+        never read as the package's (`provenance` is then empty). None from schema_version 2 (or if it states none).
+        """
+        return self._unpinned
 
 
 # --------------------------------------------------------------------------- rows

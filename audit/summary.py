@@ -229,6 +229,16 @@ ERROR_SHARE = 0.5
 """`error_share_note` speaks when more than this share of a grading's rows are `error` rows."""
 
 
+def recorded_grader_note(kind: str | None, scorer: str | None, grader: str) -> str | None:
+    """The note when verdicts a model-graded scorer recorded (`kind` as the import recorded it, e.g. inspect's
+    model_graded_fact) are set beside a regrade by `grader` (name@version, a rule): their disagreement is the two
+    graders', not a retraction by itself; else None."""
+    if kind != "model-graded":
+        return None
+    return (f"the recorded verdicts came from a model-graded scorer ({scorer or 'unnamed'}); {grader} is not the same "
+            f"grader: a verdict it changes may be the judge and the rule disagreeing, not a retraction by itself")
+
+
 def error_share_note(summary: Summary) -> str | None:
     """The warning when most rows are `error` rows (not graded): the headline `accuracy` then rests on the few
     graded, e.g. 6/7 = 85.71% of a 200-row grading whose spec could not read 193 items; else None."""

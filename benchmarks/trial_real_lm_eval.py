@@ -7,11 +7,13 @@ came from:
         /tmp/lmeval_real/errorbars/lm_eval_output=antonsoo/errorbars@05f148ff:tests/fixtures/lm_eval_output \\
         /tmp/lmeval_real/olot/lmeh=containers/olot@0596e93c:tests/data/lmeh ...
 
-For each folder: `audit import lm-eval DIR -o TMP` (one package per task, each cross-checked against its
-results file), then each package is regraded by audit (`selected_choice` for multiple-choice samples, the
+For each folder: `audit import lm-eval DIR -o TMP --recorded TMP.recorded` (one package per task, each
+cross-checked against its results file, and a verdict file of the run's own verdicts per task), then each package
+is regraded by audit (`selected_choice` for multiple-choice samples, the
 `gsm8k` spec for gsm8k tasks, else `exact`) and one Markdown row per task is printed: source@commit, folder,
-task and n, the tool's own metric (from the results file, else the mean of the per-sample metric), audit's
-figure, and the difference. A folder the importer refuses gets one row with its error line.
+task and n, the tool's own metric (from the results file, else the mean of the per-sample metric), the figure of
+the task's verdict file (`--recorded`; a column since issue 31 item 8), audit's figure, and the difference. A
+folder the importer refuses gets one row with its error line.
 
 Last run (2026-12-01; copies under /tmp/lmeval_real: the errorbars and olot files are byte-identical to
 tests/data/lm_eval, whose README gives their sha256, except hf-internal-testing__tiny-random-gpt2, rebuilt
@@ -42,6 +44,27 @@ for their integer `target`):
 | same | leaderboard_math_prealgebra_hard_20250530_130837 | n=4 | exact_match,none 25.00% | 25.00% (1/4, math) | none |
 | same | leaderboard_math_num_theory_hard_20250401_081149 | n=1 | exact_match,none 0.00% | 100.00% (1/1, math) | +100 pt: the response boxes 44 (the gold), then rechecks and is cut mid-line; the leaderboard's filter reads only "Final Answer: The final answer is X", audit's `math` spec the last box |
 | same | leaderboard_ifeval (5 runs) | n=1-4 | inst_level_loose_acc | - | not compared: no audit spec grades instruction following |
+
+Run of 2026-12-07, after issue 31 item 8 (`--recorded` for a folder; before it, `--recorded` was refused for a
+folder and for a results file holding its samples): the same two sources, tests/data/lm_eval and the 31 files of
+mattdepaolis/llm-evaluation@8af48303, 231 task packages, 8 min 37 s on the shared 2-core machine:
+
+| source@commit | package | task, n | tool's metric | its verdict file (--recorded) | audit's figure | difference |
+| --- | --- | --- | --- | --- | --- | --- |
+| both | 226 of 231 task packages | every task but ifeval | each logged figure | 226 equal to the logged figure | as in the run above | none between the verdict file and the log |
+| tests/data/lm_eval | sshleifer__tiny-gpt2/copa | copa, n=20 | acc,none 60.00% (results file) | 60.00% (12/20, acc) | 60.00% (12/20, selected_choice) | +0.00 pt; `audit diff` of the two: 0 verdicts changed |
+| tests/data/lm_eval | mattdepaolis_llm-evaluation/leaderboard_bbh_causal_judgement | n=10, logs acc_norm only | acc_norm,none 60.00% | 60.00% (6/10, acc_norm) | 60.00% (6/10, selected_choice) | +0.00 pt |
+| mattdepaolis/llm-evaluation@8af48303 | leaderboard_math_num_theory_hard_20250401_081149 | n=1 | exact_match,none 0.00% | 0.00% (0/1, exact_match) | 100.00% (1/1, math) | +100 pt, as above: the verdict file and `audit diff` now show the row |
+| same | leaderboard_ifeval (5 runs) | n=1-4 | inst_level_loose_acc | none written: "metric prompt_level_strict_acc is False, not 0 or 1: not a verdict" (one line each, --on-bad-row record) | - | not compared |
+
+Other importers on real files, the same day (issue 31 item 8; not rerun by this script):
+
+| source@commit | file | what | before | after |
+| --- | --- | --- | --- | --- |
+| UKGovernmentBEIS/inspect_ai@499e6152 | tests/analysis/test_logs/...security-guide.json | model_graded_fact (gpt-4o-mini), 3 samples, regraded with `exact` | recorded 100.00% (3/3), exact 0.00% (0/3): a -100 pt "Retraction" with no word of the judge | the same figures; `audit grade` and `audit diff` note "the recorded verdicts came from a model-graded scorer (model_graded_fact); exact.hle@1 is not the same grader" |
+| same | tests/log/test_list_logs/...input-task_8zXjbRzCWrL9GXiXo2vus9.json (tests/data/judge) | the log copied to a name without an extension | refused: unknown file type | `--format json`: the same rows as the .json |
+| EleutherAI/lm-evaluation-harness output (antonsoo/errorbars@8d233535, tests/data/lm_eval) | samples_arc_easy_...jsonl without its extension | `import lm-eval --format jsonl` | refused: unknown file type | the same 5 rows, 20.00% (1/5) |
+| a log inspect_ai 0.3 writes for a task without a scorer (mockllm) | .eval and .json | `import inspect --recorded` | "the log has 0 scorers (none): give --scorer" | one line naming both ways on; `inspect score LOG --scorer match --output-file SCORED.json` then `--recorded`: 50.00% (1/2) |
 """
 
 from __future__ import annotations
@@ -90,14 +113,29 @@ def _tool_metric(pkg: Path) -> tuple[str, float | None, str]:
     return "-", None, "-"
 
 
+def _recorded(rec: Path, rel: str) -> str:
+    """The figure of the task's verdict file that `--recorded` wrote (the run's own verdicts), or why there is none."""
+    path = rec / f"{rel}.json"
+    if not path.is_file():
+        return "none written"
+    vf = json.loads(path.read_text())
+    fig = next(f for f in vf["summary"]["figures"] if f["name"] == "accuracy_all")
+    return f"{100 * fig['value']:.2f}% ({fig['correct']}/{fig['total']}, {vf['environment']['recorded_by']})"
+
+
 def trial(folder: Path, source: str, work: Path) -> list[str]:
     out = work / folder.name
+    rec = work / f"{folder.name}.recorded"
     # --on-bad-row record: a file the importer refuses is listed, and the folder's other tasks still compared.
-    r = _run("import", "lm-eval", str(folder), "-o", str(out), "--on-bad-row", "record")
-    rows = [f"| {source} | - | - | - | - | not imported: {line.split(': ', 1)[1]} |"
+    # --recorded with one benchmark for every task: each task's own verdicts as a verdict file (the label is not
+    # the spec it is graded by below; the rows are the harness's metric either way).
+    r = _run("import", "lm-eval", str(folder), "-o", str(out), "--on-bad-row", "record", "--recorded", str(rec),
+             "--benchmark", "selected_choice")
+    rows = [f"| {source} | - | - | - | - | - | not imported: {line.split(': ', 1)[1]} |"
             for line in r.stdout.splitlines() if line.startswith("  not imported")]
     if r.returncode == 2:
-        return [*rows, f"| {source} | - | - | - | - | refused: {r.stderr.strip().removeprefix('audit: error: ')} |"]
+        return [*rows, f"| {source} | - | - | - | - | - | refused: "
+                       f"{r.stderr.strip().removeprefix('audit: error: ')} |"]
     for manifest in sorted(out.rglob("manifest.json")):
         pkg = manifest.parent
         man = json.loads(manifest.read_text())
@@ -107,10 +145,11 @@ def trial(folder: Path, source: str, work: Path) -> list[str]:
         spec = _spec(pkg, task)
         verdicts = work / f"{pkg.name}-{abs(hash(str(pkg)))}.json"
         name, tool, where = _tool_metric(pkg)
+        rel = pkg.relative_to(out).as_posix()
+        recorded = _recorded(rec, rel)
         if spec is None:
-            rel = pkg.relative_to(out).as_posix()
-            rows.append(f"| {source} | {rel} | {task}, n={n} | {name} {100 * (tool or 0):.2f}% | - | not compared: no "
-                        f"audit spec grades {task} |")
+            rows.append(f"| {source} | {rel} | {task}, n={n} | {name} {100 * (tool or 0):.2f}% | {recorded} | - | not "
+                        f"compared: no audit spec grades {task} |")
             continue
         g = _run("grade", str(pkg), "--benchmark", spec, "-o", str(verdicts), "-q")
         if g.returncode != 0:
@@ -124,8 +163,7 @@ def trial(folder: Path, source: str, work: Path) -> list[str]:
         note = ("cross-check MISMATCH: " + ", ".join(failed)) if failed else \
             ("cross-check passed" if any(c["ok"] for c in checks) else "no results file: not cross-checked")
         tool_s = "-" if tool is None else f"{name} {100 * tool:.2f}% ({where})"
-        rel = pkg.relative_to(out).as_posix()
-        rows.append(f"| {source} | {rel} | {task}, n={n} | {tool_s} | {ours} | {diff}; {note} |")
+        rows.append(f"| {source} | {rel} | {task}, n={n} | {tool_s} | {recorded} | {ours} | {diff}; {note} |")
     return rows
 
 
@@ -133,8 +171,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folders", nargs="+", metavar="DIR=SOURCE@COMMIT[:PATH]")
     args = ap.parse_args()
-    print("| source@commit | package | task, n | tool's metric | audit's figure | difference |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| source@commit | package | task, n | tool's metric | its verdict file (--recorded) | audit's figure | "
+          "difference |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for spec in args.folders:
             folder, _, source = spec.partition("=")

@@ -3,27 +3,25 @@
 # On the host: vLLM's environment when its wheels are installed (../shared/device/VLLM.md), the two wheels
 # any quantized model needs (compressed-tensors, loguru), pydantic when vLLM's wheels are not there yet
 # (the floor call), audit itself into /tmp/audit-site. DRY=1: this machine's .venv and the test doubles.
-# Sets PY, RUN (the run every package names), ENGINE (NAME==VERSION) and step().
-step() { echo; echo "=== $* (+$(( $(date +%s) - START )) s, $(date -u +%H:%M:%S) UTC)"; }
+# Sets PY, RUN (the run every package names), ENGINE (NAME==VERSION), and the functions of
+# scripts/device_lib.sh (step, left, ...).
+# shellcheck source=scripts/device_lib.sh
+. scripts/device_lib.sh
 RUN=${RUN:-h100-$(date -u +%Y%m%d)}
 if [ "${DRY:-0}" = 1 ]; then
-  export PATH="$PWD/.venv/bin:$PATH"
-  PY=python
+  dry_env
   ENGINE=${ENGINE:-vllm==0.26.0}
 else
   # shellcheck disable=SC1091
   [ -f .dev/vllm-smoke/env.sh ] && . .dev/vllm-smoke/env.sh
-  rm -rf /tmp/audit-site
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/audit-site . \
-    || exit 8
+  install_audit
   if [ -d /tmp/site/vllm ] && ls .dev/h100/whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/compressed_tensors ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .dev/h100/whl/*.whl || exit 9
+    install_wheels /tmp/site .dev/h100/whl/*.whl || exit 9
   fi
   if ! PYTHONPATH="/tmp/site:${PYTHONPATH:-}" python3 -c "import pydantic" 2>/dev/null; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/audit-site "${PYD:-.dev/h100/pyd}"/*.whl \
-      || exit 8
+    install_wheels /tmp/audit-site "${PYD:-.dev/h100/pyd}"/*.whl || exit 8
   fi
-  export PYTHONPATH="/tmp/audit-site:/tmp/site:${PYTHONPATH:-}" PATH="/tmp/audit-site/bin:$PATH"
+  use_audit_site /tmp/site
   # DeepGEMM JIT-compiled 1,253 kernels and failed on the H200 (packages/evidence-h200-moe): CUTLASS and
   # the Triton FP8 MoE instead.
   export VLLM_USE_DEEP_GEMM=0 VLLM_MOE_USE_DEEP_GEMM=0 VLLM_DEEP_GEMM_WARMUP=skip

@@ -26,17 +26,7 @@ exec > >(tee "$OUTDIR/h100_floor.log") 2>&1
 if [ "${DRY:-0}" = 1 ]; then
   BW=(--hbm-tbps "${HBM_TBPS:-3.35}" --hardware "1x NVIDIA H100 80GB HBM3 (DRY)")
 else
-  python3 - <<'EOF'
-import pynvml
-pynvml.nvmlInit()
-for i in range(pynvml.nvmlDeviceGetCount()):
-    h = pynvml.nvmlDeviceGetHandleByIndex(i)
-    bits = pynvml.nvmlDeviceGetMemoryBusWidth(h)
-    mhz = pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM)
-    print(f"NVML device {i}: {pynvml.nvmlDeviceGetName(h)}, bus {bits} bits, max memory clock {mhz} MHz, "
-          f"x2 = {bits / 8 * mhz * 1e6 * 2 / 1e12:.4f} TB/s")
-pynvml.nvmlShutdown()
-EOF
+  nvml_bandwidth
   BW=(--from-nvml)
 fi
 

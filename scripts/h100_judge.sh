@@ -4,8 +4,13 @@
 # re-reads them with the server stopped, and audit show prints the figures. Random weights make parse failures
 # likely: the recording, the replay and the judge_error statuses are what this run tests.
 #
-#   On the device, after the VLLM.md install (parts c1..c3):  bash scripts/h100_judge.sh .dev/tiny-llama
-#   On the CPU, against the local fake judge instead:         JUDGE_SERVER=fake bash scripts/h100_judge.sh
+#   On the device, after the VLLM.md install:  bash scripts/h100_judge.sh MODEL_DIR
+#   On the CPU, against the local fake judge:  JUDGE_SERVER=fake bash scripts/h100_judge.sh
+#
+# The evidence run served Llama-3.1-8B's shape (scripts/shapes/llama-3.1-8b.config.json, the Llama 3 tokenizer
+# of scripts/h200_bench_prepare.sh and Llama 3's chat format) with VLLM_ARGS="--load-format dummy": full-size
+# random weights. SUBJECT_RUN (with SUBJECT_MODEL, SUBJECT_CONFIG, SUBJECT_ENGINE, SUBJECT_HARDWARE,
+# SUBJECT_WEIGHTS) names the judge served in every calls package (`audit judge --model-name ... --run ...`).
 #
 # Writes everything under ${OUT:-.dev/judge-evidence}: responses/, items/, calls-hle/, calls-inspect/, graded.json,
 # show-*.txt, reproduce.txt, server.log. Exit status: non-zero on the first failed step.
@@ -25,7 +30,8 @@ start_server() {
   else
     # The judge's structured output (HLE's json_schema) goes through vLLM's guided decoding (xgrammar).
     "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" --served-model-name judge --port "$PORT" \
-      --max-model-len 2048 --gpu-memory-utilization 0.3 --enforce-eager --seed 0 > "$OUT/server.log" 2>&1 &
+      --max-model-len 2048 --gpu-memory-utilization "${GPU_UTIL:-0.3}" --enforce-eager --seed 0 ${VLLM_ARGS:-} \
+      > "$OUT/server.log" 2>&1 &
   fi
   SERVER_PID=$!
   for _ in $(seq 1 "${SERVER_WAIT_S:-150}"); do
@@ -71,16 +77,26 @@ rm -rf "$OUT/items" "$OUT/responses"
 start_server
 MODEL_NAME=judge
 [ "${JUDGE_SERVER:-vllm}" = fake ] && MODEL_NAME=fake-judge
+SUBJECT=()
+if [ -n "${SUBJECT_RUN:-}" ]; then
+  SUBJECT=(--model-name "$SUBJECT_MODEL" --model-config "$SUBJECT_CONFIG" --engine "$SUBJECT_ENGINE"
+           --hardware "$SUBJECT_HARDWARE" --weights "$SUBJECT_WEIGHTS" --run "$SUBJECT_RUN")
+fi
 "$AUDIT" judge "$OUT/responses" --items "$OUT/items" --judge hle.official --server "$URL" --judge-model "$MODEL_NAME" \
-  --repeats 2 --seed 0 --max-tokens 256 --timeout 120 -o "$OUT/calls-hle" --force | tee "$OUT/judge-hle.txt"
+  --repeats 2 --seed 0 --max-tokens 256 --timeout 120 "${SUBJECT[@]}" -o "$OUT/calls-hle" --force \
+  | tee "$OUT/judge-hle.txt"
 "$AUDIT" judge "$OUT/responses" --items "$OUT/items" --judge inspect.model_graded_fact --server "$URL" \
-  --judge-model "$MODEL_NAME" --temperature 0 --max-tokens 128 --logprobs 2 --timeout 120 -o "$OUT/calls-inspect" \
-  --force | tee "$OUT/judge-inspect.txt"
+  --judge-model "$MODEL_NAME" --temperature 0 --max-tokens 128 --logprobs 2 --timeout 120 "${SUBJECT[@]}" \
+  -o "$OUT/calls-inspect" --force | tee "$OUT/judge-inspect.txt"
+"$AUDIT" judge "$OUT/responses" --items "$OUT/items" --judge simple_evals.equality --server "$URL" \
+  --judge-model "$MODEL_NAME" --extractor hle.exact_answer --seed 0 --max-tokens 16 --timeout 120 "${SUBJECT[@]}" \
+  -o "$OUT/calls-equality" --force | tee "$OUT/judge-equality.txt"
 stop_server
 
 # 3. No server from here on: grade from the recorded calls, show, reproduce.
 "$AUDIT" show "$OUT/calls-hle" | tee "$OUT/show-hle.txt"
 "$AUDIT" show "$OUT/calls-inspect" | tee "$OUT/show-inspect.txt"
+"$AUDIT" show "$OUT/calls-equality" | tee "$OUT/show-equality.txt"
 "$AUDIT" grade "$OUT/responses" --items "$OUT/items" --benchmark hle --judge-calls "$OUT/calls-hle" \
   -o "$OUT/graded.json" --force | tee "$OUT/grade.txt"
 "$AUDIT" grade "$OUT/responses" --items "$OUT/items" --benchmark hle --judge-calls "$OUT/calls-hle" \

@@ -45,7 +45,6 @@ SERVE=(--load-format dummy --max-model-len 2048 --gpu-memory-utilization 0.85 --
 exec > >(tee "$OUTDIR/h100_moe.log") 2>&1
 # shellcheck source=scripts/h100_env.sh
 . scripts/h100_env.sh
-left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
 if [ "${DRY:-0}" = 1 ]; then
   WINDOWS=${WINDOWS:-2}; WINDOW_S=${WINDOW_S:-2}
   PROGRAM=("$PY" tests/fake_openai_server.py --fake-config '{"token_delay": 0.004}')
@@ -71,13 +70,7 @@ PROFCFG="{\"profiler\":\"torch\",\"torch_profiler_dir\":\"$PROF\",\"torch_profil
 export VLLM_RPC_TIMEOUT=1800000
 "${PROGRAM[@]}" --model "$MODEL" --port "$PORT" "${SERVE[@]}" --profiler-config "$PROFCFG" > "$WORK/server.log" 2>&1 &
 spid=$!
-ok=0
-for _ in $(seq 1 $(( $(left) - 200 ))); do
-  curl -sf "$URL/health" >/dev/null && { ok=1; break; }
-  kill -0 "$spid" 2>/dev/null || break
-  sleep 1
-done
-if [ "$ok" != 1 ]; then
+if ! wait_ready "$URL" "$spid" $(( $(left) - 200 )); then
   step "FAILED: the server did not come up"
   grep -nE "Error|error:|Traceback|raise |not supported|out of memory" "$WORK/server.log" | tail -n 30
   kill -INT "$spid" 2>/dev/null; sleep 5; kill -9 "$spid" 2>/dev/null
@@ -108,28 +101,12 @@ if [ "$(left)" -gt 140 ]; then
   audit generate --benchmark math500 --items .dev/h100/items/math500 --server "$URL" --model "$MODEL" \
     --server-log "$WORK/server.log" --mode completion --samples 3 --max-tokens 200 --temperature 0.8 --top-p 0.95 \
     --top-k 50 --seed 1234 --concurrency 4 --hardware "$HARDWARE" -o "$GEN" &
-  apid=$!
-  for _ in $(seq 1 1200); do
-    n=$(cat "$GEN.work/journal.jsonl" 2>/dev/null | wc -l)
-    [ "$n" -ge 5 ] && break
-    kill -0 "$apid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -9 "$apid"; wait "$apid"
-  echo "audit killed (rc=$?) with $(wc -l < "$GEN.work/journal.jsonl") rows journaled"
+  kill_after_rows $! "$GEN.work/journal.jsonl" 5 1200 0.1
   cp "$GEN.work/journal.jsonl" "$WORK/journal-at-kill.jsonl"
   audit generate --resume "$GEN"
   echo "rc=$?"
   if [ -f "$GEN/responses.jsonl" ]; then
-    python3 - "$WORK/journal-at-kill.jsonl" "$GEN/responses.jsonl" <<'EOF'
-import json, sys
-before = [json.loads(l) for l in open(sys.argv[1]) if l.endswith("\n")]
-after = [json.loads(l) for l in open(sys.argv[2])]
-final = {(r["item_id"], r["sample"], r["attempt"]): r for r in after}
-same = sum(final.get((r["item_id"], r["sample"], r["attempt"])) == r for r in before)
-print(f"resume check: {len(before)} rows before the kill, {same} of them unchanged in the package; "
-      f"{len(after)} rows, {len(final)} distinct keys")
-EOF
+    resume_check "$WORK/journal-at-kill.jsonl" "$GEN/responses.jsonl"
     audit validate "$GEN" && audit show "$GEN"
   fi
 else
@@ -189,10 +166,7 @@ kill -INT "$spid"; for _ in $(seq 1 30); do kill -0 "$spid" 2>/dev/null || break
 kill -9 "$spid" 2>/dev/null; wait "$spid"; echo "server exit $?"
 
 step "validate and pack"
-pkgs=()
-for p in moe moe.telemetry "math500-$SHAPE" profile-decode profile-all-steps; do
-  [ -d "$WORK/$p" ] && audit validate "$WORK/$p" && pkgs+=("$p")
-done
+validated "$WORK" moe moe.telemetry "math500-$SHAPE" profile-decode profile-all-steps
 for p in "${pkgs[@]}"; do
   python3 - "$WORK/$p/manifest.json" <<'EOF'
 import json, sys

@@ -32,7 +32,6 @@ MTP="--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": $K}
 exec > >(tee "$OUTDIR/h100_mtp.log") 2>&1
 # shellcheck source=scripts/h100_env.sh
 . scripts/h100_env.sh
-left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
 if [ "${DRY:-0}" = 1 ]; then
   WINDOWS=${WINDOWS:-2}; WINDOW_S=${WINDOW_S:-2}; START_S=5
   PROGRAM="{python} tests/fake_openai_server.py"
@@ -59,9 +58,7 @@ arm() {  # NAME EXTRA_SERVER_ARGS
   step "arm $name: $extra"
   local fake_var="FAKE_$name" launch="$SERVE $extra"
   if [ "${DRY:-0}" = 1 ]; then launch="$launch --fake-config '${!fake_var}'"; fi
-  # the server log lives in audit's work folder, removed on failure: follow it to keep it
-  ( for _ in $(seq 1 1200); do f=$(ls "$WORK"/.audit-bench-*/server.log 2>/dev/null | head -1)
-      [ -n "$f" ] && exec tail -n +1 -f "$f" > "$WORK/server-$name.log"; sleep 0.25; done ) &
+  follow_server_log "$WORK" "$WORK/server-$name.log" 1200
   follow=$!
   timeout --signal=TERM --kill-after=20 "$(( budget - 5 ))" audit bench throughput --launch "$launch" \
     --launch-program "$PROGRAM" --launch-timeout "$(( budget - 40 - WINDOWS * WINDOW_S ))" \
@@ -73,8 +70,7 @@ arm() {  # NAME EXTRA_SERVER_ARGS
   echo "rc=$rc"
   if [ "$rc" != 0 ]; then
     cp "$WORK/server-$name.log" "$OUTDIR/server-$name.log" 2>/dev/null
-    grep -nE "Error|error:|Traceback|raise |NotImplemented|not supported|out of memory" \
-      "$WORK/server-$name.log" | grep -v WARNING | tail -n 25
+    server_errors "$WORK/server-$name.log"
     return 1
   fi
   audit bench report "$pkg" --png "$OUTDIR/$name.png"
@@ -89,10 +85,7 @@ done
 
 step "compare, validate, pack"
 [ -d "$WORK/mtp" ] && [ -d "$WORK/base" ] && audit bench compare "$WORK/mtp" "$WORK/base"
-pkgs=()
-for p in base base.telemetry mtp mtp.telemetry; do
-  [ -d "$WORK/$p" ] && audit validate "$WORK/$p" && pkgs+=("$p")
-done
+validated "$WORK" base base.telemetry mtp mtp.telemetry
 [ "${#pkgs[@]}" -gt 0 ] && tar czf "$OUTDIR/mtp-packages.tar.gz" -C "$WORK" "${pkgs[@]}"
 ls -la "$OUTDIR"
 step "done"

@@ -26,7 +26,7 @@ rm -rf "$STAGE/run" "$STAGE/tok" "$STAGE/pyd"
 TOK="$STAGE/tok"; PYD="$STAGE/pyd"; STAGE="$STAGE/run"
 mkdir -p "$STAGE/tests" "$STAGE/.dev/h100" "$TOK" "$PYD"
 git ls-files -z audit extractors graders scripts pyproject.toml README.md | xargs -0 cp --parents -t "$STAGE"
-cp scripts/h100_*.sh "$STAGE/scripts/"  # also when not committed yet
+cp scripts/h100_*.sh scripts/device_lib.sh "$STAGE/scripts/"  # also when not committed yet
 cp tests/fake_openai_server.py tests/fake_vllm_bench_serve.py tests/trace_builders.py "$STAGE/tests/"
 touch "$STAGE/tests/__init__.py"
 "$PY" scripts/h200_moe_models.py "$STAGE/.dev/h100/models" --only qwen3-30b-a3b-fp8 mimo-7b --tokenizer /nonexistent

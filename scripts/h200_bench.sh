@@ -56,24 +56,18 @@ else
 fi
 mkdir -p "$OUTDIR" "$WORK"
 exec > >(tee "$OUTDIR/h200_bench.log") 2>&1
-step() { echo; echo "=== $* (+$(( $(date +%s) - START )) s, $(date -u +%H:%M:%S) UTC)"; }
-left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
+# shellcheck source=scripts/device_lib.sh
+. scripts/device_lib.sh
 
 step "environment"
 if [ "${DRY:-0}" = 1 ]; then
-  export PATH="$PWD/.venv/bin:$PATH"
-  PY=python
+  dry_env
 else
-  # shellcheck disable=SC1091
-  . .dev/vllm-smoke/env.sh
-  python3 -c "import sys, vllm; print('python', sys.version.split()[0], 'vllm', vllm.__version__)" \
-    || { echo "vLLM is not installed: run the three install steps of VLLM.md first"; exit 9; }
-  rm -rf /tmp/audit-site
+  vllm_env || { echo "vLLM is not installed: run the three install steps of VLLM.md first"; exit 9; }
   # The project itself, with no dependencies fetched: pydantic comes with vLLM's wheels in /tmp/site;
   # click, pandas, pyarrow, numpy, scipy, matplotlib and nvidia-ml-py are in the host image.
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/audit-site . \
-    || exit 8
-  export PYTHONPATH="/tmp/audit-site:${PYTHONPATH:-}" PATH="/tmp/audit-site/bin:$PATH"
+  install_audit
+  use_audit_site
   PY=python3
   nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,power.limit,clocks.max.sm --format=csv
   $PY -c "import pynvml, matplotlib; from importlib.metadata import version as v; print('nvidia-ml-py', v('nvidia-ml-py'), 'matplotlib', matplotlib.__version__)"

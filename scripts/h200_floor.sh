@@ -35,39 +35,27 @@ CONTEXT=${CONTEXT:-0}
 WORK=${WORK:-/tmp/audit-floor}
 mkdir -p "$OUTDIR" "$WORK"
 exec > >(tee "$OUTDIR/h200_floor.log") 2>&1
-step() { echo; echo "=== $* ($(date -u +%H:%M:%S) UTC)"; }
+# shellcheck source=scripts/device_lib.sh
+. scripts/device_lib.sh
 
 step "environment"
 if [ "${DRY:-0}" = 1 ]; then
-  export PATH="$PWD/.venv/bin:$PATH"
-  PY=.venv/bin/python
+  dry_env .venv/bin/python
   HBM_TBPS=${HBM_TBPS:-4.8}
 else
   PY=python3
   # shellcheck disable=SC1091
   [ -f .dev/vllm-smoke/env.sh ] && . .dev/vllm-smoke/env.sh
-  rm -rf /tmp/audit-site
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/audit-site . \
-    || exit 8
+  install_audit
   if ! python3 -c "import pydantic" 2>/dev/null && ls .whl/pydantic*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/audit-site .whl/*.whl || exit 8
+    install_wheels /tmp/audit-site .whl/*.whl || exit 8
   fi
-  export PYTHONPATH="/tmp/audit-site:${PYTHONPATH:-}" PATH="/tmp/audit-site/bin:$PATH"
+  use_audit_site
   python3 -c "import pydantic, pynvml; print('pydantic', pydantic.VERSION, 'nvidia-ml-py ok')" \
     || { echo "pydantic or nvidia-ml-py missing: PREPARE=1 and carry .whl, or install vLLM's wheels"; exit 9; }
   nvidia-smi --query-gpu=index,name,memory.total,clocks.max.memory,clocks.mem --format=csv
   nvidia-smi -q -d CLOCK | sed -n '1,40p'
-  python3 - <<'EOF'
-import pynvml
-pynvml.nvmlInit()
-for i in range(pynvml.nvmlDeviceGetCount()):
-    h = pynvml.nvmlDeviceGetHandleByIndex(i)
-    bits = pynvml.nvmlDeviceGetMemoryBusWidth(h)
-    mhz = pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM)
-    print(f"NVML device {i}: {pynvml.nvmlDeviceGetName(h)}, bus {bits} bits, max memory clock {mhz} MHz, "
-          f"x2 = {bits / 8 * mhz * 1e6 * 2 / 1e12:.4f} TB/s, x1 = {bits / 8 * mhz * 1e6 / 1e12:.4f} TB/s")
-pynvml.nvmlShutdown()
-EOF
+  nvml_bandwidth x1
 fi
 audit --version || exit 7
 if [ -n "${HBM_TBPS:-}" ]; then BW=(--hbm-tbps "$HBM_TBPS"); else BW=(--from-nvml); fi

@@ -24,24 +24,21 @@ LAUNCH=${LAUNCH:-"--max-model-len 1024 --gpu-memory-utilization 0.2 --enforce-ea
 PROGRAM=${LAUNCH_PROGRAM:-"{python} -m vllm.entrypoints.openai.api_server"}
 mkdir -p "$OUTDIR" "$WORK"
 exec > >(tee "$OUTDIR/h200_generate.log") 2>&1
-step() { echo; echo "=== $* ($(date -u +%H:%M:%S) UTC)"; }
+# shellcheck source=scripts/device_lib.sh
+. scripts/device_lib.sh
 
 step "environment"
 if [ "${DRY:-0}" = 1 ]; then
-  export PATH="$PWD/.venv/bin:$PATH"
+  dry_env
 else
-  # shellcheck disable=SC1091
-  . .dev/vllm-smoke/env.sh
-  python3 -c "import sys, vllm; print('python', sys.version.split()[0], 'vllm', vllm.__version__)" || exit 9
-  rm -rf /tmp/audit-site
+  vllm_env || exit 9
   # The project itself, with no dependencies fetched: pydantic comes with vLLM's wheels in /tmp/site;
   # click, pandas, pyarrow, numpy, scipy, sympy are in the host image.
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/audit-site . \
-    || exit 8
+  install_audit
   if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/audit-site .whl/*.whl || exit 8
+    install_wheels /tmp/audit-site .whl/*.whl || exit 8
   fi
-  export PYTHONPATH="/tmp/audit-site:${PYTHONPATH:-}" PATH="/tmp/audit-site/bin:$PATH"
+  use_audit_site
   nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv
 fi
 audit --version || exit 7
@@ -67,16 +64,7 @@ if [ "${KILL_DEMO:-1}" = 1 ]; then
   rm -rf "$KILLED" "$KILLED.work"
   audit generate --benchmark math500 --items "$ITEMS/math500" "${COMMON[@]}" --mode completion --samples 3 \
     --max-tokens 400 -o "$KILLED" &
-  apid=$!
-  for _ in $(seq 1 2400); do
-    n=$(cat "$KILLED.work/journal.jsonl" 2>/dev/null | wc -l)
-    [ "$n" -ge 5 ] && break
-    kill -0 "$apid" 2>/dev/null || break
-    sleep 0.25
-  done
-  kill -9 "$apid"
-  wait "$apid"
-  echo "audit killed (rc=$?) with $(wc -l < "$KILLED.work/journal.jsonl") rows journaled"
+  kill_after_rows $! "$KILLED.work/journal.jsonl" 5 2400 0.25
   cp "$KILLED.work/journal.jsonl" "$WORK/journal-at-kill.jsonl"
   sleep 5
   python3 - <<'EOF'
@@ -93,16 +81,7 @@ print(f"server processes still running 5 s after the kill: {len(left)}", *left, 
 EOF
   audit generate --resume "$KILLED"
   echo "rc=$?"
-  python3 - "$WORK/journal-at-kill.jsonl" "$KILLED/responses.jsonl" <<'EOF'
-import json, sys
-before = [json.loads(l) for l in open(sys.argv[1]) if l.endswith("\n")]
-after = [json.loads(l) for l in open(sys.argv[2])]
-keys = [(r["item_id"], r["sample"], r["attempt"]) for r in after]
-final = {k: r for k, r in zip(keys, after)}
-same = sum(final.get((r["item_id"], r["sample"], r["attempt"])) == r for r in before)
-print(f"resume check: {len(before)} rows before the kill, {same} of them unchanged in the package; "
-      f"{len(after)} rows, {len(set(keys))} distinct keys")
-EOF
+  resume_check "$WORK/journal-at-kill.jsonl" "$KILLED/responses.jsonl"
 fi
 
 step "4. validate, show, bundle"

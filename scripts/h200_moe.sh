@@ -50,24 +50,23 @@ else
 fi
 mkdir -p "$OUTDIR" "$WORK"
 exec > >(tee "$OUTDIR/h200_moe.log") 2>&1
-step() { echo; echo "=== $* (+$(( $(date +%s) - START )) s, $(date -u +%H:%M:%S) UTC)"; }
-left() { echo $(( BUDGET_S - ($(date +%s) - START) )); }
+# shellcheck source=scripts/device_lib.sh
+. scripts/device_lib.sh
 
 step "environment"
 if [ "${DRY:-0}" = 1 ]; then
-  export PATH="$PWD/.venv/bin:$PATH"; PY=python
+  dry_env
 else
   # shellcheck disable=SC1091
   . .dev/vllm-smoke/env.sh
   if ls .dev/whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .dev/whl/*.whl || exit 9
+    install_wheels /tmp/site .dev/whl/*.whl || exit 9
   fi
   export VLLM_USE_DEEP_GEMM=${VLLM_USE_DEEP_GEMM:-0} VLLM_MOE_USE_DEEP_GEMM=${VLLM_MOE_USE_DEEP_GEMM:-0} \
     VLLM_DEEP_GEMM_WARMUP=${VLLM_DEEP_GEMM_WARMUP:-skip}
-  python3 -c "import sys, vllm; print('python', sys.version.split()[0], 'vllm', vllm.__version__)" || exit 9
-  rm -rf /tmp/audit-site
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/audit-site . || exit 8
-  export PYTHONPATH="/tmp/audit-site:${PYTHONPATH:-}" PATH="/tmp/audit-site/bin:$PATH"
+  vllm_version || exit 9
+  install_audit
+  use_audit_site
   PY=python3
   nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total,power.limit,clocks.max.sm,clocks.max.memory --format=csv
 fi
@@ -101,9 +100,7 @@ arm() {
   local fake_var="FAKE_$name" launch="$SERVE $extra"
   if [ "${DRY:-0}" = 1 ]; then launch="$launch --fake-config '${!fake_var}'"; fi
   rm -rf "$pkg" "$pkg.telemetry" "$WORK"/.audit-bench-*
-  # the server log lives in audit's work folder, removed on failure: follow it by descriptor to keep it
-  ( for _ in $(seq 1 400); do f=$(ls "$WORK"/.audit-bench-*/server.log 2>/dev/null | head -1)
-      [ -n "$f" ] && exec tail -n +1 -f "$f" > "$OUTDIR/server-$shape-$name.log"; sleep 0.25; done ) &
+  follow_server_log "$WORK" "$OUTDIR/server-$shape-$name.log" 400
   follow=$!
   timeout --signal=TERM --kill-after=20 "$(( budget - 5 ))" audit bench throughput --launch "$launch" \
     --launch-program "$PROGRAM" --launch-timeout "$(( budget - 30 - WINDOWS * WINDOW_S ))" \
@@ -116,8 +113,7 @@ arm() {
   echo "rc=$rc"
   if [ "$rc" != 0 ]; then
     echo "--- server log of the failed arm ($shape $name), errors:"
-    grep -nE "Error|error:|Traceback|raise |NotImplemented|not supported|out of memory" \
-      "$OUTDIR/server-$shape-$name.log" | grep -v "WARNING" | tail -n 25
+    server_errors "$OUTDIR/server-$shape-$name.log"
     return 1
   fi
   audit bench report "$pkg" --png "$OUTDIR/$name.png"
@@ -145,10 +141,7 @@ done
 
 step "compare and validate"
 [ -d "$WORK/mtp" ] && [ -d "$WORK/base" ] && audit bench compare "$WORK/mtp" "$WORK/base"
-pkgs=()
-for p in mtp mtp.telemetry base base.telemetry; do
-  [ -d "$WORK/$p" ] && audit validate "$WORK/$p" && pkgs+=("$p")
-done
+validated "$WORK" mtp mtp.telemetry base base.telemetry
 [ "${#pkgs[@]}" -gt 0 ] && tar czf "$OUTDIR/moe-packages.tar.gz" -C "$WORK" "${pkgs[@]}"
 echo "chosen shape: ${chosen:-none}"
 ls -la "$OUTDIR"

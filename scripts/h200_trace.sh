@@ -59,22 +59,21 @@ MODEL_NAME=${MODEL_NAME:-meta-llama/Llama-3.1-8B}
 WEIGHTS=${WEIGHTS:-random}
 RUN=${RUN:-h200-trace-$(date -u +%Y%m%d)}
 exec > >(tee "$OUTDIR/h200_trace.log") 2>&1
-step() { echo; echo "=== $* ($(date -u +%H:%M:%S) UTC)"; }
+# shellcheck source=scripts/device_lib.sh
+. scripts/device_lib.sh
 rm -rf "$PROF"; mkdir -p "$PROF" "$OUTDIR/traces"
 
 step "environment"
 if [ "${DRY:-0}" = 1 ]; then
-  export PATH="$PWD/.venv/bin:$PATH"
-  PY=.venv/bin/python
+  dry_env .venv/bin/python
 else
   # shellcheck disable=SC1091
   . .dev/vllm-smoke/env.sh
   PY=python3
   $PY -c "import sys, vllm, torch; print('python', sys.version.split()[0], 'vllm', vllm.__version__, 'torch', torch.__version__)" || exit 9
-  rm -rf /tmp/audit-site
   # audit itself without dependencies: numpy, click from the host image; pydantic from vLLM's wheels.
-  $PY -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/audit-site . || exit 8
-  export PYTHONPATH="/tmp/audit-site:${PYTHONPATH:-}" PATH="/tmp/audit-site/bin:$PATH"
+  install_audit
+  use_audit_site
   nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv
 fi
 audit --version || exit 7
@@ -143,13 +142,8 @@ EOF
   $PY -m vllm.entrypoints.openai.api_server --model "$MODEL" --served-model-name trace-model --port "$PORT" \
     $LAUNCH --profiler-config "$PROFCFG" > "$OUTDIR/server.log" 2>&1 &
   spid=$!
-  ok=0
-  for _ in $(seq 1 300); do
-    curl -sf "localhost:$PORT/health" >/dev/null && { ok=1; break; }
-    kill -0 "$spid" 2>/dev/null || break
-    sleep 1
-  done
-  [ "$ok" = 1 ] || { echo "server did not come up"; tail -40 "$OUTDIR/server.log"; kill "$spid"; exit 5; }
+  wait_ready "localhost:$PORT" "$spid" 300 \
+    || { echo "server did not come up"; tail -40 "$OUTDIR/server.log"; kill "$spid"; exit 5; }
   req() {
     curl -sf "localhost:$PORT/v1/completions" -H 'content-type: application/json' \
       -d "{\"model\":\"trace-model\",\"prompt\":\"$PROMPT\",\"max_tokens\":$1,\"temperature\":0,\"ignore_eos\":true}" \

@@ -4,15 +4,18 @@
     python scripts/rewrite_evidence.py            # rewrite in place (idempotent), then update packages/claims.yaml
     python scripts/rewrite_evidence.py --check    # exit 1 if any package is not rewritten
 
-Each package written before manifest schema_version 2 kept the old digest scheme (its files' paths and hashes
-only) and named no subject. This sets schema_version 2 (the digest covers the whole manifest) and
-`provenance.subject`: the model by its public name, the sha256 of the config that was served or read, the
-engine and version, the hardware, whether the weights were random, and the run, from the records of each run
-(its README, logs and the configs kept beside it; `SUBJECTS` below says where each came from). The data files
-are not touched, so every figure stays what it was: only manifest.json changes, and a telemetry package's link
-to its throughput package (summary.json and extra.throughput name the throughput package's digest, which the
-new scheme changes). Floor bundles (.tar.gz) are unpacked, rewritten and bundled again. The three responses
-packages of evidence-h200-vllm are left as they are (`KEPT`): their model (the tiny random Llama of
+Each package written before manifest schema_version 2 kept the old digest scheme (its files' paths and hashes only)
+and named no subject; the packages written at 2 with a subject (the H200 ones rewritten so, the H100 ones as the
+device wrote them) are at a version whose frozen schema (schemas/manifest.v2.json) does not describe the subject.
+This sets the current schema_version (`MANIFEST_SCHEMA_VERSION`, 3: from 2 the digest covers the whole manifest,
+and 3's schema has the subject) and `provenance.subject`: the model by its public name, the sha256 of the config
+that was served or read, the engine and version, the hardware, whether the weights were random, and the run, from
+the records of each run (its README, logs and the configs kept beside it; `SUBJECTS` below says where each came
+from), or for the H100 packages (`RECORDED`, `RECORDED_FLOORS`) the subject the run itself recorded, kept as it is.
+The data files are not touched, so every figure stays what it was: only manifest.json changes, and a telemetry
+package's link to its throughput package (summary.json and extra.throughput name the throughput package's digest,
+which the new scheme changes). Floor bundles (.tar.gz) are unpacked, rewritten and bundled again. The three
+responses packages of evidence-h200-vllm are left as they are (`KEPT`): their model (the tiny random Llama of
 ../shared/device/make-tiny-llama.py) has no public name, their manifests already pin its files, and the verdict
 files beside them (graded/) pin them by their old digest: `audit reproduce` of those verdict files, made before a
 grader migration and kept to test it, would refuse a rewritten package.
@@ -36,7 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from audit.fileio import dumps_pretty, sha256_bytes, sha256_file, write_atomic  # noqa: E402
-from audit.models import FileEntry, Manifest, Subject  # noqa: E402
+from audit.models import MANIFEST_SCHEMA_VERSION, FileEntry, Manifest, Subject  # noqa: E402
 from audit.packages import bundle, package_digest, validate_package  # noqa: E402
 from audit.packages.write import manifest_json  # noqa: E402
 
@@ -79,7 +82,18 @@ SUBJECTS: dict[str, Subject] = {
         engine="vllm", engine_version="0.26.0", hardware="1x NVIDIA H100 80GB HBM3", weights="random",
         run="h100-20261207-issue32"),
 }
-"""Every directory package under packages/evidence-* but `KEPT`: its subject."""
+"""Every directory package under packages/evidence-* but `KEPT` and `RECORDED`: its subject."""
+
+RECORDED = ("evidence-h100-moe/moe", "evidence-h100-moe/moe.telemetry", "evidence-h100-moe/profile-decode",
+            "evidence-h100-moe/profile-all-steps", "evidence-h100-mtp/base", "evidence-h100-mtp/base.telemetry",
+            "evidence-h100-mtp/mtp", "evidence-h100-mtp/mtp.telemetry")
+"""Directory packages that `audit bench`, `audit telemetry` and `audit trace` wrote on the H100 with the subject
+flags (scripts/h100_run.sh): their subject is kept as recorded. (evidence-h100-judge, written at the current
+version, is not this script's.)"""
+
+RECORDED_FLOORS = ("evidence-h100-floor/floor-qwen3-30b-a3b-fp8.tar.gz", "evidence-h100-floor/floor-mimo-7b.tar.gz",
+                   "evidence-h100-floor/floor-mimo-7b-with-mtp.tar.gz")
+"""Floor bundles that `audit floor` wrote on the H100 with the subject flags: their subject is kept as recorded."""
 
 KEPT = ("evidence-h200-vllm/math500-tiny-llama", "evidence-h200-vllm/mmlu_pro-tiny-llama",
         "evidence-h200-vllm/math500-completion-resumed")
@@ -117,8 +131,11 @@ def _write_manifest(d: Path, m: Manifest) -> None:
 
 
 def _rewritten(m: Manifest, subject: Subject) -> Manifest:
-    prov = m.provenance.model_copy(update={"model": subject.model, "subject": subject})
-    return m.model_copy(update={"schema_version": 2, "provenance": prov})
+    # A schema 1 manifest's provenance, which its digest does not cover, is set aside by the model and read by
+    # nothing; here the maintainer vouches for it, so it is carried into the scheme whose digest covers it.
+    base = m.unpinned_provenance or m.provenance
+    prov = base.model_copy(update={"model": subject.model, "subject": subject})
+    return m.model_copy(update={"schema_version": MANIFEST_SCHEMA_VERSION, "provenance": prov})
 
 
 def _relink(d: Path, m: Manifest, digest: str) -> Manifest:
@@ -136,15 +153,21 @@ def _relink(d: Path, m: Manifest, digest: str) -> Manifest:
                                 "provenance": m.provenance.model_copy(update={"extra": extra})})
 
 
+def _recorded(m: Manifest, rel: str) -> Subject:
+    if m.provenance.subject is None:
+        raise SystemExit(f"{rel}: manifest.json: provenance.subject: missing (a package the run named)")
+    return m.provenance.subject
+
+
 def rewrite_dirs() -> dict[str, tuple[str, str]]:
     """Rewrite every directory package; returns {relative path: (old digest, new digest)}."""
     changes: dict[str, tuple[str, str]] = {}
-    order = sorted(SUBJECTS, key=lambda p: p.endswith(".telemetry"))  # throughput before its telemetry
+    order = sorted([*SUBJECTS, *RECORDED], key=lambda p: p.endswith(".telemetry"))  # throughput before telemetry
     for rel in order:
         d = PACKAGES / rel
         m = _read_manifest(d)
         old = package_digest(m)
-        new_m = _rewritten(m, SUBJECTS[rel])
+        new_m = _rewritten(m, SUBJECTS[rel] if rel in SUBJECTS else _recorded(m, rel))
         if m.kind == "telemetry":
             link = PACKAGES / rel.removesuffix(".telemetry")
             new_m = _relink(d, new_m, package_digest(_read_manifest(link)))
@@ -171,27 +194,33 @@ def _rebundle(pkg: Path, order: list[str], out: Path) -> None:
         bundle(pkg, Path(check) / "b.tar.gz")  # refuses a package that does not validate
 
 
+def _floor_subject(rel: str, pkg: Path, m: Manifest) -> Subject:
+    if rel not in FLOORS:
+        return _recorded(m, rel)
+    model, run = FLOORS[rel]
+    hardware = _MOE_FLOOR_HARDWARE if "evidence-h200-moe" in rel else (m.provenance.hardware or H200)
+    return _subject(model, sha256_file(pkg / "checkpoint" / "config.json")[0], run, weights="headers-only",
+                    hardware=hardware)
+
+
+def _rewrite_bundle(rel: str) -> tuple[str, str]:
+    """Unpack a floor bundle, rewrite its manifest, bundle it again in its own member order."""
+    tgz = PACKAGES / rel
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = Path(tmp) / "pkg"
+        with tarfile.open(tgz) as tf:
+            tf.extractall(pkg, filter="data")
+            order = [t.name for t in tf.getmembers()]
+        m = _read_manifest(pkg)
+        new_m = _rewritten(m, _floor_subject(rel, pkg, m))
+        _write_manifest(pkg, new_m)
+        _valid(pkg, rel)
+        _rebundle(pkg, order, tgz)
+    return package_digest(m), package_digest(new_m)
+
+
 def rewrite_floors() -> dict[str, tuple[str, str]]:
-    changes: dict[str, tuple[str, str]] = {}
-    for rel, (model, run) in FLOORS.items():
-        tgz = PACKAGES / rel
-        with tempfile.TemporaryDirectory() as tmp:
-            pkg = Path(tmp) / "pkg"
-            with tarfile.open(tgz) as tf:
-                tf.extractall(pkg, filter="data")
-            m = _read_manifest(pkg)
-            old = package_digest(m)
-            hardware = _MOE_FLOOR_HARDWARE if "evidence-h200-moe" in rel else (m.provenance.hardware or H200)
-            subject = _subject(model, sha256_file(pkg / "checkpoint" / "config.json")[0], run,
-                               weights="headers-only", hardware=hardware)
-            new_m = _rewritten(m, subject)
-            _write_manifest(pkg, new_m)
-            _valid(pkg, rel)
-            with tarfile.open(tgz) as tf:
-                order = [t.name for t in tf.getmembers()]
-            _rebundle(pkg, order, tgz)
-            changes[rel] = (old, package_digest(new_m))
-    return changes
+    return {rel: _rewrite_bundle(rel) for rel in (*FLOORS, *RECORDED_FLOORS)}
 
 
 def update_ledger(changes: dict[str, tuple[str, str]]) -> int:
@@ -207,13 +236,22 @@ def update_ledger(changes: dict[str, tuple[str, str]]) -> int:
     return n
 
 
+def _bundle_manifest(rel: str) -> Manifest:
+    with tarfile.open(PACKAGES / rel) as tf:
+        member = tf.extractfile("manifest.json")
+        assert member is not None
+        return Manifest.model_validate_json(member.read())
+
+
 def check() -> list[str]:
-    problems = []
-    for rel in SUBJECTS:
-        m = _read_manifest(PACKAGES / rel)
-        if m.schema_version < 2 or m.provenance.subject != SUBJECTS[rel]:
-            problems.append(rel)
-    return problems
+    """Every package this script rewrites that is not at the current version with its subject."""
+    current: list[tuple[str, Manifest, Subject | None]] = [
+        *((rel, _read_manifest(PACKAGES / rel), SUBJECTS[rel]) for rel in SUBJECTS),
+        *((rel, _read_manifest(PACKAGES / rel), None) for rel in RECORDED),
+        *((rel, _bundle_manifest(rel), None) for rel in (*FLOORS, *RECORDED_FLOORS))]
+    return [rel for rel, m, subject in current
+            if m.schema_version != MANIFEST_SCHEMA_VERSION or m.provenance.subject is None
+            or (subject is not None and m.provenance.subject != subject)]
 
 
 def main() -> int:

@@ -331,6 +331,14 @@ _TABLE: list[tuple[str, str, str, str]] = [
      "succeeded"),
     ("release.hf-parquet-planted", "a dataset folder's Parquet (the file `datasets` loads) carrying rows or columns "
                                    "the release does not: verify-release read only the JSON", "issue", "succeeded"),
+    ("id.manifest-downgrade", "a manifest edited to schema_version 1 (whose digest leaves provenance out) though its "
+                              "producer writes 2 or later: provenance unpinned again", "issue", "succeeded"),
+    ("id.legacy-provenance-read", "a schema_version 1 manifest's provenance, which its digest does not cover, read as "
+                                  "the package's (a profile's trace, a telemetry link, `audit show`)", "added",
+     "succeeded"),
+    ("import.lm-eval-task-twice", "import lm-eval DIR: a task both in a samples file and embedded in the results file "
+                                  "(or in .jsonl and .parquet samples, or two results files of one run): one copy "
+                                  "read silently", "issue", "succeeded"),
     # ---- round 4 (trace, issue 28 classes 3, 4, 8)
     ("trace.fifo", "`audit trace` on a FIFO, or a link to one: the two-process reader opened it before checking "
                    "(waited for ever on 2+ CPUs)", "issue", "succeeded"),

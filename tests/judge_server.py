@@ -6,7 +6,11 @@
 - `fake-offschema`: prose instead of the schema (`The answer looks right to me.`).
 - `fake-truncated`: the JSON cut after 12 characters, `finish_reason` `length`.
 - `fake-slow`: drips one character a second (cut by the client's deadline).
+- `fake-keepalive`: one chunk of text, then comment lines and empty chunks every 0.1 s for 30 s, never a token
+  (cut by the client's progress deadline, well before its request deadline).
 - `fake-error`: HTTP 500 on every request.
+- `fake-stream-error`: HTTP 200, then one error event with no message (what vLLM 0.26.0 sent when its
+  structured-output backend failed to import) and `[DONE]`.
 - `fake-flaky`: the deterministic verdict, flipped when `(seed + item hash) % 3 == 0` (a judge that disagrees
   with itself across repeats).
 
@@ -88,6 +92,15 @@ class Handler(BaseHTTPRequestHandler):
         if model == "fake-error":
             self._json(500, {"error": {"message": "judge overloaded", "code": 500}})
             return
+        if model == "fake-stream-error":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b'data: {"error": {"message": "", "type": "BadRequestError", "code": 400}}\n\n'
+                             b"data: [DONE]\n\n")
+            self.wfile.flush()
+            return
         prompt = body["messages"][-1]["content"]
         family, ok = verdict_for(prompt)
         if model == "fake-flaky":
@@ -119,6 +132,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 if model == "fake-slow":
                     time.sleep(1.0)
+                if model == "fake-keepalive":
+                    empty = {"id": "c1", "model": served, "choices": [{"index": 0, "delta": {"content": ""}}]}
+                    for n in range(300):
+                        self.wfile.write(b": keep-alive\n\n" if n % 2 else
+                                         b"data: " + json.dumps(empty).encode() + b"\n\n")
+                        self.wfile.flush()
+                        time.sleep(0.1)
             last = {"id": "c1", "model": served, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
             usage: dict[str, Any] = {"id": "c1", "model": served, "choices": [],
                      "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(pieces)}}

@@ -1,5 +1,6 @@
 """Attacks on the bounds of reading user-supplied files outside packages (issue 19, round 3): a verdict
-file's Parquet sidecar, the importers' zip, Parquet and .csv.gz inputs. See tests/attacks.py.
+file's Parquet sidecar, the importers' zip, Parquet and .csv.gz inputs; and (issue 28, class 8) an lm-eval
+folder giving one task twice. See tests/attacks.py.
 
 Each runs `audit` in a fresh interpreter with a time limit (and a memory limit where decoding is the
 attack), and expects one line on stderr and exit 2. Bombs are small (built in well under a second);
@@ -11,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -459,3 +461,81 @@ def test_a_release_whose_rows_file_is_past_the_limit_is_refused_before_its_rows_
     r = cli("show", rel)
     assert (r.code, r.err) == (2, f"audit: error: {rel}: verdicts.jsonl: larger than the {size - 1:,}-byte limit "
                                   f"for a release's rows\n")
+
+
+# --------------------------------------------------------------------------- round 4 (issue 28), class 8
+
+
+def _copa_run(root: Path) -> Path:
+    from tests.test_import_lm_eval_dir import COPA_DIR
+
+    return Path(shutil.copytree(COPA_DIR, root / "run"))
+
+
+def _also_embedded(run: Path, task: str = "copa", documents: slice = slice(0, 5)) -> None:
+    """The run's results file holding another copy of `task`'s samples (fewer documents: the copies differ)."""
+    from tests.test_import_lm_eval_dir import STAMP
+
+    records = [json.loads(line) for line in (run / f"samples_copa_{STAMP}.jsonl").read_text().splitlines()]
+    results = run / f"results_{STAMP}.json"
+    doc = json.loads(results.read_text())
+    doc["samples"] = {task: records[documents]}
+    results.write_text(json.dumps(doc))
+
+
+@attack("import.lm-eval-task-twice")
+def test_a_task_both_in_a_samples_file_and_embedded_in_the_results_file_is_refused(cli, here):
+    from tests.test_import_lm_eval_dir import STAMP
+
+    run = _copa_run(here)
+    _also_embedded(run)
+    r = cli("import", "lm-eval", "run", "-o", "pkgs")
+    assert (r.code, r.out, r.err) == (2, "", f"audit: error: run/results_{STAMP}.json: field samples.copa: task "
+                                             f"'copa' of this run is also in samples_copa_{STAMP}.jsonl: two "
+                                             f"copies, and which one counts is ambiguous (keep one)\n")
+    assert not (here / "pkgs").exists()
+    # Another task embedded beside the samples file is no second copy: both are read.
+    _also_embedded(run, task="copa_other")
+    r = cli("import", "lm-eval", "run", "-o", "pkgs")
+    assert r.code == 0 and {p.name for p in (here / "pkgs").iterdir()} == {"copa", "copa_other"}, r
+
+
+@attack("import.lm-eval-task-twice")
+def test_with_on_bad_row_record_a_task_given_twice_is_listed_and_the_others_imported(cli, here):
+    from tests.test_import_lm_eval_dir import STAMP, _layout
+
+    _layout(here / "out")
+    _also_embedded(here / "out" / "sshleifer__tiny-gpt2")
+    r = cli("import", "lm-eval", "out", "-o", "pkgs", "--on-bad-row", "record")
+    assert r.code == 0, r
+    assert (f"  not imported (bad_input): out/sshleifer__tiny-gpt2/results_{STAMP}.json (task copa): field "
+            f"samples.copa: task 'copa' of this run is also in samples_copa_{STAMP}.jsonl: two copies, and which "
+            f"one counts is ambiguous (keep one)") in r.out.splitlines()
+    assert (here / "pkgs" / "tinyllama" / "gsm8k").is_dir() and not (here / "pkgs" / "sshleifer__tiny-gpt2").exists()
+
+
+@attack("import.lm-eval-task-twice")
+def test_a_task_in_a_jsonl_and_a_parquet_samples_file_is_refused(cli, here):
+    from tests.test_import_lm_eval_dir import STAMP
+
+    run = _copa_run(here)
+    (run / f"samples_copa_{STAMP}.parquet").write_bytes(b"PAR1")  # refused by its name, before a byte is read
+    r = cli("import", "lm-eval", "run", "-o", "pkgs")
+    assert (r.code, r.out, r.err) == (2, "", f"audit: error: run/samples_copa_{STAMP}.parquet: task 'copa' of this "
+                                             f"run is also in samples_copa_{STAMP}.jsonl: two copies, and which one "
+                                             f"counts is ambiguous (keep one)\n")
+
+
+@attack("import.lm-eval-task-twice")
+def test_samples_beside_two_results_files_of_their_run_are_refused(cli, here):
+    from tests.test_import_lm_eval_dir import STAMP
+
+    run = _copa_run(here)
+    doc = json.loads((run / f"results_{STAMP}.json").read_text())
+    doc["results"]["copa"]["acc,none"] = 0.95  # the figure the samples would be checked against
+    (run / f"results_tiny-gpt2_hf_copa_{STAMP}.json").write_text(json.dumps(doc))
+    r = cli("import", "lm-eval", "run", "-o", "pkgs")
+    assert (r.code, r.out, r.err) == (2, "", f"audit: error: run/results_tiny-gpt2_hf_copa_{STAMP}.json: a second "
+                                             f"results file of the run of samples_copa_{STAMP}.jsonl (the first: "
+                                             f"results_{STAMP}.json): which one its samples are checked against is "
+                                             f"ambiguous (keep one)\n")

@@ -365,3 +365,152 @@ def test_a_responses_package_relabelled_kind_items_does_not_validate(cli, tmp_pa
     # The honest label still validates; a responses package may hold its items.
     mpath.write_text(mpath.read_text().replace('"kind": "items"', '"kind": "responses"'))
     assert cli("validate", pkg).code == 0
+
+
+def _edit_manifest(pkg: Path, edit) -> dict:
+    mpath = pkg / "manifest.json"
+    m = json.loads(mpath.read_text(encoding="utf-8"))
+    edit(m)
+    mpath.write_text(json.dumps(m, indent=2), encoding="utf-8")
+    return m
+
+
+def _downgraded(m: dict, version: int = 1) -> None:
+    m["schema_version"] = version
+    m["provenance"]["model"] = "frontier-model"  # what the old scheme's digest would no longer pin
+
+
+@attack("id.manifest-downgrade")
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_manifest_edited_to_an_older_schema_than_its_audit_writes_is_refused(cli, tmp_path, version):
+    from audit import __version__
+    from tests.builders import make_package
+
+    pkg = make_package(tmp_path / "p", responses=[{"item_id": "q1", "response": "A"}])
+    m = json.loads((pkg / "manifest.json").read_text(encoding="utf-8"))
+    assert (m["schema_version"], m["producer"]["version"]) == (3, __version__)
+    _edit_manifest(pkg, lambda m: _downgraded(m, version))
+    r = cli("validate", pkg)
+    assert (r.code, r.out) == (1, f"{pkg}/manifest.json: field schema_version: schema_version {version} cannot be "
+                                  f"genuine: audit {__version__} writes schema_version 3 (the manifest was edited to "
+                                  f"an older scheme)\n")
+    r = cli("show", pkg)
+    assert r.code == 1 and "cannot be genuine" in r.err + r.out
+
+
+@attack("id.manifest-downgrade")
+def test_a_schema_1_manifest_from_a_commit_that_writes_schema_2_is_refused(cli, tmp_path):
+    # audit 0.1.0 wrote every scheme, so its version tells nothing: the commit does. The committed agentic
+    # packages were written at 8c1ca51, a descendant of 13314b6 (which began writing schema 2).
+    pkg = _copy(PACKAGES / "demo-lab-note" / "agentic" / "deepswe-baseline", tmp_path / "p")
+    m = _edit_manifest(pkg, _downgraded)
+    commit = m["producer"]["git_commit"]
+    assert (m["producer"]["version"], commit[:7]) == ("0.1.0", "8c1ca51")
+    r = cli("validate", pkg)
+    assert (r.code, r.out) == (1, f"{pkg}/manifest.json: field schema_version: schema_version 1 cannot be genuine: "
+                                  f"its producer, audit 0.1.0 at commit {commit[:12]}, descends from commit "
+                                  f"13314b6d9e49, which began writing schema_version 2 (the manifest was edited to "
+                                  f"an older scheme)\n")
+
+
+@attack("id.legacy-provenance-read")
+def test_a_schema_1_manifests_provenance_is_never_read_as_the_packages(cli, tmp_path):
+    # Where the producer cannot tell (this trace was written at fa5ac1b, before schema 2), the package validates
+    # under its files-only digest, but nothing reads its provenance: the profile reader needs its trace record.
+    from audit.models import Provenance
+    from audit.packages import open_package
+
+    pkg = _copy(TRACE / "profile-decode-tp1", tmp_path / "p")
+    _edit_manifest(pkg, _downgraded)
+    assert cli("validate", pkg).code == 0
+    with open_package(pkg) as p:
+        assert p.manifest.provenance == Provenance()
+        assert p.manifest.unpinned_provenance is not None and p.manifest.unpinned_provenance.model == "frontier-model"
+    r = cli("show", pkg)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (f"audit: error: {pkg}: manifest.json: schema_version 1: its provenance is not covered by the "
+                     f"package's digest, so it is not read (a profile package is read through its "
+                     f"provenance.extra); write the package again with audit 0.2.0 or later\n")
+
+
+@attack("id.legacy-provenance-read")
+def test_a_schema_1_items_package_lends_no_dataset_to_what_reads_it(tmp_path):
+    # `audit generate` copies the items package's dataset into the responses package it writes, where the new
+    # digest would pin it: from a schema 1 manifest that would launder a claim no digest ever covered.
+    from audit.packages import open_package
+    from tests.attack_tools import write_package
+
+    dataset = {"name": "TIGER-Lab/MMLU-Pro", "split": "test", "revision": None, "sha256": "0" * 64}
+    pkg = write_package(tmp_path / "items", {"items.jsonl": b'{"item_id":"q1","reference":"A"}\n'},
+                        kind="items", provenance={"dataset": dataset},
+                        producer={"tool": "audit", "version": "0.1.0"})
+    m = json.loads((pkg / "manifest.json").read_text())
+    m["files"][0]["schema"] = "item_row.v1"
+    (pkg / "manifest.json").write_text(json.dumps(m))
+    with open_package(pkg) as p:
+        assert p.manifest.schema_version == 1 and p.manifest.provenance.dataset is None
+        assert p.manifest.unpinned_provenance is not None
+        assert p.manifest.unpinned_provenance.dataset.model_dump() == dataset
+
+
+@attack("id.legacy-provenance-read")
+def test_committed_schema_1_packages_still_read_and_show_their_provenance_as_unverified(cli):
+    committed = sorted(p.parent for p in PACKAGES.rglob("manifest.json")
+                       if json.loads(p.read_text(encoding="utf-8"))["schema_version"] == 1)
+    assert len(committed) == 7  # demo-lab-note's four, evidence-h200-vllm's three
+    for pkg in committed:
+        assert cli("validate", pkg).code == 0, pkg
+    r = cli("show", PACKAGES / "demo-lab-note" / "math500")
+    assert r.code == 0
+    lines = r.out.splitlines()
+    at = lines.index("provenance unverified: the digest of a schema_version 1 manifest does not cover it")
+    assert lines[at + 1] == "model      demo-model (fictional)"
+
+
+@attack("id.manifest-downgrade")
+def test_a_schema_1_manifest_of_a_kind_that_came_after_it_is_refused(cli, tmp_path):
+    # The producer left out too (a schema 1 digest does not cover it): the kind still tells.
+    pkg = _copy(PACKAGES / "demo-lab-note" / "agentic" / "deepswe-baseline", tmp_path / "p")
+    m = _edit_manifest(pkg, lambda m: (_downgraded(m), m.update(producer={"tool": "audit", "version": "0.1.0"})))
+    assert m["kind"] == "task-runs"
+    r = cli("validate", pkg)
+    assert (r.code, r.out) == (1, f"{pkg}/manifest.json: field schema_version: schema_version 1 cannot be genuine: "
+                                  f"kind 'task-runs' came after it (schema 1 was written for checkpoint-headers, "
+                                  f"items, profile, release, responses, telemetry, throughput, verdicts) (the "
+                                  f"manifest was edited to an older scheme)\n")
+
+
+def test_the_kinds_of_schema_1_are_the_published_schemas():
+    from tests.conftest import REPO
+
+    from audit.producer import SCHEMA_1_KINDS
+
+    published = json.loads((REPO / "schemas" / "manifest.v1.json").read_text(encoding="utf-8"))
+    assert set(published["properties"]["kind"]["enum"]) == SCHEMA_1_KINDS
+
+
+def test_the_version_table_names_the_schema_this_audit_writes():
+    # A scheme change without a version bump and a row in WRITES_SINCE_VERSION would leave the producer silent
+    # again (as 0.1.0 was over three schemes): the table's row for this version must be what it writes.
+    from audit import __version__
+    from audit.models import MANIFEST_SCHEMA_VERSION
+    from audit.producer import WRITES_SINCE_VERSION, _release
+
+    release = _release(__version__)
+    assert release is not None, __version__
+    since, writes = max(row for row in WRITES_SINCE_VERSION if row[0] <= release)
+    assert writes == MANIFEST_SCHEMA_VERSION, f"audit {__version__} writes {MANIFEST_SCHEMA_VERSION}: add a row"
+    assert [w for _, w in sorted(WRITES_SINCE_VERSION)] == sorted(w for _, w in WRITES_SINCE_VERSION)
+
+
+@attack("id.legacy-provenance-read")
+def test_a_schema_1_telemetry_package_is_refused_before_its_link_is_read(cli, tmp_path):
+    # Its link to its throughput run (provenance.extra.throughput) is not covered by a schema 1 digest.
+    pkg = _copy(BENCH / "eager.telemetry", tmp_path / "t")
+    _edit_manifest(pkg, lambda m: m.update(schema_version=1))
+    assert cli("validate", pkg).code == 0
+    r = cli("show", pkg)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == (f"audit: error: {pkg}: manifest.json: schema_version 1: its provenance is not covered by the "
+                     f"package's digest, so it is not read (a telemetry package is read through its "
+                     f"provenance.extra); write the package again with audit 0.2.0 or later\n")

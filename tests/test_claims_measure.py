@@ -396,7 +396,7 @@ def test_an_edited_summary_that_was_rehashed_and_repinned_is_caught_by_the_recom
     pkg = tmp_path / "evidence-h200-bench" / "graphs"
     edit(pkg / "summary.json", '"mean": 203.95555555555555', '"mean": 240.0')
     rehash(pkg, "summary.json")
-    new = repin(ledger, pkg, "48f00cfa4a903291d282ff9d5d10d9ff63affa0cc293aaa89064a66d0c7cd3b3")
+    new = repin(ledger, pkg, "c9eadc71178670eac9cafdbbc53f3cd9ba9b3a71d7c9277ef861dba570abd4ec")
     monkeypatch.chdir(tmp_path)
     r = cli("verify", ledger.name)
     assert r.code == 1
@@ -407,7 +407,7 @@ def test_an_edited_summary_that_was_rehashed_and_repinned_is_caught_by_the_recom
         lines = r.out.split(f"\n{cid} does not survive: ", 1)[1].split("\n\n")[0].splitlines()
         assert lines[2] == ("  cannot recompute: evidence-h200-bench/graphs/summary.json: differs from the figures "
                             "recomputed from the rows: tok_s.mean: stored 240.0, recomputed 203.95555555555555")
-    assert new != "48f00cfa4a903291d282ff9d5d10d9ff63affa0cc293aaa89064a66d0c7cd3b3"
+    assert new != "c9eadc71178670eac9cafdbbc53f3cd9ba9b3a71d7c9277ef861dba570abd4ec"
 
 
 @pytest.mark.slow
@@ -446,7 +446,7 @@ def test_a_floor_bundle_whose_floor_is_another_shapes_is_caught_by_floor_check(c
     # it validates and matches the ledger, but the floor recomputed from its headers is Llama's.
     ledger = copy_shipped(tmp_path)
     bundled = _rebundle_with(tmp_path, LLAMA, "floor-qwen3-30b-a3b", ("floor.json", "floor.txt"))
-    repin(ledger, bundled, "5fcd6f5f39e7901c5f22c72ca783326e70febaa72600f29003d70767d620824f")
+    repin(ledger, bundled, "cd363cbbab1bb65bc3e3eb211fe46e7ea4c1ad302f6981c1f26db80c71a4e7ce")
     monkeypatch.chdir(tmp_path)
     r = cli("verify", ledger.name)
     assert r.code == 1
@@ -466,7 +466,7 @@ def test_an_edited_profile_summary_is_caught_by_recomputing_its_trace(cli, tmp_p
     assert text.count('"median": 436.0') == 2
     summary.write_text(text.replace('"median": 436.0', '"median": 1529.0'), encoding="utf-8")
     rehash(pkg, "summary.json")
-    repin(ledger, pkg, "91b288c4470cea88ace457c12e12230880fa3d499c3f1cb0939e03601d03a384")
+    repin(ledger, pkg, "ac692edccd250b01e81e79401753a7b670ec39ae4e2ad7b11d8acc2130caf73d")
     monkeypatch.chdir(tmp_path)
     r = cli("verify", ledger.name)
     assert r.code == 1
@@ -515,5 +515,5 @@ def test_the_memo_never_outlives_the_content(tmp_path):
     bundled = _rebundle_with(tmp_path, LLAMA, "floor-qwen3-30b-a3b", ("checkpoint/config.json",))
     write_ledger(tmp_path, [claim("F", 319.0, "tok/s", "floor.tok_s", {"package": LLAMA}, tol=0.05)])
     (check,) = verify(ledger).claims
-    assert digest(bundled) != "5fcd6f5f39e7901c5f22c72ca783326e70febaa72600f29003d70767d620824f"
+    assert digest(bundled) != "cd363cbbab1bb65bc3e3eb211fe46e7ea4c1ad302f6981c1f26db80c71a4e7ce"
     assert check.reasons[0].startswith(f"cannot recompute: {PACKAGE_PATHS[LLAMA]}: ")

@@ -78,3 +78,18 @@ def test_a_recipe_given_another_kind_of_package_fails_naming_it(root, tmp_path):
         del PATHS["demo-lab-note-math500"]
     assert not check.survives
     assert "is a responses package; task_runs.mean reads a task-runs package" in " ".join(check.reasons)
+
+
+@pytest.mark.parametrize(("recipe", "unit"), [("task_runs.resolved_rate", "fraction"),
+                                              ("task_runs.tasks_per_hour", "tasks/hour")])
+def test_a_run_recipe_names_the_run_it_needs(root, recipe, unit):
+    # Both recipes read one run through one helper: six repetitions and no run named, or a run that is not there,
+    # is refused with the package's runs listed; a run that is there is read.
+    k6 = IDS["k6"]
+    claims = [_claim("N", 0.5, unit, recipe, {"package": k6}),
+              _claim("W", 0.5, unit, recipe, {"package": k6, "run": "rep-7"}),
+              _claim("Y", 0.5, unit, recipe, {"package": k6, "run": "rep-2"})]
+    got = {c.claim.id: " ".join(c.reasons) for c in verify(_ledger(root, claims)).claims}
+    assert f"{k6} holds 6 runs; name one (run: ...)" in got["N"]
+    assert f"{k6} has no run 'rep-7' (runs: rep-1, rep-2, rep-3, rep-4, rep-5, rep-6)" in got["W"]
+    assert got["Y"].startswith("recomputed ")  # read (and here recorded wrong on purpose, to show its figure)

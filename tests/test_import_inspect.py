@@ -123,6 +123,60 @@ def test_a_log_given_to_another_importer_names_import_inspect(cli, here, logs):
                                           f"[--recorded RECORDED.json]`\n"), args
 
 
+def _write_unscored_log(log_dir, fmt: str) -> str:
+    """A log of a task with no scorer, as inspect_ai writes it: samples and outputs, no scores."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.solver import generate
+
+    def out(text: str) -> ModelOutput:
+        o = ModelOutput.from_content(model="mockllm/model", content=text, stop_reason="stop")
+        o.usage = ModelUsage(input_tokens=5, output_tokens=3, total_tokens=8)
+        return o
+
+    task = Task(dataset=[Sample(input="1+1?", target="2", id="q1"), Sample(input="2+2?", target="4", id="q2")],
+                solver=generate(), name="arith")
+    (log,) = eval(task, model=get_model("mockllm/model", custom_outputs=[out("2"), out("5")]), log_dir=str(log_dir),
+                  log_format=fmt, display="none")
+    assert log.status == "success" and log.results is not None and not log.results.scores
+    return log.location
+
+
+@pytest.mark.parametrize("fmt", ["eval", "json"])
+def test_an_unscored_log_with_recorded_says_what_can_be_done_and_it_can(cli, here, fmt):
+    # issue 31 item 8: "give --scorer" was the advice for a log that has no scorer to give.
+    import subprocess
+    import sys
+
+    log = _write_unscored_log(here / "logs", fmt)
+    advice = ("the log holds no scores (its task ran without a scorer, or with --no-score), so there are no recorded "
+              "verdicts to write: import it without --recorded and grade the package (`audit grade OUT --benchmark "
+              f"NAME`), or score it first (`inspect score {log} --scorer NAME --output-file SCORED.json`) and import "
+              "SCORED.json with --recorded")
+    for extra in ((), ("--scorer", "match")):
+        r = cli("import", "inspect", log, "-o", "pkg", "--recorded", "rec.json", "--benchmark", "exact", *extra)
+        assert (r.code, r.err) == (2, f"audit: error: {log}: {'--scorer match: ' if extra else ''}{advice}\n")
+        assert not (here / "pkg").exists() and not (here / "rec.json").exists()
+    r = cli("import", "verdicts", log, "--benchmark", "exact", "-o", "v.json")
+    assert (r.code, r.err) == (2, f"audit: error: {log}: this looks like an inspect_ai evaluation log without scores "
+                                  f"(samples, model); it holds no scores, so no recorded verdicts: `audit import "
+                                  f"inspect {log} -o OUT` and grade the package, or `inspect score {log} --scorer NAME "
+                                  f"--output-file SCORED.json` first\n")
+    # Both ways on work as written: import and grade; score with inspect, then import with --recorded.
+    assert cli("import", "inspect", log, "-o", "pkg").code == 0
+    assert cli("grade", "pkg", "--benchmark", "exact", "-o", "graded.json", "-q").code == 0
+    scored = here / f"scored.{fmt}"
+    done = subprocess.run([str(Path(sys.executable).parent / "inspect"), "score", log, "--scorer", "match",
+                           "--output-file", str(scored), "--display", "none"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    r = cli("import", "inspect", scored, "-o", "pkg2", "--recorded", "rec.json", "--benchmark", "exact")
+    assert r.code == 0, r.err
+    assert r.out.splitlines()[-1] == ("wrote rec.json: exact, 2 items x 1 samples, recorded accuracy 50.00% (1/2) "
+                                      "(match)")
+
+
 @attack("import.inspect-swap")
 @pytest.mark.parametrize("fmt", ["eval", "json"])
 def test_a_log_replaced_after_its_hash_is_refused_and_nothing_is_written(cli, here, logs, monkeypatch, fmt):
@@ -141,3 +195,46 @@ def test_a_log_replaced_after_its_hash_is_refused_and_nothing_is_written(cli, he
     assert (r.code, r.out) == (2, "")
     assert r.err == f"audit: error: {src.name}: the file changed since it was hashed: run again\n"
     assert not (here / "pkg").exists() and not (here / "rec.json").exists()
+
+
+MODEL_GRADED_LOG = Path(__file__).parent / "data" / "judge" / "inspect_input-task_model_graded_fact.json"
+JUDGE_NOTE = ("the recorded verdicts came from a model-graded scorer (model_graded_fact); exact.hle@1 is not the same "
+              "grader: a verdict it changes may be the judge and the rule disagreeing, not a retraction by itself")
+
+
+def test_a_model_graded_score_regraded_by_a_rule_is_labelled_in_grade_and_diff(cli, here):
+    # issue 31 item 8: a real inspect_ai log scored by model_graded_fact (gpt-4o-mini said C), regraded with
+    # `exact`, showed as a -100 point retraction with no word that the recorded grader was a judge.
+    r = cli("import", "inspect", MODEL_GRADED_LOG, "-o", "pkg", "--recorded", "rec.json", "--benchmark", "exact")
+    assert r.code == 0, r.err
+    env = json.loads((here / "rec.json").read_text())["environment"]
+    assert {k: env[k] for k in ("recorded_scorer", "recorded_scorer_kind", "recorded_scorer_function")} == {
+        "recorded_scorer": "model_graded_fact", "recorded_scorer_kind": "model-graded",
+        "recorded_scorer_function": "model_graded_fact"}
+    with open_package(here / "pkg") as pkg:
+        imported = pkg.manifest.provenance.extra["import"]
+    assert (imported["scorer_kind"], imported["scorer_function"]) == ("model-graded", "model_graded_fact")
+    r = cli("grade", "pkg", "--benchmark", "exact", "-o", "graded.json")
+    assert r.code == 0 and r.out.splitlines()[-1] == f"note: {JUDGE_NOTE}", r.out
+    r = cli("diff", "rec.json", "graded.json")
+    assert f"- note: OLD: {JUDGE_NOTE}" in r.out.splitlines()
+    assert "Δ -100.00 points" in r.out  # the figure is still shown; the note says what it is
+
+
+def test_a_rule_scorer_gets_no_judge_note(cli, here, logs):
+    r = cli("import", "inspect", logs["json"], "-o", "pkg", "--recorded", "rec.json", "--benchmark", "exact")
+    assert r.code == 0, r.err
+    assert json.loads((here / "rec.json").read_text())["environment"]["recorded_scorer_kind"] == "rule"
+    r = cli("grade", "pkg", "--benchmark", "exact", "-o", "graded.json")
+    assert r.code == 0 and "model-graded" not in r.out
+    assert "model-graded" not in cli("diff", "rec.json", "graded.json").out
+
+
+@pytest.mark.parametrize("function,by_model,kind", [
+    ("model_graded_qa", False, "model-graded"), ("inspect_ai/model_graded_fact", False, "model-graded"),
+    ("my_task/llm_judge", True, "model-graded"), ("match", False, "rule"), ("inspect_ai/includes", False, "rule"),
+    ("my_task/custom", False, "unknown"), (None, False, "unknown")])
+def test_scorer_kind(function, by_model, kind):
+    from audit.importers.inspect_ai import scorer_kind
+
+    assert scorer_kind(function, by_model) == kind

@@ -276,8 +276,8 @@ def test_a_parquet_table_replaced_after_it_was_hashed_is_refused(cli, here, monk
     mod = lighteval_mod if importer == "lighteval" else lm_eval_mod
     real = mod.source_file
 
-    def hashed_then_swapped(p, suffixes):
-        pinned = real(p, suffixes)
+    def hashed_then_swapped(p, *args):
+        pinned = real(p, *args)
         path.write_bytes(other.read_bytes())  # after the hash, before the read
         return pinned
 
@@ -285,3 +285,16 @@ def test_a_parquet_table_replaced_after_it_was_hashed_is_refused(cli, here, monk
     r = cli("import", importer, path, "--benchmark", "selected_choice", "-o", "pkg")
     assert r.code != 0 and not (here / "pkg").exists()
     assert "the file changed since it was hashed: run again" in r.err
+
+
+def test_a_details_table_without_its_extension_reads_with_format_parquet(cli, here):
+    # issue 31 item 8: the real GSM8K samples as lighteval's details, the file renamed without `.parquet`.
+    path = _save(here, "nested", GSM_TASK)
+    bare = path.with_name("details")
+    path.rename(bare)
+    r = cli("import", "lighteval", bare, "--benchmark", "gsm8k", "-o", "pkg")
+    assert (r.code, r.err) == (2, f"audit: error: {bare}: unknown file type: expected .parquet (or give --format)\n")
+    r = cli("import", "lighteval", bare, "--benchmark", "gsm8k", "-o", "pkg", "--format", "parquet")
+    assert r.code == 0, r.err
+    with open_package(here / "pkg") as pkg:
+        assert [x.response for x in pkg.iter_rows("response_row.v1")] == [d[2] for d in _gsm8k_docs()]

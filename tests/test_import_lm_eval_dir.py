@@ -129,6 +129,48 @@ def test_samples_embedded_in_the_results_file(cli, here):
     assert len(rows["from-file"][0]) == 20 and rows["pkgs/copa"] == rows["from-file"]
 
 
+def test_recorded_for_a_folder_writes_a_verdict_file_per_task_that_names_a_benchmark(cli, here):
+    # issue 31 item 8: --recorded was refused for a folder. Real folders: a tiny-gpt2 copa run, two
+    # simple_evaluate results files holding their samples (mattdepaolis/llm-evaluation), and gsm8k samples.
+    r = cli("import", "lm-eval", DATA, "-o", "pkgs", "--recorded", "rec")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    no_spec = ("  recorded verdicts not written: the task {!r} is not a benchmark spec and a verdict file names one; "
+               "give --benchmark NAME (selected_choice for multiple choice), or import its samples file alone with "
+               "--benchmark and --recorded")
+    assert no_spec.format("copa") in lines and no_spec.format("arc_easy") in lines
+    assert "  wrote rec/gsm8k.json: gsm8k, 3 items x 1 samples, recorded accuracy 0.00% (0/3) (exact_match)" in lines
+    assert sorted(p.relative_to(here / "rec").as_posix() for p in (here / "rec").rglob("*.json")) == ["gsm8k.json"]
+    r = cli("import", "lm-eval", DATA, "-o", "pkgs", "--recorded", "rec")
+    assert (r.code, r.err) == (2, "audit: error: pkgs: already exists (use --force to replace it)\n")
+    # With a benchmark every task has one: each verdict file is the run's own figure, pinned to its package.
+    r = cli("import", "lm-eval", DATA, "-o", "mc", "--recorded", "mc-rec", "--benchmark", "selected_choice")
+    assert r.code == 0, r.err
+    recorded = [line for line in r.out.splitlines() if line.startswith("  wrote ")]
+    assert recorded == [
+        "  wrote mc-rec/arc_easy.json: selected_choice, 5 items x 1 samples, recorded accuracy 20.00% (1/5) (acc)",
+        "  wrote mc-rec/gsm8k.json: selected_choice, 3 items x 1 samples, recorded accuracy 0.00% (0/3) (exact_match)",
+        "  wrote mc-rec/mattdepaolis_llm-evaluation/arc_easy.json: selected_choice, 10 items x 1 samples, recorded "
+        "accuracy 90.00% (9/10) (acc)",  # the results file logs acc 0.9
+        "  wrote mc-rec/mattdepaolis_llm-evaluation/leaderboard_bbh_causal_judgement.json: selected_choice, 10 items x "
+        "1 samples, recorded accuracy 60.00% (6/10) (acc_norm)",  # logs acc_norm 0.6 only
+        "  wrote mc-rec/sshleifer__tiny-gpt2/copa.json: selected_choice, 20 items x 1 samples, recorded accuracy "
+        "60.00% (12/20) (acc)"]  # logs acc 0.6
+    assert cli("grade", "mc/sshleifer__tiny-gpt2/copa", "--benchmark", "selected_choice", "-o", "copa.json",
+               "-q").code == 0
+    r = cli("diff", "mc-rec/sshleifer__tiny-gpt2/copa.json", "copa.json")
+    assert r.code == 0 and "- rows: 20 compared, 0 verdicts changed, 0 only in OLD, 0 only in NEW" in r.out, r.out
+    r = cli("import", "lm-eval", DATA / "samples_arc_easy_2026-09-24T03-05-32.831346.jsonl", "--benchmark",
+            "selected_choice", "-o", "one", "--recorded", "mc-rec")
+    assert (r.code, r.err) == (2, "audit: error: --recorded mc-rec: a samples file gets one verdict file "
+                                  "(RECORDED.json), and this is a folder\n")
+    (here / "a-file").write_text("x")
+    r = cli("import", "lm-eval", DATA, "-o", "other", "--recorded", "a-file", "--force")
+    assert (r.code, r.err) == (2, "audit: error: a-file: --recorded: for a folder or a results file this is a folder "
+                                  "of verdict files (one per task), and a file is here\n")
+    assert not (here / "other").exists()
+
+
 def test_folder_refusals(cli, here):
     (here / "empty").mkdir()
     r = cli("import", "lm-eval", "empty", "-o", "pkgs")
@@ -144,8 +186,10 @@ def test_folder_refusals(cli, here):
     assert (r.code, r.err) == (2, f"audit: error: lfs/m/samples_copa_{STAMP}.jsonl: a Git LFS pointer, not "
                                   f"the samples (fetch them with `git lfs pull`)\n")
     assert not (here / "pkgs").exists()
-    r = cli("import", "lm-eval", "lfs", "-o", "pkgs", "--recorded", "r.json")
-    assert r.code == 2 and "--recorded takes a samples file, not a folder" in r.err
+    r = cli("import", "lm-eval", "lfs", "-o", "pkgs", "--items-out", "items")
+    assert r.code == 2 and "--items-out takes a samples file, not a folder" in r.err
+    r = cli("import", "lm-eval", "lfs", "-o", "pkgs", "--metric", "acc")
+    assert (r.code, r.err) == (2, "audit: error: --metric needs --recorded\n")
     r = cli("import", "lm-eval", str(GSM8K), "-o", "pkgs")
     assert r.code == 2 and "--benchmark is required for a samples file" in r.err
 

@@ -162,6 +162,23 @@ def test_arena_verdict_regex(case: dict) -> None:
         assert p.status == "preference" and p.parsed == {"score": case["recorded"]}
 
 
+@pytest.mark.parametrize("case", _jsonl("arena_hard_4ce0f00_endings.jsonl"), ids=lambda c: c["text"][-30:])
+def test_arena_verdict_regex_before_2025_04(case: dict) -> None:
+    """The question_id-era judge: one distinct [[label]], as written; its recorded score is what the rule reads."""
+    p = rules.get("arena_hard.verdict@4ce0f00").parse(Reply(case["text"]))
+    assert ((p.parsed or {}).get("score") if p.status == "preference" else None) == case["score"]
+    assert p.status == ("judge_error" if case["score"] is None else "preference")
+
+
+def test_the_two_arena_rules_differ_where_upstream_changed() -> None:
+    """196f6b8 upper-cases, falls back to single brackets and takes the last label; 4ce0f00 does none of these."""
+    new, old = rules.get("arena_hard.verdict@196f6b8"), rules.get("arena_hard.verdict@4ce0f00")
+    for text, was, now in [("[[A>B]] first, but on reflection [[B>A]]", None, "B>A"),
+                           ("my verdict: [[a>b]]", None, "A>B"), ("only [B>A] here", None, "B>A")]:
+        assert (old.parse(Reply(text)).parsed or {}).get("score") == was
+        assert new.parse(Reply(text)).parsed == {"score": now}
+
+
 def test_a_rule_without_recorded_text_is_a_judge_error() -> None:
     assert rules.get("hle.substring").parse(Reply(None)).reason == "no reply text recorded"
 
@@ -200,6 +217,13 @@ def test_arena_scores_both_orderings() -> None:
     assert pairwise.arena_scores(None, "A=B") is None
     s = pairwise.arena_score([("A>B", "A>>B"), ("B>A", "A=B"), (None, "A>B")])
     assert (s.questions, s.dropped, s.battles) == (2, 1, 6) and s.score == pytest.approx(100 * 4.5 / 6)
+
+
+def test_arena_score_per_game_before_2025_04() -> None:
+    # each game on its own: question 3's unparsed game 0 is dropped, its game 1 (A>B: the model wins) still counts
+    s = pairwise.arena_score_per_game([("A>B", "A>>B"), ("B>A", "A=B"), (None, "A>B"), ("A<B", None)])
+    assert (s.questions, s.dropped, s.battles) == (3, 3, 7) and s.score == pytest.approx(100 * 5.5 / 7)
+    assert math.isnan(pairwise.arena_score_per_game([(None, None)]).score)
 
 
 # --------------------------------------------------------------------------- HLE figures

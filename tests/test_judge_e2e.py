@@ -202,7 +202,8 @@ def test_repeats_print_the_flip_rate_per_item_and_judges_lists_the_components(tm
     assert [line.split()[1] for line in j.out.splitlines()] == [
         "hle.official@a590489", "simple_evals.equality@ee3b031", "inspect.model_graded_qa@499e615",
         "inspect.model_graded_fact@499e615", "hle.substring@a590489", "hle.strict@1", "simple_evals.yes@ee3b031",
-        "inspect.grade@3ce8aed", "inspect.grade@499e615", "alpaca_eval.logprob@cd543a1", "arena_hard.verdict@196f6b8"]
+        "inspect.grade@3ce8aed", "inspect.grade@499e615", "alpaca_eval.logprob@cd543a1", "arena_hard.verdict@4ce0f00",
+        "arena_hard.verdict@196f6b8"]
     # --judge options without --judge, and --judge without a server, are usage errors
     assert cli("judge", tmp_path / "x.jsonl", "--grader", "choice", "--repeats", "2").code == 2
     assert "--judge needs --server URL and -o CALLS" in cli("judge", resp, "--judge", "hle.official").err
@@ -221,3 +222,41 @@ def test_equality_checker_compares_the_extracted_answer(tmp_path: Path, cli) -> 
     assert by["q0"]["messages"][0]["content"].endswith("Expression 1: 10\n    Expression 2: 10")
     assert (by["q0"]["status"], by["q3"]["status"]) == ("correct", "incorrect")
     assert by["q0"]["raw"] == "Yes" and by["q0"]["rule"]["name"] == "simple_evals.yes"
+
+
+def test_the_judge_served_is_recorded_as_the_subject_whole_or_not_at_all(tmp_path: Path, cli) -> None:
+    resp, items = _packages(tmp_path)
+    config = tmp_path / "config.json"
+    config.write_text('{"architectures": ["LlamaForCausalLM"]}\n')
+    subject = ["--model-name", "meta-llama/Llama-3.1-8B-Instruct", "--model-config", config, "--engine",
+               "vllm==0.26.0", "--hardware", "NVIDIA H100 80GB HBM3", "--weights", "random", "--run", "h100-judge"]
+    with FakeJudge() as fj:
+        part = cli("judge", resp, "--items", items, "--judge", "hle.official", "--server", fj.url,
+                   "--judge-model", "fake-judge", "--run", "h100-judge", "-o", tmp_path / "part")
+        whole = cli("judge", resp, "--items", items, "--judge", "hle.official", "--server", fj.url,
+                    "--judge-model", "fake-judge", *subject, "-o", tmp_path / "calls")
+    assert part.code == 2 and not (tmp_path / "part").exists()
+    assert part.err.startswith("audit: error: judge-calls package names part of what it measured: give "
+                               "--model-name OWNER/NAME, --model-config CONFIG.json, --engine NAME==VERSION")
+    assert whole.code == 0, whole.err
+    manifest = json.loads((tmp_path / "calls" / "manifest.json").read_text())
+    assert manifest["provenance"]["subject"] == {
+        "model": "meta-llama/Llama-3.1-8B-Instruct", "model_config_sha256": hashlib.sha256(config.read_bytes()).hexdigest(),
+        "engine": "vllm", "engine_version": "0.26.0", "hardware": "NVIDIA H100 80GB HBM3", "weights": "random",
+        "run": "h100-judge"}
+    assert manifest["provenance"]["engine"] == "vllm==0.26.0"
+    # subject flags without --judge are a usage error naming the flag
+    r = cli("judge", tmp_path / "x.jsonl", "--grader", "choice", "--run", "r1")
+    assert r.code == 2 and "--run needs --judge TEMPLATE" in r.err
+
+
+def test_an_error_event_without_a_message_is_recorded_as_sent(tmp_path: Path, cli) -> None:
+    resp, items = _packages(tmp_path)
+    with FakeJudge() as fj:
+        r = cli("judge", resp, "--items", items, "--judge", "hle.official", "--server", fj.url, "--judge-model",
+                "fake-stream-error", "--retries", "0", "-o", tmp_path / "calls")
+    assert r.code == 0, r.err
+    assert "judge_error=6" in r.out and "6 calls failed" in r.out
+    rows = [json.loads(x) for x in (tmp_path / "calls" / "calls.jsonl").read_text().splitlines()]
+    assert {x["error"] for x in rows} == {'POST /v1/chat/completions: error in stream: {"error": {"code": 400, '
+                                         '"message": "", "type": "BadRequestError"}}'}

@@ -96,9 +96,127 @@ def test_arena_hard_both_orderings_and_the_regex_rerun(tmp_path: Path, cli) -> N
 
 def test_arena_hard_bad_row(tmp_path: Path, cli) -> None:
     src = tmp_path / "m.jsonl"
-    src.write_text(json.dumps({"uid": "u1", "judge": "j", "games": [{"judgment": "[[A>B]]", "score": "A>B"}]}) + "\n")
+    game = {"judgment": "[[A>B]]", "score": "A>B"}
+    src.write_text(json.dumps({"uid": "u1", "judge": "j", "games": [game] * 3}) + "\n")
     r = cli("import", "arena-hard", src, "-o", tmp_path / "calls")
-    assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field games: expected two games, got 1\n")
+    assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field games: expected two games, got 3\n")
+    src.write_text(json.dumps({"uid": "u1", "judge": "j", "games": []}) + "\n")
+    r = cli("import", "arena-hard", src, "-o", tmp_path / "calls")
+    assert (r.code, r.err) == (2, f"audit: error: {src}: row 1: field games: expected two games, got 0\n")
+    assert not (tmp_path / "calls").exists()
+
+
+def _question_id_rows() -> list[dict]:
+    """Rows of the question_id layout: real judgments (zeppombal/arena-hard-auto, see the README) in two
+    questions; question 2's game 0 has no verdict (upstream recorded null), so only that game is dropped."""
+    real = {c["score"]: c for c in _jsonl("arena_hard_4ce0f00_endings.jsonl") if c["source"] == "real"}
+    return [{"question_id": "93c9b4bb32f4422f954c7af9ea2bdfcd", "model": "Nexusflow__Athene-V2-Chat",
+             "judge": "gpt-3.5-turbo-0125",
+             "games": [{"user_prompt": "...", "judgment": real["A>>B"]["text"], "score": "A>>B"},
+                       {"user_prompt": "...", "judgment": real["B>>A"]["text"], "score": "B>>A"}]},
+            {"question_id": "7bcf40b22c164f36a85efcbf169da647", "model": "Nexusflow__Athene-V2-Chat",
+             "judge": "gpt-3.5-turbo-0125",
+             "games": [{"user_prompt": "...", "judgment": real[None]["text"], "score": None},
+                       {"user_prompt": "...", "judgment": real["A>B"]["text"], "score": "A>B"}]}]
+
+
+def test_arena_hard_question_id_layout_is_read_with_its_own_regex(tmp_path: Path, cli) -> None:
+    """The files gen_judgment.py wrote before 2025-04 name the question `question_id` (audit refused them:
+    `field uid: missing`); their regex and scoring are that era's."""
+    src = tmp_path / "Nexusflow__Athene-V2-Chat.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in _question_id_rows()))
+    r = cli("import", "arena-hard", src, "-o", tmp_path / "calls")
+    assert r.code == 0, r.err
+    assert "4 judge calls" in r.out and "judge_error=1, preference=3" in r.out
+    from audit.packages import open_package
+
+    rows = list(open_package(str(tmp_path / "calls")).iter_rows("judge_call_row.v1"))
+    assert {f"{x.rule.name}@{x.rule.version}" for x in rows if x.rule} == {"arena_hard.verdict@4ce0f00"}
+    assert all("baseline" in x.not_recorded and x.template_source is None for x in rows)
+    assert not any(x.extra.get("differs_from_recorded") for x in rows)
+    s = cli("show", tmp_path / "calls")
+    # game 0 A>>B: the baseline wins 3 (0); game 1 B>>A: the baseline (B) wins 3 (0); question 2 game 1 A>B: 1
+    assert ("score      14.29 over 7 battles of 2 questions (each game scored alone, as show_result.py before "
+            "2025-04 does; 1 games without a scorable label dropped); from the recorded scores 14.29") in s.out
+
+
+def test_arena_hard_recorded_scores_no_show_result_scores(tmp_path: Path, cli) -> None:
+    """r4dm/arena-hard-local's fork recorded `[A=B]` (its regex kept a bracket) for judgments ending `[[A=B]]`:
+    upstream's show_result gives such a game no battle; the re-run regex reads every one, and says they differ."""
+    rows = [{"question_id": f"q{i}", "model": "Phi-3-medium-128k-instruct", "judge": "Qwen2-72B-Instruct-AWQ",
+             "games": [{"user_prompt": "...", "judgment": "\nMy final verdict is tie: [[A=B]]", "score": "[A=B]"}] * 2}
+            for i in range(3)]
+    src = tmp_path / "Phi-3-medium-128k-instruct.jsonl"
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    assert cli("import", "arena-hard", src, "-o", tmp_path / "calls").code == 0
+    s = cli("show", tmp_path / "calls")
+    assert ("score      50.00 over 6 battles of 3 questions (each game scored alone, as show_result.py before "
+            "2025-04 does; 0 games without a scorable label dropped); from the recorded scores none scorable") in s.out
+    from audit.packages import open_package
+
+    assert all(x.extra["differs_from_recorded"] for x in open_package(str(tmp_path / "calls")).iter_rows(
+        "judge_call_row.v1"))
+    for r in rows:
+        r["games"] = [{"user_prompt": "...", "judgment": "\nTo\nAssistant", "score": None}] * 2  # (zeppombal's)
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli("import", "arena-hard", src, "-o", tmp_path / "none").code == 0
+    assert ("score      none: no game has a label show_result scores; from the recorded scores none scorable"
+            in cli("show", tmp_path / "none").out)
+
+
+def test_arena_hard_a_file_of_both_layouts_is_refused(tmp_path: Path, cli) -> None:
+    src = tmp_path / "m.jsonl"
+    src.write_text(json.dumps(_question_id_rows()[0]) + "\n" + json.dumps(_arena_rows()[0]) + "\n")
+    r = cli("import", "arena-hard", src, "-o", tmp_path / "calls")
+    assert (r.code, r.err) == (2, f"audit: error: {src}: row 2: field uid: a uid row in a file of question_id rows\n")
+    assert not (tmp_path / "calls").exists()
+
+
+def test_arena_hard_score_only_ensemble_file_gives_its_leaderboards_figure(tmp_path: Path, cli) -> None:
+    """ko-arena-hard-auto's ensemble keeps each game's score and no judgment text; one row has one game.
+    Its leaderboard prints 74.54: for the one-game row its show_result reuses game 0 as game 1 (read with game
+    1's orientation); audit counts the one recorded game and leaves game 1 out as never recorded."""
+    src = DATA / "ko_arena_hard_ensemble_o4-mini-high.jsonl"
+    r = cli("import", "arena-hard", src, "-o", tmp_path / "calls")
+    assert r.code == 0, r.err
+    assert "1,000 judge calls" in r.out and "judge_error=1, preference=999" in r.out
+    s = cli("show", tmp_path / "calls")
+    assert "raw        1,000 of 1,000 calls: raw response not recorded" in s.out
+    assert ("score      74.59 over 1,645 battles of 500 questions (each game scored alone, as show_result.py before "
+            "2025-04 does; 1 games without a scorable label dropped); from the recorded scores 74.59") in s.out
+    from audit.judge import pairwise
+
+    games = [(g[0]["score"], (g[1] if len(g) > 1 else g[0])["score"]) for g in (o["games"] for o in _jsonl(src.name))]
+    assert round(pairwise.arena_score_per_game(games).score, 2) == 74.54  # upstream's reuse of game 0, reproduced
+
+
+REAL2 = Path("/work/realfiles/judge2")
+
+
+@pytest.mark.skipif(not (REAL2 / "ko_arena_hard").is_dir(),
+                    reason="the real ko-arena-hard files are fetched under /work/realfiles")
+def test_ko_arena_hard_real_files_give_the_leaderboard_figures() -> None:
+    """All 76 ensemble files against the leaderboard of 2025-04-23: equal to 2 decimals but for the baseline
+    (upstream prints 50 for it by definition) and o4-mini-high (its one-game row, above)."""
+    import csv
+
+    from audit.importers.arena_hard import import_arena_hard
+    from audit.judge import pairwise
+
+    board = {r["model"]: float(r["score"]) for r in
+             csv.DictReader((REAL2 / "ko_arena_hard/leaderboard/no_control.csv").open(encoding="utf-8"))}
+    off = {}
+    for f in sorted((REAL2 / "ko_arena_hard/ensemble").glob("*.jsonl")):
+        imp = import_arena_hard(str(f))
+        by_q: dict[str, dict[int, str | None]] = {}
+        for row in imp.rows:
+            by_q.setdefault(row.item_id, {})[row.position] = (row.parsed or {}).get("score")
+        s = pairwise.arena_score_per_game([(g.get(0), g.get(1)) for g in by_q.values()])
+        model = imp.rows[0].extra["model"]
+        if abs(s.score - board[model]) > 0.005 + 1e-9:
+            off[model] = (round(s.score, 2), board[model])
+    assert len(board) == 76
+    assert off == {"claude-3.7-sonnet": (50.65, 50.0), "o4-mini-high": (74.59, 74.54)}
 
 
 def _hle_judged(tmp: Path) -> Path:

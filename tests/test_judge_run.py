@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,22 @@ def test_slow_judge_is_cut_at_the_deadline(tmp_path: Path) -> None:
         out = _run(tmp_path, fj.url, "fake-slow", deadline=1.5)
     assert {r.status for r in out.rows} == {"judge_error"}
     assert all(r.error and "no complete reply within 1.5 s" in r.error and r.raw is None for r in out.rows)
+
+
+def test_a_judge_stream_without_tokens_is_cut_at_the_progress_deadline(tmp_path: Path) -> None:
+    """Comment lines and empty chunks are no progress: the one stream reader (`read_stream`, generate's too) cuts
+    the call when no text came for the server's timeout (here 1 s), long before the 30 s request deadline."""
+    t, r = templates.get("hle.official"), rules.get("hle.substring@a590489")
+    cfg = JudgeRunConfig(template=t.key, rule=r.key, model="fake-keepalive", repeats=1, seed=None)
+    tasks = plan_calls(RESPONSES[:2], ITEMS, t, cfg)
+    with FakeJudge() as fj:
+        t0 = time.monotonic()
+        out = run_calls(tmp_path / "calls.work", cfg, tasks, t, r, OpenAIServer(fj.url, timeout=1, deadline=30),
+                        concurrency=2, retries=0)
+        wall = time.monotonic() - t0
+    assert {row.status for row in out.rows} == {"judge_error"} and wall < 10
+    assert all(row.error and row.error.startswith("stalled: POST /v1/chat/completions: no token for ") and
+               "progress deadline 1 s" in row.error and row.raw is None for row in out.rows)
 
 
 def test_repeats_with_seeds_measure_the_flip_rate(tmp_path: Path) -> None:

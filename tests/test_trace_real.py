@@ -220,8 +220,10 @@ def test_the_evidence_package_of_analysis_1_still_recomputes_as_written():
 @pytest.mark.slow
 def test_every_step_between_vllm_markers_of_the_moe_decode_trace_with_no_step_filter():
     """The H200 Qwen3-Next trace in packages/evidence-h200-moe, read without the decode filter: 18 markers,
-    17 steps (a prefill step of 0 kernels among them). On the device, in the run that made the package, this
-    crashed with an IndexError in `_kernel_rows` (logs/5-h200_trace.log); analysis by named steps fixed it."""
+    17 steps: the prefill step, the first (context 1, 6 tokens), has 2,070 kernels, and the empty one is the last
+    (vLLM's idle `execute_context_0(0)_generation_0(0)`), as the package's README says. On the device, in the run
+    that made the package, this crashed with an IndexError in `_kernel_rows` (logs/5-h200_trace.log); analysis by
+    named steps fixed it."""
     from pathlib import Path
 
     trace = next((Path(__file__).resolve().parent.parent /
@@ -231,4 +233,8 @@ def test_every_step_between_vllm_markers_of_the_moe_decode_trace_with_no_step_fi
     assert (s.markers.found, s.markers.complete_steps, s.steps.steps) == (18, 17, 17)
     k = s.steps.kernels_per_step
     assert (k.median, k.min, k.max) == (1596, 0, 2070)
+    first, last = result.steps[0], result.steps[-1]
+    assert (first.marker, first.kernels) == ("execute_context_1(6)_generation_0(0)", 2070)
+    assert (last.marker, last.kernels) == ("execute_context_0(0)_generation_0(0)", 0)
+    assert {st.kernels for st in result.steps[1:-1]} == {1596}
     assert sum(r.count for r in result.kernels if r.category == "kernel") == s.trace.kernels == 26010

@@ -23,6 +23,7 @@ from audit.claims.registry import Context, PackageId, RecipeArgs, RecipeFailed, 
 from audit.verdicts.models import Interval
 
 if TYPE_CHECKING:
+    from audit.taskruns.figures import RunFigures
     from audit.taskruns.package import TaskRuns
 
 
@@ -31,6 +32,18 @@ def task_runs(ctx: Context, ident: str) -> TaskRuns:
     from audit.taskruns.package import TASK_RUNS
 
     return ctx.read(ident, TASK_RUNS)
+
+
+def one_run(ctx: Context, ident: str, run: str | None) -> RunFigures:
+    """The figures of run `run` of task-runs package `ident` (None: the package's only run); RecipeFailed when the
+    package holds several and none is named, or has no run of that id."""
+    runs = task_runs(ctx, ident).summary.runs
+    if run is None and len(runs) != 1:
+        raise RecipeFailed(f"{ident} holds {len(runs)} runs; name one (run: ...)")
+    fig = next((f for f in runs if run in (None, f.run_id)), None)
+    if fig is None:
+        raise RecipeFailed(f"{ident} has no run {run!r} (runs: {', '.join(f.run_id for f in runs)})")
+    return fig
 
 
 Policy = Literal["counted", "left_out"]
@@ -50,13 +63,7 @@ class RateArgs(RecipeArgs):
 @recipe("task_runs.resolved_rate", unit="fraction")
 def resolved_rate(args: RateArgs, ctx: Context) -> Result:
     """One run's resolved trials over the benchmark's task count × attempts (or with the excluded left out)."""
-    v = task_runs(ctx, args.package)
-    runs = v.summary.runs
-    if args.run is None and len(runs) != 1:
-        raise RecipeFailed(f"{args.package} holds {len(runs)} runs; name one (run: ...)")
-    fig = next((f for f in runs if args.run in (None, f.run_id)), None)
-    if fig is None:
-        raise RecipeFailed(f"{args.package} has no run {args.run!r} (runs: {', '.join(f.run_id for f in runs)})")
+    fig = one_run(ctx, args.package, args.run)
     rate = fig.resolved_rate if args.policy == "counted" else fig.left_out_rate
     if rate.value is None:
         raise RecipeFailed(f"run {fig.run_id}: an empty denominator")
@@ -180,13 +187,7 @@ class ThroughputArgs(RecipeArgs):
 def tasks_per_hour(args: ThroughputArgs, ctx: Context) -> Result:
     """A run's finished tasks over its recorded wall clock, per hour; refused when workers ≥ tasks, where the wall
     clock is the slowest task and the figure is no rate."""
-    v = task_runs(ctx, args.package)
-    runs = v.summary.runs
-    if args.run is None and len(runs) != 1:
-        raise RecipeFailed(f"{args.package} holds {len(runs)} runs; name one (run: ...)")
-    fig = next((f for f in runs if args.run in (None, f.run_id)), None)
-    if fig is None:
-        raise RecipeFailed(f"{args.package} has no run {args.run!r}")
+    fig = one_run(ctx, args.package, args.run)
     tp = fig.throughput
     if tp is None:
         raise RecipeFailed(f"run {fig.run_id}: no wall clock recorded (start and end)")

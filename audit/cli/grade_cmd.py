@@ -116,7 +116,23 @@ def grade(package: Path, benchmark: str, items: Path | None, output: Path, extra
         errors = error_share_note(vf.summary)
         if errors is not None:
             click.echo(f"warning: {errors}")
+        judged = _recorded_grader_note(package, f"{gr.name}@{gr.version}")
+        if judged is not None:
+            click.echo(f"note: {judged}")
     return 0
+
+
+def _recorded_grader_note(package: Path, grader: str) -> str | None:
+    """The note when the package's import recorded that its run's verdicts came from a model-graded scorer (an
+    inspect log's model_graded_fact): a regrade by a rule that differs from them is no retraction by itself."""
+    from audit.packages.validate import load_manifest
+    from audit.summary import recorded_grader_note
+
+    manifest, _ = load_manifest(package, str(package)) if package.is_dir() else (None, [])
+    imported = (manifest.provenance.extra or {}).get("import") if manifest is not None else None
+    if not isinstance(imported, dict):
+        return None
+    return recorded_grader_note(imported.get("scorer_kind"), imported.get("scorer"), grader)
 
 
 def _grade_judged(package: Path, config: Any, calls: Path, items: Path | None, output: Path, rule: str | None,

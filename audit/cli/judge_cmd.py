@@ -13,6 +13,7 @@ from audit.cli.app import cli
 from audit.cli.import_cmd import mapping_options
 from audit.errors import AuditError
 from audit.fileio import dumps, iter_raw_lines, open_binary, parse_object
+from audit.subject import args_from, resolve_subject, subject_options
 
 if TYPE_CHECKING:
     from audit import graders
@@ -120,14 +121,15 @@ def judge_options(f: Any) -> Any:
     ]
     for opt in reversed(opts):
         f = opt(f)
-    return f
+    # the judge served: optional (a remote endpoint's weights cannot be named), all of it or none
+    return subject_options()(f)
 
 
 def _run_llm_judge(responses: Path, judge_spec: str, *, items: Path | None, server: str | None,
                    output: Path | None, judge_model: str | None, judge_rule: str | None, repeats: int | None,
                    seed: int | None, temperature: float | None, top_p: float | None, max_tokens: int | None,
                    logprobs: int | None, extractor: str | None, concurrency: int | None, timeout: float | None,
-                   retries: int | None, force: bool) -> int:
+                   retries: int | None, force: bool, subject: Any = None) -> int:
     from collections import Counter
 
     from audit.judge import figures, templates
@@ -147,7 +149,7 @@ def _run_llm_judge(responses: Path, judge_spec: str, *, items: Path | None, serv
     done = judge_responses(responses, output, template=t.key, server=server, items=items, rule=judge_rule,
                            model=judge_model, repeats=repeats, seed=seed, sampling=sampling, logprobs=logprobs,
                            answer_extractor=extractor, concurrency=concurrency or 4, deadline_s=timeout or 600.0,
-                           retries=2 if retries is None else retries, force=force)
+                           retries=2 if retries is None else retries, force=force, subject=subject)
     statuses = Counter(r.status for r in done.rows)
     click.echo(f"wrote {output}: {len(done.rows):,} calls ({done.called:,} made now, {done.kept:,} kept from "
                f"{output}.work); " + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items())))
@@ -157,7 +159,7 @@ def _run_llm_judge(responses: Path, judge_spec: str, *, items: Path | None, serv
     if repeats > 1:
         fr = figures.flip_rates((r.item_id, r.sample, r.attempt, r.status) for r in done.rows)
         click.echo(f"  flip rate: {fr.flipped:,} of {fr.compared:,} responses changed verdict across {repeats} "
-                   f"repeats ({100 * fr.rate:.1f}%)")
+                   f"repeats ({100 * fr.rate:.1f}%)" if fr.compared else f"  flip rate: {figures.FLIP_NONE}")
         flipped = [k for k, v in fr.per_item.items() if v > 0]
         if flipped:
             shown = ", ".join(f"{k} {100 * fr.per_item[k]:.0f}%" for k in flipped[:10])
@@ -213,7 +215,11 @@ def judge(file: Path, grader_spec: str | None, cross_specs: str | None, judge_sp
         if grader_spec or cross_specs or workers or budget or maps or where:
             raise click.UsageError("--judge calls an LLM judge: --grader, --cross, --workers, --budget, --map and "
                                    "--where grade answer/reference files")
-        return _run_llm_judge(file, judge_spec, **judge_kw)
+        subject = resolve_subject(args_from(judge_kw), what="judge-calls", gpu_evidence=False)
+        return _run_llm_judge(file, judge_spec, **judge_kw, subject=subject)
+    given = [flag for flag in args_from(judge_kw).given()]
+    if given:
+        raise click.UsageError(f"{given[0]} needs --judge TEMPLATE")
     given = [k for k, v in judge_kw.items() if v is not None and v is not False]
     if given:
         raise click.UsageError(f"--{given[0].replace('_', '-')} needs --judge TEMPLATE")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +12,9 @@ from audit.errors import printable
 from audit.fileio import jsonl_source
 from audit.pack import Table, build_package, load_provenance
 from audit.packages import bundle, digest_scope, open_package
+
+if TYPE_CHECKING:
+    from audit.models import Subject
 
 
 @cli.command()
@@ -134,10 +138,16 @@ def show(path: Path) -> int:
         echo(f"digest     {pkg.digest}" + (" (old scheme: file paths and hashes only)"
                                                if digest_scope(m) is not None else ""))
         pv = m.provenance
+        if m.unpinned_provenance is not None:  # never read as the package's: shown, and said to be unverified
+            pv = m.unpinned_provenance
+            echo(f"provenance unverified: the digest of a schema_version {m.schema_version} manifest does not "
+                 f"cover it")
         for label, value in (("model", pv.model), ("engine", " ".join(x for x in (pv.engine, pv.engine_version) if x)),
                              ("hardware", pv.hardware), ("source", pv.source)):
             if value:
                 echo(f"{label:<10} {value}")
+        if pv.subject is not None:
+            echo(f"subject    {subject_line(pv.subject)}")
         if pv.dataset:
             d = pv.dataset
             bits = [d.name] + [f"{k}={v}" for k, v in (("split", d.split), ("revision", d.revision),
@@ -189,3 +199,13 @@ def schemas(mode: str) -> int:
         click.echo(f"schemas/ in sync ({len(sch.expected_files())} files)")
     return 1 if bad else 0
 
+
+def subject_line(s: Subject) -> str:
+    """One line naming what the evidence measured: model and config, engine, hardware, weights, run."""
+    config = f"config sha256 {s.model_config_sha256[:16]}" if s.model_config_sha256 else \
+        f"config unknown: {s.model_config_unknown}"
+    weights = {"random": "random weights (--load-format dummy: nothing that depends on their values says anything "
+                         "about the model)",
+               "checkpoint": "the published weights", "headers-only": "no weights (safetensors headers only)"}
+    return (f"{s.model} ({config}); {s.engine}=={s.engine_version} on {s.hardware}; "
+            f"{weights.get(s.weights, s.weights)}; run {s.run}")

@@ -267,12 +267,19 @@ def _diff(old: _Side, new: _Side) -> DiffResult:
         cause_counts.append(CauseCount(cause=cause, rows=int(mask.sum()),
                                        transitions={str(k): int(v) for k, v in zip(keys, counts, strict=True)}))
 
-    from audit.summary import error_share_note
+    from audit.summary import error_share_note, recorded_grader_note
 
     for label, side in (("OLD", old), ("NEW", new)):
         errors = error_share_note(side.header.summary)
         if errors is not None:  # a figure that moved because one side graded almost nothing is no finding
             notes.append(f"{label}: {errors}")
+    for (label, side), other in (((("OLD", old), new), (("NEW", new), old))):
+        env, grader = side.header.environment, other.header.grader
+        judge = recorded_grader_note(env.get("recorded_scorer_kind"), env.get("recorded_scorer"),
+                                     component_label(grader)) if grader is not None and other.header.judge is None \
+            else None
+        if judge is not None:  # a judge's verdicts against a rule's: no retraction without that said
+            notes.append(f"{label}: {judge}")
     subjects = _subjects(old, new, changed, notes)
     strengths, fallback = _strengths(old, new, both, changed)
     return DiffResult(

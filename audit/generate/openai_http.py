@@ -32,7 +32,9 @@ Every request is bounded whatever the server does: by total time (connect, heade
 the whole body: a watchdog shuts the socket at the deadline, so a server dripping one
 byte a second is cut there, not after each read), by bytes per line and in all, and a
 stream by its text: more chunks of text than `max_tokens` (each carries at least one
-token) end it.
+token) end it, and so does no chunk of text for the progress deadline (`TokenProgress`,
+checked at every line, so comment lines or empty chunks do not hold a stream open).
+`OpenAIServer.read_stream` is the one reader of generated text (`generate`, the judge).
 """
 
 from __future__ import annotations
@@ -166,27 +168,55 @@ def _error_message(status: int, body: bytes) -> str:
     return f"HTTP {status}: {text[:300]}" if text else f"HTTP {status}"
 
 
-@dataclass
-class StreamResult:
-    """What one streamed generation request returned, with client-side timings."""
+def _choice_text(path: str, choice: Any, chat: bool) -> tuple[Any, Any]:
+    """(text, reasoning) of one streamed choice, unchecked values; Malformed for a choice other than the one
+    asked for, or a chat `delta` that is not an object."""
+    if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+        raise Malformed(f"POST {path}: unexpected choice {str(choice)[:80]!r} (one choice was asked for)")
+    if not chat:
+        return choice.get("text"), None
+    delta = choice.get("delta") or {}
+    if not isinstance(delta, dict):
+        raise Malformed(f"POST {path}: `delta` is not an object")
+    return delta.get("content"), delta.get("reasoning") or delta.get("reasoning_content")
 
-    text: str
-    finish_reason: str
-    prompt_tokens: int
-    completion_tokens: int
+
+@dataclass
+class StreamReply:
+    """What one stream carried, as `OpenAIServer.read_stream` read it (usage as sent, unchecked), with client-side
+    timings."""
+
     started_at: float
     """Wall clock (Unix seconds) just before the request was sent."""
-    first_token_s: float | None
+    text: str = ""
+    """The generated text (`choices[0].text`, or `delta.content` for chat), joined."""
+    finish_reason: str = ""
+    first_token_s: float | None = None
     """Seconds from `started_at` to the first event carrying generated text; None when none did."""
-    finished_at: float
+    finished_at: float = 0.0
     """Wall clock when `[DONE]` arrived."""
+    texts: int = 0
+    """Chunks that carried text (answer or reasoning): each holds at least one token."""
+    usage: Any = None
+    """The last `usage` the stream sent, as sent; None when it sent none."""
+    logprobs: list[dict[str, Any]] = field(default_factory=list)
+    """Per-token logprobs (`choices[0].logprobs.content`) in order, when the server sent them."""
     response_id: str | None = None
     model: str | None = None
+    """The model id the stream named (the last string `model` of its events)."""
     stop_reason: Any = None
     """vLLM's `stop_reason`: the stop string or token id that ended the text, when one did."""
     reasoning: str | None = None
     """Text a reasoning parser separated from the answer (`delta.reasoning`), when the server has one."""
     events: int = 0
+
+
+@dataclass
+class StreamResult(StreamReply):
+    """What one streamed generation request returned (`OpenAIServer.generate`): the reply with its usage checked."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 @dataclass
@@ -408,84 +438,92 @@ class OpenAIServer:
             deadline.cancel()
             conn.close()
 
-    def generate(self, path: str, body: dict[str, Any], *, chat: bool,
-                 request_id: str | None = None) -> StreamResult:
-        """Send one streamed generation request and collect text, finish_reason, usage and timings.
+    def read_stream(self, path: str, body: dict[str, Any], *, chat: bool, request_id: str | None = None,
+                    progress_s: float | None = None) -> StreamReply:
+        """Send one streamed generation request and read its events: the one reader of generated text, for
+        `generate` and the judge's calls alike. Bounds, whatever the server does: `stream`'s (the request deadline,
+        bytes per line and in all), a progress deadline (`TokenProgress`, `progress_s`, by default `timeout`: only
+        a chunk of text moves it), and more chunks of text than `max_tokens` (each carries at least one token).
+        An error event, a choice other than 0 or a mistyped text is an error; usage is kept as sent.
 
         Durations come from the monotonic clock; `started_at`/`finished_at` are wall-clock stamps.
         """
         started = time.time()
         t0 = time.monotonic()
-        first: float | None = None
+        out = StreamReply(started_at=started)
         pieces: list[str] = []
         reasoning: list[str] = []
-        finish: str | None = None
-        stop_reason: Any = None
-        usage: dict[str, Any] | None = None
-        rid = model = None
-        n = 0
+        finish: Any = None
         # Each chunk of text carries at least one token: more chunks than max_tokens is a stream
         # that does not stop (or a server ignoring its budget); cut it there.
         budget = body.get("max_completion_tokens", body.get("max_tokens"))
-        texts = 0
-        for event in self.stream(path, body, request_id=request_id):
-            n += 1
+        stall = self.timeout if progress_s is None else progress_s
+        # (a progress deadline no shorter than the request's own adds nothing: the request deadline speaks first)
+        progress = TokenProgress(stall) if self.deadline is None or stall < self.deadline else None
+        for event in self.stream(path, body, request_id=request_id, progress=progress):
+            out.events += 1
             if "error" in event:
                 err = event["error"]
                 msg = err.get("message") if isinstance(err, dict) else err
                 code = err.get("code") if isinstance(err, dict) else None
                 cls = Transient if isinstance(code, int) and code >= 500 else Rejected
-                raise cls(f"POST {path}: error in stream: {msg}")
-            rid = event.get("id", rid)
-            model = event.get("model", model)
+                # an error event without a message (vLLM's, for a structured-output backend it cannot import) is
+                # recorded as sent: an empty reason says nothing
+                detail = str(msg) if msg else json.dumps(event, sort_keys=True)
+                raise cls(f"POST {path}: error in stream: {detail[:200]}")
+            out.response_id = event.get("id", out.response_id)
+            if isinstance(event.get("model"), str):
+                out.model = event["model"]
             choices = event.get("choices")
             if not isinstance(choices, list):
                 raise Malformed(f"POST {path}: stream event without a `choices` list")
             for choice in choices:
-                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                    raise Malformed(f"POST {path}: unexpected choice {str(choice)[:80]!r} (one choice was asked for)")
-                if chat:
-                    delta = choice.get("delta") or {}
-                    if not isinstance(delta, dict):
-                        raise Malformed(f"POST {path}: `delta` is not an object")
-                    piece = delta.get("content")
-                    think = delta.get("reasoning") or delta.get("reasoning_content")
-                else:
-                    piece = choice.get("text")
-                    think = None
+                piece, think = _choice_text(path, choice, chat)
                 has_text = False
                 for value, sink in ((piece, pieces), (think, reasoning)):
                     if value is None:
                         continue
                     if not isinstance(value, str):
                         raise Malformed(f"POST {path}: generated text is {type(value).__name__}, not a string")
-                    if value and first is None:
-                        first = time.monotonic() - t0
+                    if value and out.first_token_s is None:
+                        out.first_token_s = time.monotonic() - t0
                     has_text = has_text or bool(value)
                     sink.append(value)
-                texts += has_text
-                if isinstance(budget, int) and texts > budget:
+                if has_text:
+                    out.texts += 1
+                    if progress is not None:
+                        progress.advance()
+                if isinstance(budget, int) and out.texts > budget:
                     raise Cut(f"cut: POST {path}: the stream carried more than {budget} chunks of text, "
                               f"over max_tokens {budget}")
+                lp = choice.get("logprobs")
+                if isinstance(lp, dict) and isinstance(lp.get("content"), list):
+                    out.logprobs.extend(x for x in lp["content"] if isinstance(x, dict))
                 if choice.get("finish_reason") is not None:
                     finish = choice["finish_reason"]
-                    stop_reason = choice.get("stop_reason")
+                    out.stop_reason = choice.get("stop_reason")
             if event.get("usage") is not None:
-                usage = event["usage"]
-        finished = started + (time.monotonic() - t0)
+                out.usage = event["usage"]
+        out.finished_at = started + (time.monotonic() - t0)
         if finish is None:
             raise Malformed(f"POST {path}: the stream reached [DONE] without a finish_reason")
         if not isinstance(finish, str):
             raise Malformed(f"POST {path}: finish_reason is {finish!r}, not a string")
-        if not isinstance(usage, dict):
+        out.finish_reason = finish
+        out.text = "".join(pieces)
+        out.reasoning = "".join(reasoning) if reasoning else None
+        return out
+
+    def generate(self, path: str, body: dict[str, Any], *, chat: bool,
+                 request_id: str | None = None) -> StreamResult:
+        """`read_stream`, with the usage the request asked for (`stream_options.include_usage`) required and
+        checked: counts of tokens, and no fewer completion tokens than the chunks of text."""
+        r = self.read_stream(path, body, chat=chat, request_id=request_id)
+        if not isinstance(r.usage, dict):
             raise Malformed(f"POST {path}: the stream carried no usage (stream_options.include_usage was sent)")
-        pt = _usage_count(path, usage, "prompt_tokens")
-        ct = _usage_count(path, usage, "completion_tokens")
-        if ct < texts:
-            raise Malformed(f"POST {path}: usage.completion_tokens is {ct}, fewer than the {texts} chunks of text "
+        pt = _usage_count(path, r.usage, "prompt_tokens")
+        ct = _usage_count(path, r.usage, "completion_tokens")
+        if ct < r.texts:
+            raise Malformed(f"POST {path}: usage.completion_tokens is {ct}, fewer than the {r.texts} chunks of text "
                             "the stream carried")
-        return StreamResult(
-            text="".join(pieces), finish_reason=finish, prompt_tokens=pt, completion_tokens=ct,
-            started_at=started, first_token_s=first, finished_at=finished, response_id=rid, model=model,
-            stop_reason=stop_reason, reasoning="".join(reasoning) if reasoning else None, events=n,
-        )
+        return StreamResult(**vars(r), prompt_tokens=pt, completion_tokens=ct)

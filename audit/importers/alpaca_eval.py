@@ -21,9 +21,9 @@ from audit.judge.models import JudgeCallRow
 from audit.judge.rules import Reply
 
 
-def import_alpaca_eval(path: str, *, seed: int = pairwise.ALPACA_DEFAULT_SEED) -> Imported:
+def import_alpaca_eval(path: str, *, seed: int = pairwise.ALPACA_DEFAULT_SEED, fmt: str | None = None) -> Imported:
     """AlpacaEval `annotations.json` -> one call row per instruction (the judged model is `generator_2`)."""
-    sf = source_file(path, (".json",))
+    sf = source_file(path, (".json",), fmt)
     rule = rules.get("alpaca_eval.logprob@cd543a1")
     key = rule_key(rule.key)
     rows: list[JudgeCallRow] = []

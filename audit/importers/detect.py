@@ -62,19 +62,24 @@ def classify_document(obj: dict[str, Any], among: list[Format] | tuple[Format, .
 _KIND = re.compile(rb'^\s*\{\s*"schema_version"\s*:\s*\d+\s*,\s*"kind"\s*:\s*"([a-z_]+)"')
 
 
-def sniff(path: str | os.PathLike[str]) -> Format | None:
-    """The format of `path` from its first record or its top level; None when it cannot be read."""
+def sniff(path: str | os.PathLike[str], fmt: str | None = None) -> Format | None:
+    """The format of `path` from its first record or its top level; None when it cannot be read. `fmt`: the
+    extension `--format` gave a name that has none (see sources.format_name)."""
+    from audit.importers.sources import format_name
+
     p = Path(path)
     if p.is_dir():
         return PACKAGE if (p / "manifest.json").is_file() else None
-    name = p.name.lower()
+    name = format_name(p, fmt)
+    named = False
     for by_name in formats():
         if by_name.suffixes and name.endswith(by_name.suffixes):
             if by_name.file_test is None:
                 return by_name
-            if p.is_file():  # e.g. inspect_ai's .eval: a zip with header.json
-                return by_name if by_name.file_test(p) else None
-    if not p.is_file():
+            named = True
+            if p.is_file() and by_name.file_test(p):  # e.g. inspect_ai's .eval: a zip with header.json
+                return by_name
+    if named or not p.is_file():  # (a name that only a file test can confirm is no table)
         return None
     try:
         with open_binary(p) as fh:
@@ -91,7 +96,7 @@ def sniff(path: str | os.PathLike[str]) -> Format | None:
         if doc is not None:
             found = classify_document(doc)
             return found if found is not None else classify_record(doc)
-    rec = first_record(p)
+    rec = first_record(p, fmt)
     return classify_record(rec) if rec is not None else None
 
 
@@ -111,19 +116,19 @@ def _whole_document(p: Path, head: bytes, limit: int = 64 << 20) -> dict[str, An
     return obj if isinstance(obj, dict) else None
 
 
-def first_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The first record of a table file, or None."""
+def first_record(path: str | os.PathLike[str], fmt: str | None = None) -> dict[str, Any] | None:
+    """The first record of a table file (of format `fmt` when given), or None."""
     from audit.importers.sources import iter_table_records
 
     try:
-        for rec in iter_table_records(Path(path)):
+        for rec in iter_table_records(Path(path), fmt):
             return rec.obj
     except READ_ERRORS:
         return None
     return None
 
 
-def wrong_importer(path: str | os.PathLike[str], importer: str) -> Format | None:
+def wrong_importer(path: str | os.PathLike[str], importer: str, fmt: str | None = None) -> Format | None:
     """The format of `path` when another command, not `audit import <importer>`, reads it; else None.
 
     `table` reads any table, so it is wrong only for audit's own documents and for files whose
@@ -131,10 +136,10 @@ def wrong_importer(path: str | os.PathLike[str], importer: str) -> Format | None
     unknown columns is wrong for another importer only when its first record has none of the
     fields that importer reads (a damaged record of the right format gets the importer's own error).
     """
-    found = sniff(path)
+    found = sniff(path, fmt)
     fields = IMPORTERS[importer].fields
     if found is TABLE and fields is not None:
-        rec = first_record(path) or {}
+        rec = first_record(path, fmt) or {}
         if rec and not set(rec) & fields:
             names = ", ".join(list(rec)[:6]) + (", ..." if len(rec) > 6 else "")
             return dataclasses.replace(TABLE, what=f"a table with other columns ({names})")
@@ -146,14 +151,15 @@ def wrong_importer(path: str | os.PathLike[str], importer: str) -> Format | None
     return found
 
 
-def wrong_importer_for_verdicts(path: str | os.PathLike[str]) -> str | None:
+def wrong_importer_for_verdicts(path: str | os.PathLike[str], fmt: str | None = None) -> str | None:
     """Why `audit import verdicts` should not read `path`, and what writes a verdict file from it; else None.
 
     `import verdicts` makes a verdict file, so its hint names a command that makes one too (a package is
     not what was asked for): each format's `verdicts_hint`."""
-    found = wrong_importer(path, "verdicts")
+    found = wrong_importer(path, "verdicts", fmt)
     if found is None:
         return None
     if found.verdicts_hint:
-        return f"this looks like {found.what}{found.verdicts_hint.replace('FILE', str(path))}"
-    return found.message(path)
+        given = f"{path} --format {fmt}" if fmt else str(path)
+        return f"this looks like {found.what}{found.verdicts_hint.replace('FILE', given)}"
+    return found.message(path, fmt)

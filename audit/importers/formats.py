@@ -62,8 +62,9 @@ class Format:
     beside_what: str = ""
     """What a file found `beside` is, in words ("--log_samples file")."""
 
-    def message(self, path: str | os.PathLike[str]) -> str:
-        """One line: what the file looks like and the command to use."""
+    def message(self, path: str | os.PathLike[str], fmt: str | None = None) -> str:
+        """One line: what the file looks like and the command to use (with `--format fmt` when one was given: a
+        name without the extension needs it there too)."""
         use, after = self.use, self.after
         others = self.beside(Path(path)) if self.beside is not None else []
         if others:
@@ -71,8 +72,9 @@ class Format:
             after = (f" (the {self.beside_what} written beside it)" if len(others) == 1 else
                      f" (one of the {len(others)} {self.beside_what}s written beside it: "
                      + ", ".join(p.name for p in others) + ")")
-            path = others[0]
-        return f"this looks like {self.what}; use `{use.replace('FILE', str(path))}`{after}"
+            path, fmt = others[0], None
+        given = f"{path} --format {fmt}" if fmt else str(path)
+        return f"this looks like {self.what}; use `{use.replace('FILE', given)}`{after}"
 
 
 def recorded_hint(command: str) -> str:

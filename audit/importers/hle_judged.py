@@ -16,11 +16,11 @@ from audit.judge.imports import Imported, rule_key, sha
 from audit.judge.models import ComponentKey, JudgeCallRow
 
 
-def import_hle_judged(path: str) -> Imported:
+def import_hle_judged(path: str, fmt: str | None = None) -> Imported:
     """HLE's `judged_*.json` -> one row per question, the parsed fields only ("raw response not recorded")."""
     from audit.fileio import JsonError, document_bytes, loads_strict
 
-    sf = source_file(path, (".json",))
+    sf = source_file(path, (".json",), fmt)
     data = document_bytes(sf.path, 1 << 30, what="an HLE judged file")
     check_pinned(sf, data)
     try:

@@ -27,7 +27,7 @@ from audit.errors import AuditError
 from audit.fileio import READ_ERRORS, copy_regular, gzip_limit, zip_expansion_problem
 from audit.importers import Output, data_file, import_provenance
 from audit.importers.formats import Format, Importer, register_importer
-from audit.importers.sources import CHANGED, SourceFile, source_file, zip_problem
+from audit.importers.sources import CHANGED, SourceFile, format_name, source_file, zip_problem
 from audit.models import DatasetRef, Provenance
 from audit.pack import SourceRow, Table
 
@@ -39,19 +39,36 @@ FINISH = {"stop": "stop", "max_tokens": "length", "model_length": "length", "con
 _LETTER_VALUES = {"C": ("correct", 1.0), "I": ("incorrect", 0.0), "N": ("incorrect", 0.0), "P": ("ungraded", 0.5)}
 
 
+MODEL_GRADED = frozenset({"model_graded_qa", "model_graded_fact"})
+"""inspect_ai's scorers whose verdict is a grader model's reply (`inspect_ai/scorer/_model.py`)."""
+RULE_SCORERS = frozenset({"match", "includes", "pattern", "answer", "choice", "exact", "f1"})
+"""inspect_ai's scorers that compare texts by a fixed rule, calling no model."""
+
+
+def scorer_kind(function: str | None, graded_by_model: bool) -> str:
+    """`model-graded`, `rule` or `unknown`: what kind of grader an inspect scorer is, by its registered function
+    (`results.scores[].scorer`, `inspect_ai/` prefix or not) or by its scores holding the grader's conversation
+    (`metadata.grading`, as model_graded_qa writes it, for a scorer of another name)."""
+    name = (function or "").removeprefix("inspect_ai/")
+    if name in MODEL_GRADED or graded_by_model:
+        return "model-graded"
+    return "rule" if name in RULE_SCORERS else "unknown"
+
+
 MAX_JSON_LOG_BYTES = 256 * 1024 * 1024
 """Largest inspect_ai `.json` log read: inspect_ai parses it whole (a 400 MB log took 971 MB); an `.eval` log
 is bounded by what its members really expand to instead."""
 
 
-def read_log(path: str | Path) -> tuple[SourceFile, Any]:
+def read_log(path: str | Path, fmt: str | None = None) -> tuple[SourceFile, Any]:
     """The log file pinned by sha256 and read by inspect_ai; one line when inspect_ai is missing or the file is
-    not a log.
+    not a log. `fmt` (eval or json): the log's format when its name does not tell it.
 
     inspect_ai reads a private copy of the file, made in one pass whose digest must be the pin: a log replaced
     after it was hashed is refused (CHANGED), never read under the old digest."""
-    sf = source_file(path, SUFFIXES)
-    if not sf.name.lower().endswith(".eval") and sf.bytes > MAX_JSON_LOG_BYTES:
+    sf = source_file(path, SUFFIXES, fmt)
+    zipped = format_name(sf).endswith(".eval")
+    if not zipped and sf.bytes > MAX_JSON_LOG_BYTES:
         raise AuditError(f"a {sf.bytes:,}-byte JSON log, more than the {MAX_JSON_LOG_BYTES:,} read (inspect_ai "
                          "holds it whole, several times over); convert it with `inspect log convert --to eval`",
                          path=str(path))
@@ -61,14 +78,14 @@ def read_log(path: str | Path) -> tuple[SourceFile, Any]:
         raise AuditError("reading inspect_ai logs needs inspect_ai: pip install 'audit[inspect]'",
                          path=str(path)) from None
     with tempfile.TemporaryDirectory(prefix="audit-inspect-") as tmp:
-        copy = Path(tmp) / ("log" + Path(sf.name).suffix.lower())  # (inspect_ai tells the format by suffix)
+        copy = Path(tmp) / ("log.eval" if zipped else "log.json")  # (inspect_ai tells the format by suffix)
         try:
             digest, size = copy_regular(sf.path, copy)
         except OSError as e:
             raise AuditError(f"unreadable: {e.strerror or e}", path=str(path)) from None
         if (digest, size) != (sf.sha256, sf.bytes):
             raise AuditError(CHANGED, path=str(path))
-        if sf.name.lower().endswith(".eval"):
+        if zipped:
             _check_zip(sf, copy)
         try:
             log = read_eval_log(str(copy))
@@ -99,6 +116,15 @@ def _check_zip(sf: SourceFile, copy: Path) -> None:
         raise AuditError(refused, path=str(sf.path))
 
 
+def no_scores(log_path: str) -> str:
+    """Why a log without scores has no recorded verdicts, and the two ways on: grade the package, or score the log
+    with inspect first (the task named no scorer, so `inspect score` needs one)."""
+    return ("the log holds no scores (its task ran without a scorer, or with --no-score), so there are no recorded "
+            "verdicts to write: import it without --recorded and grade the package (`audit grade OUT --benchmark "
+            f"NAME`), or score it first (`inspect score {log_path} --scorer NAME --output-file SCORED.json`) and "
+            "import SCORED.json with --recorded")
+
+
 def _text(v: Any) -> str | None:
     return v if isinstance(v, str) else None
 
@@ -113,9 +139,11 @@ class InspectImport:
     checks: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        names = sorted({k for s in self.log.samples for k in (s.scores or {})})
+        names = self.scorer_names()
         if self.scorer is None:
             self.scorer = names[0] if len(names) == 1 else None
+        elif not names:
+            raise AuditError(f"--scorer {self.scorer}: {no_scores(self.label)}", path=self.label)
         elif self.scorer not in names:
             raise AuditError(f"--scorer {self.scorer}: the log's scorers are {', '.join(names) or 'none'}",
                              path=str(self.src.path))
@@ -123,6 +151,40 @@ class InspectImport:
     @property
     def label(self) -> str:
         return str(self.src.path)
+
+    def scorer_names(self) -> list[str]:
+        """The scorers whose scores the samples hold, by name."""
+        return sorted({k for s in self.log.samples for k in (s.scores or {})})
+
+    def scorer_function(self) -> str | None:
+        """The registered function of the chosen scorer, as the log's results name it (None: not named)."""
+        results = self.log.results
+        return next((sc.scorer for sc in (results.scores if results is not None else []) or []
+                     if sc.name == self.scorer and isinstance(sc.scorer, str)), None)
+
+    def scorer_kind(self) -> str | None:
+        """What grader the chosen scorer is (see `scorer_kind`); None without one."""
+        if self.scorer is None:
+            return None
+        return scorer_kind(self.scorer_function(), self._graded_by_model())
+
+    def _graded_by_model(self) -> bool:
+        """Whether a score of the chosen scorer holds a grader model's conversation (`metadata.grading`)."""
+        for s in self.log.samples:
+            score = (s.scores or {}).get(self.scorer) if self.scorer is not None else None
+            meta = score.metadata if score is not None else None
+            if isinstance(meta, dict) and "grading" in meta:
+                return True
+        return False
+
+    def recorded_by(self) -> dict[str, str]:
+        """What a verdict file of the scorer's values records of it (its `environment`): the scorer, its function and
+        its kind, so that `audit diff` can say a model-graded scorer's verdicts are not a rule's."""
+        out = {"recorded_scorer": str(self.scorer), "recorded_scorer_kind": self.scorer_kind() or "unknown"}
+        function = self.scorer_function()
+        if function is not None:
+            out["recorded_scorer_function"] = function
+        return out
 
     def _id(self, s: Any, row: int) -> str:
         if isinstance(s.id, bool) or not isinstance(s.id, (int, str)) or s.id == "":
@@ -186,7 +248,9 @@ class InspectImport:
         from audit.importers.verdicts import recorded_row
 
         if self.scorer is None:
-            names = sorted({k for s in self.log.samples for k in (s.scores or {})})
+            names = self.scorer_names()
+            if not names:
+                raise AuditError(no_scores(self.label), path=self.label)
             raise AuditError(f"the log has {len(names)} scorers ({', '.join(names) or 'none'}): give --scorer",
                              path=self.label)
         rows = []
@@ -234,6 +298,7 @@ class InspectImport:
     def provenance(self, base: Provenance | None, model: str | None) -> Provenance:
         ev = self.log.eval
         config: dict[str, Any] = {"importer": "inspect", "task": ev.task, "scorer": self.scorer,
+                                  "scorer_function": self.scorer_function(), "scorer_kind": self.scorer_kind(),
                                   "status": self.log.status, "samples": len(self.log.samples),
                                   "inspect_version": (getattr(ev, "packages", None) or {}).get("inspect_ai"),
                                   "cross_check": self.checks}
@@ -281,9 +346,43 @@ def _is_eval_zip(path: Path) -> bool:
     return bool(names & {"header.json", "_journal/start.json"})
 
 
+_MAX_HEADER_BYTES = 16 << 20
+
+
+def _is_log(obj: dict[str, Any]) -> bool:
+    return isinstance(obj.get("eval"), dict) and "status" in obj and "version" in obj
+
+
+def _unscored(obj: dict[str, Any]) -> bool:
+    """A log (its top level, or an .eval's header.json) whose results hold no scores: a run without a scorer."""
+    results = obj.get("results")
+    return obj.get("status") == "success" and (not isinstance(results, dict) or not results.get("scores"))
+
+
+def _is_unscored_eval(path: Path) -> bool:
+    """An .eval zip whose header.json says the run logged no scores (the header read only when it says it is small)."""
+    import json
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo("header.json")
+            if info.file_size > _MAX_HEADER_BYTES:
+                return False
+            obj = json.loads(zf.read(info))
+    except (KeyError, ValueError, RecursionError, NotImplementedError, zipfile.BadZipFile, *READ_ERRORS):
+        return False
+    return isinstance(obj, dict) and _unscored(obj)
+
+
 register_importer(Importer(
     "inspect", "audit.cli.imports.inspect_ai",
-    (Format("inspect-log", "an inspect_ai evaluation log (samples, scores, model)",
+    (Format("inspect-log-unscored", "an inspect_ai evaluation log without scores (samples, model)",
+            "audit import inspect FILE -o OUT", "inspect", order=29,
+            document=lambda obj: _is_log(obj) and _unscored(obj), suffixes=(".eval",), file_test=_is_unscored_eval,
+            tabular=False, verdicts_hint="; it holds no scores, so no recorded verdicts: `audit import inspect FILE -o "
+                                         "OUT` and grade the package, or `inspect score FILE --scorer NAME "
+                                         "--output-file SCORED.json` first"),
+     Format("inspect-log", "an inspect_ai evaluation log (samples, scores, model)",
             "audit import inspect FILE -o OUT [--recorded RECORDED.json]", "inspect", order=30,
-            document=lambda obj: isinstance(obj.get("eval"), dict) and "status" in obj and "version" in obj,
-            suffixes=(".eval",), file_test=_is_eval_zip, tabular=False),)), __name__)
+            document=_is_log, suffixes=(".eval",), file_test=_is_eval_zip, tabular=False))), __name__)

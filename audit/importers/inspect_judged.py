@@ -15,11 +15,11 @@ from audit.judge.models import ChatMessage, JudgeCallRow
 from audit.judge.rules import Reply
 
 
-def import_inspect_judged(path: str) -> Imported:
+def import_inspect_judged(path: str, fmt: str | None = None) -> Imported:
     """An inspect_ai log with model-graded scores -> one call row per graded sample."""
     from audit.importers.inspect_ai import read_log
 
-    sf, log = read_log(path)
+    sf, log = read_log(path, fmt)
     rule = rules.get("inspect.grade@499e615")
     key = rule_key(rule.key)
     rows: list[JudgeCallRow] = []

@@ -450,15 +450,15 @@ def find_results(details: Path) -> Path | None:
 
 
 def lighteval_import(src: str | Path, *, choice_by: str = "acc", on_bad_row: str = "refuse",
-                     reference_from: str = "gold") -> LightevalImport:
-    """A details file, read."""
+                     reference_from: str = "gold", fmt: str | None = None) -> LightevalImport:
+    """A details file (Parquet, `fmt` when its name does not say), read."""
     if reference_from not in REFERENCE_FROM:
         raise AuditError(f"reference_from must be one of {', '.join(REFERENCE_FROM)}, got {reference_from!r}")
     if choice_by not in CHOICE_RULES:
         raise AuditError(f"choice_by must be one of {', '.join(CHOICE_RULES)}, got {choice_by!r}")
     if on_bad_row not in ("refuse", "record"):
         raise AuditError(f"on_bad_row must be refuse or record, got {on_bad_row!r}")
-    return LightevalImport(source_file(src, SUFFIXES), choice_by, on_bad_row, reference_from).read()
+    return LightevalImport(source_file(src, SUFFIXES, fmt), choice_by, on_bad_row, reference_from).read()
 
 
 def lighteval_outputs(imp: LightevalImport, out: Path, *, benchmark: str | None, checks: list[dict[str, Any]],

@@ -54,6 +54,7 @@ from audit.importers.sources import (
     Record,
     SourceFile,
     check_pinned,
+    format_name,
     iter_json_records,
     parquet_problem,
     source_file,
@@ -260,7 +261,7 @@ class LmEvalImport:
     @property
     def parquet(self) -> bool:
         """A samples table in Parquet (the Open LLM Leaderboard's details datasets), read through `datasets`."""
-        return self.src.path.name.lower().endswith(".parquet")
+        return format_name(self.src).endswith(".parquet")
 
     def raw_records(self) -> Iterator[Record]:
         """Every record of the file (every filter), as read."""
@@ -490,6 +491,14 @@ class LmEvalImport:
         assert used is not None
         return rows, used
 
+    def recorded_verdicts(self, metric: str | None) -> tuple[list[dict[str, Any]], str]:
+        """`recorded_rows` as the rows of a verdict file (`verdicts.recorded_row`), and the metric used."""
+        from audit.importers.verdicts import recorded_row
+
+        rows, used = self.recorded_rows(metric)
+        return [recorded_row(r["item_id"], 0, answer=r["answer"], verdict=r["verdict"], status=r["status"],
+                             reason=r["reason"], reference=r["reference"]) for r in rows], used
+
     def provenance(self, base: Provenance | None, model: str | None) -> Provenance:
         if not self.docs:
             seen = ", ".join(self.filters_seen) or "none"
@@ -590,12 +599,14 @@ def hf_records(src: SourceFile) -> Iterator[Record]:
 
 def lm_eval_import(src: str | Path, *, item_id: str = "doc_id", filter_name: str | None = None,
                    verify_hashes: bool = True, choice_by: str = "acc", target_delimiter: str = " ",
-                   embedded_task: str | None = None, on_bad_row: str = "refuse") -> LmEvalImport:
+                   embedded_task: str | None = None, on_bad_row: str = "refuse",
+                   fmt: str | None = None) -> LmEvalImport:
     """A samples file opened for reading (its rows are read when the packages are written); with
-    `embedded_task`, the results file `src` whose `samples.<task>` holds the records."""
+    `embedded_task`, the results file `src` whose `samples.<task>` holds the records. `fmt`: the file's format
+    when its name does not tell it (jsonl, jsonl.gz, json, parquet)."""
     if choice_by not in CHOICE_RULES:
         raise AuditError(f"--choice-by must be one of {', '.join(CHOICE_RULES)}, got {choice_by!r}")
-    f = source_file(src, SUFFIXES)
+    f = source_file(src, SUFFIXES, fmt)
     try:
         expr = Expr(item_id)
     except ValueError as e:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,9 @@ class TaskRun:
     """The rule by which a multiple-choice sample's option is taken as chosen, for this task."""
     choice_why: str = ""
     """Why that rule: given (`--choice-by`), or what the results file logs for the task."""
+    imp: Any = None
+    """The import of the task's samples (an `LmEvalImport`), once its output is made: `reader()` reads them again
+    (the recorded verdicts)."""
 
     @property
     def source(self) -> Path:
@@ -109,44 +113,87 @@ def read_results(path: Path) -> tuple[dict[str, Any], SourceFile]:
 def discover(root: Path, bad_files: list[dict[str, Any]] | None = None) -> list[TaskRun]:
     """Every task run under `root`, in folder and task order; `root` may be one results file holding its samples
     (its tasks are the runs, in folder `.`). With `bad_files`, a results file that cannot be read is recorded
-    there (file and reason) instead of stopping the walk."""
+    there (file and reason) instead of stopping the walk, and so is a task given twice (`_twice`).
+
+    A task is read from one copy only, or refused: its samples in a file and embedded in the results file, in
+    a .jsonl and a .parquet, or embedded in two results files of the run, or samples beside two results files
+    of their run are ambiguous (readers would disagree on which copy counts), never a choice made silently."""
     files = None
     if root.is_file():
         files, root = [root], root.parent
     elif not root.is_dir():
         raise AuditError("no such folder", path=str(root))
     runs: dict[tuple[str, str, str], TaskRun] = {}
-    results: dict[tuple[str, str], Path] = {}
+    results: dict[tuple[str, str], list[Path]] = {}
+    twice: dict[tuple[str, str, str], AuditError] = {}  # the first refusal of each ambiguous task
+
+    def refuse(key: tuple[str, str, str], where: Path, message: str, field: str | None = None) -> None:
+        twice.setdefault(key, AuditError(message, path=str(where), field=field))
+
     for p in files if files is not None else _walk(root):
         folder = p.parent.relative_to(root).as_posix()
         m = SAMPLES_NAME.fullmatch(p.name)
         if m:
             task, stamp = m.group(1), m.group(2)
+            if (folder, task, stamp) in runs:  # (the walk gives a folder's files in name order)
+                first = runs[(folder, task, stamp)].samples
+                assert first is not None
+                refuse((folder, task, stamp), p, _twice(task, first.name))
+                continue
             runs[(folder, task, stamp)] = TaskRun(folder, task, stamp, samples=p)
             continue
         m = RESULTS_NAME.fullmatch(p.name)
         assert m is not None or files is not None  # the walk keeps only files so named; a file given is read as one
-        results[(folder, m.group(1) if m is not None else p.stem)] = p
-    for (folder, stamp), path in results.items():
-        try:
-            doc, pinned = read_results(path)
-        except AuditError as e:
-            if bad_files is None:
-                raise
-            bad_files.append({"file": str(path), "reason": e.problem.message})
-            continue
-        for run in (r for r in runs.values() if (r.folder, r.stamp) == (folder, stamp)):
-            run.results, run.results_doc, run.results_file = path, doc, pinned
-        samples = doc.get("samples")
-        if isinstance(samples, dict):
-            for task in samples:
-                if isinstance(task, str) and (folder, task, stamp) not in runs:
-                    runs[(folder, task, stamp)] = TaskRun(folder, task, stamp, results=path, results_doc=doc,
-                                                          results_file=pinned, embedded=True)
+        results.setdefault((folder, m.group(1) if m is not None else p.stem), []).append(p)
+    for (folder, stamp), paths in results.items():
+        for path in paths:
+            try:
+                doc, pinned = read_results(path)
+            except AuditError as e:
+                if bad_files is None:
+                    raise
+                bad_files.append({"file": str(path), "reason": e.problem.message})
+                continue
+            _pair(runs, folder, stamp, path, doc, pinned, refuse)
+    for key, error in twice.items():
+        if bad_files is None:
+            raise error
+        del runs[key]
+        field = f"field {error.problem.field}: " if error.problem.field else ""
+        bad_files.append({"file": error.problem.path, "task": key[1], "reason": field + error.problem.message})
     if not runs and not bad_files:
         raise AuditError("no lm-eval samples under this folder (samples_<task>_<date>.jsonl files, or a "
                          "results_<date>.json holding `samples`; run lm-eval with --log_samples)", path=str(root))
     return sorted(runs.values(), key=lambda r: (r.folder, r.task, r.stamp))
+
+
+def _pair(runs: dict[tuple[str, str, str], TaskRun], folder: str, stamp: str, path: Path, doc: dict[str, Any],
+          pinned: SourceFile, refuse: Callable[..., None]) -> None:
+    """One results file of run (`folder`, `stamp`): the results of the run's samples files, and a run of each task
+    it embeds; a second copy of a task, or a second results file for samples, goes to `refuse`."""
+    for key, run in runs.items():
+        if (run.folder, run.stamp) != (folder, stamp) or run.embedded:
+            continue
+        if run.results is not None:
+            refuse(key, path, f"a second results file of the run of {run.source.name} (the first: "
+                              f"{run.results.name}): which one its samples are checked against is ambiguous "
+                              f"(keep one)")
+            continue
+        run.results, run.results_doc, run.results_file = path, doc, pinned
+    samples = doc.get("samples")
+    for task in samples if isinstance(samples, dict) else ():
+        if not isinstance(task, str):
+            continue
+        key = (folder, task, stamp)
+        if key in runs:
+            refuse(key, path, _twice(task, runs[key].source.name), field=f"samples.{task}")
+            continue
+        runs[key] = TaskRun(folder, task, stamp, results=path, results_doc=doc, results_file=pinned, embedded=True)
+
+
+def _twice(task: str, first: str) -> str:
+    return (f"task {task!r} of this run is also in {first}: two copies, and which one counts is ambiguous "
+            f"(keep one)")
 
 
 def _number(v: Any) -> float | None:
@@ -322,6 +369,7 @@ def _run_output(run: TaskRun, dest: Path, *, benchmark: str | None, item_id: str
             (imp.src.sha256, imp.src.bytes) != (run.results_file.sha256, run.results_file.bytes):
         raise AuditError(CHANGED, path=str(run.results))  # the samples and the checks would be of two files
     run.bad_rows = imp.bad_rows  # the same list: the responses reader fills it
+    run.imp = imp
     run.checks = cross_check(run, imp.reader())
     task_prov = provenance
     if run.results_doc is not None and model is None and (provenance is None or provenance.model is None):

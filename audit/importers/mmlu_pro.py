@@ -218,11 +218,12 @@ def recorded_rows(files: list[SourceFile], on_bad_row: str = "refuse", rmap: Rec
     return rows, subjects, no_pred
 
 
-def mmlu_pro_files(srcs: list[str | Path]) -> list[SourceFile]:
-    """The result files checked and hashed, once: the packages and the recorded verdicts read the same ones."""
+def mmlu_pro_files(srcs: list[str | Path], fmt: str | None = None) -> list[SourceFile]:
+    """The result files checked and hashed, once: the packages and the recorded verdicts read the same ones;
+    `fmt`: their format when the names do not tell it."""
     if not srcs:
         raise AuditError("give at least one MMLU-Pro result file")
-    files = [source_file(s, TABLE_SUFFIXES) for s in srcs]
+    files = [source_file(s, TABLE_SUFFIXES, fmt) for s in srcs]
     seen: dict[str, str] = {}
     for f in files:
         if f.sha256 in seen:

@@ -65,22 +65,45 @@ class SourceFile:
     path: Path
     sha256: str
     bytes: int
+    fmt: str | None = None
+    """The format `--format` named (a suffix without its dot, e.g. `jsonl`), for a name that does not tell it;
+    None: the name's extension tells it."""
 
     @property
     def name(self) -> str:
         return self.path.name
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "sha256": self.sha256, "bytes": self.bytes}
+        return {"name": self.name, "sha256": self.sha256, "bytes": self.bytes,
+                **({"format": self.fmt} if self.fmt else {})}
 
 
-def source_file(path: str | os.PathLike[str], suffixes: tuple[str, ...]) -> SourceFile:
-    """Check that `path` is a readable file of a known format and hash it."""
+def format_name(src: str | os.PathLike[str] | SourceFile, fmt: str | None = None) -> str:
+    """The name, lower case, that a reader tells the format of `src` by: the file's own, or with the suffix of the
+    format `--format` named after it (`fmt`, else the SourceFile's): the one place `--format` takes effect."""
+    fmt = fmt or (src.fmt if isinstance(src, SourceFile) else None)
+    name = (src.path if isinstance(src, SourceFile) else Path(src)).name.lower()
+    return f"{name}.{fmt}" if fmt else name
+
+
+def format_choices(suffixes: tuple[str, ...]) -> list[str]:
+    """`--format` values for a reader of these suffixes: each without its dot."""
+    return [x.removeprefix(".") for x in suffixes]
+
+
+def source_file(path: str | os.PathLike[str], suffixes: tuple[str, ...], fmt: str | None = None, *,
+                format_hint: bool = True) -> SourceFile:
+    """Check that `path` is a readable file of a known format (by its extension, or `fmt`, one of
+    `format_choices(suffixes)`, for a name that says none or another) and hash it. `format_hint`: the refusal of
+    an unknown extension names `--format` (False for a command whose --format means something else)."""
     p = Path(path)
     if not p.is_file():
         raise AuditError("no such file", path=str(p))
-    if not p.name.lower().endswith(suffixes):
-        raise AuditError(f"unknown file type: expected {', '.join(suffixes)}", path=str(p))
+    if fmt is not None and fmt not in format_choices(suffixes):
+        raise AuditError(f"--format {fmt}: expected one of {', '.join(format_choices(suffixes))}", path=str(p))
+    if not format_name(p, fmt).endswith(suffixes):
+        raise AuditError(f"unknown file type: expected {', '.join(suffixes)}"
+                         + (" (or give --format)" if format_hint else ""), path=str(p))
     try:
         f, size = open_regular(p, follow_links=True)
         with f:
@@ -88,7 +111,7 @@ def source_file(path: str | os.PathLike[str], suffixes: tuple[str, ...]) -> Sour
             h.drain()
     except OSError as e:
         raise AuditError(f"unreadable: {e.strerror or e}", path=str(p)) from None
-    return SourceFile(p, h.sha.hexdigest(), h.bytes)
+    return SourceFile(p, h.sha.hexdigest(), h.bytes, fmt)
 
 
 CHANGED = "the file changed since it was hashed: run again"
@@ -111,7 +134,7 @@ class _Read:
     HashingReader, and `check`, which proves the bytes read are the ones a SourceFile pinned. Only a regular file
     is opened (a link to one is followed), and no more of it is read than its size when opened."""
 
-    def __init__(self, src: Path | SourceFile):
+    def __init__(self, src: Path | SourceFile, fmt: str | None = None):
         self.pin = src if isinstance(src, SourceFile) else None
         self.path = _path(src)
         self._f, size = open_regular(self.path, follow_links=True)
@@ -121,7 +144,7 @@ class _Read:
             self.hashed = HashingReader(self._f, size)
             # A large buffer: skipping an over-long line with an 8 KiB one is 3x slower.
             self._raw = io.BufferedReader(self.hashed, CHUNK)
-            self.stream: IO[bytes] = (gunzip_bounded(self._raw, size) if self.path.name.lower().endswith(".gz")
+            self.stream: IO[bytes] = (gunzip_bounded(self._raw, size) if format_name(src, fmt).endswith(".gz")
                                       else self._raw)
         except BaseException:
             self._f.close()
@@ -144,14 +167,14 @@ class _Read:
 
 
 def _read_checked(src: Path | SourceFile, parse: Callable[[IO[bytes]], Iterator[Record]],
-                  label: str | None = None) -> Iterator[Record]:
+                  label: str | None = None, fmt: str | None = None) -> Iterator[Record]:
     """The records `parse` reads from one read of `src` (see _Read), checked against its pin when they end. An
     error record is held until the next record comes: one that ends the stream is told only after the check, so
     a file swapped for a damaged one says it changed rather than where the other file is damaged."""
     path = _path(src)
     label = label or str(path)
     try:
-        read = _Read(src)
+        read = _Read(src, fmt)
     except OSError as e:
         yield Record(label, 0, None, f"unreadable: {e.strerror or e}")
         return
@@ -180,11 +203,11 @@ def _read_checked(src: Path | SourceFile, parse: Callable[[IO[bytes]], Iterator[
 # --------------------------------------------------------------------------- JSON
 
 
-def iter_json_records(src: Path | SourceFile) -> Iterator[Record]:
-    """Records of a JSONL (`.jsonl`, `.jsonl.gz`, `.ndjson`), JSON array (`.json`) or `.zip` of those; of a
-    SourceFile, checked to be the bytes it pinned (AuditError CHANGED otherwise)."""
+def iter_json_records(src: Path | SourceFile, fmt: str | None = None) -> Iterator[Record]:
+    """Records of a JSONL (`.jsonl`, `.jsonl.gz`, `.ndjson`), JSON array (`.json`) or `.zip` of those (by the name,
+    or `fmt`: see format_name); of a SourceFile, checked to be the bytes it pinned (AuditError CHANGED otherwise)."""
     path = _path(src)
-    name = path.name.lower()
+    name = format_name(src, fmt)
     label = str(path)
     if name.endswith(".zip"):
         yield from _iter_zip(src)
@@ -196,7 +219,7 @@ def iter_json_records(src: Path | SourceFile) -> Iterator[Record]:
         else:
             yield from _iter_jsonl(fh, label)
 
-    yield from _read_checked(src, parse)
+    yield from _read_checked(src, parse, fmt=fmt)
 
 
 def _first_char(fh: IO[bytes]) -> bytes:
@@ -388,16 +411,16 @@ def iter_json_array(fh: IO[bytes], label: str, max_element_bytes: int = MAX_LINE
 # --------------------------------------------------------------------------- tables
 
 
-def iter_table_records(src: Path | SourceFile) -> Iterator[Record]:
-    """Records of any supported table file: JSONL/JSON/zip, CSV (all values as text) or Parquet; of a
-    SourceFile, checked to be the bytes it pinned (AuditError CHANGED otherwise)."""
-    name = _path(src).name.lower()
+def iter_table_records(src: Path | SourceFile, fmt: str | None = None) -> Iterator[Record]:
+    """Records of any supported table file: JSONL/JSON/zip, CSV (all values as text) or Parquet, told by the name
+    or `fmt` (see format_name); of a SourceFile, checked to be the bytes it pinned (AuditError CHANGED otherwise)."""
+    name = format_name(src, fmt)
     if name.endswith((".csv", ".csv.gz")):
-        yield from _iter_csv(src)
+        yield from _iter_csv(src, fmt=fmt)
     elif name.endswith(".parquet"):
         yield from _iter_parquet(src)
     else:
-        yield from iter_json_records(src)
+        yield from iter_json_records(src, fmt)
 
 
 class LineTooLong(OSError):
@@ -429,7 +452,7 @@ class _LineBound(io.RawIOBase):
         super().close()
 
 
-def _iter_csv(src: Path | SourceFile, chunk_rows: int = 8192) -> Iterator[Record]:
+def _iter_csv(src: Path | SourceFile, chunk_rows: int = 8192, fmt: str | None = None) -> Iterator[Record]:
     import pandas as pd
 
     label = str(_path(src))
@@ -457,7 +480,7 @@ def _iter_csv(src: Path | SourceFile, chunk_rows: int = 8192) -> Iterator[Record
             msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             yield Record(label, row + 1, None, f"malformed CSV: {msg}")
 
-    yield from _read_checked(src, parse)
+    yield from _read_checked(src, parse, fmt=fmt)
 
 
 def _iter_parquet(src: Path | SourceFile, batch_rows: int = 8192) -> Iterator[Record]:

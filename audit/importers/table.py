@@ -253,9 +253,10 @@ class TableImport:
 
 def table_output(src_path: str, out: Any, spec: TableSpec, *, gzip: bool = False, benchmark: str | None = None,
                  model: str | None = None, engine: str | None = None, provenance: Provenance | None = None,
-                 package_id: str | None = None) -> tuple[Output, TableImport]:
-    """The package one table import writes, and the import (for its counts once written)."""
-    src = source_file(src_path, TABLE_SUFFIXES)
+                 package_id: str | None = None, fmt: str | None = None) -> tuple[Output, TableImport]:
+    """The package one table import writes, and the import (for its counts once written); `fmt`: the table's
+    format when its name does not tell it (see sources.format_name)."""
+    src = source_file(src_path, TABLE_SUFFIXES, fmt)
     imp = TableImport(src, spec)
     rel, schema = data_file(spec.kind, gzip)
     output = Output(out, spec.kind, [Table(rel, schema, imp.rows())],

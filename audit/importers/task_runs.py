@@ -87,7 +87,7 @@ class TaskRunsImport:
 
 
 def _read_json(src: Path, label: str | None = None) -> tuple[SourceFile, bytes]:
-    sf = source_file(src, (".json",))
+    sf = source_file(src, (".json",), format_hint=False)
     data, err = read_document(src, MAX_SOURCE_BYTES, what="a harness results file")
     if data is None:
         raise AuditError(err or "unreadable", path=label or str(src))
@@ -215,7 +215,7 @@ def _read_source(fmt: str, src: Path, opts: RunOptions, maps: dict[str, str], im
         imp.files.append(sf)
         imp.parsed.extend(formats.tau_bench(data, str(src), opts.run_id or _default_run_id(src), opts.benchmark))
     elif fmt == "table":
-        sf = source_file(src, TABLE_SUFFIXES)
+        sf = source_file(src, TABLE_SUFFIXES, format_hint=False)
         imp.files.append(sf)
         imp.parsed.extend(formats.table(_records(sf, imp.parsed), str(src), maps, opts.run_fields()))
     else:

@@ -87,13 +87,14 @@ FIELDS = ("item_id", "sample", "answer", "correct", "verdict", "status", "reason
 
 def import_verdicts(src: str | Path, out: str | Path, *, benchmark: str, tool: str,
                     package: str | Path | None = None, rmap: RecordMap | None = None,
-                    overwrite: bool = True) -> VerdictFile:
-    """Write `out` (a verdict file) from a table of recorded verdicts; errors name file, row and field.
+                    overwrite: bool = True, fmt: str | None = None) -> VerdictFile:
+    """Write `out` (a verdict file) from a table of recorded verdicts (of format `fmt` when its name does not tell
+    it); errors name file, row and field.
 
     A `subject` column (one per item) gives the file its per-subject figures. `rmap` (`--map`, `--where`)
     selects and renames the columns of a table written another way first.
     """
-    rows, subject_of, source = _read_recorded(src, tool, rmap)
+    rows, subject_of, source = _read_recorded(src, tool, rmap, fmt)
     return write_recorded(out, rows, benchmark=benchmark, tool=tool, source=source, package=package,
                           package_path=package_path_from(out, package) if package is not None else None,
                           subject_of=subject_of,
@@ -114,10 +115,10 @@ def recorded_verdicts(src: str | Path, *, benchmark: str, tool: str, package: Pa
                            package_path=package_path, subject_of=subject_of)
 
 
-def _read_recorded(src: str | Path, tool: str,
-                   rmap: RecordMap | None) -> tuple[list[dict[str, Any]], dict[str, str | None], str]:
+def _read_recorded(src: str | Path, tool: str, rmap: RecordMap | None,
+                   fmt: str | None = None) -> tuple[list[dict[str, Any]], dict[str, str | None], str]:
     """The rows of a table of recorded verdicts, each item's subject, and the table named by sha256."""
-    sf = source_file(src, TABLE_SUFFIXES)
+    sf = source_file(src, TABLE_SUFFIXES, fmt)
     rows: list[dict[str, Any]] = []
     seen: dict[tuple[str, int], int] = {}
     subject_of: dict[str, str | None] = {}
@@ -164,11 +165,14 @@ def recorded_row(item_id: str, sample: int, *, answer: str | None, verdict: str,
 def write_recorded(out: str | Path, rows: list[dict[str, Any]], *, benchmark: str, tool: str, source: str,
                    package: str | Path | None = None, package_path: str | None = None,
                    subject_of: dict[str, str | None] | None = None, mapping: str | None = None,
-                   overwrite: bool = True) -> VerdictFile:
+                   overwrite: bool = True, recorded_by: dict[str, str] | None = None) -> VerdictFile:
     """Write the verdict file of recorded rows (VERDICT_ROW_FIELDS dicts, unique by item and sample), pinned to
-    the responses `package` when given (recorded at `package_path`); `source` names the input by sha256."""
+    the responses `package` when given (recorded at `package_path`); `source` names the input by sha256;
+    `recorded_by`: what the tool says of the grader behind the verdicts (e.g. `recorded_scorer_kind`), kept in the
+    header's environment."""
     header, rows = recorded_header(rows, benchmark=benchmark, tool=tool, source=source, package=package,
-                                   package_path=package_path, subject_of=subject_of, mapping=mapping, where=str(out))
+                                   package_path=package_path, subject_of=subject_of, mapping=mapping, where=str(out),
+                                   recorded_by=recorded_by)
     write_verdict_file(out, header, rows, overwrite=overwrite)
     return header
 
@@ -176,7 +180,8 @@ def write_recorded(out: str | Path, rows: list[dict[str, Any]], *, benchmark: st
 def recorded_header(rows: list[dict[str, Any]], *, benchmark: str, tool: str, source: str,
                     package: str | Path | Package | None = None, package_path: str | None = None,
                     subject_of: dict[str, str | None] | None = None, mapping: str | None = None,
-                    where: str | None = None) -> tuple[VerdictFile, list[dict[str, Any]]]:
+                    where: str | None = None,
+                    recorded_by: dict[str, str] | None = None) -> tuple[VerdictFile, list[dict[str, Any]]]:
     """The header of recorded rows (see `write_recorded`; an open `package` is read as it is), and the rows
     sorted by item and sample; a repeated (item, sample) is refused, naming `where`."""
     rows = sorted(rows, key=lambda r: (r["item_id"], r["sample"]))
@@ -198,7 +203,8 @@ def recorded_header(rows: list[dict[str, Any]], *, benchmark: str, tool: str, so
                                                          "answer")})
     header = VerdictFile(
         benchmark=benchmark, responses_package=responses_ref, extractor=None, grader=None, producer=producer(),
-        environment={"imported_from": source, "recorded_by": tool, **({"mapping": mapping} if mapping else {})},
+        environment={"imported_from": source, "recorded_by": tool, **({"mapping": mapping} if mapping else {}),
+                     **(recorded_by or {})},
         policies=Policies(), summary=summarize(df, subject_of or {}), items=[])
     return header, rows
 

@@ -1,9 +1,11 @@
 """One judge call over an OpenAI-compatible chat endpoint, under `audit generate`'s stream bounds.
 
-The request is streamed through `audit.generate.openai_http.OpenAIServer.stream`, the one gate every streamed
-reply passes: a total deadline (a server dripping bytes is cut there), bytes per line and in all, and here, as in
-`generate`, more chunks of text than `max_tokens` cut the stream. The reply is collected as sent: its text, the
-per-token logprobs when asked for, finish reason, usage and the served model id.
+The request is read by `audit.generate.openai_http.OpenAIServer.read_stream`, the one reader of generated text
+(`generate` reads its replies with it too): the request deadline (a server dripping bytes is cut there), bytes per
+line and in all, the progress deadline (no chunk of text for the server's `timeout`: comment lines and empty
+chunks do not hold the call open), and more chunks of text than `max_tokens`. The reply is collected as sent: its
+text, the per-token logprobs when asked for, finish reason, usage (kept when it is a count; a judge endpoint may
+send none) and the served model id.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from audit.generate.openai_http import Cut, Malformed, OpenAIServer, Rejected, ServerError, Transient
+
+PATH = "/v1/chat/completions"
 
 
 @dataclass
@@ -33,57 +37,19 @@ class CallResult:
     """Each transient failure retried, in order."""
 
 
+def _count(usage: Any, name: str) -> int | None:
+    v = usage.get(name) if isinstance(usage, dict) else None
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
 def _collect(server: OpenAIServer, body: dict[str, Any], out: CallResult) -> None:
-    path = "/v1/chat/completions"
-    budget = body.get("max_completion_tokens", body.get("max_tokens"))
-    pieces: list[str] = []
-    logprobs: list[dict[str, Any]] = []
-    texts = 0
-    usage: dict[str, Any] | None = None
-    finish: str | None = None
-    for event in server.stream(path, body):
-        if "error" in event:
-            err = event["error"]
-            msg = err.get("message") if isinstance(err, dict) else err
-            code = err.get("code") if isinstance(err, dict) else None
-            cls = Transient if isinstance(code, int) and code >= 500 else Rejected
-            raise cls(f"POST {path}: error in stream: {str(msg)[:200]}")
-        if isinstance(event.get("model"), str):
-            out.model_served = event["model"]
-        choices = event.get("choices")
-        if not isinstance(choices, list):
-            raise Malformed(f"POST {path}: stream event without a `choices` list")
-        for choice in choices:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                raise Malformed(f"POST {path}: unexpected choice (one choice was asked for)")
-            delta = choice.get("delta") or {}
-            if not isinstance(delta, dict):
-                raise Malformed(f"POST {path}: `delta` is not an object")
-            piece = delta.get("content")
-            if piece is not None and not isinstance(piece, str):
-                raise Malformed(f"POST {path}: generated text is {type(piece).__name__}, not a string")
-            if piece:
-                pieces.append(piece)
-                texts += 1
-                if isinstance(budget, int) and texts > budget:
-                    raise Cut(f"cut: POST {path}: the stream carried more than {budget} chunks of text, over "
-                              f"max_tokens {budget}")
-            lp = choice.get("logprobs")
-            if isinstance(lp, dict) and isinstance(lp.get("content"), list):
-                logprobs.extend(x for x in lp["content"] if isinstance(x, dict))
-            if choice.get("finish_reason") is not None:
-                finish = str(choice["finish_reason"])
-        if isinstance(event.get("usage"), dict):
-            usage = event["usage"]
-    if finish is None:
-        raise Malformed(f"POST {path}: the stream reached [DONE] without a finish_reason")
-    out.raw = "".join(pieces)
-    out.logprobs = logprobs or None
-    out.finish_reason = finish
-    if usage is not None:
-        pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        out.prompt_tokens = pt if isinstance(pt, int) and not isinstance(pt, bool) and pt >= 0 else None
-        out.completion_tokens = ct if isinstance(ct, int) and not isinstance(ct, bool) and ct >= 0 else None
+    reply = server.read_stream(PATH, body, chat=True)
+    out.model_served = reply.model or out.model_served
+    out.raw = reply.text
+    out.logprobs = reply.logprobs or None
+    out.finish_reason = reply.finish_reason
+    out.prompt_tokens = _count(reply.usage, "prompt_tokens")
+    out.completion_tokens = _count(reply.usage, "completion_tokens")
 
 
 def call_judge(server: OpenAIServer, body: dict[str, Any], *, retries: int = 2, backoff_s: float = 0.5) -> CallResult:

@@ -132,13 +132,18 @@ def hle_figures(judged: Iterable[tuple[bool | None, int | None]], questions: int
         calibration_corrected=calibration_error(conf, corr), exact_match=exact_match)
 
 
+FLIP_NONE = "none measured: no response has two calls without a judge error"
+"""The flip rate's words when no response was judged twice: a rate of 0 of 0 is no rate."""
+
+
 def hle_lines(f: HLEFigures) -> list[str]:
     """What `audit show` and `audit grade` print of HLE's figures."""
     lines = [f"judged     accuracy {f.accuracy_all:.2f}% +/- {f.wald_half_width:.2f} (upstream: Wald, n = "
              f"{f.questions:,} questions, {f.judge_errors:,} judge errors counted wrong); Wilson "
              f"[{f.wilson_all[0]:.2f}, {f.wilson_all[1]:.2f}]",
              f"           over the {f.judged:,} judged: {f.accuracy_judged:.2f}%, Wilson "
-             f"[{f.wilson_judged[0]:.2f}, {f.wilson_judged[1]:.2f}]"]
+             f"[{f.wilson_judged[0]:.2f}, {f.wilson_judged[1]:.2f}]" if f.judged else
+             "           over the judged: none (every call is a judge error)"]
     if f.calibration_upstream is not None:
         lines.append(f"calibration error {f.calibration_upstream:.1f} as upstream computes it (its top bin "
                      f"skipped); corrected, every bin: {f.calibration_corrected:.2f}")

@@ -188,7 +188,8 @@ def judged_lines(g: JudgedGrading) -> list[str]:
     if errors:
         kept = n - errors
         lines.append(f"judge_error {errors:,} rows: counted wrong {100 * correct / n:.2f}% ({correct:,}/{n:,}); "
-                     f"left out {100 * correct / kept if kept else float('nan'):.2f}% ({correct:,}/{kept:,})")
+                     + (f"left out {100 * correct / kept:.2f}% ({correct:,}/{kept:,})" if kept else
+                        "left out: none judged"))
     if g.header.benchmark == "hle":
         judged = []
         for i, status in enumerate(cols["status"]):

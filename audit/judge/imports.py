@@ -7,8 +7,10 @@ source did not keep:
   evaluator's seeded rule (`audit.judge.pairwise.swap_bit`, not stored upstream); a row without a completion is a
   judge failure (`judge_error`), never a draw, unless its two outputs are identical (upstream's draw without a
   call). The recorded preference is kept beside the re-derived one.
-- Arena-Hard `model_judgment/JUDGE/MODEL.jsonl` (lmarena/arena-hard-auto at 196f6b8): both games of each question,
-  the verdict regex (`arena_hard.verdict@196f6b8`) re-run on the raw judgment text, the recorded score beside.
+- Arena-Hard `model_judgment/JUDGE/MODEL.jsonl`: both games of each question, the verdict regex of the judge that
+  wrote the file re-run on the raw judgment text (`arena_hard.verdict@196f6b8` for `uid` rows, lmarena at 196f6b8;
+  `arena_hard.verdict@4ce0f00` for the older `question_id` rows), the recorded score beside; a game kept as a
+  score alone (an ensemble's) is imported as that score, raw response not recorded.
 - HLE judged JSON (`judged_*.json` of centerforaisafety/hle's `run_judge_results.py`): the parsed fields only,
   marked "raw response not recorded" (`raw_recorded` false); questions without a judge response are judge errors.
 - inspect_ai logs with model-graded scores: each sample's grader call (the model event whose completion is the

@@ -116,7 +116,7 @@ def figure_lines(rows: list[JudgeCallRow], benchmark: str | None, questions: int
     if any(r.repeat for r in rows):
         fr = figures.flip_rates((r.item_id, r.sample, r.attempt, r.status) for r in rows)
         lines.append(f"flip rate  {fr.flipped:,} of {fr.compared:,} responses judged more than once changed verdict "
-                     f"across repeats ({100 * fr.rate:.1f}%)")
+                     f"across repeats ({100 * fr.rate:.1f}%)" if fr.compared else f"flip rate  {figures.FLIP_NONE}")
     if benchmark == "alpaca_eval":
         new = pairwise.win_rate(r.preference if r.status == "preference" else None for r in rows)
         old = pairwise.win_rate(r.extra.get("recorded_preference") for r in rows)
@@ -127,17 +127,7 @@ def figure_lines(rows: list[JudgeCallRow], benchmark: str | None, questions: int
                      f"the leaderboard computes it; {sum(bool(r.extra.get('differs_from_recorded')) for r in rows):,} "
                      f"preferences differ")
     elif benchmark == "arena_hard":
-        by_q: dict[str, dict[int, str | None]] = {}
-        for r in rows:
-            label = r.parsed.get("score") if r.status == "preference" and r.parsed else None
-            by_q.setdefault(r.item_id, {})[r.position] = label
-        s = pairwise.arena_score([(g.get(0), g.get(1)) for g in by_q.values()])
-        old_q: dict[str, dict[int, Any]] = {}
-        for r in rows:
-            old_q.setdefault(r.item_id, {})[r.position] = r.extra.get("recorded_score")
-        o = pairwise.arena_score([(g.get(0), g.get(1)) for g in old_q.values()])
-        lines.append(f"score      {s.score:.2f} over {s.questions:,} questions (both games re-parsed; {s.dropped:,} "
-                     f"dropped as upstream drops them); from the recorded scores {o.score:.2f}")
+        lines.append(_arena_line(rows))
     elif benchmark == "hle" and any(r.rule is not None and r.rule.name.startswith("hle.") for r in rows):
         judged = [(None if r.status == "judge_error" else r.status == "correct",
                    (r.parsed or {}).get("confidence")) for r in rows if r.repeat == 0]
@@ -150,6 +140,32 @@ def figure_lines(rows: list[JudgeCallRow], benchmark: str | None, questions: int
         if n_judged:
             lines.append(f"verdicts   {ok:,} of {n_judged:,} judged correct ({100 * ok / n_judged:.2f}%)")
     return lines
+
+
+def _arena_line(rows: list[JudgeCallRow]) -> str:
+    """The score re-derived from the re-parsed labels and from the recorded ones, as the show_result.py of the
+    judge that wrote the file scores them: a `question_id` file's (rule 4ce0f00) game by game, else by question."""
+    from audit.judge import pairwise
+
+    by_q: dict[str, dict[int, str | None]] = {}
+    old_q: dict[str, dict[int, Any]] = {}
+    for r in rows:
+        by_q.setdefault(r.item_id, {})[r.position] = (r.parsed or {}).get("score") if r.status == "preference" \
+            else None
+        old_q.setdefault(r.item_id, {})[r.position] = r.extra.get("recorded_score")
+    per_game = any(r.rule is not None and r.rule.version == "4ce0f00" for r in rows)
+    score = pairwise.arena_score_per_game if per_game else pairwise.arena_score
+    s = score([(g.get(0), g.get(1)) for g in by_q.values()])
+    o = score([(g.get(0), g.get(1)) for g in old_q.values()])
+    recorded = "none scorable" if o.battles == 0 else f"{o.score:.2f}"
+    if s.battles == 0:
+        return f"score      none: no game has a label show_result scores; from the recorded scores {recorded}"
+    if per_game:
+        return (f"score      {s.score:.2f} over {s.battles:,} battles of {s.questions:,} questions (each game "
+                f"scored alone, as show_result.py before 2025-04 does; {s.dropped:,} games without a scorable "
+                f"label dropped); from the recorded scores {recorded}")
+    return (f"score      {s.score:.2f} over {s.questions:,} questions (both games re-parsed; {s.dropped:,} "
+            f"dropped as upstream drops them); from the recorded scores {recorded}")
 
 
 def _show(view: CallsView) -> list[str]:

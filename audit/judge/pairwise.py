@@ -20,6 +20,12 @@ Arena-Hard (lmarena/arena-hard-auto at 196f6b826783b3da7310e361a805fa36f0be83f3,
 question with either game missing or unparsed is dropped. Scores per label: `A>B` 1, `A>>B` 1 x3 (weight 3),
 `A=B` 0.5, `B>A` 0, `B>>A` 0 x3 ..., game 1's scores as they are and game 0's as `1 - s`; the model's score is
 their mean (what `print_leaderboard` bootstraps).
+
+Arena-Hard before 2025-04 (`show_result.py` at 4ce0f0087776158a4461162cbef1d9bb5464bb57,
+`get_battles_from_judgment`; the `question_id` files): each game is a battle on its own, so a game without a
+scorable label (A>>B, A>B, A=B, B>A, B>>A) is dropped alone and its question's other game still counts. The
+Bradley-Terry fit (`compute_mle_elo`, no penalty, a tie as one win each way) of models that each met only the
+baseline predicts, against the baseline, exactly the mean of the model's battle scores.
 """
 
 from __future__ import annotations
@@ -96,7 +102,7 @@ class ArenaScore:
     questions: int
     """Questions scored (both games parsed)."""
     dropped: int
-    """Questions upstream drops (a game missing or unparsed)."""
+    """What upstream drops: questions (a game missing or unparsed) or, scoring each game alone, games."""
     battles: int
 
 
@@ -112,3 +118,27 @@ def arena_score(games: Sequence[tuple[str | None, str | None]]) -> ArenaScore:
         scores.extend(s)
     return ArenaScore(score=100 * sum(scores) / len(scores) if scores else math.nan, questions=kept,
                       dropped=len(games) - kept, battles=len(scores))
+
+
+ARENA_4CE0F00_LABEL_SCORES: dict[str, tuple[float, int]] = {
+    "A>B": (1, 1), "A>>B": (1, 3), "A=B": (0.5, 1), "B>A": (0, 1), "B>>A": (0, 3)}
+"""show_result.py's battles before 2025-04 with WEIGHT 3: (score for A, repeats); other labels are no battle."""
+
+
+def arena_score_per_game(games: Sequence[tuple[str | None, str | None]]) -> ArenaScore:
+    """The score as `show_result.py` before 2025-04 computes it: each game a battle of its own (game 0 with the
+    baseline as A), a game without a scorable label dropped alone; `questions` counts those with a game kept."""
+    scores: list[float] = []
+    kept = dropped = 0
+    for g0, g1 in games:
+        counted = False
+        for pos, label in ((0, g0), (1, g1)):
+            if label is None or label not in ARENA_4CE0F00_LABEL_SCORES:
+                dropped += 1
+                continue
+            s, k = ARENA_4CE0F00_LABEL_SCORES[label]
+            scores.extend([float(s) if pos == 1 else 1.0 - s] * k)
+            counted = True
+        kept += counted
+    return ArenaScore(score=100 * sum(scores) / len(scores) if scores else math.nan, questions=kept,
+                      dropped=dropped, battles=len(scores))

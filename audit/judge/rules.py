@@ -25,6 +25,11 @@ Sources (behaviour reimplemented from these files, not copied code):
   `weighted_alpaca_eval_gpt4_turbo`'s config (numerator `m`, denominator `m`, `M`, not binarized): preference
   `2 - p(m) / (p(m) + p(M))` from the first token's top logprobs, then `3 - x` when the outputs were swapped.
   Neither token among the top logprobs is `judge_error` (upstream: NaN).
+- `arena_hard.verdict@4ce0f00`: lmarena/arena-hard-auto `gen_judgment.py` `get_score` at 4ce0f00 (unchanged from
+  the release, 7f1b7f5, until 9a1d386 of 2025-04-18: the judge that wrote the `question_id` judgment files), with
+  `judge_config.yaml`'s one pattern `\\[\\[([AB<>=]+)\\]\\]` on the judgment as written (not upper-cased): exactly
+  one distinct non-empty match is the label; none, more than one distinct label (upstream: no score), or a label
+  that era's `show_result.py` gives no battle (it scores only A>>B, A>B, A=B, B>A, B>>A) is `judge_error`.
 - `arena_hard.verdict@196f6b8`: lmarena/arena-hard-auto `gen_judgment.py` `get_score` at 196f6b8 with
   `arena-hard-v0.1.yaml`'s patterns `\\[\\[([AB<>=]+)\\]\\]`, then `\\[([AB<>=]+)\\]`: on the upper-cased judgment,
   the last non-empty match of the first pattern that matches; none, or a label `show_result.py` cannot score,
@@ -289,6 +294,30 @@ REGISTRY.add(ParseRule("alpaca_eval.logprob", "cd543a1", "AlpacaEval's weighted 
 
 
 # --------------------------------------------------------------------------- Arena-Hard
+
+_ARENA_4CE0F00_PATTERN = re.compile(r"\[\[([AB<>=]+)\]\]")
+ARENA_4CE0F00_LABELS = frozenset({"A>>B", "A>B", "A=B", "B>A", "B>>A"})
+"""The labels `show_result.py` before 2025-04 turns into battles (any other label gets weight 0)."""
+
+
+def _parse_arena_4ce0f00(reply: Reply) -> Parsed:
+    assert reply.raw is not None
+    labels = {m for m in _ARENA_4CE0F00_PATTERN.findall(reply.raw) if m != ""}
+    if not labels:
+        return Parsed("judge_error", "no [[verdict]] in the judgment")
+    if len(labels) > 1:
+        return Parsed("judge_error", "more than one distinct [[verdict]] (upstream: no score)")
+    label = next(iter(labels)).strip("\n")
+    if label not in ARENA_4CE0F00_LABELS:
+        return Parsed("judge_error", "label is not one show_result scores", {"score": label})
+    return Parsed("preference", "the one [[verdict]]", {"score": label})
+
+
+REGISTRY.add(ParseRule("arena_hard.verdict", "4ce0f00", "Arena-Hard's verdict regex before 2025-04 (one distinct "
+                       "[[label]], as written) re-run on the judgment text",
+                       "lmarena/arena-hard-auto gen_judgment.py@4ce0f0087776158a4461162cbef1d9bb5464bb57 get_score, "
+                       "config/judge_config.yaml regex_pattern", _parse_arena_4ce0f00))
+
 
 _ARENA_PATTERNS = (re.compile(r"\[\[([AB<>=]+)\]\]"), re.compile(r"\[([AB<>=]+)\]"))
 ARENA_LABELS = frozenset({"A>B", "A>>B", "A=B", "A<<B", "A<B", "B>A", "B>>A", "B=A", "B<<A", "B<A"})

@@ -32,7 +32,7 @@ from audit.judge.client import CallResult, call_judge
 from audit.judge.models import ChatMessage, ComponentKey, JudgeCallRow, call_key
 from audit.judge.rules import ParseRule, Reply
 from audit.judge.templates import JudgeInput, JudgeTemplate
-from audit.models import ItemRow, ResponseRow
+from audit.models import ItemRow, ResponseRow, Subject
 
 CallKey = tuple[str, int, int, int, int]
 
@@ -263,8 +263,11 @@ def judge_responses(responses: str | os.PathLike[str], out: str | os.PathLike[st
                     repeats: int = 1, seed: int | None = None, sampling: dict[str, Any] | None = None,
                     logprobs: int | None = None, answer_extractor: str | None = None, concurrency: int = 4,
                     deadline_s: float = 600.0, retries: int = 2, force: bool = False,
-                    progress: Callable[[int, int], None] | None = None) -> JudgeOutcome:
-    """Judge every response of `responses` with `template` on the server at `server`; write the calls to `out`."""
+                    progress: Callable[[int, int], None] | None = None, subject: Subject | None = None
+                    ) -> JudgeOutcome:
+    """Judge every response of `responses` with `template` on the server at `server`; write the calls to `out`.
+
+    `subject` names the judge served (model, config digest, engine, hardware, random or published weights)."""
     from audit import extractors
     from audit.judge import rules as rules_mod
     from audit.judge import templates as templates_mod
@@ -320,8 +323,10 @@ def judge_responses(responses: str | os.PathLike[str], out: str | os.PathLike[st
     extra = JudgeCallsExtra(responses_package=resp_ref, items_package=items_ref, template=t.key, rule=r.key,
                             config=asdict(cfg), server={"url": srv.url, "revision": served_revision(srv, model)},
                             questions=len(item_rows))
-    prov = Provenance(model=model, engine="openai-compatible server", sampling=dict(sampling or {}) or None,
-                      source=f"audit judge --judge {t.key}", extra=extra.model_dump(exclude_none=True))
+    engine = "openai-compatible server" if subject is None else f"{subject.engine}=={subject.engine_version}"
+    prov = Provenance(model=model, engine=engine, sampling=dict(sampling or {}) or None,
+                      source=f"audit judge --judge {t.key}", extra=extra.model_dump(exclude_none=True),
+                      subject=subject)
     manifest = write_calls(str(out), done.rows, benchmark=benchmark, provenance=prov, overwrite=force)
     finish(work)
     return JudgeOutcome(manifest, done.rows, done.called, done.kept)

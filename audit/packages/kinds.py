@@ -112,9 +112,17 @@ class Kind(Generic[V]):
     def extra_of(self, manifest: Manifest, label: str | None = None) -> Extra:
         """The manifest's `provenance.extra` through the kind's model: AuditError (at `label`) naming the
         first field that does not fit (`manifest.json: field provenance.extra.FIELD: missing required field`)."""
+        unread = AuditError(f"manifest.json: schema_version {manifest.schema_version}: its provenance is not "
+                            f"covered by the package's digest, so it is not read (a {self.name} package is read "
+                            f"through its provenance.extra); write the package again with audit 0.2.0 or later",
+                            path=label)
+        if manifest.unpinned_provenance is not None and self.link is not None:
+            raise unread  # (its link to the package it belongs to is recorded there)
         try:
             return self.extra.model_validate(manifest.provenance.extra)
         except pydantic.ValidationError as e:
+            if manifest.unpinned_provenance is not None:  # a schema 1 manifest: its provenance is set aside
+                raise unread from None
             first = field_errors(e)[0]
             raise AuditError(f"manifest.json: field provenance.extra.{first.field}: {first.message}",
                              path=label) from None

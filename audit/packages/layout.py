@@ -29,7 +29,7 @@ from audit.fileio import (
     open_regular,
     sha256_bytes,
 )
-from audit.models import FileEntry, Manifest, Record
+from audit.models import PROVENANCE_PINNED_SINCE, FileEntry, Manifest, Record
 from audit.packages.kinds import DOCUMENT_SCHEMAS
 from audit.packages.kinds import ROW_KEYS as ROW_KEYS
 from audit.packages.parquet import ParquetBound, open_parquet, parquet_batches
@@ -51,8 +51,9 @@ def content_digest(files: Iterable[FileEntry]) -> str:
     return sha256_bytes(dumps([{"path": p, "sha256": h} for p, h in listing]).encode())
 
 
-MANIFEST_IDENTITY_SINCE = 2
-"""The manifest schema_version from which a package's digest covers its whole manifest."""
+MANIFEST_IDENTITY_SINCE = PROVENANCE_PINNED_SINCE
+"""The manifest schema_version from which a package's digest covers its whole manifest (below it, the manifest
+model sets its provenance aside: `Manifest.unpinned_provenance`)."""
 
 _IDENTITY_TAG = b"audit package identity: manifest.json but created\n"
 """Before the manifest's JSON in the identity's preimage: never the JSON list an old digest hashes."""

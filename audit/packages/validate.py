@@ -35,6 +35,7 @@ from audit.packages.layout import (
     TarTail,
     document_model,
 )
+from audit.producer import downgrade_problem
 from audit.registry import unknown_error
 
 MAX_PROBLEMS_PER_FILE = 20
@@ -150,6 +151,8 @@ def load_manifest(root: Path, label: str) -> tuple[Manifest | None, list[Problem
         return None, pydantic_problems(name, None, e)
     if problem := unknown_kind(manifest.kind):
         return None, [Problem(name, problem, field="kind")]
+    if problem := downgrade_problem(manifest):
+        return None, [Problem(name, problem, field="schema_version")]
     return manifest, []
 
 

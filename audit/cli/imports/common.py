@@ -3,15 +3,17 @@ check, one line per kind of problem, and the lines each import prints."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from audit.cli.app import cli
-from audit.models import Manifest
+from audit.models import Manifest, Provenance
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def common_options(f):
@@ -32,6 +34,14 @@ def common_options(f):
     return f
 
 
+FORMAT = click.option(
+    "--format", "fmt", metavar="EXT",
+    help="The file's format when its name does not end in it: the extension it would have (e.g. jsonl, json, csv, "
+         "parquet, eval; one the command reads). Default: told by the name.")
+"""`--format EXT`, for every import that tells a file's format by its name (`audit.importers.sources.format_name`
+applies it; `source_file` refuses an extension the command does not read)."""
+
+
 def mapping_options(f):
     """`--map` and `--where`, as `import table` has them, for commands that read fixed field names (the
     importers, `audit extract`, `audit judge`)."""
@@ -49,20 +59,21 @@ def record_map(maps: tuple[str, ...], where: tuple[str, ...], fields: tuple[str,
     return RecordMap.parse(maps, where, fields=fields)
 
 
-def check_format(srcs: tuple[Path, ...] | list[Path], importer: str) -> None:
+def check_format(srcs: tuple[Path, ...] | list[Path], importer: str, fmt: str | None = None) -> None:
     """Refuse, in one line, a file that another command reads (an lm-eval file given to mmlu-pro, a verdict file
-    given to table, ...), naming what it looks like and the command to use."""
+    given to table, ...), naming what it looks like and the command to use; `fmt`: `--format`."""
     from audit.errors import AuditError
     from audit.importers.detect import wrong_importer
 
     for src in srcs:
-        found = wrong_importer(src, importer)
+        found = wrong_importer(src, importer, fmt)
         if found is not None:
-            raise AuditError(found.message(src), path=str(src))
+            raise AuditError(found.message(src, fmt), path=str(src))
 
 
 @contextmanager
-def collapsed_problems(srcs: tuple[Path, ...] | list[Path] = (), *, hint: bool = False) -> Iterator[None]:
+def collapsed_problems(srcs: tuple[Path, ...] | list[Path] = (), *, hint: bool = False,
+                       fmt: str | None = None) -> Iterator[None]:
     """One line per kind of problem: the same field missing on every row is said once, with a count.
 
     With `hint`, a failed import of a file that a dedicated command reads says which (a table
@@ -73,9 +84,9 @@ def collapsed_problems(srcs: tuple[Path, ...] | list[Path] = (), *, hint: bool =
 
     def hint_for() -> str | None:
         for src in srcs:
-            found = sniff(src)
+            found = sniff(src, fmt)
             if found is not None and found is not TABLE and found.importer != "table":
-                return found.message(src)
+                return found.message(src, fmt)
         return None
 
     try:
@@ -154,14 +165,85 @@ def exit_on_mismatch(checks: list[dict[str, Any]], message: str) -> int:
     return 0
 
 
-def report_recorded(recorded: Path, header: Any, benchmark: str, note: str = "") -> None:
+def report_recorded(recorded: Path, header: Any, benchmark: str, note: str = "", indent: str = "") -> None:
     overall = next(f for f in header.summary.figures if f.name == "accuracy_all")
-    click.echo(f"wrote {recorded}: {benchmark}, {header.summary.items} items x {header.summary.samples} samples, "
-               f"recorded accuracy {100 * overall.value:.2f}% ({overall.correct}/{overall.total})" + note)
+    click.echo(f"{indent}wrote {recorded}: {benchmark}, {header.summary.items} items x {header.summary.samples} "
+               f"samples, recorded accuracy {100 * overall.value:.2f}% ({overall.correct}/{overall.total})" + note)
 
 
 RECORDED_HELP = ("Also write the verdicts the run itself recorded as a verdict file pinned to OUT, ready for "
                   "`audit diff RECORDED.json REGRADED.json`.")
+
+
+def recorded_option(each_row: str, folder: str = "") -> Callable[[F], F]:
+    """`--recorded RECORDED.json` of an import that can write its run's own verdicts; `each_row` says what a row
+    of that verdict file is; `folder`, for a command that also reads folders, what RECORDED is then (a folder)."""
+    return click.option("--recorded", type=click.Path(path_type=Path, dir_okay=bool(folder)), metavar="RECORDED.json",
+                        help=f"{RECORDED_HELP} Each row: {each_row}" + (f" {folder}" if folder else ""))
+
+
+def metric_option(default: str) -> Callable[[F], F]:
+    """`--metric NAME`: which logged metric is the recorded verdict; `default` says which one is taken without it."""
+    return click.option("--metric", metavar="NAME",
+                        help=f"With --recorded: the logged metric that is the verdict (default: {default}).")
+
+
+def start_import(recorded: Path | None, force: bool, provenance: Path | None, *,
+                 metric: str | None = None) -> Provenance | None:
+    """What every import that writes packages does before it reads its source: `--metric` only with `--recorded`,
+    the verdict file's path checked, and the `--provenance` file read (None without one)."""
+    from audit.pack import load_provenance
+
+    if metric is not None and recorded is None:
+        raise click.UsageError("--metric needs --recorded")
+    check_recorded(recorded, force)
+    return load_provenance(provenance) if provenance else None
+
+
+def recorded_writer(recorded: Path | None, rows: Any, *, benchmark: str, tool: str, source: str, force: bool,
+                    **fields: Any) -> Callable[[Path, str], Any] | None:
+    """`write_all`'s `write_recorded`: the verdict file of `rows` (or of `rows()`, read when it is written), pinned
+    to the package it is given; None without `recorded`."""
+    if recorded is None:
+        return None
+    from audit.importers.verdicts import write_recorded
+
+    def write(package: Path, rel: str) -> Any:
+        return write_recorded(recorded, rows() if callable(rows) else rows, benchmark=benchmark, tool=tool,
+                              source=source, package=package, package_path=rel, overwrite=force, **fields)
+    return write
+
+
+def calls_options(*extra: Callable[[Any], Any]) -> Callable[[F], F]:
+    """The options of an import that writes a judge-calls package: `-o CALLS`, the command's own (`extra`),
+    `--format` and `--force`."""
+    def wrap(f: Any) -> Any:
+        for opt in reversed([
+                click.option("-o", "--output", "out", type=click.Path(path_type=Path), required=True, metavar="CALLS",
+                             help="judge-calls package to write."),
+                *extra,
+                FORMAT,
+                click.option("--force", is_flag=True, help="Replace CALLS if it exists.")]):
+            f = opt(f)
+        return f
+    return wrap
+
+
+def write_calls(read: Callable[[], Any], out: Path, *, force: bool, questions: int | None = None) -> int:
+    """Check CALLS, read the source (`read()`, an `audit.judge.imports.Imported`), write the judge-calls package and
+    say how many calls of each status it holds."""
+    from collections import Counter
+
+    from audit.judge.imports import write_imported
+    from audit.outputs import check_output
+
+    check_output(out, force=force)
+    imp = read()
+    write_imported(imp, str(out), questions=questions, force=force)
+    statuses = Counter(r.status for r in imp.rows)
+    click.echo(f"wrote {out}: {len(imp.rows):,} judge calls from {imp.source.name} ("
+               + ", ".join(f"{k}={v}" for k, v in sorted(statuses.items())) + ")")
+    return 0
 
 
 def report(manifests: list[Manifest], outs: list[Path], bad_rows: list[dict[str, Any]] | None = None) -> None:

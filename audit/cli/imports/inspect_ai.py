@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from audit.cli.app import benchmark_option
 from audit.cli.imports.common import (
-    RECORDED_HELP,
-    check_recorded,
+    FORMAT,
     common_options,
     exit_on_mismatch,
     import_group,
+    recorded_option,
+    recorded_writer,
     report_recorded,
+    start_import,
     write_reported,
 )
-from audit.pack import load_provenance
 
 
 @import_group.command("inspect")
@@ -26,11 +26,11 @@ from audit.pack import load_provenance
                   "it is a spec, else none; the task is in the provenance either way).")
 @click.option("--scorer", metavar="NAME",
               help="Which scorer's values are the recorded verdicts (default: the only one).")
-@click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
-              help=RECORDED_HELP + " Each row: the scorer's value (C correct, I and N incorrect, P ungraded).")
+@recorded_option("the scorer's value (C correct, I and N incorrect, P ungraded).")
+@FORMAT
 @common_options
-def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorded: Path | None, out: Path,
-                   model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
+def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorded: Path | None, fmt: str | None,
+                   out: Path, model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
                    force: bool) -> int:
     """inspect_ai evaluation logs (.eval or .json), read with inspect_ai's own reader (the `inspect` extra).
 
@@ -40,28 +40,23 @@ def import_inspect(src: Path, benchmark: str | None, scorer: str | None, recorde
     """
     from audit.importers.inspect_ai import InspectImport, inspect_outputs, read_log
     from audit.importers.lm_eval_dir import describe
-    from audit.importers.verdicts import write_recorded
+    from audit.specs import spec_named
 
-    check_recorded(recorded, force)
-    base = load_provenance(provenance) if provenance else None
-    sf, log = read_log(src)
+    base = start_import(recorded, force, provenance)
+    sf, log = read_log(src, fmt)
     imp = InspectImport(sf, log, scorer)
     checks = imp.cross_check()
     outputs = inspect_outputs(imp, out, benchmark=benchmark, gzip=use_gzip, model=model, provenance=base,
                               package_id=package_id)
-    write = None
-    from audit.specs import spec_named
-
     bench = benchmark or spec_named(log.eval.task)
+    write = None
     if recorded is not None:
         if bench is None:
             raise click.UsageError(f"--recorded needs --benchmark NAME: the log's task {log.eval.task!r} is not a "
                                    f"benchmark spec (see `audit benchmarks`)")
-        rows = imp.recorded_rows()
-
-        def write(package: Path, rel: str) -> Any:
-            return write_recorded(recorded, rows, benchmark=bench, tool=f"inspect_ai ({imp.scorer})",
-                                  source=f"{sf.name} sha256:{sf.sha256}", package=package, package_path=rel)
+        write = recorded_writer(recorded, imp.recorded_rows(), benchmark=bench,
+                                tool=f"inspect_ai ({imp.scorer})", source=f"{sf.name} sha256:{sf.sha256}", force=force,
+                                recorded_by=imp.recorded_by())
     header = write_reported(outputs, force, recorded, write)
     click.echo("  checked against the log's results: " + "; ".join(
         describe(c) if c["ok"] is not None else f"{c['what']}: not checked (the log reports none)" for c in checks))

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from audit.cli.app import benchmark_option
 from audit.cli.imports.common import (
+    FORMAT,
     ON_BAD_ROW,
-    RECORDED_HELP,
-    check_recorded,
     common_options,
     exit_on_mismatch,
     import_group,
+    metric_option,
+    recorded_option,
+    recorded_writer,
     report_recorded,
+    start_import,
     write_reported,
 )
-from audit.pack import load_provenance
 
 
 @import_group.command("lighteval")
@@ -34,16 +35,15 @@ from audit.pack import load_provenance
 @click.option("--reference", "reference_from", type=click.Choice(["gold", "boxed"]), default="gold", show_default=True,
               help="Generative items: the gold text as logged, or the last \\boxed{} in it (read by boxed@1), for "
                    "tasks that log a whole solution as the gold (math_500).")
-@click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
-              help=RECORDED_HELP + " Each row: the sample's logged metric (0 or 1).")
-@click.option("--metric", metavar="NAME", help="With --recorded: the logged metric that is the verdict "
-                                               "(default: the only one with 0/1 values).")
+@recorded_option("the sample's logged metric (0 or 1).")
+@metric_option("the only one with 0/1 values")
 @ON_BAD_ROW
+@FORMAT
 @common_options
 def import_lighteval(src: Path, benchmark: str | None, results: Path | None, choice_by: str, reference_from: str,
-                     recorded: Path | None,
-                     metric: str | None, on_bad_row: str, out: Path, model: str | None, provenance: Path | None,
-                     package_id: str | None, use_gzip: bool, force: bool) -> int:
+                     recorded: Path | None, metric: str | None, on_bad_row: str, fmt: str | None, out: Path,
+                     model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
+                     force: bool) -> int:
     """lighteval per-sample details (details_<task>_<date>.parquet, any lighteval version), read with `datasets`.
 
     Generative samples: each generation a response, the gold text the reference. Log-likelihood samples: the
@@ -54,15 +54,11 @@ def import_lighteval(src: Path, benchmark: str | None, results: Path | None, cho
     """
     from audit.importers.lighteval import find_results, lighteval_import, lighteval_outputs
     from audit.importers.lm_eval_dir import describe
-    from audit.importers.verdicts import write_recorded
 
-    if metric is not None and recorded is None:
-        raise click.UsageError("--metric needs --recorded")
     if recorded is not None and benchmark is None:
         raise click.UsageError("--recorded needs --benchmark NAME")
-    check_recorded(recorded, force)
-    base = load_provenance(provenance) if provenance else None
-    imp = lighteval_import(src, choice_by=choice_by, on_bad_row=on_bad_row, reference_from=reference_from)
+    base = start_import(recorded, force, provenance, metric=metric)
+    imp = lighteval_import(src, choice_by=choice_by, on_bad_row=on_bad_row, reference_from=reference_from, fmt=fmt)
     results = results or find_results(src)
     checks = imp.cross_check(results)
     outputs = lighteval_outputs(imp, out, benchmark=benchmark, checks=checks, gzip=use_gzip, model=model,
@@ -71,14 +67,12 @@ def import_lighteval(src: Path, benchmark: str | None, results: Path | None, cho
     if recorded is not None:
         assert benchmark is not None  # refused above
         rows, used = imp.recorded_rows(metric)
-        bench = benchmark
-
-        def write(package: Path, rel: str) -> Any:
-            return write_recorded(recorded, rows, benchmark=bench, tool=f"lighteval ({used})",
-                                  source=f"{imp.src.name} sha256:{imp.src.sha256}", package=package, package_path=rel)
+        write = recorded_writer(recorded, rows, benchmark=benchmark, tool=f"lighteval ({used})",
+                                source=f"{imp.src.name} sha256:{imp.src.sha256}", force=force)
     header = write_reported(outputs, force, recorded, write, imp.bad_rows)
     click.echo("  checked against the results file: " + "; ".join(describe(c) for c in checks))
     if recorded is not None:
-        report_recorded(recorded, header, bench, f" ({used})")
+        assert benchmark is not None  # refused above
+        report_recorded(recorded, header, benchmark, f" ({used})")
     return exit_on_mismatch(checks, "the results file's figures do not come from these details (see MISMATCH "
                                      "above)")

@@ -9,15 +9,18 @@ import click
 
 from audit.cli.app import benchmark_option
 from audit.cli.imports.common import (
+    FORMAT,
     ON_BAD_ROW,
-    RECORDED_HELP,
     check_format,
-    check_recorded,
     collapsed_problems,
     common_options,
     import_group,
+    metric_option,
+    recorded_option,
+    recorded_writer,
     report,
     report_recorded,
+    start_import,
     write_reported,
 )
 from audit.pack import load_provenance
@@ -62,18 +65,18 @@ def _choice_rules(ctx: click.Context, param: click.Parameter, values: tuple[str,
                    "it logs acc; acc_norm for tasks that log acc_norm only). TASK=RULE sets one task (repeatable).")
 @click.option("--target-delimiter", default=" ", show_default=True, metavar="TEXT",
               help="Multiple-choice samples: the task's target_delimiter, which each logged option starts with.")
-@click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
-              help=RECORDED_HELP + " Each row: the document's logged metric (0 or 1) with the filtered answer, "
-                                    "or the chosen option.")
-@click.option("--metric", metavar="NAME", help="With --recorded: the logged metric that is the verdict "
-                                               "(default: --choice-by for multiple choice, else the first logged).")
+@recorded_option("the document's logged metric (0 or 1) with the filtered answer, or the chosen option.",
+                 folder="For a DIR (or a results file holding its samples), RECORDED is a folder: a verdict file per "
+                        "task that names a benchmark, at RECORDED/<folder>/<task>.json, pinned to its package.")
+@metric_option("--choice-by for multiple choice, else the first logged")
 @ON_BAD_ROW
+@FORMAT
 @common_options
 def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: str, filter_name: str | None,
                    no_hash_check: bool, choice_by: tuple[str | None, dict[str, str]], target_delimiter: str,
                    recorded: Path | None,
-                   metric: str | None, on_bad_row: str, out: Path, model: str | None, provenance: Path | None,
-                   package_id: str | None, use_gzip: bool, force: bool) -> int:
+                   metric: str | None, on_bad_row: str, fmt: str | None, out: Path, model: str | None,
+                   provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool) -> int:
     """lm-evaluation-harness `--log_samples` files (samples_<task>_<date>.jsonl), or a whole output DIR.
 
     generate_until samples: one response per entry of `resps`, repeats numbered as
@@ -90,76 +93,64 @@ def import_lm_eval(src: Path, benchmark: str, items_out: Path | None, item_id: s
     and the other tasks are written.
     """
     from audit.importers.lm_eval import lm_eval_import, lm_eval_outputs
-    from audit.importers.verdicts import write_recorded
 
-    if src.is_dir() or _holds_its_samples(src):
+    if src.is_dir() and fmt is not None:
+        raise click.UsageError("--format takes a file: a folder's files are told by their names")
+    if src.is_dir() or _holds_its_samples(src, fmt):
         return _import_lm_eval_dir(src, benchmark=benchmark, items_out=items_out, item_id=item_id,
                                    filter_name=filter_name, no_hash_check=no_hash_check, choice_by=choice_by,
-                                   target_delimiter=target_delimiter, recorded=recorded, out=out, model=model,
-                                   provenance=provenance, package_id=package_id, use_gzip=use_gzip, force=force,
-                                   on_bad_row=on_bad_row)
+                                   target_delimiter=target_delimiter, recorded=recorded, metric=metric, out=out,
+                                   model=model, provenance=provenance, package_id=package_id, use_gzip=use_gzip,
+                                   force=force, on_bad_row=on_bad_row)
     if choice_by[1]:
         raise click.UsageError("--choice-by TASK=RULE takes a folder or a results file (a samples file is one task: "
                                "give RULE)")
     if benchmark is None:
         raise click.UsageError("--benchmark is required for a samples file")
-    check_format([src], "lm-eval")
-    if metric is not None and recorded is None:
-        raise click.UsageError("--metric needs --recorded")
-    check_recorded(recorded, force)
-    base = load_provenance(provenance) if provenance else None
+    check_format([src], "lm-eval", fmt)
+    if recorded is not None and recorded.is_dir():  # (a folder is RECORDED for a DIR's tasks, not for one file)
+        raise click.UsageError(f"--recorded {recorded}: a samples file gets one verdict file (RECORDED.json), and "
+                               f"this is a folder")
+    base = start_import(recorded, force, provenance, metric=metric)
     imp = lm_eval_import(src, item_id=item_id, filter_name=filter_name, verify_hashes=not no_hash_check,
-                         choice_by=choice_by[0] or "acc", target_delimiter=target_delimiter, on_bad_row=on_bad_row)
+                         choice_by=choice_by[0] or "acc", target_delimiter=target_delimiter, on_bad_row=on_bad_row,
+                         fmt=fmt)
     recorded_imp = imp.reader()
     outputs = lm_eval_outputs(imp, out, benchmark=benchmark, items_out=items_out, gzip=use_gzip, model=model,
                               provenance=base, package_id=package_id)
     write = None
     if recorded is not None:
         with collapsed_problems():
-            rows, used = recorded_imp.recorded_rows(metric)
-        from audit.importers.verdicts import recorded_row
-
-        verdict_rows = [recorded_row(r["item_id"], 0, answer=r["answer"], verdict=r["verdict"], status=r["status"],
-                                     reason=r["reason"], reference=r["reference"]) for r in rows]
-
-        def write(package: Path, rel: str) -> Any:
-            return write_recorded(recorded, verdict_rows, benchmark=benchmark, tool=f"lm-evaluation-harness ({used})",
-                                  source=f"{imp.src.name} sha256:{imp.src.sha256}", package=package,
-                                  package_path=rel, overwrite=force)
+            verdict_rows, used = recorded_imp.recorded_verdicts(metric)
+        write = recorded_writer(recorded, verdict_rows, benchmark=benchmark, tool=f"lm-evaluation-harness ({used})",
+                                source=f"{imp.src.name} sha256:{imp.src.sha256}", force=force)
     header = write_reported(outputs, force, recorded, write, imp.bad_rows)
     if recorded is not None:
         report_recorded(recorded, header, benchmark, f" ({used})")
     return 0
 
 
-def _holds_its_samples(src: Path) -> bool:
+def _holds_its_samples(src: Path, fmt: str | None) -> bool:
     """Whether `src` is a results file with its samples inside (simple_evaluate's output with log_samples): read
     as a folder of one file, a package per task."""
     from audit.importers.detect import sniff
 
-    found = sniff(src) if src.is_file() else None
+    found = sniff(src, fmt) if src.is_file() else None
     return found is not None and found.key == "lm-eval-results-samples"
 
 
 def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | None, item_id: str,
                         filter_name: str | None, no_hash_check: bool, choice_by: tuple[str | None, dict[str, str]],
-                        target_delimiter: str,
-                        recorded: Path | None, out: Path, model: str | None, provenance: Path | None,
-                        package_id: str | None, use_gzip: bool, force: bool, on_bad_row: str) -> int:
+                        target_delimiter: str, recorded: Path | None, metric: str | None, out: Path,
+                        model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool,
+                        on_bad_row: str) -> int:
     import shutil
 
     from audit.errors import AuditError, ValidationFailed
     from audit.importers import write_outputs
     from audit.importers.lm_eval_dir import describe, dir_outputs
 
-    for flag, value in (("--items-out", items_out), ("--recorded", recorded), ("--id", package_id)):
-        if value is not None:
-            raise click.UsageError(f"{flag} takes a samples file, not a folder or a results file (each task's package "
-                                   f"holds its items)")
-    from audit.outputs import exists_error
-
-    if out.exists() and not force:  # a folder of packages: each one is checked as it is written
-        raise exists_error(out)
+    _check_dir_options(items_out, package_id, metric, recorded, out, force)
     base = load_provenance(provenance) if provenance else None
     bad_files: list[dict[str, Any]] | None = [] if on_bad_row == "record" else None
     outputs, runs = dir_outputs(src, out, benchmark=benchmark, item_id=item_id, filter_name=filter_name,
@@ -167,9 +158,11 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
                                 target_delimiter=target_delimiter, gzip=use_gzip, model=model, provenance=base,
                                 on_bad_row=on_bad_row, task_choice_by=choice_by[1],
                                 bad_files=bad_files)
-    made: list[Path] = []  # folders made for the packages: removed again if any package fails
-    for o in outputs:
-        for d in reversed([o.out.parent, *o.out.parent.parents]):
+    verdicts = _recorded_verdicts(outputs, runs, out, recorded, metric, bad_files is not None) \
+        if recorded is not None else {}
+    made: list[Path] = []  # folders made for the packages and verdict files: removed again if any write fails
+    for path in [o.out for o in outputs] + [v[0] for v in verdicts.values() if isinstance(v, tuple)]:
+        for d in reversed([path.parent, *path.parent.parents]):
             if not d.exists():
                 d.mkdir()
                 made.append(d)
@@ -190,6 +183,7 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
                         continue
                     kept.append((o, run))
                 outputs, runs = [o for o, _ in kept], [r for _, r in kept]
+        headers = _write_recorded_files(outputs, verdicts, force)
     except BaseException:
         for d in reversed(made):
             shutil.rmtree(d, ignore_errors=True)
@@ -203,6 +197,8 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
             click.echo("  not checked: no results file of this run beside its samples")
         else:
             click.echo(f"  checked against {run.results.name}: " + "; ".join(describe(c) for c in run.checks))
+        if recorded is not None:
+            _report_recorded_task(o, verdicts, headers)
         mismatches += sum(c["ok"] is False for c in run.checks)
     for b in bad_files or []:
         task = f" (task {b['task']})" if b.get("task") else ""
@@ -214,3 +210,81 @@ def _import_lm_eval_dir(src: Path, *, benchmark: str | None, items_out: Path | N
                    f"(see MISMATCH above)", err=True)
         return 1
     return 0
+
+
+
+def _check_dir_options(items_out: Path | None, package_id: str | None, metric: str | None, recorded: Path | None,
+                       out: Path, force: bool) -> None:
+    """The options a folder (or a results file holding its samples) refuses, and its two output folders."""
+    from audit.errors import AuditError
+    from audit.outputs import exists_error
+
+    for flag, value in (("--items-out", items_out), ("--id", package_id)):
+        if value is not None:
+            raise click.UsageError(f"{flag} takes a samples file, not a folder or a results file (each task's package "
+                                   f"holds its items)")
+    if metric is not None and recorded is None:
+        raise click.UsageError("--metric needs --recorded")
+    for folder in (out, recorded):  # folders of packages and verdict files: each one is checked as it is written
+        if folder is not None and folder.exists() and not force:
+            raise exists_error(folder)
+    if recorded is not None and recorded.exists() and not recorded.is_dir():
+        raise AuditError("--recorded: for a folder or a results file this is a folder of verdict files (one per "
+                         "task), and a file is here", path=str(recorded))
+
+
+_NO_BENCHMARK = ("the task {task!r} is not a benchmark spec and a verdict file names one; give --benchmark NAME "
+                 "(selected_choice for multiple choice), or import its samples file alone with --benchmark and "
+                 "--recorded")
+
+
+def _recorded_verdicts(outputs: list[Any], runs: list[Any], out: Path, recorded: Path, metric: str | None,
+                       keep_going: bool) -> dict[int, Any]:
+    """Each task's recorded verdicts, read before anything is written: {id(output): (its verdict file under
+    RECORDED, the rows, the metric, the samples named by sha256)}, or why there are none (a str: the task names no
+    benchmark; or, with `keep_going` (--on-bad-row record), its verdicts could not be read, which else stops the
+    import)."""
+    from audit.errors import AuditError
+    from audit.fileio import join_inside
+
+    found: dict[int, Any] = {}
+    for o, run in zip(outputs, runs, strict=True):
+        if o.benchmark is None:
+            found[id(o)] = _NO_BENCHMARK.format(task=run.task)
+            continue
+        *folders, name = o.out.relative_to(out).parts  # each part passed the name gate as the package's path
+        dest = join_inside(recorded, *folders, f"{name}.json", what="task name", path=run.source)
+        try:
+            with collapsed_problems():
+                rows, used = run.imp.reader().recorded_verdicts(metric)
+        except AuditError as e:
+            if not keep_going:
+                raise
+            found[id(o)] = str(e.problem)
+            continue
+        found[id(o)] = (dest, rows, used, f"{run.imp.src.name} sha256:{run.imp.src.sha256}")
+    return found
+
+
+def _write_recorded_files(outputs: list[Any], verdicts: dict[int, Any], force: bool) -> dict[int, Any]:
+    """Write each task's verdict file, pinned to its package (written just before); {id(output): header}."""
+    import os
+
+    from audit.importers.verdicts import write_recorded
+
+    headers = {}
+    for o in outputs:
+        if isinstance(verdicts.get(id(o)), tuple):
+            dest, rows, used, source = verdicts[id(o)]
+            headers[id(o)] = write_recorded(dest, rows, benchmark=o.benchmark, tool=f"lm-evaluation-harness ({used})",
+                                            source=source, package=o.out, overwrite=force,
+                                            package_path=os.path.relpath(o.out.resolve(), dest.resolve().parent))
+    return headers
+
+
+def _report_recorded_task(o: Any, verdicts: dict[int, Any], headers: dict[int, Any]) -> None:
+    if id(o) in headers:
+        dest, _, used, _ = verdicts[id(o)]
+        report_recorded(dest, headers[id(o)], o.benchmark, f" ({used})", indent="  ")
+    elif isinstance(verdicts.get(id(o)), str):
+        click.echo(f"  recorded verdicts not written: {verdicts[id(o)]}")

@@ -9,18 +9,19 @@ import click
 
 from audit.cli.app import benchmark_option
 from audit.cli.imports.common import (
+    FORMAT,
     ON_BAD_ROW,
-    RECORDED_HELP,
     check_format,
-    check_recorded,
     common_options,
     import_group,
     mapping_options,
     record_map,
+    recorded_option,
+    recorded_writer,
     report_recorded,
+    start_import,
     write_reported,
 )
-from audit.pack import load_provenance
 
 
 @import_group.command("mmlu-pro")
@@ -32,14 +33,14 @@ from audit.pack import load_provenance
 @mapping_options
 @benchmark_option("Benchmark spec recorded in the manifest (see `audit benchmarks`).", default="mmlu_pro",
                   show_default=True)
-@click.option("--recorded", type=click.Path(path_type=Path, dir_okay=False), metavar="RECORDED.json",
-              help=RECORDED_HELP + " Each row: the upstream `pred` against the record's gold letter; a null pred "
-                                    "is counted wrong (upstream scores a guess reseeded before each draw: `audit grade "
-                                    "--policy no_answer=upstream-guess@964a136`).")
+@recorded_option("the upstream `pred` against the record's gold letter; a null pred is counted wrong (upstream "
+                 "scores a guess reseeded before each draw: `audit grade --policy no_answer=upstream-guess@964a136`).")
+@FORMAT
 @common_options
 def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: str, maps: tuple[str, ...],
-                    where: tuple[str, ...], benchmark: str, recorded: Path | None, out: Path, model: str | None,
-                    provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool) -> int:
+                    where: tuple[str, ...], benchmark: str, recorded: Path | None, fmt: str | None, out: Path,
+                    model: str | None, provenance: Path | None, package_id: str | None, use_gzip: bool,
+                    force: bool) -> int:
     """TIGER-AI-Lab/MMLU-Pro result files: per-category `*_result.json`, the `eval_results/*.zip`
     files, or JSONL.
 
@@ -50,14 +51,12 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: 
     With --recorded, the run's own verdicts too.
     """
     from audit.importers.mmlu_pro import FIELDS, mmlu_pro_files, mmlu_pro_outputs, recorded_rows
-    from audit.importers.verdicts import write_recorded
 
     rmap = record_map(maps, where, FIELDS)
     if not rmap:
-        check_format(srcs, "mmlu-pro")
-    check_recorded(recorded, force)
-    base = load_provenance(provenance) if provenance else None
-    files = mmlu_pro_files(list(srcs))
+        check_format(srcs, "mmlu-pro", fmt)
+    base = start_import(recorded, force, provenance)
+    files = mmlu_pro_files(list(srcs), fmt)
     bad_rows: list[dict[str, Any]] = []
     outputs = mmlu_pro_outputs(files, out, items_out=items_out, gzip=use_gzip, benchmark=benchmark, model=model,
                                provenance=base, package_id=package_id, on_bad_row=on_bad_row, bad_rows=bad_rows,
@@ -66,11 +65,8 @@ def import_mmlu_pro(srcs: tuple[Path, ...], items_out: Path | None, on_bad_row: 
     if recorded is not None:
         rows, subjects, no_pred = recorded_rows(files, on_bad_row, rmap)
         source = "; ".join(f"{f.name} sha256:{f.sha256}" for f in files)
-
-        def write(package: Path, rel: str) -> Any:
-            return write_recorded(recorded, rows, benchmark=benchmark, tool="TIGER-AI-Lab/MMLU-Pro (pred)",
-                                  source=source, package=package, package_path=rel, subject_of=subjects,
-                                  overwrite=force)
+        write = recorded_writer(recorded, rows, benchmark=benchmark, tool="TIGER-AI-Lab/MMLU-Pro (pred)",
+                                source=source, force=force, subject_of=subjects)
     header = write_reported(outputs, force, recorded, write, bad_rows)
     if recorded is not None:
         report_recorded(recorded, header, benchmark, f"; {no_pred} without a pred counted wrong" if no_pred else "")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from audit.cli.app import benchmark_option
-from audit.cli.imports.common import check_format, collapsed_problems, common_options, import_group
+from audit.cli.imports.common import FORMAT, check_format, collapsed_problems, common_options, import_group
 from audit.pack import load_provenance
 
 
@@ -29,10 +29,11 @@ from audit.pack import load_provenance
                                              "is still an error).")
 @benchmark_option("Benchmark spec recorded in the manifest (see `audit benchmarks`).")
 @click.option("--engine", metavar="NAME", help="Engine or tool that wrote the source, for the provenance.")
+@FORMAT
 @common_options
 def import_table(src: Path, kind: str, maps: tuple[str, ...], consts: tuple[str, ...], where: tuple[str, ...],
                  explode: tuple[str, ...], sample_from: str | None, keep_extra: bool, drop: tuple[str, ...],
-                 dedupe: bool, benchmark: str | None, engine: str | None, out: Path, model: str | None,
+                 dedupe: bool, benchmark: str | None, engine: str | None, fmt: str | None, out: Path, model: str | None,
                  provenance: Path | None, package_id: str | None, use_gzip: bool, force: bool) -> int:
     """Any JSONL / JSONL.gz / JSON / CSV / Parquet table, mapped column by column.
 
@@ -43,13 +44,13 @@ def import_table(src: Path, kind: str, maps: tuple[str, ...], consts: tuple[str,
     from audit.importers import write_outputs
     from audit.importers.table import parse_spec, table_output
 
-    check_format([src], "table")
+    check_format([src], "table", fmt)
     spec = parse_spec(kind, maps=maps, consts=consts, where=where, explode=explode, sample_from=sample_from,
                       keep_extra=keep_extra, drop=drop, dedupe=dedupe)
     output, imp = table_output(str(src), out, spec, gzip=use_gzip, benchmark=benchmark, model=model,
                                engine=engine, provenance=load_provenance(provenance) if provenance else None,
-                               package_id=package_id)
-    with collapsed_problems([src], hint=True):
+                               package_id=package_id, fmt=fmt)
+    with collapsed_problems([src], hint=True, fmt=fmt):
         (manifest,) = write_outputs([output], overwrite=force)
     notes = [f"{imp.read} read"]
     if imp.filtered:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from audit.cli.app import benchmark_option
-from audit.cli.imports.common import import_group, mapping_options, record_map
+from audit.cli.imports.common import FORMAT, import_group, mapping_options, record_map
 
 
 @import_group.command("verdicts")
@@ -21,8 +21,9 @@ from audit.cli.imports.common import import_group, mapping_options, record_map
               metavar="OUT.json", help="Verdict file to write.")
 @click.option("--force", is_flag=True, help="Replace OUT.json if it exists and is a verdict file.")
 @mapping_options
+@FORMAT
 def import_verdicts_cmd(src: Path, benchmark: str, tool: str, package: Path | None, out: Path, force: bool,
-                        maps: tuple[str, ...], where: tuple[str, ...]) -> int:
+                        maps: tuple[str, ...], where: tuple[str, ...], fmt: str | None) -> int:
     """Per-item verdicts another tool recorded, as a verdict file for `audit diff`.
 
     TABLE rows: item_id, sample (default 0), answer, and correct (true/false/null) or verdict
@@ -37,10 +38,11 @@ def import_verdicts_cmd(src: Path, benchmark: str, tool: str, package: Path | No
     check_output(out, force=force, kind="verdicts")
     rmap = record_map(maps, where, FIELDS)
     if not rmap:
-        hint = wrong_importer_for_verdicts(src)
+        hint = wrong_importer_for_verdicts(src, fmt)
         if hint is not None:
             raise AuditError(hint, path=str(src))
-    header = import_verdicts(src, out, benchmark=benchmark, tool=tool, package=package, rmap=rmap, overwrite=force)
+    header = import_verdicts(src, out, benchmark=benchmark, tool=tool, package=package, rmap=rmap,
+                             overwrite=force, fmt=fmt)
     overall = next(f for f in header.summary.figures if f.name == "accuracy")
     click.echo(f"wrote {out}: {benchmark}, {header.summary.items} items x {header.summary.samples} samples, "
                f"recorded accuracy {100 * overall.value:.2f}% ({overall.correct}/{overall.total})")
