@@ -1250,3 +1250,19 @@ def test_a_structural_release_refuses_what_the_pinned_packages_contradict(cli, t
     r = cli("release", case["vf"], "-o", case["rel"])
     assert r.code == 2 and message in r.err, r.err
     assert r.err.count("\n") == 1 and not case["rel"].exists()
+
+
+def test_a_dataset_folders_parquet_is_compared_byte_for_byte(cli, tmp_path):
+    """Under the pyarrow that wrote it, the Parquet file is regenerated from the rows and compared whole: even a
+    re-encoding that hides nothing a reader could find (zstd pages) is not the release's file."""
+    import pyarrow.parquet as pq
+
+    case = _case(tmp_path, [{}, {}])
+    out = tmp_path / "hf"
+    assert cli("release", case["vf"], "-o", out, "--format", "hf").code == 0
+    ok = cli("verify-release", out, "--items", case["items"])
+    assert ok.code == 0 and "nothing else (byte for byte); the card is the release's" in ok.out, ok.out
+    data = out / "data" / "verdicts.parquet"
+    pq.write_table(pq.read_table(data), data, compression="zstd")
+    r = cli("verify-release", out, "--items", case["items"])
+    assert r.code == 1 and "FAIL parquet" in r.out and "its bytes are not what the release's rows give" in r.out

@@ -412,12 +412,22 @@ def _parquet(v: VerifyContext) -> Check | None:
     rows_text = v.files[ROWS_FILE].decode("utf-8").splitlines()
     if not problems and got != parquet_rows(rows_text, columns):
         problems.append(f"its {len(got):,} rows differ from {ROWS_FILE}'s {len(rows_text):,}")
+    import pyarrow as pa
+
+    from audit.release.hf import parquet_bytes
+
+    same_writer = pf.metadata.created_by == f"parquet-cpp-arrow version {pa.__version__}"
+    if not problems and same_writer and data != parquet_bytes(got, v.schema):
+        problems.append("its bytes are not what the release's rows give (pyarrow writes them byte for byte)")
     card = read_regular(v.dataset / HF_CARD_FILE, limit=MAX_DOCUMENT_BYTES + 1)
     info = loads_strict(v.files[INFO_FILE])
     if card.decode("utf-8", errors="replace") != render_card(info, v.files[README_FILE].decode("utf-8")):
         problems.append(f"the dataset card {HF_CARD_FILE} is not what release.json and the release's README give")
+    how = "byte for byte" if same_writer else (f"by content (written by {pf.metadata.created_by}, not this "
+                                               f"pyarrow {pa.__version__}: every byte a page or the footer)")
     return Check("parquet", not problems, f"{DATA_FILE}: " + "; ".join(problems) if problems else
-                 f"{DATA_FILE} holds the release's {len(got):,} rows and nothing else; the card is the release's")
+                 f"{DATA_FILE} holds the release's {len(got):,} rows and nothing else ({how}); the card is the "
+                 f"release's")
 
 
 _CREATED_BY = re.compile(r"parquet-cpp-arrow version [0-9]+\.[0-9]+\.[0-9]+")
