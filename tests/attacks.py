@@ -327,6 +327,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
                                      "order", "issue", "succeeded"),
     ("release.public-neighbour-key", "each protected item's key carried by the answer of the public item published "
                                      "next to it", "added", "succeeded"),
+    ("release.attempt-code-points", "public rows' attempt numbers (a bounded integer, no text field) spelling the "
+                                    "protected question as code points over the rows", "added", "succeeded"),
     ("release.sample-modulo-key", "each protected item's key carried by its sample index modulo 4", "issue",
      "succeeded"),
     ("release.hf-parquet-planted", "a dataset folder's Parquet (the file `datasets` loads) carrying rows or columns "

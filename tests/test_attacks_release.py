@@ -1266,3 +1266,31 @@ def test_a_dataset_folders_parquet_is_compared_byte_for_byte(cli, tmp_path):
     pq.write_table(pq.read_table(data), data, compression="zstd")
     r = cli("verify-release", out, "--items", case["items"])
     assert r.code == 1 and "FAIL parquet" in r.out and "its bytes are not what the release's rows give" in r.out
+
+
+@attack("release.attempt-code-points")
+@pytest.mark.parametrize("responses", ["as graded", "crafted to match"])
+def test_public_attempt_numbers_carry_no_text(cli, tmp_path, responses):
+    # 75 public rows whose attempts are the question's code points: no string anywhere, so no text check sees it.
+    codes = [ord(c) for c in QUESTION]
+    ids = [f"q{n:03d}" for n in range(len(codes))]
+    items = [{"item_id": "p1", "reference": "A", "num_choices": 4, "protected": True, "question": QUESTION}]
+    items += [{"item_id": i, "reference": "B", "num_choices": 4} for i in ids]
+    ip = make_package(tmp_path / "items", items=items)
+    attempts = dict(zip(ids, codes, strict=True)) if responses == "crafted to match" else {}
+    rp = make_package(tmp_path / "resp", responses=[{"item_id": it["item_id"], "attempt": attempts.get(it["item_id"], 0),
+                                                     "response": "(A)"} for it in items])
+    rows = [{"item_id": "p1", "sample": 0, "verdict": "correct", "answer": "A", "reference": "A"}]
+    rows += [{"item_id": i, "sample": 0, "attempt": a, "verdict": "incorrect", "answer": "A", "reference": "B"}
+             for i, a in zip(ids, codes, strict=True)]
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    rel = tmp_path / "rel"
+    r = cli("release", vf, "-o", rel)
+    assert r.code in (0, 2), r.err
+    if rel.exists():
+        published = [json.loads(x).get("attempt") for x in (rel / "verdicts.jsonl").read_text().splitlines()]
+        assert "".join(chr(a) for a in published if a) != QUESTION, "the attempts spell the protected question"
+        assert set(published) <= {None, 0}
+    else:
+        assert "field attempt: the responses package holds no such attempt of this row's sample" in r.err

@@ -221,6 +221,9 @@ class BuildContext:
     """(dataset id, sample) -> the sample's rank among the item's samples (structural releases)."""
     sample_source: str = field(init=False)
     """Where the ranks come from: `responses package` or `verdict file`."""
+    attempt_ranks: dict[tuple[str, int, int], int] = field(init=False)
+    """(dataset id, sample, attempt) -> the attempt's rank among the responses package's attempts of that sample
+    (structural releases with the responses package; without it no attempt is published)."""
     withheld: Counter[str] = field(init=False)
     """Public rows whose answer, rule or reason was not published, by field (structural releases)."""
     release_rows: list[ReleaseRow | ClosedReleaseRow] = field(init=False)
@@ -341,11 +344,12 @@ def _rank_samples(b: BuildContext) -> None:
     pinned responses package (with `--no-response-check`, in the verdict file), so indices the verdict file chose
     (one per gold letter, or a multiple of 4 plus the letter's index) carry nothing. A row whose (item, sample)
     the responses package lacks is refused: it graded no response of it."""
-    b.ranks, b.sample_source = {}, "verdict file"
+    b.ranks, b.sample_source, b.attempt_ranks = {}, "verdict file", {}
     if not b.structural:
         return
     graded = {(r["item_id"], r["sample"]) for r in b.rows}
     pairs = graded
+    attempts: dict[tuple[str, int], set[int]] = {}
     header = b.vt.header
     responses = None if b.no_response_check else _resolve(header.responses_package, b.responses, b.verdicts.parent)
     if responses is not None:
@@ -354,7 +358,10 @@ def _rank_samples(b: BuildContext) -> None:
                 raise AuditError(f"responses package digest is {pkg.digest[:12]}, the verdict file names "
                                  f"{header.responses_package.digest[:12]}", path=str(responses))
             items = {i for i, _ in graded}
-            pairs = {(r.item_id, r.sample) for r in pkg.iter_rows("response_row.v1") if r.item_id in items}
+            for resp in pkg.iter_rows("response_row.v1"):
+                if resp.item_id in items:
+                    attempts.setdefault((resp.item_id, resp.sample), set()).add(resp.attempt)
+            pairs = set(attempts)
         b.sample_source = "responses package"
         missing = graded - pairs
         if missing:  # named by row: an id may be text that must not be printed
@@ -362,6 +369,13 @@ def _rank_samples(b: BuildContext) -> None:
             raise AuditError(f"{len(missing)} graded rows have no response in the responses package (this is the "
                              f"first): a release's samples are the responses package's", path=str(b.verdicts),
                              row=first, field="sample")
+        for n, r in enumerate(b.rows, 1):  # an attempt number is published too: the responses package's only
+            if r["attempt"] is not None and r["attempt"] not in attempts[(r["item_id"], r["sample"])]:
+                raise AuditError("the responses package holds no such attempt of this row's sample: a release's "
+                                 "attempts are the responses package's", path=str(b.verdicts), row=n, field="attempt")
+        for (item_id, sample), numbers in attempts.items():
+            for rank, attempt in enumerate(sorted(numbers)):
+                b.attempt_ranks[(item_id, sample, attempt)] = rank
     per_item: dict[str, list[int]] = {}
     for item_id, sample in sorted(pairs):
         per_item.setdefault(item_id, []).append(sample)
@@ -390,8 +404,11 @@ def _form_rows(b: BuildContext) -> None:
     for n, r in enumerate(b.rows, 1):
         item_id = r["item_id"]
         item = b.item_rows.get(item_id)
-        row = _closed_row(r, b.ids[item_id], b.ranks[(item_id, r["sample"])], item_id in b.protected, item,
-                          field_name)
+        attempt = b.attempt_ranks.get((item_id, r["sample"], r["attempt"]))  # None without the responses
+        if attempt is None and r["attempt"] is not None and item_id not in b.protected:
+            b.withheld["attempt"] += 1
+        row = _closed_row({**r, "attempt": attempt}, b.ids[item_id], b.ranks[(item_id, r["sample"])],
+                          item_id in b.protected, item, field_name)
         out.append(row)
         if row.protected:
             continue

@@ -117,8 +117,9 @@ class ReleaseStructure(Record):
     outrun); protected items' never."""
     text_cap: Count | None = None
     """With `capped`: the most characters of one published text."""
-    withheld: dict[Literal["answer", "rule", "reason"], Count]
-    """Public rows whose answer, rule or reason was not published in the rows (free text)."""
+    withheld: dict[Literal["answer", "attempt", "rule", "reason"], Count]
+    """Public rows whose answer, rule or reason was not published in the rows (free text), or whose attempt was not
+    (without the responses package no attempt number is published: it would be the verdict file's own)."""
 
 
 class ReleaseInfo(Record):
@@ -274,7 +275,8 @@ class ClosedReleaseRow(Record):
     protected: bool = False
     """True for items whose content must not be published: then only the fields above are present."""
     attempt: int | None = Field(default=None, ge=0, le=MAX_RELEASE_ATTEMPTS)
-    """Attempt graded (0 = original); absent for protected items."""
+    """The rank of the attempt graded among the sample's attempts in the pinned responses package (0 = the
+    original); absent for protected items, and without the responses package."""
     answer: OptionLetter | None = None
     """The extracted option letter of a public multiple-choice item (within its options); absent otherwise."""
     reference: str | None = None
