@@ -329,6 +329,8 @@ _TABLE: list[tuple[str, str, str, str]] = [
                                      "next to it", "added", "succeeded"),
     ("release.attempt-code-points", "public rows' attempt numbers (a bounded integer, no text field) spelling the "
                                     "protected question as code points over the rows", "added", "succeeded"),
+    ("release.header-names", "the verdict file's names for its extractor, grader and packages (base32 of protected "
+                             "text, lowercase) copied into release.json", "added", "succeeded"),
     ("release.sample-modulo-key", "each protected item's key carried by its sample index modulo 4", "issue",
      "succeeded"),
     ("release.hf-parquet-planted", "a dataset folder's Parquet (the file `datasets` loads) carrying rows or columns "

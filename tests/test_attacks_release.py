@@ -1278,8 +1278,8 @@ def test_public_attempt_numbers_carry_no_text(cli, tmp_path, responses):
     items += [{"item_id": i, "reference": "B", "num_choices": 4} for i in ids]
     ip = make_package(tmp_path / "items", items=items)
     attempts = dict(zip(ids, codes, strict=True)) if responses == "crafted to match" else {}
-    rp = make_package(tmp_path / "resp", responses=[{"item_id": it["item_id"], "attempt": attempts.get(it["item_id"], 0),
-                                                     "response": "(A)"} for it in items])
+    rp = make_package(tmp_path / "resp", responses=[
+        {"item_id": it["item_id"], "attempt": attempts.get(it["item_id"], 0), "response": "(A)"} for it in items])
     rows = [{"item_id": "p1", "sample": 0, "verdict": "correct", "answer": "A", "reference": "A"}]
     rows += [{"item_id": i, "sample": 0, "attempt": a, "verdict": "incorrect", "answer": "A", "reference": "B"}
              for i, a in zip(ids, codes, strict=True)]
@@ -1294,3 +1294,27 @@ def test_public_attempt_numbers_carry_no_text(cli, tmp_path, responses):
         assert set(published) <= {None, 0}
     else:
         assert "field attempt: the responses package holds no such attempt of this row's sample" in r.err
+
+
+@attack("release.header-names")
+def test_release_json_publishes_no_name_the_verdict_file_chose(cli, tmp_path):
+    from tests.verdict_helpers import component
+
+    hidden = base64.b32encode(PIECE[:20].encode()).decode().lower().rstrip("=")  # a safe name, and text
+    case = _case(tmp_path, [{}])
+    with open_package(case["resp"]) as rp, open_package(case["items"]) as ip:
+        refs = {"responses_package": package(rp.digest, hidden, "resp"),
+                "items_package": package(ip.digest, hidden, "items")}
+    rows = [{"item_id": "p1", "sample": 0, "verdict": "correct", "answer": "A", "reference": "A"},
+            {"item_id": "q01", "sample": 0, "verdict": "incorrect", "answer": "A", "reference": "B"}]
+    vf = write_verdict_file(tmp_path / "named.json", make_verdict_file(
+        rows, extractor=component(hidden, "1"), grader=component("choice", "1"), **refs))
+    r = cli("release", vf, "-o", case["rel"])
+    assert r.code in (0, 2), r.err
+    assert not _carries(case["rel"], [hidden]), "release.json publishes the verdict file's own names"
+    if r.code == 0:
+        info = json.loads((case["rel"] / "release.json").read_text())
+        assert info["extractor"] is None and info["structure"]["withheld"]["components"] == 2
+        with open_package(case["resp"]) as rp:
+            assert (info["responses_package"]["package_id"], info["responses_package"]["digest"]) == (
+                rp.manifest.package_id, rp.digest)

@@ -44,7 +44,7 @@ from audit.release.models import (
 from audit.release.render import info_json, render_readme
 from audit.release.salt import hash_id, release_id_key, strong_salt
 from audit.summary import figures as compute_figures
-from audit.verdicts import ROW_STATUSES, Figure, PackageRef, VerdictFile, VerdictRead, read_verdicts
+from audit.verdicts import ROW_STATUSES, ComponentRef, Figure, PackageRef, VerdictFile, VerdictRead, read_verdicts
 
 
 def _resolve(ref: PackageRef | None, given: str | Path | None, base: Path) -> Path | None:
@@ -72,13 +72,16 @@ def option_letter(answer: str | None, item: ItemRow | None) -> str | None:
     return answer
 
 
-def _load_items(path: Path, ref: PackageRef | None, label: str) -> dict[str, ItemRow]:
+def _load_items(path: Path, ref: PackageRef | None, label: str,
+                pinned: dict[str, PackageRef] | None = None) -> dict[str, ItemRow]:
     with open_package(path) as pkg:
         if not pkg.files("item_row.v1"):
             raise AuditError("holds no item rows", path=str(path))
         if ref is not None and pkg.digest != ref.digest:
             raise AuditError(f"items package digest is {pkg.digest[:12]}, the {label} names {ref.digest[:12]}",
                              path=str(path))
+        if pinned is not None:
+            pinned["items"] = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest)
         return {it.item_id: it for it in pkg.iter_rows("item_row.v1")}
 
 
@@ -221,6 +224,9 @@ class BuildContext:
     """(dataset id, sample) -> the sample's rank among the item's samples (structural releases)."""
     sample_source: str = field(init=False)
     """Where the ranks come from: `responses package` or `verdict file`."""
+    pinned: dict[str, PackageRef] = field(init=False)
+    """`items` and `responses`: the packages read, by their own manifest's id and digest (what a structural
+    release publishes, never the verdict file's names for them)."""
     attempt_ranks: dict[tuple[str, int, int], int] = field(init=False)
     """(dataset id, sample, attempt) -> the attempt's rank among the responses package's attempts of that sample
     (structural releases with the responses package; without it no attempt is published)."""
@@ -259,9 +265,9 @@ def _read_inputs(b: BuildContext) -> None:
         own = _resolve(header.responses_package, b.responses, base)
         if own is not None and own.exists():
             items_path, items_ref = own, header.responses_package if b.responses is None else None
-    b.item_rows = {}
+    b.item_rows, b.pinned = {}, {}
     if items_path is not None:
-        b.item_rows = _load_items(items_path, items_ref, "verdict file")
+        b.item_rows = _load_items(items_path, items_ref, "verdict file", b.pinned)
         missing = {r["item_id"] for r in rows} - b.item_rows.keys()
         if missing:  # named by row, not by id: an id may be text that must not be printed
             first = next(n for n, r in enumerate(rows, 1) if r["item_id"] in missing)
@@ -291,6 +297,9 @@ def _select_protected(b: BuildContext) -> None:
     else:
         b.protected = {i for i in b.item_ids if b.item_rows[i].protected}
     b.structural = bool(b.protected)
+    if b.structural and not REFERENCE_FIELD.fullmatch(header.reference_field):
+        raise AuditError(f"a release holding protected items publishes the reference field, which must match "
+                         f"{REFERENCE_FIELD.pattern}; this one does not", path=str(b.verdicts), field="reference_field")
     for n, r in enumerate(b.rows, 1):
         if r["status"] not in ROW_STATUSES and (r["item_id"] in b.protected or b.structural):
             # Free text (an imported status) would be published beside a protected item's id, or beside public
@@ -358,6 +367,7 @@ def _rank_samples(b: BuildContext) -> None:
                 raise AuditError(f"responses package digest is {pkg.digest[:12]}, the verdict file names "
                                  f"{header.responses_package.digest[:12]}", path=str(responses))
             items = {i for i, _ in graded}
+            b.pinned["responses"] = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest)
             for resp in pkg.iter_rows("response_row.v1"):
                 if resp.item_id in items:
                     attempts.setdefault((resp.item_id, resp.sample), set()).add(resp.attempt)
@@ -465,10 +475,16 @@ def _describe(b: BuildContext) -> None:
     id_key = b.id_key
     policies = header.policies.model_copy(update={"exclude": sorted(
         hash_id(i, id_key) if id_key else i for i in header.policies.exclude)})
+    responses_ref, items_ref = _unpathed(header.responses_package), _unpathed(header.items_package)
+    extractor, grader = header.extractor, header.grader
+    if b.structural:  # the pinned packages' own names, and components only as audit registers them
+        responses_ref = b.pinned.get("responses") if responses_ref is not None else None
+        items_ref = b.pinned.get("items") if items_ref is not None else None
+        extractor, grader = _registered("extractor", extractor, b), _registered("grader", grader, b)
     b.info = ReleaseInfo(
         benchmark=header.benchmark, verdict_file_sha256=b.sha256,
-        responses_package=_unpathed(header.responses_package), items_package=_unpathed(header.items_package),
-        extractor=header.extractor, grader=header.grader, reference_field=header.reference_field, policies=policies,
+        responses_package=responses_ref, items_package=items_ref,
+        extractor=extractor, grader=grader, reference_field=header.reference_field, policies=policies,
         id_scheme="hmac-sha256/release" if b.hash_ids else "dataset", id_context=b.sha256 if b.hash_ids else None,
         rows=len(b.release_rows), items=len(b.item_ids), samples=len({r.sample for r in b.release_rows}),
         protected_items=len(protected), statuses=dict(sorted(Counter(r.status for r in b.release_rows).items())),
@@ -546,6 +562,30 @@ def _release_row(r: dict[str, Any], release_id: str, protected: bool) -> Release
     return ReleaseRow(item_id=release_id, sample=r["sample"], verdict=r["verdict"], status=r["status"],
                       attempt=r["attempt"], answer=r["answer"], rule=r["rule"], reason=r["reason"],
                       reference=r["reference"])
+
+
+REFERENCE_FIELD = re.compile(r"reference|extra\.[a-z0-9_]{1,32}")
+"""What a structural release publishes as the item field its references come from: never text."""
+
+
+def _registered(kind: str, ref: ComponentRef | None, b: BuildContext) -> ComponentRef | None:
+    """`ref` when audit registers that `name@version` under its fingerprint (or one its lock accepts): then every
+    string of it is a registered component's. Otherwise None (published as not recorded), counted as withheld."""
+    if ref is None:
+        return None
+    from audit import lock
+    from audit.specs import lookup
+
+    try:
+        comp = lookup(kind, ref.key)
+    except AuditError:
+        comp = None
+    if comp is not None:
+        mine = ComponentRef(name=comp.name, version=comp.version, fingerprint=comp.fingerprint)
+        if lock.same_version(kind, ref, mine):
+            return ref
+    b.withheld["components"] += 1
+    return None
 
 
 def _closed_row(r: dict[str, Any], release_id: str, rank: int, protected: bool, item: ItemRow | None,

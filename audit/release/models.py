@@ -117,9 +117,11 @@ class ReleaseStructure(Record):
     outrun); protected items' never."""
     text_cap: Count | None = None
     """With `capped`: the most characters of one published text."""
-    withheld: dict[Literal["answer", "attempt", "rule", "reason"], Count]
+    withheld: dict[Literal["answer", "attempt", "components", "rule", "reason"], Count]
     """Public rows whose answer, rule or reason was not published in the rows (free text), or whose attempt was not
-    (without the responses package no attempt number is published: it would be the verdict file's own)."""
+    (without the responses package no attempt number is published: it would be the verdict file's own); and
+    `components`: the extractor and grader the verdict file names that audit does not register under that
+    fingerprint (published as not recorded: their names would be the verdict file's text)."""
 
 
 class ReleaseInfo(Record):
