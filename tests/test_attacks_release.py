@@ -469,7 +469,9 @@ def test_pieces_spread_one_per_row_are_found(cli, wide, encode):
 
 @attack("leak.document-strings")
 @pytest.mark.parametrize("benchmark", [base64.b64encode(QUESTION.encode()).decode(), QUESTION,
-                                       QUESTION.encode().hex()])
+                                       QUESTION.encode().hex(),
+                                       # a safe name (lowercase base32): refused as no registered or pinned name
+                                       base64.b32encode(PIECE[:35].encode()).decode().lower().rstrip("=")])
 def test_protected_text_in_the_benchmark_name_is_refused(cli, wide, benchmark):
     out = wide["dir"] / "rel"
     r = cli("release", wide["verdicts"]([], benchmark=benchmark), "-o", out)

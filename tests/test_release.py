@@ -262,7 +262,7 @@ def test_verify_detects_an_edited_readme(tmp_path, cli):
 
 
 def test_release_needs_to_know_what_is_protected(tmp_path, cli):
-    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}])
+    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}], benchmark="choice")
     write_verdict_file(tmp_path / "v.json", vf)
     r = cli("release", tmp_path / "v.json", "-o", tmp_path / "rel")
     assert r.code == 2 and "cannot tell which items are protected" in r.err
@@ -292,7 +292,7 @@ def test_release_refuses_a_summary_its_rows_contradict(tmp_path, cli):
 def test_protected_row_schema_rejects_content(tmp_path, cli):
     with pytest.raises(ValueError, match="a protected row may hold only item_id, sample, verdict and status, not answer"):
         ReleaseRow(item_id="x", sample=0, verdict="correct", status="correct", protected=True, answer="B")
-    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}])
+    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}], benchmark="choice")
     write_verdict_file(tmp_path / "v.json", vf)
     assert cli("release", tmp_path / "v.json", "-o", tmp_path / "rel", "--protected", "--no-response-check").code == 0
     p = tmp_path / "rel" / "verdicts.jsonl"
@@ -360,7 +360,7 @@ def test_leak_check_finds_every_planted_substring_and_nothing_else():
 def test_hashed_release_never_publishes_a_raw_excluded_id(tmp_path, cli):
     # An excluded id with no row (scope=responses, or not in the items at all) was written
     # to release.json's policies as it is, though --hash-ids promises no dataset id is published.
-    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}],
+    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}], benchmark="choice",
                            policies=Policies(exclude=["i1", "secret/2"], scope="responses"))
     write_verdict_file(tmp_path / "v.json", vf)
     r = cli("release", tmp_path / "v.json", "-o", tmp_path / "rel", "--protected", "--no-response-check",

@@ -72,7 +72,11 @@ recomputed from the published `guess_seed`, id and sample: with dataset ids a `c
 names the reference), and refuses one where any feature predicts the reference far above chance
 (GPQA ids `...-v{k}` do, perfectly). A protected row's status must be one of audit's own
 (ROW_STATUSES), never free text. Document-level strings (the benchmark name, `--id`) must match
-SAFE_NAME: a short lowercase name, never text.
+SAFE_NAME: a short lowercase name, never text. In a structural release the benchmark must also be a
+registered benchmark spec or the one a pinned package's manifest names (a safe name can spell lowercase
+base32), the packages are named by their own manifests, the extractor and grader appear only as audit
+registers them (else "not recorded", counted in `structure.withheld.components`), and the reference field
+is `reference` or `extra.KEY`.
 
 `audit verify-release DIR --items PRIVATE_ITEMS [--salt S] [--responses R]` lets a holder of
 the dataset check a release against their own copy, in this order: package (manifest, hashes,

@@ -81,7 +81,8 @@ def _load_items(path: Path, ref: PackageRef | None, label: str,
             raise AuditError(f"items package digest is {pkg.digest[:12]}, the {label} names {ref.digest[:12]}",
                              path=str(path))
         if pinned is not None:
-            pinned["items"] = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest)
+            pinned["items"] = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest,
+                                         path=pkg.manifest.benchmark)  # (path: its benchmark, for the check)
         return {it.item_id: it for it in pkg.iter_rows("item_row.v1")}
 
 
@@ -367,7 +368,8 @@ def _rank_samples(b: BuildContext) -> None:
                 raise AuditError(f"responses package digest is {pkg.digest[:12]}, the verdict file names "
                                  f"{header.responses_package.digest[:12]}", path=str(responses))
             items = {i for i, _ in graded}
-            b.pinned["responses"] = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest)
+            b.pinned["responses"] = PackageRef(package_id=pkg.manifest.package_id, digest=pkg.digest,
+                                               path=pkg.manifest.benchmark)
             for resp in pkg.iter_rows("response_row.v1"):
                 if resp.item_id in items:
                     attempts.setdefault((resp.item_id, resp.sample), set()).add(resp.attempt)
@@ -478,8 +480,9 @@ def _describe(b: BuildContext) -> None:
     responses_ref, items_ref = _unpathed(header.responses_package), _unpathed(header.items_package)
     extractor, grader = header.extractor, header.grader
     if b.structural:  # the pinned packages' own names, and components only as audit registers them
-        responses_ref = b.pinned.get("responses") if responses_ref is not None else None
-        items_ref = b.pinned.get("items") if items_ref is not None else None
+        _check_benchmark(b)
+        responses_ref = _unpathed(b.pinned.get("responses")) if responses_ref is not None else None
+        items_ref = _unpathed(b.pinned.get("items")) if items_ref is not None else None
         extractor, grader = _registered("extractor", extractor, b), _registered("grader", grader, b)
     b.info = ReleaseInfo(
         benchmark=header.benchmark, verdict_file_sha256=b.sha256,
@@ -566,6 +569,19 @@ def _release_row(r: dict[str, Any], release_id: str, protected: bool) -> Release
 
 REFERENCE_FIELD = re.compile(r"reference|extra\.[a-z0-9_]{1,32}")
 """What a structural release publishes as the item field its references come from: never text."""
+
+
+def _check_benchmark(b: BuildContext) -> None:
+    """A structural release publishes the benchmark name only when it is a registered benchmark spec or the
+    benchmark a pinned package's manifest names: a safe name chosen by the verdict file could spell text."""
+    from audit.specs import SPECS
+
+    name = b.vt.header.benchmark
+    pinned = {ref.path for ref in b.pinned.values() if ref.path}
+    if name not in SPECS and name not in pinned:
+        raise AuditError("a release holding protected items publishes the benchmark name only when it is a "
+                         "registered benchmark spec or the one the items or responses package names; this one is "
+                         "neither (rename it in the verdict file)", path=str(b.verdicts), field="benchmark")
 
 
 def _registered(kind: str, ref: ComponentRef | None, b: BuildContext) -> ComponentRef | None:
