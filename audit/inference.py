@@ -10,7 +10,11 @@ the gold at letter k) passes every text check and still gives the key away. So e
   of digits), `item_id's last character`;
 - `verdict` and `status`: the item's verdicts (statuses) over its samples, in sample order;
 - `sample indices`: the sample numbers the item's rows carry (an item's only sample set to its
-  gold letter's index spells the key);
+  gold letter's index spells the key), and `sample indices modulo k` (k = 2..8: a sample number
+  4j + the letter's index is unique per item, and its remainder is the key);
+- cross-item: `status` and `verdict of the next (previous) protected item in published order`, and of
+  the one two away (NEIGHBOUR_OFFSETS), and the rows (verdict, status, answer) of the item next to it
+  among all published items, public ones too: an item's key carried by its neighbour's rows;
 - `row order`: the item's position among the protected items in published order, modulo m
   (m = 2..8) and in b equal blocks (b = 2, 4, 8, 16): rows follow the ids, and ids can be
   chosen so that their sorted order groups the items by answer;
@@ -36,7 +40,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 TEST = "leave-one-out majority vote, one-sided exact binomial test against chance"
@@ -79,6 +83,9 @@ class Result:
 
 
 ORDER_MODULI = range(2, 9)
+SAMPLE_MODULI = range(2, 9)
+NEIGHBOUR_OFFSETS = {1: "next", -1: "previous", 2: "second next", -2: "second previous"}
+"""Neighbours in published order whose status and verdict are tested as predictors of an item's reference."""
 ORDER_BLOCKS = (2, 4, 8, 16)
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -107,10 +114,21 @@ def draw(seed: int, item_id: str, sample: int, options: int, policy: str = "rand
     return LETTERS[random.Random(f"{seed}:{item_id}:{sample}").randrange(options)]
 
 
-def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = None
-             ) -> dict[tuple[str, str], dict[str, str]]:
+def published_items(rows: Sequence[tuple[str, int, str, str, str | None]]) -> dict[str, str]:
+    """Every published item, public or protected, in published order -> what its rows publish (verdict, status
+    and answer per sample), from (item_id, sample, verdict, status, answer) rows: the `neighbours` of features."""
+    out: dict[str, list[str]] = {}
+    for item_id, sample, verdict, status, answer in rows:
+        out.setdefault(item_id, []).append(f"{sample}:{verdict}:{status}:{answer or ''}")
+    return {k: "|".join(v) for k, v in out.items()}
+
+
+def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = None,
+             neighbours: Mapping[str, str] | None = None) -> dict[tuple[str, str], dict[str, str]]:
     """(feature, field) -> {item id: value} over released rows (item_id, sample, verdict, status) of
-    protected items, in published order; ids are as published (dataset or salted)."""
+    protected items, in published order; ids are as published (dataset or salted). `neighbours`
+    (published_items): every published item in published order, public ones too, whose rows next to a
+    protected item's are tested as a predictor of its reference."""
     by_item: dict[str, list[tuple[int, str, str]]] = {}
     for item_id, sample, verdict, status in rows:
         by_item.setdefault(item_id, []).append((sample, verdict, status))
@@ -133,7 +151,10 @@ def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = No
         put("verdict", "verdict", item, "|".join(v for _, v, _ in samples))
         put("status", "status", item, "|".join(s for _, _, s in samples))
         put("sample indices", "sample", item, "|".join(str(n) for n, _, _ in samples))
+        for m in SAMPLE_MODULI:
+            put(f"sample indices modulo {m}", "sample", item, "|".join(str(n % m) for n, _, _ in samples))
     n = len(by_item)
+    _cross_item(by_item, neighbours or {}, put)
     for pos, item in enumerate(by_item):  # dicts keep the published order
         for m in ORDER_MODULI:
             put(f"row order: position mod {m}", "order", item, str(pos % m))
@@ -152,6 +173,29 @@ def features(rows: Sequence[tuple[str, int, str, str]], guess: Guess | None = No
                 put(f"{name} recomputed from the published seed, ids and samples", "verdict", item,
                     "".join(sorted(left)))
     return out
+
+
+def _cross_item(by_item: Mapping[str, list[tuple[int, str, str]]], neighbours: Mapping[str, str],
+                put: Callable[[str, str, str, str], None]) -> None:
+    """The cross-item features: the statuses and verdicts of the protected items NEIGHBOUR_OFFSETS away in
+    published order, and the rows of the published items (public ones too) that far away."""
+    order = list(by_item)  # dicts keep the published order
+    for pos, item in enumerate(order):
+        for offset, name in NEIGHBOUR_OFFSETS.items():
+            if 0 <= pos + offset < len(order):
+                other = by_item[order[pos + offset]]
+                put(f"status of the {name} protected item in published order", "status", item,
+                    "|".join(s for _, _, s in other))
+                put(f"verdict of the {name} protected item in published order", "verdict", item,
+                    "|".join(v for _, v, _ in other))
+    every = list(neighbours)
+    at = {item: pos for pos, item in enumerate(every)}
+    for item in by_item:
+        here = at.get(item)
+        for offset, name in NEIGHBOUR_OFFSETS.items():
+            if here is not None and 0 <= here + offset < len(every):
+                put(f"rows of the {name} item in published order, public or protected", "order", item,
+                    neighbours[every[here + offset]])
 
 
 def check(feats: Mapping[tuple[str, str], Mapping[str, str]], references: Mapping[str, str]) -> Result:

@@ -26,7 +26,14 @@ that could be one, and every 2nd and every 3rd character (text interleaved with 
 of the raw and of the normalized text. A protected text spread over rows in pieces shorter than
 the window, or encoded so, is found. The release adds the concatenated references of its
 protected items (in published and in dataset order, as letters and as digits) to the protected
-strings: a public value spelling the key is a leak.
+strings: a public value spelling the key is a leak. `leakcheck@3` adds short keys (rule 3): the
+same references at any length from MIN_KEY_ITEMS (3), forwards and reversed, found as a word or a
+run of one-letter words of a value (`B A D C`), or inside a column where chance could not put them
+(KEY_CHANCE): an answer key of fewer than 20 protected items is text of fewer than 20 characters.
+
+The leak check is the second layer of a release: a release holding protected items publishes no
+free-text field at all (audit.release), so what this module lists is what `--public-text` text, and
+releases written before that structure, are checked against.
 
 Findings name the file, row, field, protected item and what kind of text matched, never the
 text. What the rules cannot see (an id whose shape encodes the answer, statuses chosen per
@@ -47,7 +54,7 @@ import functools
 import json
 import re
 import unicodedata
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
@@ -63,10 +70,19 @@ TRANSFORMS: dict[str, tuple[str, ...]] = {
     "leakcheck@1": ("identity",),
     "leakcheck@2": ("identity", "rot13", "reversed", "base64", "base64url", "base32", "hex",
                     "every 2nd character", "every 3rd character", "rows concatenated in published order"),
+    "leakcheck@3": ("identity", "rot13", "reversed", "base64", "base64url", "base32", "hex",
+                    "every 2nd character", "every 3rd character", "rows concatenated in published order",
+                    "short keys"),
 }
 """The named, versioned lists of transformations rule 1 compares under (a version's list never changes)."""
 
-CURRENT = "leakcheck@2"
+CURRENT = "leakcheck@3"
+
+MIN_KEY_ITEMS = 3
+"""leakcheck@3: the shortest key (protected references spelled in sequence) looked for, in items."""
+KEY_CHANCE = 1e-6
+"""leakcheck@3: a key is looked for in a column (a field's values over the rows) only where a column of random
+symbols would hold it by chance with at most this probability (its length times alphabet^-items)."""
 
 MIN_PERIOD = 6
 """leakcheck@2: a transformed text's match that repeats with a period of 6 or less is not counted (see find)."""
@@ -138,6 +154,9 @@ class LeakIndex:
     """Protected item id -> its reference answer(s) (rule 2)."""
     aliases: Mapping[str, str] = field(default_factory=dict)
     """Id as it may appear in the files (dataset id or salted id) -> dataset id, for protected items."""
+    keys: Sequence[tuple[str, str]] = ()
+    """leakcheck@3: (what, key) of every short key: the protected references spelled in one sequence (see
+    `find_keys`); any length from MIN_KEY_ITEMS symbols."""
 
     def __post_init__(self) -> None:
         norm = [normalize(t.text) for t in self.texts]
@@ -286,6 +305,46 @@ class LeakIndex:
 
 
 _TOKEN = re.compile(r"[^\s|,;:\"'`()\[\]{}<>=]+")
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _key_forms(value: str) -> tuple[list[str], list[str]]:
+    """The forms a short key is looked for in one value: its words, and its runs of one-character words joined
+    (`B A D C`, `B,A,D,C`), case-folded."""
+    words = _WORD.findall(_fold(value))
+    runs: list[str] = []
+    run: list[str] = []
+    for w in words + [""]:
+        if len(w) == 1:
+            run.append(w)
+            continue
+        if len(run) >= MIN_KEY_ITEMS:
+            runs.append("".join(run))
+        run = []
+    return words, runs
+
+
+def find_keys(values: list[tuple[int | None, str | None, str]], columns: list[tuple[str | None, str]],
+              keys: Sequence[tuple[str, str]]) -> list[tuple[int | None, str | None, str]]:
+    """(row, field, what) wherever a short key is spelled: a whole word or run of one-letter words of a value
+    equal to a key (or holding it, for runs), or a column's values joined holding it where chance could not
+    (KEY_CHANCE). `values`: (row, field, text); `columns`: (field, its values joined in published order)."""
+    wanted = [(what, _fold(k)) for what, k in keys if len(k) >= MIN_KEY_ITEMS]
+    if not wanted:
+        return []
+    out = []
+    for row, fname, text in values:
+        words, runs = _key_forms(text)
+        for what, k in wanted:
+            if k in words or any(k in r for r in runs):
+                out.append((row, fname, what))
+    for fname, joined in columns:
+        norm = normalize(joined)
+        for what, k in wanted:
+            alphabet = max(2, len(set(k)))
+            if len(norm) * float(alphabet) ** -len(k) <= KEY_CHANCE and k in norm:
+                out.append((None, fname, what))
+    return out
 
 SKIP_VALUES = {"verdict": frozenset(get_args(Verdict))}
 """Field values from a fixed vocabulary, never read as a reference answer (rule 2)."""
@@ -494,6 +553,8 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex, transforms: str = C
                                               f"values of one row", where.row))
         if transforms != "leakcheck@1":
             problems += _transformed_leaks(name, text, values, whole, index, hit)
+        if transforms not in ("leakcheck@1", "leakcheck@2") and index.keys:
+            problems += _key_leaks(name, values, index)
         for row, rec in records:
             for item, fname in index.paired(rec):
                 problems.append(Problem(name, f"leak: the reference answer of protected item {item!r} beside its id",
@@ -511,6 +572,22 @@ def find_leaks(files: Mapping[str, bytes], index: LeakIndex, transforms: str = C
         if n > MAX_LEAKS_PER_FILE:
             out.append(Problem(path, f"leak: {n - MAX_LEAKS_PER_FILE} more leaks in this file not listed"))
     return out
+
+
+def _key_leaks(name: str, values: list[_Value], index: LeakIndex) -> list[Problem]:
+    """leakcheck@3's short keys in one file: in every value, and in every column (a JSONL field over the rows)."""
+    columns: dict[str | None, list[str]] = {}
+    plain = []
+    for v in values:
+        last = (v.field or "").split(".")[-1]
+        if v.text == last:
+            continue  # an object key
+        plain.append((v.row, v.field, v.text))
+        columns.setdefault(last if name.endswith(".jsonl") else None, []).append(v.text)
+    joined = [(f, "".join(vs)) for f, vs in sorted(columns.items(), key=lambda x: x[0] or "") if len(vs) > 1]
+    return [Problem(name, f"leak: {what} spelled out" + (" (the column concatenated over the rows in published "
+                                                         "order)" if row is None and name.endswith(".jsonl") else ""),
+                    row, fname) for row, fname, what in find_keys(plain, joined, index.keys)]
 
 
 def _transformed_leaks(name: str, text: str, values: list[_Value], whole: list[_Value], index: LeakIndex,

@@ -27,11 +27,14 @@ MANIFEST_SCHEMA_ID = f"manifest.v{MANIFEST_SCHEMA_VERSION}"
 """The schema file of the manifest this audit writes, named by its `schema_version`."""
 
 FROZEN = {"manifest.v1.json": "7875ebe9ffab2e8e77b9f7f9765f1a754794953dc46936f18ed3facaf028942e",
-          "manifest.v2.json": "a105d4c837af4db1891d5184388a0bd476c68d6d5bf0695586126bd1dc717558"}
+          "manifest.v2.json": "a105d4c837af4db1891d5184388a0bd476c68d6d5bf0695586126bd1dc717558",
+          "release_info.v1.json": "027ba32150f5f279e5f992e87b027ac32136afc3335c09eb1c96c8b1782848a6"}
 """Published schema files that no model generates any more, by sha256: kept as published so a tool that fetched
 one by its `$id` still finds it. (`manifest.v1.json` was generated from the one manifest model while it wrote
 version 2, with the kinds of its day as an enum; `manifest.v2.json` names the version and leaves the kinds to
-the registry; `manifest.v3.json` adds `provenance.subject`, what GPU evidence measured.)"""
+the registry; `manifest.v3.json` adds `provenance.subject`, what GPU evidence measured; `release_info.v1.json`
+is release.json before a release holding protected items was structural, `release_info.v2.json` adds
+`structure`.)"""
 
 SCHEMAS: Catalog[type[BaseModel]] = catalog("schema")
 """Schemas of documents that belong to no package kind (diff reports, claim ledgers, comparisons),

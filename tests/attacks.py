@@ -313,6 +313,28 @@ _TABLE: list[tuple[str, str, str, str]] = [
                                    "folders behind for good", "issue", "succeeded"),
     ("kinds.responses-relabelled-items", "a responses package relabelled `kind: items` validates", "issue",
      "succeeded"),
+    # ---- round 4 (rel), issue 28 class 5: the release made structural
+    ("release.public-text-encoded", "protected text in a public reason as base85, ascii85, Caesar shifts, every 4th "
+                                    "character, zlib, reversed words, homoglyphs, percent-encoding, base64 of the "
+                                    "reversed text, base32 of rot13 or decimal code points", "issue", "succeeded"),
+    ("release.public-text-pieces", "protected text in pieces over public rows in reverse order, or over two fields "
+                                   "(alternate pieces in answer and reason)", "issue", "succeeded"),
+    ("release.public-text-planted", "free text planted in a public row of a release after it was written (re-pinned): "
+                                    "passes verify-release", "issue", "succeeded"),
+    ("release.short-key", "the references of fewer than 20 protected items spelled in one public reason (in order "
+                          "or reversed)", "issue", "succeeded"),
+    ("release.neighbour-status-key", "each protected item's key carried by the status of the next item in published "
+                                     "order", "issue", "succeeded"),
+    ("release.public-neighbour-key", "each protected item's key carried by the answer of the public item published "
+                                     "next to it", "added", "succeeded"),
+    ("release.attempt-code-points", "public rows' attempt numbers (a bounded integer, no text field) spelling the "
+                                    "protected question as code points over the rows", "added", "succeeded"),
+    ("release.header-names", "the verdict file's names for its extractor, grader and packages (base32 of protected "
+                             "text, lowercase) copied into release.json", "added", "succeeded"),
+    ("release.sample-modulo-key", "each protected item's key carried by its sample index modulo 4", "issue",
+     "succeeded"),
+    ("release.hf-parquet-planted", "a dataset folder's Parquet (the file `datasets` loads) carrying rows or columns "
+                                   "the release does not: verify-release read only the JSON", "issue", "succeeded"),
     ("id.manifest-downgrade", "a manifest edited to schema_version 1 (whose digest leaves provenance out) though its "
                               "producer writes 2 or later: provenance unpinned again", "issue", "succeeded"),
     ("id.legacy-provenance-read", "a schema_version 1 manifest's provenance, which its digest does not cover, read as "

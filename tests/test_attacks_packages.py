@@ -420,16 +420,16 @@ def test_verify_release_checks_the_bytes_the_manifest_pins(tmp_path, monkeypatch
             {"item_id": "q1", "sample": 0, "verdict": "correct", "answer": "B", "reference": "B"}]
     vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(rows, **header))
     rel = tmp_path / "rel"
-    assert cli("release", vf, "-o", rel).code == 0
+    assert cli("release", vf, "-o", rel, "--public-text").code == 0  # public text: a free-text file to edit
     # The published release is edited to leak the question and re-pinned; verify-release must see it,
     # even when the clean file is put back while it reads.
-    clean = (rel / "verdicts.jsonl").read_bytes()
+    clean = (rel / "public_text.jsonl").read_bytes()
     leaky = clean.replace(b'"reason":"test row: correct"',
                           b'"reason":"Which organelle converts glucose into usable chemical energy"')
-    (rel / "verdicts.jsonl").write_bytes(leaky)
+    (rel / "public_text.jsonl").write_bytes(leaky)
     m = json.loads((rel / "manifest.json").read_text())
     for f in m["files"]:
-        if f["path"] == "verdicts.jsonl":
+        if f["path"] == "public_text.jsonl":
             f.update(sha256=sha256(leaky), bytes=len(leaky))
     (rel / "manifest.json").write_text(json.dumps(m, indent=2))
     original = release.load_package  # verify-release opens the release with it (validated once)
@@ -439,7 +439,7 @@ def test_verify_release_checks_the_bytes_the_manifest_pins(tmp_path, monkeypatch
         pkg = original(path, *a, **k)
         if Path(path) == rel:
             (rel / "tmp").write_bytes(clean)
-            os.replace(rel / "tmp", rel / "verdicts.jsonl")
+            os.replace(rel / "tmp", rel / "public_text.jsonl")
             swapped.append(path)
         return pkg
 

@@ -63,8 +63,10 @@ def _no_text_in(output: str, text: str) -> None:
 
 
 def _refused(cli, setup, public: dict, *extra: str) -> None:
+    """With --public-text the public rows' imported text is published (capped): the leak check, the second layer,
+    must refuse it. Without, it is withheld: nothing of it is published (the structure, tests below)."""
     out = setup["dir"] / "rel"
-    r = cli("release", setup["verdicts"](public), "-o", out, *extra)
+    r = cli("release", setup["verdicts"](public), "-o", out, "--public-text", *extra)
     assert r.code == 2, (r.out, r.err)
     assert "leak:" in r.err and "protected item 'p1'" in r.err
     _no_text_in(r.out + r.err, PIECE)
@@ -126,7 +128,7 @@ def test_protected_text_in_an_imported_status_is_refused(cli, setup, tmp_path):
 @pytest.mark.parametrize("field", ["answer", "rule", "reason", "reference"])
 def test_no_error_line_prints_the_text_it_found(cli, setup, field):
     out = setup["dir"] / "rel"
-    r = cli("release", setup["verdicts"]({field: f"{QUESTION}"}), "-o", out)
+    r = cli("release", setup["verdicts"]({field: f"{QUESTION}"}), "-o", out, "--public-text")
     assert r.code == 2
     _no_text_in(r.out + r.err, QUESTION)
     # and verify-release, given a release carrying the text, never prints it either
@@ -408,18 +410,23 @@ ENCODINGS = {
 @attack("leak.encoded")
 @pytest.mark.parametrize("how", sorted(ENCODINGS))
 def test_encoded_protected_text_is_found(cli, setup, how):
-    _refused(cli, setup, {"reason": f"note {ENCODINGS[how](QUESTION)}"})
+    reason = f"note {ENCODINGS[how](QUESTION)}"
+    if len(reason) > 200:  # over --public-text's cap: refused before the leak check
+        r = cli("release", setup["verdicts"]({"reason": reason}), "-o", setup["dir"] / "rel", "--public-text")
+        assert r.code == 2 and "field reason: longer than 200 characters" in r.err
+        reason = reason[:200]
+    _refused(cli, setup, {"reason": reason})
 
 
 @attack("leak.encoded")
 @pytest.mark.parametrize("how", ["base64", "rot13", "reversed"])
 def test_verify_release_finds_encoded_text_planted_after_release(cli, setup, how):
     rel = setup["dir"] / "rel"
-    assert cli("release", setup["verdicts"](), "-o", rel).code == 0
-    rows = (rel / "verdicts.jsonl").read_text()
+    assert cli("release", setup["verdicts"](), "-o", rel, "--public-text").code == 0
+    rows = (rel / "public_text.jsonl").read_text()
     forged = rows.replace('"reason":"test row: incorrect"', '"reason":"' + ENCODINGS[how](QUESTION) + '"')
     assert forged != rows
-    _repin(rel, "verdicts.jsonl", forged.encode())
+    _repin(rel, "public_text.jsonl", forged.encode())
     r = cli("verify-release", rel, "--items", setup["items"], "--responses", setup["resp"])
     assert r.code == 1, r.out
     assert "FAIL leaks" in r.out and "protected item 'p1'" in r.out
@@ -453,7 +460,7 @@ def test_pieces_spread_one_per_row_are_found(cli, wide, encode):
     pieces = [text[i:i + 19] for i in range(0, len(text), 19)]
     assert len(pieces) <= 12 and all(len(p) <= 19 for p in pieces)
     out = wide["dir"] / "rel"
-    r = cli("release", wide["verdicts"](pieces), "-o", out)
+    r = cli("release", wide["verdicts"](pieces), "-o", out, "--public-text")
     assert r.code == 2, r.err
     assert "leak:" in r.err and "protected item 'p1'" in r.err and "concatenated" in r.err
     _no_text_in(r.out + r.err, PIECE)
@@ -462,7 +469,9 @@ def test_pieces_spread_one_per_row_are_found(cli, wide, encode):
 
 @attack("leak.document-strings")
 @pytest.mark.parametrize("benchmark", [base64.b64encode(QUESTION.encode()).decode(), QUESTION,
-                                       QUESTION.encode().hex()])
+                                       QUESTION.encode().hex(),
+                                       # a safe name (lowercase base32): refused as no registered or pinned name
+                                       base64.b32encode(PIECE[:35].encode()).decode().lower().rstrip("=")])
 def test_protected_text_in_the_benchmark_name_is_refused(cli, wide, benchmark):
     out = wide["dir"] / "rel"
     r = cli("release", wide["verdicts"]([], benchmark=benchmark), "-o", out)
@@ -477,7 +486,7 @@ def test_release_json_records_the_leak_check_transformations(cli, setup):
     rel = setup["dir"] / "rel"
     assert cli("release", setup["verdicts"](), "-o", rel).code == 0
     info = json.loads((rel / "release.json").read_text())
-    assert info["leak_check"]["transforms"] == "leakcheck@2"
+    assert info["leak_check"]["transforms"] == "leakcheck@3"
     from audit.leaks import TRANSFORMS
 
     assert TRANSFORMS["leakcheck@1"] == ("identity",)
@@ -515,9 +524,18 @@ def test_sample_indices_that_spell_the_answer_are_refused(cli, tmp_path):
     vf, ip, rp, gold = _protected_set(tmp_path, 100, lambda i, g: [
         {"item_id": i, "sample": "ABCD".index(g), "verdict": "incorrect", "answer": "A", "reference": g}])
     r = cli("release", vf, "-o", tmp_path / "rel", "--hash-ids")
-    assert r.code == 2, r.err
-    assert "answer inference: sample indices predicts the reference of 100 protected items" in r.err
-    assert not (tmp_path / "rel").exists()
+    # Held by structure: a release's samples are ranks in the pinned responses package, here 0 for every item.
+    assert r.code == 0, r.err
+    rows = [json.loads(x) for x in (tmp_path / "rel" / "verdicts.jsonl").read_text().splitlines()]
+    assert {x["sample"] for x in rows} == {0}
+    info = json.loads((tmp_path / "rel" / "release.json").read_text())
+    assert info["structure"]["samples"] == "responses package"
+    # The second layer still sees the verdict file's own indices (a release before version 2 published them).
+    from audit import inference
+
+    result = inference.check(inference.features([(i, "ABCD".index(g), "incorrect", "incorrect")
+                                                 for i, g in gold.items()]), gold)
+    assert any(f.feature == "sample indices" for f in result.failed)
 
 
 @attack("release.order-encodes-answer")
@@ -560,7 +578,7 @@ def test_a_public_row_spelling_the_protected_key_is_refused(cli, tmp_path, order
         key = "".join(str("ABCD".index(gold[i])) for i in sorted(gold))
     else:
         key = "".join(gold[i] for i in sorted(gold))
-    extra = ("--hash-ids",) if order == "dataset-under-salted-ids" else ()
+    extra = ("--public-text", "--hash-ids") if order == "dataset-under-salted-ids" else ("--public-text",)
     rows = [{"item_id": i, "sample": 0, "verdict": "incorrect", "answer": "A", "reference": g}
             for i, g in gold.items()]
     rows.append({"item_id": "zz-public", "sample": 0, "verdict": "incorrect", "answer": "A", "reference": "B",
@@ -813,3 +831,492 @@ def test_a_duplicate_row_is_named_by_row_not_by_its_id(cli, tmp_path, command):
     r = cli(*args[command])
     assert r.code == 2
     assert r.err == f"audit: error: {path}: row 2: field items: duplicate row: the item_id and sample of row 1\n"
+
+
+# --------------------------------------------------------------------------- round 4 (issue 28 class 5): structure
+#
+# A list of encodings can always be outrun, so each attack here is judged by what the release *publishes*: it holds
+# when no file of the release carries the planted value (the release refused, or wrote nothing of it), whatever
+# the leak check knows. The structure that holds them: in a release holding a protected item, every published
+# value is closed-vocabulary or comes from the pinned packages (release_row.v2), and sample indices are ranks in
+# the pinned responses package.
+
+import urllib.parse  # noqa: E402
+import zlib  # noqa: E402
+
+_HOMOGLYPHS = str.maketrans("aceiopxy", "\u0430\u0441\u0435\u0456\u043e\u0440\u0445\u0443")  # Cyrillic look-alikes
+
+
+def _caesar(s: str, k: int) -> str:
+    return "".join(chr((ord(c) - base + k) % 26 + base) if c.isascii() and c.isalpha() else c
+                   for c in s for base in [65 if c.isupper() else 97])
+
+
+NEW_ENCODINGS = {
+    "base85": lambda s: base64.b85encode(s.encode()).decode(),
+    "ascii85": lambda s: base64.a85encode(s.encode()).decode(),
+    "caesar 3": lambda s: _caesar(s, 3),
+    "caesar 11": lambda s: _caesar(s, 11),
+    "every 4th character": lambda s: "".join(c + "xyz" for c in s),
+    "zlib": lambda s: base64.b64encode(zlib.compress(s.encode())).decode(),
+    "reversed words": lambda s: " ".join(reversed(s.split())),
+    "homoglyphs": lambda s: s.translate(_HOMOGLYPHS),
+    "percent-encoding": lambda s: urllib.parse.quote(s, safe=""),
+    "base64 of the reversed text": lambda s: base64.b64encode(s[::-1].encode()).decode(),
+    "base32 of rot13": lambda s: base64.b32encode(codecs.encode(s, "rot13").encode()).decode(),
+    "decimal code points": lambda s: " ".join(str(ord(c)) for c in s),
+}
+
+
+def _published_values(rel: Path) -> list[str]:
+    """Every string a release publishes: each file's text, and every decoded string value of its JSON rows and
+    documents (JSON escapes undone), and of a dataset folder's Parquet."""
+    out: list[str] = []
+    for p in sorted(rel.rglob("*")):
+        if not p.is_file():
+            continue
+        if p.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            out += [str(v) for row in pq.read_table(p).to_pylist() for v in row.values() if v is not None]
+            continue
+        text = p.read_text(encoding="utf-8", errors="replace")
+        out.append(text)
+        docs = [json.loads(x) for x in text.splitlines() if x.strip()] if p.suffix == ".jsonl" else \
+            [json.loads(text)] if p.suffix == ".json" else []
+        stack: list = list(docs)
+        while stack:
+            x = stack.pop()
+            if isinstance(x, dict):
+                stack += list(x.values())
+            elif isinstance(x, list):
+                stack += x
+            elif isinstance(x, str):
+                out.append(x)
+    return out
+
+
+def _carries(rel: Path, pieces: list[str]) -> bool:
+    values = _published_values(rel) if rel.exists() else []
+    return any(piece in v for piece in pieces for v in values)
+
+
+def _case(tmp_path: Path, public: list[dict], *, n_protected: int = 1, golds: str = "") -> dict:
+    """p1 (QUESTION) and further protected items p02.. with the given golds; one public item q01.. per dict in
+    `public`, each row updated with it; items, responses and a verdict file."""
+    prot = [("p1", "A")] + [(f"p{k + 2:02d}", g) for k, g in enumerate(golds or "BCD"[:n_protected - 1])]
+    items = [{"item_id": i, "reference": g, "num_choices": 4, "protected": True,
+              **({"question": QUESTION} if i == "p1" else {})} for i, g in prot]
+    items += [{"item_id": f"q{n:02d}", "reference": "B", "num_choices": 4} for n in range(1, len(public) + 1)]
+    ip = make_package(tmp_path / "items", items=items)
+    rp = make_package(tmp_path / "resp", responses=[{"item_id": it["item_id"], "response": "The answer is (A)."}
+                                                    for it in items])
+    rows = [{"item_id": i, "sample": 0, "verdict": "incorrect" if g != "A" else "correct", "answer": "A",
+             "reference": g} for i, g in prot]
+    rows += [{"item_id": f"q{n:02d}", "sample": 0, "verdict": "incorrect", "answer": "A", "reference": "B",
+              "reason": "letter A, reference B", **extra} for n, extra in enumerate(public, 1)]
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    return {"vf": vf, "items": ip, "resp": rp, "rel": tmp_path / "rel", "golds": dict(prot)}
+
+
+@attack("release.public-text-encoded")
+@pytest.mark.parametrize("how", sorted(NEW_ENCODINGS))
+def test_a_public_reason_carries_no_encoding_of_protected_text(cli, tmp_path, how):
+    planted = NEW_ENCODINGS[how](QUESTION)
+    case = _case(tmp_path, [{"reason": planted}, {}])
+    r = cli("release", case["vf"], "-o", case["rel"])
+    assert r.code in (0, 2), r.err
+    assert not _carries(case["rel"], [planted]), f"the release publishes the protected text as {how}"
+    _no_text_in(r.out + r.err, PIECE)
+
+
+@attack("release.public-text-pieces")
+@pytest.mark.parametrize("layout", ["reverse order", "two fields"])
+def test_public_rows_carry_no_pieces_of_protected_text(cli, tmp_path, layout):
+    if layout == "reverse order":  # 19-character pieces, the last first: the column in published order is reversed
+        pieces = [QUESTION[i:i + 19] for i in range(0, len(QUESTION), 19)][::-1]
+        public = [{"reason": p} for p in pieces]
+    else:  # 9-character pieces, alternately the row's answer and reason: no row or column holds two in a row
+        pieces = [QUESTION[i:i + 9] for i in range(0, len(QUESTION), 9)]
+        public = [{"answer": pieces[k], "reason": pieces[k + 1] if k + 1 < len(pieces) else "x"}
+                  for k in range(0, len(pieces), 2)]
+    case = _case(tmp_path, public)
+    r = cli("release", case["vf"], "-o", case["rel"])
+    assert r.code in (0, 2), r.err
+    assert not _carries(case["rel"], [p for p in pieces if len(p) >= 8]), f"pieces published ({layout})"
+
+
+@attack("release.public-text-planted")
+@pytest.mark.parametrize("how", ["base85", "homoglyphs"])
+def test_free_text_planted_in_a_public_row_after_release_fails_verification(cli, tmp_path, how):
+    case = _case(tmp_path, [{}, {}])
+    assert cli("release", case["vf"], "-o", case["rel"]).code == 0
+    rel = case["rel"]
+    rows = [json.loads(x) for x in (rel / "verdicts.jsonl").read_text().splitlines()]
+    public = next(x for x in rows if not x.get("protected"))
+    public["reason"] = NEW_ENCODINGS[how](QUESTION)
+    _repin(rel, "verdicts.jsonl", "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in rows).encode())
+    r = cli("verify-release", rel, "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 1, r.out
+    _no_text_in(r.out + r.err, PIECE)
+
+
+@attack("release.short-key")
+@pytest.mark.parametrize("order", ["published", "reversed"])
+def test_a_short_key_in_a_public_reason_is_not_published(cli, tmp_path, order):
+    golds = "BDCADBACDBC"  # 12 protected items with p1: a key of 12 letters, under the 20-character window
+    case = _case(tmp_path, [{}], n_protected=12, golds=golds)
+    key = "".join(case["golds"][i] for i in sorted(case["golds"]))
+    key = key if order == "published" else key[::-1]
+    (tmp_path / "b").mkdir()
+    case = _case(tmp_path / "b", [{"reason": f"see {key}"}], n_protected=12, golds=golds)
+    r = cli("release", case["vf"], "-o", case["rel"])
+    assert r.code in (0, 2), r.err
+    assert not _carries(case["rel"], [key]), "the protected key is published"
+    assert key not in r.out + r.err
+
+
+def _key_set(tmp_path: Path, n: int, row_of) -> tuple[Path, Path, Path, dict[str, str]]:
+    """n protected items p000.. with random golds, one row each from row_of(position, item, gold, golds)."""
+    rng = random.Random(28)
+    ids = [f"p{k:03d}" for k in range(n)]
+    gold = {i: rng.choice("ABCD") for i in ids}
+    ip = make_package(tmp_path / "items", items=[{"item_id": i, "reference": g, "num_choices": 4, "protected": True}
+                                                 for i, g in gold.items()])
+    rows = [row_of(k, i, gold[i], [gold[j] for j in ids]) for k, i in enumerate(ids)]
+    rp = make_package(tmp_path / "resp", responses=[{"item_id": r["item_id"], "sample": r["sample"],
+                                                     "response": "The answer is (A)."} for r in rows])
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    return vf, ip, rp, gold
+
+
+def _recovered_share(rel: Path, gold: dict[str, str], decode) -> float:
+    """Share of protected items whose gold `decode(rows by published order, position)` recovers from the release."""
+    if not rel.exists():
+        return 0.0
+    rows = [json.loads(x) for x in (rel / "verdicts.jsonl").read_text().splitlines()]
+    hits = sum(decode(rows, k) == gold[row["item_id"]] for k, row in enumerate(rows) if row["item_id"] in gold)
+    return hits / len(gold)
+
+
+@attack("release.neighbour-status-key")
+def test_a_key_carried_by_the_next_items_status_is_refused(cli, tmp_path):
+    code = {"A": "no_answer", "B": "timeout", "C": "error", "D": "excluded"}
+    back = {v: k for k, v in code.items()}
+    vf, ip, rp, gold = _key_set(tmp_path, 120, lambda k, i, g, golds: {
+        "item_id": i, "sample": 0, "verdict": "ungraded", "status": code[golds[k - 1]] if k else "excluded"})
+    rel = tmp_path / "rel"
+    r = cli("release", vf, "-o", rel)
+    assert r.code in (0, 2), r.err
+    share = _recovered_share(rel, gold, lambda rows, k: back.get(rows[k + 1]["status"]) if k + 1 < len(rows) else None)
+    assert share < 0.5, f"the next item's status gives {share:.0%} of the keys"
+    assert r.code == 2 and "answer inference: status of the next protected item" in r.err
+
+
+@attack("release.sample-modulo-key")
+def test_a_key_carried_by_sample_indices_modulo_4_carries_nothing(cli, tmp_path):
+    vf, ip, rp, gold = _key_set(tmp_path, 120, lambda k, i, g, golds: {
+        "item_id": i, "sample": 4 * k + "ABCD".index(g), "verdict": "incorrect", "answer": "A", "reference": g})
+    rel = tmp_path / "rel"
+    r = cli("release", vf, "-o", rel)
+    assert r.code in (0, 2), r.err
+    share = _recovered_share(rel, gold, lambda rows, k: "ABCD"[rows[k]["sample"] % 4])
+    assert share < 0.5, f"sample indices modulo 4 give {share:.0%} of the keys"
+    # The second layer sees the same feature in a release that publishes the verdict file's indices.
+    from audit import inference
+
+    feats = inference.features([(i, 4 * k + "ABCD".index(g), "incorrect", "incorrect")
+                                for k, (i, g) in enumerate(gold.items())])
+    assert any(f.feature == "sample indices modulo 4" for f in inference.check(feats, gold).failed)
+
+
+@attack("release.hf-parquet-planted")
+@pytest.mark.parametrize("forgery", ["extra column", "changed value", "extra row", "metadata"])
+def test_a_dataset_folders_parquet_is_verified(cli, tmp_path, forgery):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    case = _case(tmp_path, [{}, {}])
+    out = tmp_path / "hf"
+    assert cli("release", case["vf"], "-o", out, "--format", "hf").code == 0
+    # The dataset card's own commands work on the folder it names.
+    assert cli("validate", out).code == 0
+    ok = cli("verify-release", out, "--items", case["items"], "--responses", case["resp"])
+    assert ok.code == 0, ok.out
+    assert "ok   parquet" in ok.out
+    data = out / "data" / "verdicts.parquet"
+    table = pq.read_table(data)
+    planted = NEW_ENCODINGS["base85"](QUESTION)
+    if forgery == "extra column":
+        table = table.append_column("note", pa.array([planted] * table.num_rows))
+    elif forgery == "changed value":
+        statuses = table.column("status").to_pylist()
+        statuses[0] = "error" if statuses[0] != "error" else "timeout"
+        table = table.set_column(table.schema.get_field_index("status"), "status", pa.array(statuses))
+    elif forgery == "extra row":
+        table = pa.concat_tables([table, table.slice(0, 1)])
+    else:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"note": planted.encode()})
+    pq.write_table(table, data)
+    r = cli("verify-release", out, "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 1, r.out
+    assert "FAIL parquet" in r.out
+    _no_text_in(r.out + r.err, PIECE)
+
+
+def _as_version_1(rel: Path, *, protected_status: str | None = None, info_version: int = 1) -> None:
+    """Rewrite a structural release as audit wrote releases before version 2 (release_row.v1 rows with public
+    reasons, release_info.v1, leakcheck@2), re-pinned; optionally a protected row's status made free text."""
+    from audit.release import ReleaseInfo, render_readme
+
+    rows = [json.loads(x) for x in (rel / "verdicts.jsonl").read_text().splitlines()]
+    for x in rows:
+        if not x["protected"]:
+            x.update(rule="letter", reason=f"letter {x['answer']}, reference {x['reference']}")
+    if protected_status is not None:
+        next(x for x in rows if x["protected"])["status"] = protected_status
+    _repin(rel, "verdicts.jsonl", "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in rows).encode())
+    m = json.loads((rel / "manifest.json").read_text())
+    next(f for f in m["files"] if f["path"] == "verdicts.jsonl")["schema"] = "release_row.v1"
+    (rel / "manifest.json").write_text(json.dumps(m))
+    info = json.loads((rel / "release.json").read_text())
+    if info_version == 1:
+        info.pop("structure")
+    info["schema_version"] = info_version
+    info["leak_check"]["transforms"] = "leakcheck@2"
+    if protected_status is not None:
+        from collections import Counter
+
+        info["statuses"] = dict(sorted(Counter(x["status"] for x in rows).items()))
+    _repin(rel, "release.json", (json.dumps(info, indent=2) + "\n").encode())
+    if info_version == 1:
+        _repin(rel, "README.md", render_readme(ReleaseInfo.model_validate(info)).encode())
+
+
+def test_a_version_1_release_still_verifies_and_is_flagged(cli, tmp_path):
+    case = _case(tmp_path, [{}, {}])
+    assert cli("release", case["vf"], "-o", case["rel"]).code == 0
+    _as_version_1(case["rel"])
+    r = cli("verify-release", case["rel"], "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 0, r.out
+    assert ("ok   structure      warning: a version-1 release (release_row.v1): 2 public rows publish free text "
+            "beside 1 protected items, checked by the leak check alone; publish a new release") in r.out
+    assert "(leakcheck@2, as release.json records)" in r.out
+
+
+@attack("release.public-text-planted")
+def test_a_version_1_release_whose_protected_status_is_free_text_fails(cli, tmp_path):
+    case = _case(tmp_path, [{}])
+    assert cli("release", case["vf"], "-o", case["rel"]).code == 0
+    _as_version_1(case["rel"], protected_status=NEW_ENCODINGS["base85"](PIECE))
+    r = cli("verify-release", case["rel"], "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 1
+    assert ("FAIL structure      1 protected rows publish a status that is not one of audit's (free text beside a "
+            "protected item)") in r.out
+    _no_text_in(r.out + r.err, PIECE)
+
+
+@attack("release.public-text-planted")
+def test_version_2_release_json_over_version_1_rows_fails(cli, tmp_path):
+    # The rows downgraded to the schema that has free-text fields, release.json left at version 2: no audit writes it.
+    case = _case(tmp_path, [{}])
+    assert cli("release", case["vf"], "-o", case["rel"]).code == 0
+    _as_version_1(case["rel"], info_version=2)
+    r = cli("verify-release", case["rel"], "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 1
+    # release.json without its structure is refused by its own schema
+    info = json.loads((case["rel"] / "release.json").read_text())
+    _repin(case["rel"], "release.json", (json.dumps({k: v for k, v in info.items() if k != "structure"}, indent=2)
+                                         + "\n").encode())
+    r2 = cli("verify-release", case["rel"], "--items", case["items"], "--responses", case["resp"])
+    assert r2.code == 1 and "FAIL release.json   does not follow release_info.v2" in r2.out
+    assert "FAIL structure      release.json is version 2 but its rows are release_row.v1" in r.out, r.out
+
+
+@attack("release.short-key")
+@pytest.mark.parametrize("form", ["word", "letters", "digits", "reversed"])
+def test_a_short_key_in_published_public_text_is_refused(cli, tmp_path, form):
+    """The second layer, for what --public-text publishes: short keys are leaks at any length from 3 items."""
+    golds = "BDCADBA"  # 8 protected items with p1
+    case = _case(tmp_path, [{}], n_protected=8, golds=golds)
+    refs = [case["golds"][i] for i in sorted(case["golds"])]
+    key = {"word": "".join(refs), "letters": " ".join(refs), "digits": "".join(str("ABCD".index(g)) for g in refs),
+           "reversed": "".join(refs[::-1])}[form]
+    (tmp_path / "b").mkdir()
+    case = _case(tmp_path / "b", [{"reason": f"key: {key}."}], n_protected=8, golds=golds)
+    r = cli("release", case["vf"], "-o", case["rel"], "--public-text")
+    assert r.code == 2, r.err
+    assert "public_text.jsonl: row 1: field reason: leak: the references of the protected items in " in r.err
+    assert "spelled out" in r.err and key not in r.err
+    assert not case["rel"].exists()
+    # audit's own phrases hold no run of three one-letter words: the same release with them passes.
+    (tmp_path / "c").mkdir()
+    case = _case(tmp_path / "c", [{"reason": "letter A, reference B"}], n_protected=8, golds=golds)
+    assert cli("release", case["vf"], "-o", case["rel"], "--public-text").code == 0
+
+
+@attack("release.public-neighbour-key")
+def test_a_key_carried_by_the_public_item_published_next_is_refused(cli, tmp_path):
+    # Public item pNNNq sorts right after protected pNNN; its answer (an option letter: closed vocabulary) is the key.
+    rng = random.Random(31)
+    ids = [f"p{k:03d}" for k in range(120)]
+    gold = {i: rng.choice("ABCD") for i in ids}
+    items = [{"item_id": i, "reference": g, "num_choices": 4, "protected": True} for i, g in gold.items()]
+    items += [{"item_id": f"{i}q", "reference": "A", "num_choices": 4} for i in ids]
+    ip = make_package(tmp_path / "items", items=items)
+    rp = make_package(tmp_path / "resp", responses=[{"item_id": it["item_id"], "response": "(A)"} for it in items])
+    rows = [{"item_id": i, "sample": 0, "verdict": "incorrect", "status": "no_answer", "reference": g}
+            for i, g in gold.items()]  # the protected rows themselves say nothing
+    shift = dict(zip("ABCD", "BCDA", strict=True))  # the key shifted by one letter: no list of spellings has it
+    rows += [{"item_id": f"{i}q", "sample": 0, "verdict": "correct" if shift[g] == "A" else "incorrect",
+              "answer": shift[g], "reference": "A"} for i, g in gold.items()]
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    rel = tmp_path / "rel"
+    r = cli("release", vf, "-o", rel)
+    assert r.code in (0, 2), r.err
+    back = {v: k for k, v in shift.items()}
+    share = _recovered_share(rel, gold, lambda rows, k: back.get(rows[k + 1].get("answer")) if k + 1 < len(rows)
+                             else None)
+    assert share < 0.5, f"the public neighbour's answer gives {share:.0%} of the keys"
+    assert "answer inference: rows of the next item in published order, public or protected" in r.err
+
+
+@attack("release.hf-parquet-planted")
+@pytest.mark.parametrize("forgery", ["unused dictionary entry", "statistics", "page index", "bytes before the footer"])
+def test_a_dataset_folders_parquet_hides_no_bytes(cli, tmp_path, forgery):
+    """Text a reader never shows: an entry of a column's dictionary no row uses, a row group's min/max
+    statistics, a page index, bytes after the last page. Every byte must be a page or the footer."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    case = _case(tmp_path, [{}, {}])
+    out = tmp_path / "hf"
+    assert cli("release", case["vf"], "-o", out, "--format", "hf").code == 0
+    data = out / "data" / "verdicts.parquet"
+    table = pq.read_table(data)
+    planted = NEW_ENCODINGS["base85"](QUESTION)
+    if forgery == "unused dictionary entry":
+        col = table.column("reference").combine_chunks()
+        values = col.to_pylist()
+        dictionary = pa.array(sorted({v for v in values if v is not None}) + [planted])
+        index = {v: i for i, v in enumerate(dictionary.to_pylist())}
+        forged = pa.DictionaryArray.from_arrays(pa.array([index.get(v) for v in values], pa.int32()), dictionary)
+        table = table.set_column(table.schema.get_field_index("reference"), "reference", forged)
+        pq.write_table(table, data)
+    elif forgery == "statistics":  # the footer's max of item_id replaced by a value of the same length no row has
+        pq.write_table(table, data)
+        raw = data.read_bytes()
+        cut = len(raw) - 8 - int.from_bytes(raw[-8:-4], "little")
+        top = max(table.column("item_id").to_pylist()).encode()
+        assert top in raw[cut:]
+        data.write_bytes(raw[:cut] + raw[cut:].replace(top, b"z" * len(top)))
+    elif forgery == "page index":
+        pq.write_table(table, data, write_page_index=True)
+    else:
+        raw = data.read_bytes()
+        footer_len = int.from_bytes(raw[-8:-4], "little")
+        cut = len(raw) - 8 - footer_len
+        data.write_bytes(raw[:cut] + planted.encode() + raw[cut:])
+    r = cli("verify-release", out, "--items", case["items"], "--responses", case["resp"])
+    assert r.code == 1, r.out
+    assert "FAIL parquet" in r.out
+    _no_text_in(r.out + r.err, PIECE)
+
+
+@attack("release.sample-modulo-key")
+def test_without_the_responses_samples_are_ranked_in_the_verdict_file(cli, tmp_path):
+    vf, ip, rp, gold = _key_set(tmp_path, 40, lambda k, i, g, golds: {
+        "item_id": i, "sample": 4 * k + "ABCD".index(g), "verdict": "incorrect", "answer": "A", "reference": g})
+    rel = tmp_path / "rel"
+    r = cli("release", vf, "-o", rel, "--items", ip, "--no-response-check")
+    assert r.code == 0, r.err
+    rows = [json.loads(x) for x in (rel / "verdicts.jsonl").read_text().splitlines()]
+    assert {x["sample"] for x in rows} == {0}
+    assert json.loads((rel / "release.json").read_text())["structure"]["samples"] == "verdict file"
+    assert cli("verify-release", rel, "--items", ip).code == 0
+
+
+@pytest.mark.parametrize("edit,message", [
+    ({"sample": 7}, "row 2: field sample: 1 graded rows have no response in the responses package (this is the "
+                    "first): a release's samples are the responses package's"),
+    ({"reference": "C"}, "row 2: field reference: a public row was graded against another reference than the items "
+                         "package's"),
+    ({"status": "graded by hand"}, "row 2: field status: in a release holding protected items, every row's status "
+                                   "must be one of audit's statuses"),
+])
+def test_a_structural_release_refuses_what_the_pinned_packages_contradict(cli, tmp_path, edit, message):
+    case = _case(tmp_path, [edit])
+    r = cli("release", case["vf"], "-o", case["rel"])
+    assert r.code == 2 and message in r.err, r.err
+    assert r.err.count("\n") == 1 and not case["rel"].exists()
+
+
+def test_a_dataset_folders_parquet_is_compared_byte_for_byte(cli, tmp_path):
+    """Under the pyarrow that wrote it, the Parquet file is regenerated from the rows and compared whole: even a
+    re-encoding that hides nothing a reader could find (zstd pages) is not the release's file."""
+    import pyarrow.parquet as pq
+
+    case = _case(tmp_path, [{}, {}])
+    out = tmp_path / "hf"
+    assert cli("release", case["vf"], "-o", out, "--format", "hf").code == 0
+    ok = cli("verify-release", out, "--items", case["items"])
+    assert ok.code == 0 and "nothing else (byte for byte); the card is the release's" in ok.out, ok.out
+    data = out / "data" / "verdicts.parquet"
+    pq.write_table(pq.read_table(data), data, compression="zstd")
+    r = cli("verify-release", out, "--items", case["items"])
+    assert r.code == 1 and "FAIL parquet" in r.out and "its bytes are not what the release's rows give" in r.out
+
+
+@attack("release.attempt-code-points")
+@pytest.mark.parametrize("responses", ["as graded", "crafted to match"])
+def test_public_attempt_numbers_carry_no_text(cli, tmp_path, responses):
+    # 75 public rows whose attempts are the question's code points: no string anywhere, so no text check sees it.
+    codes = [ord(c) for c in QUESTION]
+    ids = [f"q{n:03d}" for n in range(len(codes))]
+    items = [{"item_id": "p1", "reference": "A", "num_choices": 4, "protected": True, "question": QUESTION}]
+    items += [{"item_id": i, "reference": "B", "num_choices": 4} for i in ids]
+    ip = make_package(tmp_path / "items", items=items)
+    attempts = dict(zip(ids, codes, strict=True)) if responses == "crafted to match" else {}
+    rp = make_package(tmp_path / "resp", responses=[
+        {"item_id": it["item_id"], "attempt": attempts.get(it["item_id"], 0), "response": "(A)"} for it in items])
+    rows = [{"item_id": "p1", "sample": 0, "verdict": "correct", "answer": "A", "reference": "A"}]
+    rows += [{"item_id": i, "sample": 0, "attempt": a, "verdict": "incorrect", "answer": "A", "reference": "B"}
+             for i, a in zip(ids, codes, strict=True)]
+    vf = write_verdict_file(tmp_path / "results.json", make_verdict_file(
+        rows, items_package=package(**_ref(ip)), responses_package=package(**_ref(rp))))
+    rel = tmp_path / "rel"
+    r = cli("release", vf, "-o", rel)
+    assert r.code in (0, 2), r.err
+    if rel.exists():
+        published = [json.loads(x).get("attempt") for x in (rel / "verdicts.jsonl").read_text().splitlines()]
+        assert "".join(chr(a) for a in published if a) != QUESTION, "the attempts spell the protected question"
+        assert set(published) <= {None, 0}
+    else:
+        assert "field attempt: the responses package holds no such attempt of this row's sample" in r.err
+
+
+@attack("release.header-names")
+def test_release_json_publishes_no_name_the_verdict_file_chose(cli, tmp_path):
+    from tests.verdict_helpers import component
+
+    hidden = base64.b32encode(PIECE[:20].encode()).decode().lower().rstrip("=")  # a safe name, and text
+    case = _case(tmp_path, [{}])
+    with open_package(case["resp"]) as rp, open_package(case["items"]) as ip:
+        refs = {"responses_package": package(rp.digest, hidden, "resp"),
+                "items_package": package(ip.digest, hidden, "items")}
+    rows = [{"item_id": "p1", "sample": 0, "verdict": "correct", "answer": "A", "reference": "A"},
+            {"item_id": "q01", "sample": 0, "verdict": "incorrect", "answer": "A", "reference": "B"}]
+    vf = write_verdict_file(tmp_path / "named.json", make_verdict_file(
+        rows, extractor=component(hidden, "1"), grader=component("choice", "1"), **refs))
+    r = cli("release", vf, "-o", case["rel"])
+    assert r.code in (0, 2), r.err
+    assert not _carries(case["rel"], [hidden]), "release.json publishes the verdict file's own names"
+    if r.code == 0:
+        info = json.loads((case["rel"] / "release.json").read_text())
+        assert info["extractor"] is None and info["structure"]["withheld"]["components"] == 2
+        with open_package(case["resp"]) as rp:
+            assert (info["responses_package"]["package_id"], info["responses_package"]["digest"]) == (
+                rp.manifest.package_id, rp.digest)

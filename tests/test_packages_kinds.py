@@ -35,7 +35,7 @@ def test_every_kind_is_registered_once_and_the_lists_derive_from_the_catalog():
     kind = models.Manifest.model_json_schema()["properties"]["kind"]
     assert "enum" not in kind and all(re.fullmatch(kind["pattern"], n) for n in NAMES)
     rows = {s: m for k in kinds.KINDS.values() for s, m in k.rows.items()}
-    assert dict(kinds.ROW_MODELS) == rows and len(rows) == 13
+    assert dict(kinds.ROW_MODELS) == rows and len(rows) == 15  # release_row.v2 and release_public_text.v1 (issue 28)
     assert dict(layout.ROW_KEYS)["response_row.v1"] == ("item_id", "sample", "attempt")
     assert set(layout.DOCUMENT_SCHEMAS) == {"trace_summary.v1"}
 

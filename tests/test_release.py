@@ -121,8 +121,8 @@ def test_gpqa_release_passes_leak_check_and_verifies(gpqa, cli, tmp_path):
     assert v.code == 0, v.out
     assert [line.split()[:2] for line in v.out.splitlines()] == [
         ["ok", "package"], ["ok", "counts"], ["ok", "order"], ["ok", "ids"], ["ok", "items"], ["ok", "protected"],
-        ["ok", "references"], ["ok", "verdicts"], ["ok", "figures"], ["ok", "readme"], ["ok", "leaks"],
-        ["ok", "inference"], ["verified:", "12"]]
+        ["ok", "structure"], ["ok", "references"], ["ok", "verdicts"], ["ok", "figures"], ["ok", "readme"],
+        ["ok", "leaks"], ["ok", "inference"], ["verified:", "13"]]
     assert "ok   leaks          no protected text from your copy (7,128 strings, responses included) in any file" in v.out
 
 
@@ -140,12 +140,17 @@ def test_planted_response_text_fails_and_writes_nothing(gpqa, cli, tmp_path):
               "responses_package": gpqa["header"]["responses_package"].model_copy(update={"path": str(d / "responses")}),
               "items_package": gpqa["header"]["items_package"].model_copy(update={"path": str(d / "items")})}
     write_verdict_file(tmp_path / "planted.json", make_verdict_file(planted, **header))
-    r = cli("release", tmp_path / "planted.json", "-o", tmp_path / "rel")
+    # Without --public-text the reason is withheld (not published): the leak check, the second layer, is for
+    # what --public-text publishes.
+    withheld = tmp_path / "withheld"
+    assert cli("release", tmp_path / "planted.json", "-o", withheld, "--hash-ids", "--salt", SALT).code == 0
+    assert snippet[:20] not in b"".join(_files(withheld).values()).decode("utf-8")
+    r = cli("release", tmp_path / "planted.json", "-o", tmp_path / "rel", "--public-text")
     assert r.code == 2 and r.out == ""
     lines = r.err.splitlines()
     victim_id = f"gpqa_diamond/{victim['item_index']:03d}/v{victim['version']}"
-    row = 2 + sum(1 for v in planted if v["item_id"].startswith("gpqa"))  # public/2 is the last row
-    assert any(line.startswith(f"audit: error: verdicts.jsonl: row {row}: field reason: leak: ")
+    row = 2  # public/2 is the second row of public_text.jsonl
+    assert any(line.startswith(f"audit: error: public_text.jsonl: row {row}: field reason: leak: ")
                and f"of protected item '{victim_id}'" in line for line in lines)
     assert snippet[:20] not in r.err  # the report names the leak, never the text
     assert _nothing_written(tmp_path, "rel")
@@ -156,12 +161,12 @@ def test_planted_response_text_fails_and_writes_nothing(gpqa, cli, tmp_path):
 def test_planted_reference_beside_id_fails(gpqa, cli, tmp_path, monkeypatch):
     import audit.release.build as rel
 
-    real = rel._release_row
+    real = rel._closed_row
 
-    def leaky(r, release_id, protected):  # a bug that publishes protected rows in full
-        return real(r, release_id, False)
+    def leaky(r, release_id, rank, protected, item, reference_field):  # a bug that publishes protected rows in full
+        return real(r, release_id, rank, False, item, reference_field)
 
-    monkeypatch.setattr(rel, "_release_row", leaky)
+    monkeypatch.setattr(rel, "_closed_row", leaky)
     r = cli("release", gpqa["dir"] / "results.json", "-o", tmp_path / "rel")
     assert r.code == 2
     first = r.err.splitlines()[0]
@@ -230,7 +235,7 @@ def test_public_release_verify_detects_a_gold_change(tmp_path, cli):
     assert ("FAIL references     1 rows graded against another reference, first 'i2' (gold changed between "
             "versions?)\n") in r.out
     assert "ok   verdicts " in r.out
-    assert r.err == "NOT verified: 11 of 12 checks passed\n"
+    assert r.err == "NOT verified: 12 of 13 checks passed\n"
 
 
 def test_verify_detects_an_edited_readme(tmp_path, cli):
@@ -257,7 +262,7 @@ def test_verify_detects_an_edited_readme(tmp_path, cli):
 
 
 def test_release_needs_to_know_what_is_protected(tmp_path, cli):
-    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}])
+    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}], benchmark="choice")
     write_verdict_file(tmp_path / "v.json", vf)
     r = cli("release", tmp_path / "v.json", "-o", tmp_path / "rel")
     assert r.code == 2 and "cannot tell which items are protected" in r.err
@@ -287,7 +292,7 @@ def test_release_refuses_a_summary_its_rows_contradict(tmp_path, cli):
 def test_protected_row_schema_rejects_content(tmp_path, cli):
     with pytest.raises(ValueError, match="a protected row may hold only item_id, sample, verdict and status, not answer"):
         ReleaseRow(item_id="x", sample=0, verdict="correct", status="correct", protected=True, answer="B")
-    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}])
+    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}], benchmark="choice")
     write_verdict_file(tmp_path / "v.json", vf)
     assert cli("release", tmp_path / "v.json", "-o", tmp_path / "rel", "--protected", "--no-response-check").code == 0
     p = tmp_path / "rel" / "verdicts.jsonl"
@@ -355,7 +360,7 @@ def test_leak_check_finds_every_planted_substring_and_nothing_else():
 def test_hashed_release_never_publishes_a_raw_excluded_id(tmp_path, cli):
     # An excluded id with no row (scope=responses, or not in the items at all) was written
     # to release.json's policies as it is, though --hash-ids promises no dataset id is published.
-    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}],
+    vf = make_verdict_file([{"item_id": "i1", "sample": 0, "verdict": "correct"}], benchmark="choice",
                            policies=Policies(exclude=["i1", "secret/2"], scope="responses"))
     write_verdict_file(tmp_path / "v.json", vf)
     r = cli("release", tmp_path / "v.json", "-o", tmp_path / "rel", "--protected", "--no-response-check",

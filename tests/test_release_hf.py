@@ -66,7 +66,9 @@ def test_a_release_as_a_dataset_folder_loads_with_datasets(graded, cli, monkeypa
     assert [(x["item_id"], x["verdict"], x["status"], x["protected"]) for x in ds] == [
         (p["item_id"], p["verdict"], p["status"], p.get("protected", False)) for p in published]
     secret = next(x for x in ds if x["item_id"] == "sec-1")
-    assert (secret["answer"], secret["reference"], secret["reason"]) == (None, None, None)
+    assert (secret["answer"], secret["reference"], secret["attempt"]) == (None, None, None)
+    # A release holding a protected item: release_row.v2's columns, none of them free text.
+    assert ds.column_names == ["item_id", "sample", "verdict", "status", "protected", "attempt", "answer", "reference"]
     assert cli("verify-release", out / "release", "--items", d / "items", "--responses", d / "responses").code == 0
 
 
@@ -78,8 +80,8 @@ def test_the_leak_check_applies_unchanged(graded, cli):
               "responses_package": header["responses_package"].model_copy(update={"path": str(d / "responses")}),
               "items_package": header["items_package"].model_copy(update={"path": str(d / "items")})}
     write_verdict_file(d / "planted.json", make_verdict_file(planted, **header))
-    r = cli("release", d / "planted.json", "-o", d / "hf", "--format", "hf")
-    assert r.code == 2 and r.out == "" and "field reason: leak: " in r.err
+    r = cli("release", d / "planted.json", "-o", d / "hf", "--format", "hf", "--public-text")
+    assert r.code == 2 and r.out == "" and "public_text.jsonl: row 2: field reason: leak: " in r.err
     assert not (d / "hf").exists() and not [p for p in d.iterdir() if p.name.startswith(".hf")]
 
 

@@ -135,11 +135,11 @@ def test_release_of_the_real_grading_passes_the_leak_check_and_verifies(gpqa, cl
     assert info["extractor"]["name"] == "choice.freeform" and info["grader"]["name"] == "choice"
     inferred = info["leak_check"].pop("inference")
     assert info["leak_check"] == {"min_chars": 20, "protected_items": 792, "protected_texts": 7128,
-                                  "responses_checked": True, "transforms": "leakcheck@2"}
+                                  "responses_checked": True, "transforms": "leakcheck@3"}
     assert inferred["passed"] and inferred["items"] == 792 and inferred["alpha"] == 1e-6
 
     v = cli("verify-release", out, "--items", d / "items", "--responses", d / "responses", "--salt", SALT)
-    assert v.code == 0 and v.out.endswith("\nverified: 12 of 12 checks passed\n"), v.out
+    assert v.code == 0 and v.out.endswith("\nverified: 13 of 13 checks passed\n"), v.out
     assert "ok   leaks          no protected text from your copy (7,128 strings, responses included) in any file" \
         in v.out
 
@@ -159,7 +159,7 @@ def test_release_of_the_real_grading_passes_the_leak_check_and_verifies(gpqa, cl
                          for f in manifest["files"]]
     (tampered / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     t = cli("verify-release", tampered, "--items", d / "items", "--responses", d / "responses", "--salt", SALT)
-    assert t.code == 1 and t.err == "NOT verified: 10 of 12 checks passed\n"
+    assert t.code == 1 and t.err == "NOT verified: 11 of 13 checks passed\n"
     failed = [line.split()[1] for line in t.out.splitlines() if line.startswith("FAIL")]
     assert failed == ["readme", "leaks"]
     leak_line = next(line for line in t.out.splitlines() if line.startswith("FAIL leaks"))
@@ -239,12 +239,28 @@ def test_grading_reasons_cannot_trip_the_leak_check(gpqa, cli, tmp_path):
 
     key = release_id_key(SALT, json.loads((out / "release.json").read_text())["id_context"])
     v1 = {hash_id(f"gpqa-{i:03d}-v1", key) for i in range(198)}
-    assert len(public) == 1584 and all(x["item_id"] in v1 and x["reason"] for x in public)
+    # Structural: the public rows publish closed vocabulary only (their reasons and rules are withheld) ...
+    assert len(public) == 1584 and all(x["item_id"] in v1 and "reason" not in x for x in public)
+    structure = json.loads((out / "release.json").read_text())["structure"]
+    assert structure["public_text"] == "withheld" and structure["withheld"]["reason"] == 1584
+    v = cli("verify-release", out, "--items", d / "items-mixed", "--responses", d / "responses", "--salt", SALT)
+    assert v.code == 0, v.out
+    # ... and with --public-text they publish audit grade's own phrases, which pass the leak check.
+    out = d / "release-mixed-text"
+    r = cli("release", d / "results-mixed.json", "-o", out, "--hash-ids", "--salt", SALT, "--public-text")
+    assert r.code == 0, r.err
+    texts = [json.loads(x) for x in (out / "public_text.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(texts) == 1584 and all(x["item_id"] in v1 and x["reason"] for x in texts)
     v = cli("verify-release", out, "--items", d / "items-mixed", "--responses", d / "responses", "--salt", SALT)
     assert v.code == 0, v.out
 
 
 # --------------------------------------------------------------------------- planted leaks fail
+
+
+def _public_rows(path: Path) -> list[tuple[str, int]]:
+    """(item id, sample) of the public rows (version-1 items) in published order: the rows of public_text.jsonl."""
+    return sorted((x["item_id"], x["sample"]) for x in _verdict_rows(path) if x["item_id"].endswith("-v1"))
 
 
 def _plant(src: Path, dst: Path, edit) -> None:
@@ -271,14 +287,14 @@ def test_planted_response_text_in_a_public_reason_fails_and_writes_nothing(gpqa,
         return False
 
     _plant(d / "results-mixed.json", d / "planted-text.json", edit)
-    r = cli("release", d / "planted-text.json", "-o", d / "rel-text")
+    r = cli("release", d / "planted-text.json", "-o", d / "rel-text", "--public-text")
     assert r.code == 2 and r.out == ""
-    row = 1 + [(x["item_id"], x["sample"]) for x in _verdict_rows(d / "results-mixed.json")].index((target, 3))
+    row = 1 + _public_rows(d / "results-mixed.json").index((target, 3))  # the row of public_text.jsonl
     lines = r.err.splitlines()
-    assert any(line.startswith(f"audit: error: verdicts.jsonl: row {row}: field reason: leak: ")
+    assert any(line.startswith(f"audit: error: public_text.jsonl: row {row}: field reason: leak: ")
                and "of the response (sample " in line and f"of protected item '{_item_id(victim)}'" in line
                for line in lines)
-    assert all(line.startswith("audit: error: verdicts.jsonl: row ") for line in lines)
+    assert all(line.startswith("audit: error: public_text.jsonl: row ") for line in lines)
     shown = snippet[:20] in r.err
     assert not shown  # the report names the leak, never the text
     assert _nothing_written(d, "rel-text")
@@ -289,7 +305,8 @@ def test_planted_reference_beside_its_id_fails(gpqa, cli):
     rows = _verdict_rows(d / "results-mixed.json")
     # A public row (answered A, its gold) whose reason names a protected item and that item's gold letter
     # (version 2 of a question puts the gold at B).
-    row = 1 + next(i for i, x in enumerate(rows) if x["item_id"] == "gpqa-017-v1" and x["answer"] == "A")
+    planted = next((x["item_id"], x["sample"]) for x in rows if x["item_id"] == "gpqa-017-v1" and x["answer"] == "A")
+    row = 1 + _public_rows(d / "results-mixed.json").index(planted)  # the row of public_text.jsonl
 
     def edit(x: dict) -> bool:
         if x["item_id"] == "gpqa-017-v1" and x["answer"] == "A":
@@ -298,9 +315,9 @@ def test_planted_reference_beside_its_id_fails(gpqa, cli):
         return False
 
     _plant(d / "results-mixed.json", d / "planted-ref.json", edit)
-    r = cli("release", d / "planted-ref.json", "-o", d / "rel-ref")
+    r = cli("release", d / "planted-ref.json", "-o", d / "rel-ref", "--public-text")
     assert r.code == 2
-    assert r.err == (f"audit: error: verdicts.jsonl: row {row}: field reason: leak: the reference answer of "
+    assert r.err == (f"audit: error: public_text.jsonl: row {row}: field reason: leak: the reference answer of "
                      f"protected item 'gpqa-017-v2' beside its id\n")
     assert _nothing_written(d, "rel-ref")
 
@@ -308,12 +325,12 @@ def test_planted_reference_beside_its_id_fails(gpqa, cli):
 def test_a_release_bug_that_publishes_protected_rows_in_full_fails(gpqa, cli, monkeypatch):
     import audit.release.build as rel
 
-    real = rel._release_row
+    real = rel._closed_row
 
-    def leaky(r, release_id, protected):  # a bug that publishes protected rows in full
-        return real(r, release_id, False)
+    def leaky(r, release_id, rank, protected, item, reference_field):  # a bug that publishes protected rows in full
+        return real(r, release_id, rank, False, item, reference_field)
 
-    monkeypatch.setattr(rel, "_release_row", leaky)
+    monkeypatch.setattr(rel, "_closed_row", leaky)
     r = cli("release", gpqa / "results.json", "-o", gpqa / "rel-bug")
     assert r.code == 2
     lines = r.err.splitlines()

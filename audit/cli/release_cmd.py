@@ -77,17 +77,24 @@ def _new_salt_file(path: Path, force: bool) -> tuple[str, Path]:
                    "(default: DIR.salt beside the release).")
 @click.option("--no-response-check", is_flag=True,
               help="Release protected items without the responses package (recorded in release.json).")
+@click.option("--public-text", is_flag=True,
+              help="In a release holding protected items, also publish public items' imported answer, rule and "
+                   "reason (200 characters each at most) in public_text.jsonl, through the leak check; by default "
+                   "they are withheld and every published value is closed vocabulary.")
 @click.option("--id", "package_id", metavar="ID", help="Package id (default: derived from the content).")
 @click.option("--force", is_flag=True, help="Replace DIR if it exists.")
 @click.option("--format", "fmt", type=click.Choice(["audit", "hf"]), default="audit", show_default=True,
               help="hf: a Hugging Face dataset folder (data/verdicts.parquet and a dataset card, the release "
                    "package in DIR/release), loaded by datasets.load_dataset(DIR).")
 def release(verdicts: Path, out: Path, items: Path | None, responses: Path | None, all_protected: bool, public: bool,
-            hash_ids: bool, salt: str | None, salt_file: Path | None, no_response_check: bool,
+            hash_ids: bool, salt: str | None, salt_file: Path | None, no_response_check: bool, public_text: bool,
             package_id: str | None, force: bool, fmt: str) -> int:
     """Write a release package of the verdict file VERDICTS: per-item verdicts, release.json, README.md.
 
-    Protected items (GPQA, HLE) keep only verdict and status. A leak check runs on every file
+    Protected items (GPQA, HLE) keep only verdict and status. In a release holding any protected item
+    every published value is closed vocabulary (release_row.v2: verdicts, audit's statuses, sample
+    ranks from the pinned responses package, option letters, the pinned references): the verdict
+    file's free text (reasons, rules, other answers) is withheld unless --public-text. A leak check runs on every file
     first: if any protected string of 20+ letters and digits (in any case, look-alike or spacing),
     or a protected reference beside its item's id, would be published, nothing is written and
     each leak is reported (exit 2); the check also decodes and reverses text and joins rows
@@ -113,7 +120,7 @@ def release(verdicts: Path, out: Path, items: Path | None, responses: Path | Non
             from audit.release.hf import build_hf_release as build_release  # the same release, as a dataset folder
         res = build_release(verdicts, out, items=items, responses=responses, all_protected=all_protected,
                             public=public, hash_ids=hash_ids, salt=salt, no_response_check=no_response_check,
-                            package_id=package_id, overwrite=force)
+                            package_id=package_id, overwrite=force, public_text=public_text)
         if new_salt is not None:
             publish(*new_salt, force=force, kind="salt")
     finally:
@@ -150,13 +157,18 @@ def verify_release_cmd(release_dir: Path, items: Path, salt: str | None, salt_fi
     ids            every item id of the release is one of yours (salted ids: under the salt you give)
     items package  whether your copy has the digest the release names (informational)
     protected      every item your copy marks protected is published as protected
+    structure      a release holding protected items publishes closed vocabulary only (release_row.v2,
+                   samples ranked 0..k-1, option letters); a version-1 release is flagged
     references     every published reference equals your copy's
     verdicts       verdicts agree with statuses, and with answer = reference for letters
     figures        figures recomputed from the rows equal release.json's
     readme         README.md is exactly what release.json generates
+    parquet        (a dataset folder only) data/verdicts.parquet holds exactly the release's rows,
+                   columns and metadata, and the card is the release's
     leaks          the leak check with your copy's questions, options, references (and --responses)
-    inference      no published feature (id token, sample indices, row order, verdicts, statuses,
-                   random guesses) predicts your references far above chance (audit.inference)
+    inference      no published feature (id token, sample indices and their remainders, row order,
+                   verdicts, statuses, neighbours' statuses, random guesses) predicts your references
+                   far above chance (audit.inference)
     """
     from audit.release import verify_release
 

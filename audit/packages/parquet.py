@@ -167,6 +167,38 @@ def parquet_pages_problem(md: Any, data: memoryview) -> str | None:
     return None
 
 
+def parquet_unaccounted(md: Any, data: memoryview) -> str | None:
+    """Why some bytes of a Parquet file are neither a page its reader decodes nor its footer, or None: the file
+    must be `PAR1`, its column chunks back to back (each exactly its pages: header, then compressed data), the
+    footer and its length, `PAR1`. A gap, a page index, a bloom filter or bytes after a chunk's last page could
+    carry text that no reader shows (audit.release's dataset folder is written without page index or bloom
+    filters, so every byte is accounted for)."""
+    n = len(data)
+    if n < 12 or bytes(data[:4]) != b"PAR1" or bytes(data[-4:]) != b"PAR1":
+        return "is not framed by PAR1 magic bytes"
+    footer_start = n - 8 - int.from_bytes(bytes(data[-8:-4]), "little")
+    pos = 4
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            start = col.dictionary_page_offset if col.has_dictionary_page and col.dictionary_page_offset else \
+                col.data_page_offset
+            if start != pos:
+                return f"has {start - pos:,} bytes before column chunk {g}/{c} that no page holds"
+            end = start + col.total_compressed_size
+            while pos < end:
+                header = _page_header(data, pos)
+                if header is None:
+                    return f"has bytes in column chunk {g}/{c} that are no page"
+                pos = header[0] + max(0, header[2])
+            if pos != end:
+                return f"column chunk {g}/{c} ends inside a page"
+    if pos != footer_start:
+        return f"has {footer_start - pos:,} bytes between its last page and its footer (page index, bloom filter?)"
+    return None
+
+
 def _page_header(data: memoryview, pos: int) -> tuple[int, int, int] | None:
     """(end of the header, uncompressed_page_size, compressed_page_size) of the Thrift compact-encoded
     PageHeader at `pos` (parquet.thrift: fields 2 and 3, i32), or None when it cannot be read."""

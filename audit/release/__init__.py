@@ -1,14 +1,26 @@
 """`audit release`: publish per-item verdicts without protected text; `audit verify-release` checks one.
 
-A release is a package of kind `release` holding three files, each pinned in the manifest:
+A release is a package of kind `release` holding three files (four with `--public-text`), each pinned in the
+manifest:
 
-- `verdicts.jsonl` — one `release_row.v1` per (item, sample), sorted by item id then sample.
+- `verdicts.jsonl` — one row per (item, sample), sorted by item id then sample.
   Rows of protected items (GPQA, HLE: `protected` in the items package, or every item with
   `--protected`) hold only `item_id`, `sample`, `verdict`, `status` and `protected: true`: no
   question, option, reference or response text, and no extracted answer, rule, reason or
-  attempt (an extracted letter beside a `correct` verdict is the key). Other rows also carry
-  attempt, answer, rule, reason and reference.
-- `release.json` — `release_info.v1`: the grading it comes from (verdict file sha256, responses
+  attempt (an extracted letter beside a `correct` verdict is the key).
+  Structure (release.json version 2). A release holding any protected item writes `release_row.v2`
+  (`ClosedReleaseRow`), a schema with no field for free text: `status` is one of audit's statuses (an
+  enum), `sample` is the rank of the row's sample among the item's samples in the pinned responses
+  package (`--no-response-check`: in the verdict file), so indices the verdict file chose carry nothing,
+  and a public row adds only its attempt, its answer when that is one of the item's option letters, and
+  the items package's reference (a row graded against another is refused). Every published value is
+  then closed vocabulary or the pinned packages', and an encoding nobody listed has nowhere to go: the
+  verdict file's reasons, rules and other answers are withheld (counted in `structure.withheld`). With
+  `--public-text` they are published for public items only, 200 characters each at most, in
+  `public_text.jsonl` (`release_public_text.v1`), where the leak check is what stands between them and
+  protected text. A release of public items only keeps `release_row.v1` (attempt, answer, rule, reason
+  and reference as graded: nothing there is protected).
+- `release.json` — `release_info.v2`: the grading it comes from (verdict file sha256, responses
   and items packages by digest, extractor, grader, policies), the id scheme, counts, and the
   figures with their intervals, recomputed from the released rows.
 - `README.md` — a table of the figures with their intervals, generated from `release.json`.
@@ -29,14 +41,17 @@ strong (`salt_problem`: 32+ characters and an estimated 112+ bits, NIST's minimu
 Releases written before this check carry `salt_check` (sha256 of the salt), which made guessing
 faster still; they still verify, with a warning.
 
-Every release runs the leak check of `audit.leaks` (under its current named list of
-transformations, `leakcheck@2`, recorded in release.json: encodings, reversal, interleaving and
-columns concatenated over rows; verify-release uses the version a release records) on all its
+Every release runs the leak check of `audit.leaks`, the second layer (under its current named list of
+transformations, `leakcheck@3`, recorded in release.json: encodings, reversal, interleaving,
+columns concatenated over rows, and short keys; verify-release uses the version a release records) on all its
 files before anything is written; any finding aborts it (exit 2, one line per leak naming file, row and field, never the
 text). The check indexes the question, options and reference of protected items (from the items
 package), the protected references spelled in published and in dataset order (`key_texts`), and
 their responses (from the responses package; required when there are protected
-items, unless `--no-response-check` is given and recorded).
+items, unless `--no-response-check` is given and recorded). Short keys (`short_keys`, leakcheck@3): the
+protected references in published and dataset order, forwards and reversed, as letters and digits, are
+looked for at any length from 3 items as a word or a run of one-letter words of a value, and in a column
+(a field over the rows) where a column of random letters could not spell them (`audit.leaks.find_keys`).
 
 False positives. The check reports any shared 20-character piece, and model responses share
 boilerplate ("Therefore, the correct answer is" occurs in hundreds of GPQA responses), so
@@ -57,7 +72,11 @@ recomputed from the published `guess_seed`, id and sample: with dataset ids a `c
 names the reference), and refuses one where any feature predicts the reference far above chance
 (GPQA ids `...-v{k}` do, perfectly). A protected row's status must be one of audit's own
 (ROW_STATUSES), never free text. Document-level strings (the benchmark name, `--id`) must match
-SAFE_NAME: a short lowercase name, never text.
+SAFE_NAME: a short lowercase name, never text. In a structural release the benchmark must also be a
+registered benchmark spec or the one a pinned package's manifest names (a safe name can spell lowercase
+base32), the packages are named by their own manifests, the extractor and grader appear only as audit
+registers them (else "not recorded", counted in `structure.withheld.components`), and the reference field
+is `reference` or `extra.KEY`.
 
 `audit verify-release DIR --items PRIVATE_ITEMS [--salt S] [--responses R]` lets a holder of
 the dataset check a release against their own copy, in this order: package (manifest, hashes,
@@ -65,10 +84,14 @@ row schemas), counts (rows, items, samples, statuses against release.json), orde
 by id then sample, as audit writes them: an order chosen to follow the answers is refused), ids
 (every released id is one of theirs, via the salt for hashed ids), items package digest
 (informational), protected (items their copy marks protected are published as protected),
-references (published references equal theirs), verdicts (agree with statuses, and with
-answer = reference for multiple-choice letters), figures (recomputed from the rows equal
-release.json's), readme (README.md is exactly what release.json generates), leaks (the leak
-check with their text; it fails when `--responses` holds no response of a protected item, rather
+structure (closed vocabulary only, samples ranked 0..k-1, option letters of their items; a version-1
+release is flagged, and one whose protected status is free text fails), references (published
+references equal theirs), verdicts (agree with statuses, and with answer = reference for
+multiple-choice letters), figures (recomputed from the rows equal release.json's), readme (README.md
+is exactly what release.json generates), parquet (given a dataset folder of `--format hf`: its Parquet
+file, the one `datasets` loads, holds exactly the release's columns, metadata and rows, its card is
+the release's, and nothing else is in the folder), leaks (the leak check with their text; it fails
+when `--responses` holds no response of a protected item, rather
 than claim responses were checked), inference (the statistical check with their references).
 Every file is read from the bytes its manifest pins. No check prints text it found. Exit 0 when
 all pass, 1 otherwise.
