@@ -292,3 +292,60 @@ def test_a_file_rewritten_between_the_two_readers_opens_is_read_again_exactly(tm
     exact = analyze(path)
     assert got.summary == exact.summary
     assert got.summary.source.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --------------------------------------------------------------------------- the fast path's inflate (ISA-L)
+
+GZ_TRACES = ("recsys_a100_sampled_rank-0.json.gz", "hta_nccl_parser_config_nccl_data.json.gz",
+             "vllm_tp4_h100_1000isl_10osl_32con.pt.trace.json.gz")
+
+
+def _fast_with(path: Path, gz_module, monkeypatch):
+    monkeypatch.setattr(reader_mod, "FAST_GZIP", gz_module)
+    o = TraceOptions()
+    r = TraceReader(path)
+    return collect_fast(r, o.compiled()[0], o.marker_categories, o.ops_compiled()), r
+
+
+def test_the_fast_path_inflates_with_isal_and_collects_what_zlib_gives(shared, monkeypatch):
+    """ISA-L (a dependency) inflates on the fast path; with the standard library's gzip in its place (the fallback
+    where isal is missing) the pass, the hash and the sizes are the same on real traces."""
+    import gzip
+
+    from isal import igzip
+
+    assert reader_mod.FAST_GZIP is igzip
+    for name in GZ_TRACES:
+        path = shared(f"torch_profiler_traces/{name}")
+        fast, r1 = _fast_with(path, igzip, monkeypatch)
+        slow, r2 = _fast_with(path, gzip, monkeypatch)
+        assert fast == slow, name
+        for attr in ("sha256", "bytes", "text_chars", "events_read", "metadata", "gzip"):
+            assert getattr(r1, attr) == getattr(r2, attr), (name, attr)
+
+
+def _damaged(data: bytes) -> dict[str, bytes]:
+    mid = len(data) // 2
+    return {"cut in half": data[:mid], "cut before the trailer": data[:-4],
+            "a byte flipped mid-stream": data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1:],
+            "a wrong CRC": data[:-8] + bytes([data[-8] ^ 1]) + data[-7:],
+            "a wrong length": data[:-4] + bytes([data[-4] ^ 1]) + data[-3:],
+            "junk after the stream": data + b"junk", "a second member cut short": data + data[:100]}
+
+
+@pytest.mark.parametrize("case", sorted(_damaged(b"x" * 64)))
+def test_a_damaged_gzip_stream_is_refused_as_the_standard_library_words_it(tmp_path, monkeypatch, case):
+    """Whatever ISA-L says of a damaged stream, the fast path never finishes on it, and the refusal is the exact
+    path's (the standard library's gzip) word for word."""
+    import gzip
+
+    monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 64 << 10)
+    text = '{"schemaVersion": 1, "traceEvents": [\n' + ",\n".join(_trace(3000, {})) + "\n]}\n"
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(_damaged(gzip.compress(text.encode(), mtime=0))[case])
+    fast, exact = _both(path)
+    assert isinstance(exact, TraceError)
+    assert isinstance(fast, (FastPathUnsure, TraceError)), f"fast path finished where the exact path said {exact}"
+    with pytest.raises(TraceError) as e:
+        analyze(path)
+    assert str(e.value) == str(exact)
