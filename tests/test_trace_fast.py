@@ -236,6 +236,44 @@ def test_two_processes_collect_what_one_does(shared, tmp_path, monkeypatch, name
         assert getattr(fast_reader, attr) == getattr(exact_reader, attr), attr
 
 
+@pytest.mark.parametrize("name", ["recsys_a100_sampled_rank-0.json.gz",
+                                  "vllm_tp4_h100_1000isl_10osl_32con.pt.trace.json.gz"])
+def test_a_gzip_trace_is_read_by_two_processes_too_and_collects_what_one_does(shared, monkeypatch, name):
+    """A gzip'd trace is split where its trailer's size says (the child inflates the first half unread): the pass,
+    hash and sizes are the exact path's."""
+    _split_always(monkeypatch, 64 << 10)
+    path = shared(f"torch_profiler_traces/{name}")
+    o = TraceOptions()
+    fast_reader, exact_reader = TraceReader(path), TraceReader(path)
+    fast = collect_fast(fast_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
+    exact = collect(exact_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
+    assert fast_reader.split_at is not None, "the split was not taken"
+    assert fast == exact
+    for attr in ("sha256", "bytes", "text_chars", "events_read", "metadata", "gzip"):
+        assert getattr(fast_reader, attr) == getattr(exact_reader, attr), attr
+
+
+@pytest.mark.parametrize("first", [10, 40_000, -10])
+def test_a_gzip_trailer_that_misleads_about_the_size_changes_nothing(tmp_path, monkeypatch, first):
+    """The trailer's size is only where to split: a file of two gzip members, whose trailer gives the last one's
+    size alone (all but `first` characters, or 10), is read as one process reads it; a trailer damaged to a
+    size past the end is refused in the standard library's words."""
+    import gzip
+
+    _split_always(monkeypatch, 16 << 10)
+    text = ('{"schemaVersion": 1, "traceEvents": [\n' + ",\n".join(_trace(1500, {})) + "\n]}\n").encode()
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(text[:first], mtime=0) + gzip.compress(text[first:], mtime=0))
+    fast, exact = _both(path)
+    assert not isinstance(exact, Exception)
+    _agree(fast, exact, must_finish=True)
+    data = gzip.compress(text, mtime=0)
+    path.write_bytes(data[:-4] + ((1 << 32) - 1).to_bytes(4, "little"))
+    fast, exact = _both(path)
+    _agree(fast, exact)
+    assert isinstance(exact, TraceError) and "gzip" in str(exact)
+
+
 @pytest.mark.parametrize("where", [150, 2500])
 @pytest.mark.parametrize("case", ["top-level ts", "an args key no one reads"])
 def test_a_key_named_twice_on_either_side_of_the_split_is_refused_as_before(tmp_path, monkeypatch, case, where):
