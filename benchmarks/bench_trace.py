@@ -417,10 +417,19 @@ def _cases_with_load(cmd: list[str], runs: int) -> tuple[float, float, float, fl
     return statistics.median(walls), statistics.median(cpus), statistics.median(rss), load0, os.getloadavg()[0]
 
 
-def compare_hta_one_core(runs: int, size_mb: float, work: Path, tmp: Path) -> bool:
+def _baseline_cmd(tree: Path, path: Path, out: Path) -> list[str]:
+    """`summarize_to_package` run from another checkout of audit (`--baseline-tree`), as a fresh process."""
+    code = (f"import sys; sys.path.insert(0, {str(tree)!r}); from audit.trace.package import summarize_to_package; "
+            f"summarize_to_package({str(path)!r}, {str(out)!r}, force=True)")
+    return [sys.executable, "-c", code]
+
+
+def compare_hta_one_core(runs: int, size_mb: float, work: Path, tmp: Path, baseline: Path | None = None) -> bool:
     """Issue 32 item 1: audit against HTA on the real-event trace, .json and .json.gz, on 2 cores and pinned to one
     (`taskset -c 0`, where the two-process reader never splits), medians of `runs` fresh processes each, HTA in the
-    same run (pinned to one core: it uses one), the load average beside each figure. Ratios in wall and CPU time."""
+    same run (pinned to one core: it uses one), the load average beside each figure. Ratios in wall and CPU time.
+    `baseline`: another checkout of audit (e.g. `git worktree add DIR main`), timed in the same run as `before` rows
+    (not counted in the target)."""
     hta_version = _hta_version()
     trace = work / f"real-events-{int(size_mb)}mb.json"
     if not trace.exists():
@@ -440,13 +449,22 @@ def compare_hta_one_core(runs: int, size_mb: float, work: Path, tmp: Path) -> bo
     for path in (trace, gz):
         rows = [(f"audit {path.suffix} 2 cores", me + ["audit", str(path), str(tmp / "pkg-1")]),
                 (f"audit {path.suffix} taskset -c 0", one + me + ["audit", str(path), str(tmp / "pkg-1")])]
+        if baseline:
+            rows += [(f"before {path.suffix} 2 cores", _baseline_cmd(baseline, path, tmp / "pkg-0")),
+                     (f"before {path.suffix} taskset -c 0", one + _baseline_cmd(baseline, path, tmp / "pkg-0"))]
         got = {label: _cases_with_load(cmd, runs) for label, cmd in rows}
+        if baseline:
+            same = all((tmp / "pkg-0" / f).read_bytes() == (tmp / "pkg-1" / f).read_bytes()
+                       for f in ("summary.json", "steps.jsonl", "kernels.jsonl", "collectives.jsonl"))
+            print(f"{path.suffix}: the package's summary and rows {'equal' if same else 'DIFFER FROM'} the baseline's "
+                  f"byte for byte")
+            ok = ok and same
         hta = _cases_with_load(one + me + ["hta", str(path)], runs) if hta_version else None
         for label, (w, c, r, l0, l1) in got.items():
             ratio = f"{hta[0] / w:>13.1f}x {hta[1] / c:>5.1f}x" if hta else ""
             print(f"{label:<34} {w:>7.2f} {c:>7.2f} {r:>7,.0f} {r / size_mb_json:>7.2f}x {l0:>5.1f}-{l1:<5.1f} {ratio}")
-            ok = ok and r <= TARGET_REAL_RSS_RATIO * size_mb_json and (hta is None or min(hta[0] / w, hta[1] / c)
-                                                                         >= TARGET_HTA_RATIO)
+            ok = ok and (label.startswith("before") or r <= TARGET_REAL_RSS_RATIO * size_mb_json and (
+                hta is None or min(hta[0] / w, hta[1] / c) >= TARGET_HTA_RATIO))
         if hta:
             w, c, r, l0, l1 = hta
             print(f"{f'HTA {hta_version} {path.suffix} taskset -c 0':<34} {w:>7.2f} {c:>7.2f} {r:>7,.0f} "
@@ -499,6 +517,9 @@ def main() -> int:
     ap.add_argument("--one-core", action="store_true",
                     help="Only the real-event trace, .json and .json.gz, on 2 cores and under taskset -c 0, HTA in "
                          "the same run (issue 32).")
+    ap.add_argument("--baseline-tree", type=Path, metavar="DIR",
+                    help="With --one-core: also time the audit checked out in DIR (e.g. `git worktree add DIR main`), "
+                         "in the same run, as the `before` rows.")
     ap.add_argument("--worker", nargs="+", metavar="KIND PATH", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -515,7 +536,7 @@ def main() -> int:
     meta = work / f"synthetic-{int(args.size_mb)}mb.expected.json"
     try:
         if args.one_core:
-            return 0 if compare_hta_one_core(args.runs, args.real_size_mb, work, tmp) else 1
+            return 0 if compare_hta_one_core(args.runs, args.real_size_mb, work, tmp, args.baseline_tree) else 1
         if args.skip_synthetic:
             ok = compare_hta_real_events(args.runs, args.real_size_mb, work, tmp) if args.real_size_mb else True
             if not args.skip_real_traces:
