@@ -236,6 +236,44 @@ def test_two_processes_collect_what_one_does(shared, tmp_path, monkeypatch, name
         assert getattr(fast_reader, attr) == getattr(exact_reader, attr), attr
 
 
+@pytest.mark.parametrize("name", ["recsys_a100_sampled_rank-0.json.gz",
+                                  "vllm_tp4_h100_1000isl_10osl_32con.pt.trace.json.gz"])
+def test_a_gzip_trace_is_read_by_two_processes_too_and_collects_what_one_does(shared, monkeypatch, name):
+    """A gzip'd trace is split where its trailer's size says (the child inflates the first half unread): the pass,
+    hash and sizes are the exact path's."""
+    _split_always(monkeypatch, 64 << 10)
+    path = shared(f"torch_profiler_traces/{name}")
+    o = TraceOptions()
+    fast_reader, exact_reader = TraceReader(path), TraceReader(path)
+    fast = collect_fast(fast_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
+    exact = collect(exact_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
+    assert fast_reader.split_at is not None, "the split was not taken"
+    assert fast == exact
+    for attr in ("sha256", "bytes", "text_chars", "events_read", "metadata", "gzip"):
+        assert getattr(fast_reader, attr) == getattr(exact_reader, attr), attr
+
+
+@pytest.mark.parametrize("first", [10, 40_000, -10])
+def test_a_gzip_trailer_that_misleads_about_the_size_changes_nothing(tmp_path, monkeypatch, first):
+    """The trailer's size is only where to split: a file of two gzip members, whose trailer gives the last one's
+    size alone (all but `first` characters, or 10), is read as one process reads it; a trailer damaged to a
+    size past the end is refused in the standard library's words."""
+    import gzip
+
+    _split_always(monkeypatch, 16 << 10)
+    text = ('{"schemaVersion": 1, "traceEvents": [\n' + ",\n".join(_trace(1500, {})) + "\n]}\n").encode()
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(text[:first], mtime=0) + gzip.compress(text[first:], mtime=0))
+    fast, exact = _both(path)
+    assert not isinstance(exact, Exception)
+    _agree(fast, exact, must_finish=True)
+    data = gzip.compress(text, mtime=0)
+    path.write_bytes(data[:-4] + ((1 << 32) - 1).to_bytes(4, "little"))
+    fast, exact = _both(path)
+    _agree(fast, exact)
+    assert isinstance(exact, TraceError) and "gzip" in str(exact)
+
+
 @pytest.mark.parametrize("where", [150, 2500])
 @pytest.mark.parametrize("case", ["top-level ts", "an args key no one reads"])
 def test_a_key_named_twice_on_either_side_of_the_split_is_refused_as_before(tmp_path, monkeypatch, case, where):
@@ -292,3 +330,60 @@ def test_a_file_rewritten_between_the_two_readers_opens_is_read_again_exactly(tm
     exact = analyze(path)
     assert got.summary == exact.summary
     assert got.summary.source.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --------------------------------------------------------------------------- the fast path's inflate (ISA-L)
+
+GZ_TRACES = ("recsys_a100_sampled_rank-0.json.gz", "hta_nccl_parser_config_nccl_data.json.gz",
+             "vllm_tp4_h100_1000isl_10osl_32con.pt.trace.json.gz")
+
+
+def _fast_with(path: Path, gz_module, monkeypatch):
+    monkeypatch.setattr(reader_mod, "FAST_GZIP", gz_module)
+    o = TraceOptions()
+    r = TraceReader(path)
+    return collect_fast(r, o.compiled()[0], o.marker_categories, o.ops_compiled()), r
+
+
+def test_the_fast_path_inflates_with_isal_and_collects_what_zlib_gives(shared, monkeypatch):
+    """ISA-L (a dependency) inflates on the fast path; with the standard library's gzip in its place (the fallback
+    where isal is missing) the pass, the hash and the sizes are the same on real traces."""
+    import gzip
+
+    from isal import igzip
+
+    assert reader_mod.FAST_GZIP is igzip
+    for name in GZ_TRACES:
+        path = shared(f"torch_profiler_traces/{name}")
+        fast, r1 = _fast_with(path, igzip, monkeypatch)
+        slow, r2 = _fast_with(path, gzip, monkeypatch)
+        assert fast == slow, name
+        for attr in ("sha256", "bytes", "text_chars", "events_read", "metadata", "gzip"):
+            assert getattr(r1, attr) == getattr(r2, attr), (name, attr)
+
+
+def _damaged(data: bytes) -> dict[str, bytes]:
+    mid = len(data) // 2
+    return {"cut in half": data[:mid], "cut before the trailer": data[:-4],
+            "a byte flipped mid-stream": data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1:],
+            "a wrong CRC": data[:-8] + bytes([data[-8] ^ 1]) + data[-7:],
+            "a wrong length": data[:-4] + bytes([data[-4] ^ 1]) + data[-3:],
+            "junk after the stream": data + b"junk", "a second member cut short": data + data[:100]}
+
+
+@pytest.mark.parametrize("case", sorted(_damaged(b"x" * 64)))
+def test_a_damaged_gzip_stream_is_refused_as_the_standard_library_words_it(tmp_path, monkeypatch, case):
+    """Whatever ISA-L says of a damaged stream, the fast path never finishes on it, and the refusal is the exact
+    path's (the standard library's gzip) word for word."""
+    import gzip
+
+    monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 64 << 10)
+    text = '{"schemaVersion": 1, "traceEvents": [\n' + ",\n".join(_trace(3000, {})) + "\n]}\n"
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(_damaged(gzip.compress(text.encode(), mtime=0))[case])
+    fast, exact = _both(path)
+    assert isinstance(exact, TraceError)
+    assert isinstance(fast, (FastPathUnsure, TraceError)), f"fast path finished where the exact path said {exact}"
+    with pytest.raises(TraceError) as e:
+        analyze(path)
+    assert str(e.value) == str(exact)

@@ -3,12 +3,13 @@
 `collect` reads event by event through the exact reader; `collect_fast` reads decoded batches and gives
 up (FastPathUnsure) on anything unusual, so the exact pass decides. Both fill one `_Collected`.
 
-A large uncompressed trace is read by two processes (`SPLIT_BYTES`): a forked child cuts the text into
-batches exactly as this process does, skips those before the middle undecoded, collects the rest and sends
-its `_Collected` back (pickled, through a pipe); this process collects the batches before the middle and
-adds the child's, renumbering its names and threads, as one pass over both halves gives. The split holds
-only where both readers switched at the same offset and no batch before it needed the exact reader (whose
-cuts may differ); otherwise this process reads on alone, or (the child gave up) the exact pass decides.
+A large trace (by its JSON text's size: the file's, or a gzip file's trailer's) is read by two processes
+(`SPLIT_BYTES`): a forked child cuts the text into batches exactly as this process does, skips those before
+the middle undecoded, collects the rest and sends its `_Collected` back (pickled, through a pipe); this
+process collects the batches before the middle and adds the child's, renumbering its names and threads, as
+one pass over both halves gives. The split holds only where both readers switched at the same offset and no
+batch before it needed the exact reader (whose cuts may differ); otherwise this process reads on alone, or
+(the child gave up) the exact pass decides.
 """
 
 from __future__ import annotations
@@ -356,9 +357,10 @@ def _exact_event(c: _Collected, reader: TraceReader, index: int, e: dict[str, An
 
 
 SPLIT_BYTES = 64 << 20
-"""Uncompressed traces of at least this many bytes are read by two processes where the machine has two
-cores or more: a forked child reads the second half of the events array (`TraceReader.batches(start_at=)`)
-while this process reads the first (`stop_at=`); the child's compact arrays are merged in file order."""
+"""Traces of at least this many bytes of JSON text (a gzip'd one's by its trailer; the child inflates the
+first half too, unread) are read by two processes where the machine has two cores or more: a forked child reads
+the second half of the events array (`TraceReader.batches(start_at=)`) while this process reads the first
+(`stop_at=`); the child's compact arrays are merged in file order."""
 
 
 def collect_fast(reader: TraceReader, marker: re.Pattern[str], marker_categories: Iterable[str] = MARKER_CATEGORIES,
@@ -383,8 +385,11 @@ def _split_point(reader: TraceReader) -> int | None:
     try:  # through the one open-regular-file gate: a FIFO (or a link to one) is refused, never waited on
         f, size = open_regular(reader.path, follow_links=True)
         with f:
-            if f.read(2) == b"\x1f\x8b":
-                return None
+            if f.read(2) == b"\x1f\x8b" and size >= 20:
+                # gzip's trailer says the text's size (mod 2**32): a guess only, for where to split (a wrong one
+                # splits elsewhere or past the end, and then this process reads every event)
+                f.seek(size - 4)
+                size = int.from_bytes(f.read(4), "little")
     except OSError:
         return None
     # the child also reads (without decoding) the first half and hashes the whole file: give it a bit less

@@ -28,6 +28,9 @@ a key (a repeated one, an explicit null, a field Event lacks). Such a batch, one
 above, one by one, and converted. Anything else unusual raises `FastPathUnsure`: the analysis then
 reads the file again by the exact path alone, so the fast path never changes a result or an error.
 `batches(stop_at=)` / `batches(start_at=)` let two readers share the array (audit.trace.collect).
+A gzip'd trace is inflated by ISA-L (`isal.igzip`, about 3.5x zlib's speed) on the fast path where it is installed;
+the exact path keeps the standard library's `gzip`, so every refusal of a damaged stream is still worded by it
+(any error of the fast path's inflate sends the file to the exact path).
 """
 
 from __future__ import annotations
@@ -46,6 +49,13 @@ from types import FrameType
 from typing import IO, Any, cast
 
 import msgspec
+import numpy as np
+
+try:
+    from isal import igzip as _isal_gzip
+    from isal.isal_zlib import error as _IsalError
+except ImportError:  # pragma: no cover - isal is a dependency; without it the fast path inflates with zlib
+    _isal_gzip, _IsalError = None, zlib.error
 
 from audit.errors import AuditError
 from audit.fileio import DuplicateKey, HashingReader, open_regular, reject_constant, unique_pairs
@@ -97,7 +107,11 @@ class Event(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, gc=F
 
 
 _FAST = msgspec.json.Decoder(list[Event], float_hook=str)
-_ENCODE = msgspec.json.Encoder().encode
+_ENCODE_INTO = msgspec.json.Encoder().encode_into
+
+FAST_GZIP: Any = _isal_gzip or gzip
+"""The gzip module whose `GzipFile` inflates on the fast path (ISA-L's where installed; the exact path always uses
+the standard library's)."""
 _FAST_DEPTH = 100
 """Nesting the fast decoder may reach (below the exact path's limit, so it never accepts what that refuses)."""
 
@@ -169,7 +183,7 @@ class TraceReader:
         `batches(start_at=)`: the offset of the first event read."""
 
     # The buffer: `_buf[_pos:]` is unread text; `_lines` counts newlines before `_buf`.
-    def _open(self) -> None:
+    def _open(self, fast: bool = False) -> None:
         try:
             # A regular file (a link to one is followed): a FIFO or device is refused, never waited on.
             raw, _ = open_regular(self.path, follow_links=True)
@@ -181,7 +195,8 @@ class TraceReader:
         self._hashing.marks = self.prefix_marks
         buffered = io.BufferedReader(self._hashing, CHUNK_CHARS)
         self.gzip = buffered.peek(2)[:2] == b"\x1f\x8b"
-        data = cast(IO[bytes], gzip.GzipFile(fileobj=buffered, mode="rb") if self.gzip else buffered)
+        gz = FAST_GZIP if fast else gzip
+        data = cast(IO[bytes], gz.GzipFile(fileobj=buffered, mode="rb") if self.gzip else buffered)
         self._text = io.TextIOWrapper(data, encoding="utf-8", errors="strict")
         self._buf = ""
         self._pos = 0
@@ -207,7 +222,7 @@ class TraceReader:
         except UnicodeDecodeError as e:
             raise TraceError(f"not valid UTF-8 (byte {e.start} of a chunk near line {self._lines + 1})",
                              path=self.label) from None
-        except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        except (EOFError, zlib.error, gzip.BadGzipFile, _IsalError) as e:
             raise TraceError(f"damaged or truncated gzip stream: {e}", path=self.label) from None
         except OSError as e:
             raise TraceError(f"unreadable: {e.strerror or e}", path=self.label) from None
@@ -304,7 +319,7 @@ class TraceReader:
         return self._read(fast=True, start_at=start_at, stop_at=stop_at)
 
     def _read(self, fast: bool, start_at: int | None = None, stop_at: int | None = None) -> Iterator[Any]:
-        self._open()
+        self._open(fast)
         self._fast = fast
         try:
             yield from self._document(fast=fast, start_at=start_at, stop_at=stop_at)
@@ -440,6 +455,7 @@ class TraceReader:
             return
         self._array_done = False
         decode = _FAST.decode
+        scratch = bytearray()  # the re-encoded batch, its buffer reused
         while not self._array_done:
             buf, pos = self._buf, self._pos
             if stop_at is not None and self._dropped + pos >= stop_at:
@@ -464,21 +480,23 @@ class TraceReader:
                     self._peek()
                     continue
                 self.split_at, start_at = self._dropped + pos, None
-            text = buf[pos:cut + 1]
+            end = cut + 1  # the batch is buf[pos:end]; searched and counted in place, copied once to decode
             batch = None
-            if "\\u003" not in text:
+            if buf.find("\\u003", pos, end) < 0:
                 limit = sys.getrecursionlimit()
                 depth = _frame_depth()
                 try:
                     sys.setrecursionlimit(depth + _FAST_DEPTH)
-                    batch = decode("[" + text + "]")
+                    batch = decode(f"[{buf[pos:end]}]")
                 except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
                     batch = None
                 finally:
                     sys.setrecursionlimit(limit)
                 # one colon per key and per colon inside a string, in both: fewer after decoding lost a key
-                if batch is not None and _ENCODE(batch).count(b":") != text.count(":"):
-                    batch = None
+                if batch is not None:
+                    _ENCODE_INTO(batch, scratch)
+                    if _colons(scratch) != buf.count(":", pos, end):
+                        batch = None
             if batch is None:
                 yield self._exact_batch(self._dropped + cut)
                 continue
@@ -498,6 +516,11 @@ def file_state(st: os.stat_result) -> tuple[int, ...]:
     and status change (the change time cannot be set back; a rewrite within one tick of the file system's clock
     after the previous write is not seen, nor is one undone before the read ends)."""
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _colons(data: bytearray) -> int:
+    """The colons in `data` (numpy's byte compare: five times `bytearray.count`'s speed)."""
+    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 58))
 
 
 def _frame_depth() -> int:
