@@ -51,14 +51,18 @@ from typing import IO, Any, cast
 import msgspec
 import numpy as np
 
-try:
-    from isal import igzip as _isal_gzip
-    from isal.isal_zlib import error as _IsalError
-except ImportError:  # pragma: no cover - isal is a dependency; without it the fast path inflates with zlib
-    _isal_gzip, _IsalError = None, zlib.error
-
 from audit.errors import AuditError
 from audit.fileio import DuplicateKey, HashingReader, open_regular, reject_constant, unique_pairs
+
+_isal_gzip: Any
+_IsalError: type[Exception]
+try:
+    from isal import igzip as _isal_gzip
+    from isal import isal_zlib as _isal_zlib
+
+    _IsalError = cast("type[Exception]", _isal_zlib.error)  # its stubs type the class as an instance
+except ImportError:  # pragma: no cover - isal is a dependency; without it the fast path inflates with zlib
+    _isal_gzip, _IsalError = None, zlib.error
 
 CHUNK_CHARS = 1 << 20
 """Characters read per refill of the buffer."""
