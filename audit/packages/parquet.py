@@ -138,32 +138,37 @@ def parquet_shape_problem(md: Any, size: int) -> str | None:
 PARQUET_MAX_PAGES = 1_000_000
 
 
+def _column_chunks(md: Any) -> Iterator[tuple[int, int, Any, int]]:
+    """(row group, column, its metadata, the offset of its first page: the dictionary page when it has one)."""
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            yield g, c, col, (col.dictionary_page_offset if col.has_dictionary_page and col.dictionary_page_offset
+                              else col.data_page_offset)
+
+
 def parquet_pages_problem(md: Any, data: memoryview) -> str | None:
     """parquet_shape_problem's size bound from the page headers, which the reader sizes its buffers
     by (a footer may understate them): why the file is refused, or None. Headers that cannot be read
     are left to the reader, which reports them."""
     limit = gzip_limit(len(data))
     total = pages = 0
-    for g in range(md.num_row_groups):
-        rg = md.row_group(g)
-        for c in range(rg.num_columns):
-            col = rg.column(c)
-            pos = col.dictionary_page_offset if col.has_dictionary_page and col.dictionary_page_offset else \
-                col.data_page_offset
-            end = min(len(data), pos + max(0, col.total_compressed_size))
-            while 0 <= pos < end:
-                header = _page_header(data, pos)
-                if header is None:
-                    break
-                pos, uncompressed, compressed = header
-                pos += max(0, compressed)
-                total += max(0, uncompressed)
-                pages += 1
-                if total > limit:
-                    return (f"decodes to more than {limit:,} bytes (its page headers say), the most a "
-                            f"{len(data):,}-byte file may expand to")
-                if pages > PARQUET_MAX_PAGES:
-                    return f"has more than {PARQUET_MAX_PAGES:,} pages"
+    for _, _, col, pos in _column_chunks(md):
+        end = min(len(data), pos + max(0, col.total_compressed_size))
+        while 0 <= pos < end:
+            header = _page_header(data, pos)
+            if header is None:
+                break
+            pos, uncompressed, compressed = header
+            pos += max(0, compressed)
+            total += max(0, uncompressed)
+            pages += 1
+            if total > limit:
+                return (f"decodes to more than {limit:,} bytes (its page headers say), the most a "
+                        f"{len(data):,}-byte file may expand to")
+            if pages > PARQUET_MAX_PAGES:
+                return f"has more than {PARQUET_MAX_PAGES:,} pages"
     return None
 
 
@@ -178,22 +183,17 @@ def parquet_unaccounted(md: Any, data: memoryview) -> str | None:
         return "is not framed by PAR1 magic bytes"
     footer_start = n - 8 - int.from_bytes(bytes(data[-8:-4]), "little")
     pos = 4
-    for g in range(md.num_row_groups):
-        rg = md.row_group(g)
-        for c in range(rg.num_columns):
-            col = rg.column(c)
-            start = col.dictionary_page_offset if col.has_dictionary_page and col.dictionary_page_offset else \
-                col.data_page_offset
-            if start != pos:
-                return f"has {start - pos:,} bytes before column chunk {g}/{c} that no page holds"
-            end = start + col.total_compressed_size
-            while pos < end:
-                header = _page_header(data, pos)
-                if header is None:
-                    return f"has bytes in column chunk {g}/{c} that are no page"
-                pos = header[0] + max(0, header[2])
-            if pos != end:
-                return f"column chunk {g}/{c} ends inside a page"
+    for g, c, col, start in _column_chunks(md):
+        if start != pos:
+            return f"has {start - pos:,} bytes before column chunk {g}/{c} that no page holds"
+        end = start + col.total_compressed_size
+        while pos < end:
+            header = _page_header(data, pos)
+            if header is None:
+                return f"has bytes in column chunk {g}/{c} that are no page"
+            pos = header[0] + max(0, header[2])
+        if pos != end:
+            return f"column chunk {g}/{c} ends inside a page"
     if pos != footer_start:
         return f"has {footer_start - pos:,} bytes between its last page and its footer (page index, bloom filter?)"
     return None
