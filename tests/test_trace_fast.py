@@ -215,6 +215,23 @@ def _split_always(monkeypatch, chunk: int) -> None:
     monkeypatch.setattr(reader_mod, "CHUNK_CHARS", chunk)
 
 
+READER_FIGURES = ("sha256", "bytes", "text_chars", "events_read", "metadata", "gzip")
+"""What a reader measures of the bytes it read: two readers of one file must agree on each."""
+
+
+def _assert_split_is_exact(path: Path) -> None:
+    """The split pass (a forked child reads the second half) collects what the exact path does, and its reader
+    measures the same bytes."""
+    o = TraceOptions()
+    fast_reader, exact_reader = TraceReader(path), TraceReader(path)
+    fast = collect_fast(fast_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
+    exact = collect(exact_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
+    assert fast_reader.split_at is not None, "the split was not taken"
+    assert fast == exact
+    for attr in READER_FIGURES:
+        assert getattr(fast_reader, attr) == getattr(exact_reader, attr), attr
+
+
 @pytest.mark.parametrize("name", ["hta_nccl_parser_config_nccl_data.json.gz", "recsys_a100_sampled_rank-0.json.gz",
                                   "vllm_tp4_h100_1000isl_10osl_32con.pt.trace.json.gz"])
 @pytest.mark.slow
@@ -226,14 +243,7 @@ def test_two_processes_collect_what_one_does(shared, tmp_path, monkeypatch, name
     path = tmp_path / name.removesuffix(".gz")
     path.write_bytes(gzip.open(shared(f"torch_profiler_traces/{name}")).read())
     _split_always(monkeypatch, 64 << 10)  # many batches on each side of the split
-    o = TraceOptions()
-    fast_reader, exact_reader = TraceReader(path), TraceReader(path)
-    fast = collect_fast(fast_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
-    exact = collect(exact_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
-    assert fast_reader.split_at is not None, "the split was not taken"
-    assert fast == exact
-    for attr in ("sha256", "bytes", "text_chars", "events_read", "metadata", "gzip"):
-        assert getattr(fast_reader, attr) == getattr(exact_reader, attr), attr
+    _assert_split_is_exact(path)
 
 
 @pytest.mark.parametrize("name", ["recsys_a100_sampled_rank-0.json.gz",
@@ -243,14 +253,7 @@ def test_a_gzip_trace_is_read_by_two_processes_too_and_collects_what_one_does(sh
     hash and sizes are the exact path's."""
     _split_always(monkeypatch, 64 << 10)
     path = shared(f"torch_profiler_traces/{name}")
-    o = TraceOptions()
-    fast_reader, exact_reader = TraceReader(path), TraceReader(path)
-    fast = collect_fast(fast_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
-    exact = collect(exact_reader, o.compiled()[0], o.marker_categories, o.ops_compiled())
-    assert fast_reader.split_at is not None, "the split was not taken"
-    assert fast == exact
-    for attr in ("sha256", "bytes", "text_chars", "events_read", "metadata", "gzip"):
-        assert getattr(fast_reader, attr) == getattr(exact_reader, attr), attr
+    _assert_split_is_exact(path)
 
 
 @pytest.mark.parametrize("first", [10, 40_000, -10])
@@ -358,7 +361,7 @@ def test_the_fast_path_inflates_with_isal_and_collects_what_zlib_gives(shared, m
         fast, r1 = _fast_with(path, igzip, monkeypatch)
         slow, r2 = _fast_with(path, gzip, monkeypatch)
         assert fast == slow, name
-        for attr in ("sha256", "bytes", "text_chars", "events_read", "metadata", "gzip"):
+        for attr in READER_FIGURES:
             assert getattr(r1, attr) == getattr(r2, attr), (name, attr)
 
 

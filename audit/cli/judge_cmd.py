@@ -17,6 +17,7 @@ from audit.subject import args_from, resolve_subject, subject_options
 
 if TYPE_CHECKING:
     from audit import graders
+    from audit.models import Subject
 
 
 FIELDS = ("id", "answer", "reference", "num_choices")
@@ -129,7 +130,7 @@ def _run_llm_judge(responses: Path, judge_spec: str, *, items: Path | None, serv
                    output: Path | None, judge_model: str | None, judge_rule: str | None, repeats: int | None,
                    seed: int | None, temperature: float | None, top_p: float | None, max_tokens: int | None,
                    logprobs: int | None, extractor: str | None, concurrency: int | None, timeout: float | None,
-                   retries: int | None, force: bool, subject: Any = None) -> int:
+                   retries: int | None, force: bool, subject: Subject | None = None) -> int:
     from collections import Counter
 
     from audit.judge import figures, templates
@@ -158,8 +159,7 @@ def _run_llm_judge(responses: Path, judge_spec: str, *, items: Path | None, serv
         click.echo(f"  {errors:,} calls failed (status judge_error; run again to retry them)")
     if repeats > 1:
         fr = figures.flip_rates((r.item_id, r.sample, r.attempt, r.status) for r in done.rows)
-        click.echo(f"  flip rate: {fr.flipped:,} of {fr.compared:,} responses changed verdict across {repeats} "
-                   f"repeats ({100 * fr.rate:.1f}%)" if fr.compared else f"  flip rate: {figures.FLIP_NONE}")
+        click.echo("  flip rate: " + figures.flip_text(fr, f"responses changed verdict across {repeats} repeats"))
         flipped = [k for k, v in fr.per_item.items() if v > 0]
         if flipped:
             shown = ", ".join(f"{k} {100 * fr.per_item[k]:.0f}%" for k in flipped[:10])
@@ -217,9 +217,9 @@ def judge(file: Path, grader_spec: str | None, cross_specs: str | None, judge_sp
                                    "--where grade answer/reference files")
         subject = resolve_subject(args_from(judge_kw), what="judge-calls", gpu_evidence=False)
         return _run_llm_judge(file, judge_spec, **judge_kw, subject=subject)
-    given = [flag for flag in args_from(judge_kw).given()]
-    if given:
-        raise click.UsageError(f"{given[0]} needs --judge TEMPLATE")
+    subject_flags = args_from(judge_kw).given()
+    if subject_flags:
+        raise click.UsageError(f"{subject_flags[0]} needs --judge TEMPLATE")
     given = [k for k, v in judge_kw.items() if v is not None and v is not False]
     if given:
         raise click.UsageError(f"--{given[0].replace('_', '-')} needs --judge TEMPLATE")

@@ -132,8 +132,12 @@ def hle_figures(judged: Iterable[tuple[bool | None, int | None]], questions: int
         calibration_corrected=calibration_error(conf, corr), exact_match=exact_match)
 
 
-FLIP_NONE = "none measured: no response has two calls without a judge error"
-"""The flip rate's words when no response was judged twice: a rate of 0 of 0 is no rate."""
+def flip_text(fr: FlipRates, changed: str) -> str:
+    """`N of M <changed> (P%)`, or that none was measured where no response has two calls without a judge error
+    (a rate of 0 of 0 is no rate)."""
+    if not fr.compared:
+        return "none measured: no response has two calls without a judge error"
+    return f"{fr.flipped:,} of {fr.compared:,} {changed} ({100 * fr.rate:.1f}%)"
 
 
 def hle_lines(f: HLEFigures) -> list[str]:

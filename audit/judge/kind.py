@@ -115,8 +115,8 @@ def figure_lines(rows: list[JudgeCallRow], benchmark: str | None, questions: int
                      f"on the parsed fields alone)")
     if any(r.repeat for r in rows):
         fr = figures.flip_rates((r.item_id, r.sample, r.attempt, r.status) for r in rows)
-        lines.append(f"flip rate  {fr.flipped:,} of {fr.compared:,} responses judged more than once changed verdict "
-                     f"across repeats ({100 * fr.rate:.1f}%)" if fr.compared else f"flip rate  {figures.FLIP_NONE}")
+        lines.append("flip rate  " + figures.flip_text(fr, "responses judged more than once changed verdict "
+                                                              "across repeats"))
     if benchmark == "alpaca_eval":
         new = pairwise.win_rate(r.preference if r.status == "preference" else None for r in rows)
         old = pairwise.win_rate(r.extra.get("recorded_preference") for r in rows)
