@@ -260,3 +260,14 @@ def test_an_error_event_without_a_message_is_recorded_as_sent(tmp_path: Path, cl
     rows = [json.loads(x) for x in (tmp_path / "calls" / "calls.jsonl").read_text().splitlines()]
     assert {x["error"] for x in rows} == {'POST /v1/chat/completions: error in stream: {"error": {"code": 400, '
                                          '"message": "", "type": "BadRequestError"}}'}
+
+
+def test_the_error_event_text_is_one_rule_for_every_stream_reader() -> None:
+    from audit.bench import client as bench_client
+    from audit.generate import openai_http
+
+    assert bench_client.error_event_text is openai_http.error_event_text  # bench, generate and the judge
+    assert openai_http.error_event_text({"error": {"message": "engine dead", "code": 500}}) == "engine dead"
+    assert openai_http.error_event_text({"error": "plain"}) == "plain"
+    assert openai_http.error_event_text({"error": {"message": "", "code": 400}}) == \
+        '{"error": {"code": 400, "message": ""}}'

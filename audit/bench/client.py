@@ -25,6 +25,7 @@ from audit.generate.openai_http import (
     ServerError,
     TokenProgress,
     Transient,
+    error_event_text,
 )
 
 PATH = "/v1/completions"
@@ -97,9 +98,7 @@ def stream_completion(server: OpenAIServer, body: dict[str, Any], clock: RunCloc
             now = time.perf_counter()
             last_event = now
             if "error" in event:
-                err = event["error"]
-                msg = err.get("message") if isinstance(err, dict) else err
-                raise Rejected(f"POST {PATH}: error in stream: {msg}")
+                raise Rejected(f"POST {PATH}: error in stream: {error_event_text(event)}")
             choices = event.get("choices")
             if not isinstance(choices, list):
                 raise Malformed(f"POST {PATH}: stream event without a `choices` list")

@@ -219,6 +219,14 @@ class StreamResult(StreamReply):
     completion_tokens: int = 0
 
 
+def error_event_text(event: dict[str, Any]) -> str:
+    """What a stream's error event says: its message, or, where it has none (vLLM 0.26.0's, for a structured-output
+    backend it could not import), the event as sent, since an empty reason says nothing."""
+    err = event["error"]
+    msg = err.get("message") if isinstance(err, dict) else err
+    return str(msg) if msg else json.dumps(event, sort_keys=True)
+
+
 @dataclass
 class OpenAIServer:
     """One server, by base URL (`http://host:port`). Each request opens its own connection (thread-safe)."""
@@ -464,13 +472,9 @@ class OpenAIServer:
             out.events += 1
             if "error" in event:
                 err = event["error"]
-                msg = err.get("message") if isinstance(err, dict) else err
                 code = err.get("code") if isinstance(err, dict) else None
                 cls = Transient if isinstance(code, int) and code >= 500 else Rejected
-                # an error event without a message (vLLM's, for a structured-output backend it cannot import) is
-                # recorded as sent: an empty reason says nothing
-                detail = str(msg) if msg else json.dumps(event, sort_keys=True)
-                raise cls(f"POST {path}: error in stream: {detail[:200]}")
+                raise cls(f"POST {path}: error in stream: {error_event_text(event)[:200]}")
             out.response_id = event.get("id", out.response_id)
             if isinstance(event.get("model"), str):
                 out.model = event["model"]
