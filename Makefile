@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-slow test-all lint schemas bench clean chromium page
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml audit/trace/_scan.c
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	@touch $(STAMP)

@@ -1,6 +1,7 @@
-"""The reader's fast path (msgspec batches) against the exact path (the stdlib decoder, one event at a time).
+"""The reader's fast paths (the compiled pass, and msgspec batches) against the exact path (the stdlib decoder,
+one event at a time).
 
-The fast path may give up (FastPathUnsure, or a TraceError: the analysis then reads the file again by the
+A fast path may give up (FastPathUnsure, or a TraceError: the analysis then reads the file again by the
 exact path), but where it finishes it must have collected exactly what the exact path collects, and it
 must never finish where the exact path refuses the file (a key named twice, a value it does not read).
 """
@@ -16,11 +17,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit.trace import analyze as analyze_mod
+from audit.trace import collect as collect_mod
 from audit.trace import reader as reader_mod
 from audit.trace.analyze import TraceOptions, analyze
 from audit.trace.collect import collect, collect_fast
 from audit.trace.reader import FastPathUnsure, TraceError, TraceReader
+from audit.trace.scan import COMPILED
 from tests.attacks import attack
+
+
+@pytest.fixture(params=["compiled", "msgspec"])
+def fast_path(request, monkeypatch):
+    """Each test that takes it runs on both fast paths: the compiled pass, and msgspec's batches (what runs
+    where the extension is not built)."""
+    if request.param == "compiled":
+        assert COMPILED, "the compiled pass is not built (pip install -e . builds it)"
+    monkeypatch.setattr(collect_mod, "COMPILED", request.param == "compiled")
+    return request.param
 
 REAL = ("alexnet_a100_benchmark_trace.json.gz", "hta_amd_mi250_minitoy_train_rocm6_2.json.gz",
         "hta_nccl_parser_config_nccl_data.json.gz", "hta_negative_queue_length_rank0.json.gz",
@@ -55,14 +68,14 @@ def _agree(fast, exact, must_finish: bool = False) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("chunk", [1 << 20, 4096])
-def test_fast_path_collects_what_the_exact_path_does_on_every_real_trace(shared, monkeypatch, chunk):
+def test_fast_path_collects_what_the_exact_path_does_on_every_real_trace(shared, monkeypatch, chunk, fast_path):
     monkeypatch.setattr(reader_mod, "CHUNK_CHARS", chunk)
     for name in REAL:
         fast, exact = _both(shared(f"torch_profiler_traces/{name}"))
         _agree(fast, exact, must_finish=True)
 
 
-def test_analyze_takes_the_fast_path_on_real_traces(shared, monkeypatch):
+def test_analyze_takes_the_fast_path_on_real_traces(shared, monkeypatch, fast_path):
     def exact_path(*a, **k):
         raise AssertionError("fell back to the exact path")
 
@@ -124,7 +137,7 @@ def _refused_as_before(path: Path) -> None:
 
 @pytest.mark.parametrize("where", [11, 3001, 7999])
 @pytest.mark.parametrize("case", sorted(DUPLICATES))
-def test_a_key_named_twice_deep_in_a_large_trace_is_refused_as_before(tmp_path, monkeypatch, case, where):
+def test_a_key_named_twice_deep_in_a_large_trace_is_refused_as_before(tmp_path, monkeypatch, case, where, fast_path):
     """Issue 19's refusal holds on the fast path: the message is the exact path's, wherever the batch falls."""
     monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 64 << 10)
     _refused_as_before(_write(tmp_path / "t.json", _trace(4000, {where: DUPLICATES[case]})))
@@ -151,7 +164,7 @@ ODD_BUT_FINE = {
 
 
 @pytest.mark.parametrize("case", sorted(ODD_BUT_FINE))
-def test_odd_events_give_the_exact_paths_result(tmp_path, monkeypatch, case):
+def test_odd_events_give_the_exact_paths_result(tmp_path, monkeypatch, case, fast_path):
     monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 16 << 10)
     path = _write(tmp_path / "t.json", _trace(1500, {1001: ODD_BUT_FINE[case], 2998: ODD_BUT_FINE[case]}))
     fast, exact = _both(path)
@@ -166,7 +179,7 @@ def test_odd_events_give_the_exact_paths_result(tmp_path, monkeypatch, case):
         assert analyze(path).summary == got.summary
 
 
-def test_text_a_nested_object_cuts_keeps_the_fast_path(tmp_path, monkeypatch):
+def test_text_a_nested_object_cuts_keeps_the_fast_path(tmp_path, monkeypatch, fast_path):
     """A `},` inside an event's args is no event boundary: the batch is read exactly, the rest stays fast."""
     monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 16 << 10)
     path = _write(tmp_path / "t.json", _trace(1500, {1001: ODD_BUT_FINE["a nested object ending in a comma"]}))
@@ -192,7 +205,7 @@ def _obj(depth: int) -> st.SearchStrategy[str]:
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(odd=st.lists(st.tuples(st.integers(0, 399), _obj(2)), max_size=4))
-def test_fast_path_never_differs_from_the_exact_path(tmp_path_factory, odd):
+def test_fast_path_never_differs_from_the_exact_path(tmp_path_factory, odd, fast_path):
     """Random events (repeated keys, nulls, escapes, colons and braces in strings, nesting) among normal ones."""
     reader_mod.CHUNK_CHARS, saved = 2048, reader_mod.CHUNK_CHARS
     try:
@@ -212,6 +225,7 @@ def _split_always(monkeypatch, chunk: int) -> None:
     if not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("not Linux, or one core: never split")
     monkeypatch.setattr(collect_mod, "SPLIT_BYTES", 1)
+    monkeypatch.setattr(collect_mod, "COMPILED", False)  # the split is the msgspec path's (without the extension)
     monkeypatch.setattr(reader_mod, "CHUNK_CHARS", chunk)
 
 

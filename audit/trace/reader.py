@@ -53,6 +53,14 @@ import numpy as np
 
 from audit.errors import AuditError
 from audit.fileio import DuplicateKey, HashingReader, open_regular, reject_constant, unique_pairs
+from audit.trace.scan import BADSEP as SCAN_BADSEP
+from audit.trace.scan import COMPILED, Columns, Scanner
+from audit.trace.scan import END as SCAN_END
+from audit.trace.scan import EVENT as SCAN_EVENT
+from audit.trace.scan import MORE as SCAN_MORE
+from audit.trace.scan import SEP as SCAN_SEP
+from audit.trace.scan import TEXT as SCAN_TEXT
+from audit.trace.scan import columns as scan_columns
 
 _isal_gzip: Any
 _IsalError: type[Exception]
@@ -108,6 +116,10 @@ class Event(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, gc=F
     bp: Any = None
     s: Any = None
     args: Any = None
+
+
+class _ExactEvent(Event, forbid_unknown_fields=False):
+    """An event the exact path decoded, as the pass reads it (its other keys are no loss: the pass reads none)."""
 
 
 _FAST = msgspec.json.Decoder(list[Event], float_hook=str)
@@ -312,6 +324,15 @@ class TraceReader:
         """(index in traceEvents, event object) for every event, in file order."""
         return self._read(fast=False)
 
+    def columns(self) -> Iterator[Columns | list[Event]]:
+        """The events in file order, read by the compiled pass (`audit.trace.scan`): `Columns` of what it read,
+        and, for each event it does not read, that event alone as a list of one `Event`, read by the exact
+        path. Raises FastPathUnsure (or TraceError) where the exact path must read the file instead."""
+        if not COMPILED:
+            raise FastPathUnsure("the compiled pass is not built")
+        self._scanner = Scanner()
+        return self._read(fast=True, compiled=True)
+
     def batches(self, start_at: int | None = None, stop_at: int | None = None) -> Iterator[list[Event]]:
         """The events in file order, as lists of `Event` (the fast path); raises FastPathUnsure (or
         TraceError) where the exact path must read the file instead.
@@ -322,11 +343,12 @@ class TraceReader:
         before it the same way but skips them undecoded. `split_at` says where each switched."""
         return self._read(fast=True, start_at=start_at, stop_at=stop_at)
 
-    def _read(self, fast: bool, start_at: int | None = None, stop_at: int | None = None) -> Iterator[Any]:
+    def _read(self, fast: bool, start_at: int | None = None, stop_at: int | None = None,
+              compiled: bool = False) -> Iterator[Any]:
         self._open(fast)
         self._fast = fast
         try:
-            yield from self._document(fast=fast, start_at=start_at, stop_at=stop_at)
+            yield from self._document(fast=fast, start_at=start_at, stop_at=stop_at, compiled=compiled)
             if not self._stopped:
                 # Hash what the decompressor left unread too: the digest pins the whole file.
                 while self._hashing.read(CHUNK_CHARS):
@@ -341,7 +363,7 @@ class TraceReader:
             self._file.close()
 
     def _document(self, fast: bool = False, start_at: int | None = None,
-                  stop_at: int | None = None) -> Iterator[Any]:
+                  stop_at: int | None = None, compiled: bool = False) -> Iterator[Any]:
         first = self._peek()
         if first == "":
             raise TraceError("empty file: not a JSON trace", path=self.label)
@@ -361,7 +383,8 @@ class TraceReader:
                     if seen_events:
                         raise self._fail("traceEvents appears twice")
                     seen_events = True
-                    yield from (self._fast_events(start_at, stop_at) if fast else self._events())
+                    yield from (self._column_events() if compiled else
+                                self._fast_events(start_at, stop_at) if fast else self._events())
                     if self._stopped:
                         return
                 else:
@@ -435,7 +458,7 @@ class TraceReader:
             if type(event) is not dict:
                 raise FastPathUnsure("not an event object")
             try:
-                out.append(convert(event, Event))
+                out.append(convert(event, _ExactEvent))
             except msgspec.ValidationError:
                 raise FastPathUnsure("an event field Event lacks") from None
             self.events_read += 1
@@ -452,13 +475,94 @@ class TraceReader:
                 return out
             raise FastPathUnsure("malformed separator")
 
+    def _column_events(self) -> Iterator[Columns | list[Event]]:
+        """The events array by the compiled pass: the scanner reads on until the text it was given ends; each
+        event it does not read (and the one cut by the buffer's end) is read by the exact path, alone; text that
+        is not all ASCII is decoded by msgspec, as `_fast_events` decodes it."""
+        self._expect("[", "'[' (traceEvents must be an array)")
+        if self._peek() == "]":
+            self._pos += 1
+            return
+        self._array_done = False
+        scan, scanner = self._scanner.scan, self._scanner
+        scratch = bytearray()
+        refilled_at = -1
+        while not self._array_done:
+            rows, b64, b32, b8, self._pos, status = scan(self._buf, self._pos)
+            if rows:
+                self.events_read += rows
+                yield scan_columns(scanner, rows, b64, b32, b8)
+            if status == SCAN_END:
+                self._pos += 1
+                return
+            if status == SCAN_EVENT:
+                at = self._dropped + self._pos
+                if not self._eof and refilled_at != at:  # most often the event the buffer's end cuts: read on
+                    refilled_at = at
+                    self._fill()
+                    continue
+                yield self._exact_batch(at)  # this event alone, and its separator
+            elif status == SCAN_SEP:
+                self._separator()
+            elif status == SCAN_MORE:
+                if self._eof:
+                    raise FastPathUnsure("the text ends inside traceEvents")
+                self._fill()
+            elif status == SCAN_TEXT:
+                yield self._text_batch(scratch)
+            elif status == SCAN_BADSEP:
+                raise FastPathUnsure("malformed separator")
+
+    def _separator(self) -> None:
+        """The separator after an event, read more text as needed: ',' (the cursor past it) or ']'."""
+        sep = self._peek()
+        if sep not in (",", "]"):
+            raise FastPathUnsure("malformed separator")
+        self._pos += 1
+        self._array_done = sep == "]"
+
+    def _text_batch(self, scratch: bytearray) -> list[Event]:
+        """The events up to the buffer's last `},` decoded by msgspec (text the compiled pass does not read),
+        else by the exact path."""
+        buf, pos = self._buf, self._pos
+        cut = buf.rfind("},", pos)
+        if cut < 0:
+            if not self._eof and len(buf) - pos <= MAX_VALUE_CHARS:
+                self._fill()
+                return []
+            return self._exact_batch(self._dropped + len(buf))
+        batch = self._decoded(buf, pos, cut + 1, scratch)
+        if batch is None:
+            return self._exact_batch(self._dropped + cut)
+        self.events_read += len(batch)
+        self._pos = cut + 2
+        self._peek()
+        return batch
+
+    def _decoded(self, buf: str, pos: int, end: int, scratch: bytearray) -> list[Event] | None:
+        """`buf[pos:end]` (events and the separators between them) decoded by msgspec, or None where that
+        decoding may differ from the exact path's: it failed, or a key was lost (the colon count)."""
+        if buf.find("\\u003", pos, end) >= 0:
+            return None
+        limit = sys.getrecursionlimit()
+        depth = _frame_depth()
+        try:
+            sys.setrecursionlimit(depth + _FAST_DEPTH)
+            batch: list[Event] = _FAST.decode(f"[{buf[pos:end]}]")
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+        finally:
+            sys.setrecursionlimit(limit)
+        # one colon per key and per colon inside a string, in both: fewer after decoding lost a key
+        _ENCODE_INTO(batch, scratch)
+        return batch if _colons(scratch) == buf.count(":", pos, end) else None
+
     def _fast_events(self, start_at: int | None = None, stop_at: int | None = None) -> Iterator[list[Event]]:
         self._expect("[", "'[' (traceEvents must be an array)")
         if self._peek() == "]":
             self._pos += 1
             return
         self._array_done = False
-        decode = _FAST.decode
         scratch = bytearray()  # the re-encoded batch, its buffer reused
         while not self._array_done:
             buf, pos = self._buf, self._pos
@@ -484,23 +588,7 @@ class TraceReader:
                     self._peek()
                     continue
                 self.split_at, start_at = self._dropped + pos, None
-            end = cut + 1  # the batch is buf[pos:end]; searched and counted in place, copied once to decode
-            batch = None
-            if buf.find("\\u003", pos, end) < 0:
-                limit = sys.getrecursionlimit()
-                depth = _frame_depth()
-                try:
-                    sys.setrecursionlimit(depth + _FAST_DEPTH)
-                    batch = decode(f"[{buf[pos:end]}]")
-                except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-                    batch = None
-                finally:
-                    sys.setrecursionlimit(limit)
-                # one colon per key and per colon inside a string, in both: fewer after decoding lost a key
-                if batch is not None:
-                    _ENCODE_INTO(batch, scratch)
-                    if _colons(scratch) != buf.count(":", pos, end):
-                        batch = None
+            batch = self._decoded(buf, pos, cut + 1, scratch)  # searched and counted in place, copied once
             if batch is None:
                 yield self._exact_batch(self._dropped + cut)
                 continue
