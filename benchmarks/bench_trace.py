@@ -144,6 +144,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 from _process import measure  # noqa: E402
 
+from audit.trace.scan import COMPILED  # noqa: E402
+
 TARGET_S = 15.0
 TARGET_RSS_RATIO = 2.0
 TARGET_HTA_RATIO = 15.0
@@ -471,7 +473,8 @@ def compare_hta_one_core(runs: int, size_mb: float, work: Path, tmp: Path, basel
     me = [sys.executable, str(Path(__file__).resolve()), "--worker"]
     one = [shutil.which("taskset") or "taskset", "-c", "0"]
     print(f"\n== one core: {trace.name} ({trace.stat().st_size / 1e6:,.1f} MB; .gz {gz.stat().st_size / 1e6:,.1f} MB), "
-          f"median of {runs} fresh processes each")
+          f"median of {runs} fresh processes each; audit's fast path here: "
+          f"{'the compiled pass (audit/trace/_scan.c)' if COMPILED else 'msgspec (the extension is not built)'}")
     print(f"{'case':<34} {'wall s':>7} {'CPU s':>7} {'RSS MB':>7} {'RSS/JSON':>8} {'load':>11} {'HTA/audit wall':>14} "
           f"{'CPU':>6}")
     ok = True

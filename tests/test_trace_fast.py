@@ -404,3 +404,72 @@ def test_a_damaged_gzip_stream_is_refused_as_the_standard_library_words_it(tmp_p
     with pytest.raises(TraceError) as e:
         analyze(path)
     assert str(e.value) == str(exact)
+
+
+# Events of the categories the pass reads, with every field drawn from values of each kind it must tell apart:
+# the column pass (compiled) and the Event pass (msgspec) must collect what the exact pass does, or give up.
+_CATS = st.sampled_from(["kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "ac2g", "cpu_op",
+                         "user_annotation", "python_function", "Kernel", None])
+_PHASES = st.sampled_from(["X", "f", "s", "i", "I", "B", None])
+_NAMES = st.sampled_from(["cudaLaunchKernel", "cudaGraphLaunch", "ProfilerStep#3", "ProfilerStep#4", "nccl:all_reduce",
+                          "record_param_comms", "execute_context_1(8)_generation_1(8)", "step[DECODE bs=1]",
+                          "k1", "k\u00e9", "vllm/v1/worker/gpu_worker.py(1): execute_model", None])
+_TIMES = st.one_of(st.integers(-5, 10**6), st.sampled_from(["12.345", "7", "-3.5", "1.2345", "abc", "1e3", True,
+                                                            1.5, 2**70, "0012.5", None]))
+_IDS = st.one_of(st.integers(-2, 40), st.sampled_from([2**62, 2**70, -(2**70), 1.5, "7", True, None]))
+_THREADS = st.one_of(st.integers(0, 3), st.sampled_from(["t1", None, 2**40]))
+
+
+@st.composite
+def _pass_event(draw) -> str:
+    e: dict = {}
+    for key, values in (("ph", _PHASES), ("cat", _CATS), ("name", _NAMES), ("ts", _TIMES), ("dur", _TIMES),
+                        ("pid", _THREADS), ("tid", _THREADS), ("id", _IDS)):
+        if draw(st.integers(0, 9)):  # most events carry the field
+            e[key] = draw(values)
+    if draw(st.booleans()):
+        args: dict = {}
+        for key, values in (("correlation", _IDS), ("stream", _IDS), ("device", _IDS),
+                            ("Collective name", st.sampled_from(["allreduce", "broadcast", 3, None]))):
+            if draw(st.booleans()):
+                args[key] = draw(values)
+        e["args"] = args
+    return json.dumps(e, ensure_ascii=draw(st.booleans()))
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(events=st.lists(_pass_event(), min_size=1, max_size=60))
+def test_every_field_kind_the_pass_reads_gives_the_exact_paths_result(tmp_path_factory, events, fast_path):
+    """Kernels, copies, launches, flows and named CPU events with each field of each kind (absent, null, an integer
+    in and out of range, a time as text, a float, a boolean, a string pid), after 25 normal pairs."""
+    reader_mod.CHUNK_CHARS, saved = 1024, reader_mod.CHUNK_CHARS
+    try:
+        path = _write(tmp_path_factory.mktemp("p") / "t.json", _trace(25, {}) + events)
+        fast, exact = _both(path)
+        _agree(fast, exact)
+    finally:
+        reader_mod.CHUNK_CHARS = saved
+
+
+def test_a_trace_whose_every_event_the_compiled_pass_leaves_keeps_the_buffer_small(tmp_path, monkeypatch):
+    """Times written with exponents (valid JSON the compiled pass does not convert): every event is read by the exact
+    reader, one at a time, with the same result, and the buffer is never refilled ahead of what was read (a refill
+    per odd event would grow it by a chunk each time)."""
+    monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 16 << 10)
+    texts = [json.dumps(_kernel(i)).replace(f'"{1000 + i * 10}.125"', f"{1000 + i * 10}.125e0") for i in range(3000)]
+    path = _write(tmp_path / "t.json", [json.dumps(_launch(i)) for i in range(3000)] + texts)
+    longest = 0
+    fill = TraceReader._fill
+
+    def watched(self):
+        nonlocal longest
+        fill(self)
+        longest = max(longest, len(self._buf))
+
+    monkeypatch.setattr(TraceReader, "_fill", watched)
+    reader = TraceReader(path)
+    fast = collect_fast(reader, TraceOptions().compiled()[0], TraceOptions().marker_categories)
+    assert fast == collect(TraceReader(path), TraceOptions().compiled()[0], TraceOptions().marker_categories)
+    assert reader._exact_batches == 3000  # the kernels, one by one; the launches were scanned
+    assert longest < (64 << 10) + 2 * (16 << 10)  # a refill only within 64 KiB of the buffer's end

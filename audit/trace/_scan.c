@@ -3,10 +3,11 @@
  * and extracts the fields the analysis reads into columns, without building a Python object per event.
  *
  * It reads only what it is sure of. Anything else (a key or time written with escapes, a number form it does
- * not convert exactly, a repeated key, malformed JSON, text that is not ASCII, nesting over 100, an object of
- * more than 64 keys, a type the pass would have to refuse) makes `scan` return None and leaves no trace in
- * the columns: the caller then reads that batch by the msgspec path, and that path by the exact one, which
- * words every refusal. So this module never decides an error, only which reader does the work.
+ * not convert exactly, a repeated key, malformed JSON, nesting over 100, an object of more than 64 keys, a type
+ * the pass would have to refuse, an event the text's end cuts) stops the scan before that event (status EVENT)
+ * and leaves it out of the columns: the caller reads that event alone by the exact reader, which words every
+ * refusal, and scans on after it. Text that is not all ASCII is not scanned (status TEXT). So this module never
+ * decides an error, only which reader does the work.
  *
  * Strings it extracts (categories, names, string pids and tids, collective names) are interned: each distinct
  * string gets an id, in the order first met; `string(id)` gives it as a str. (pid, tid) pairs are interned

@@ -1,7 +1,9 @@
 """One pass over a trace: the compact arrays that the figures are computed from.
 
 `collect` reads event by event through the exact reader; `collect_fast` reads decoded batches and gives
-up (FastPathUnsure) on anything unusual, so the exact pass decides. Both fill one `_Collected`.
+up (FastPathUnsure) on anything unusual, so the exact pass decides. Both fill one `_Collected`. Where the compiled
+pass is built (audit.trace.scan.COMPILED), `collect_fast` reads its `Columns` in this process alone
+(`_ColumnPass`: the fast pass's tests on whole columns); otherwise msgspec's batches, as below.
 
 A large trace (by its JSON text's size: the file's, or a gzip file's trailer's) is read by two processes
 (`SPLIT_BYTES`): a forked child cuts the text into batches exactly as this process does, skips those before
@@ -729,6 +731,10 @@ class _FastPass:
             c.markers.append(Marker(ts, index, name, c.thread_id(e.pid, e.tid), ts + dur if dur is not None else None))
 
 
+_BINCOUNT_SLOTS = 1 << 16
+"""Categories are counted by `np.bincount` while their string ids stay below this (a table of that many counts)."""
+
+
 class _ColumnPass:
     """`_FastPass.events` over the compiled pass's `Columns`: the same tests, on whole columns at once (numpy);
     only the rows whose names count (step markers, communication ops) are read one by one."""
@@ -782,11 +788,15 @@ class _ColumnPass:
             self._start(b.scanner)
         first = index + 1
         cat = b.i32[CAT] + 1  # 0: no category
-        counts = np.bincount(cat)
-        seen = np.flatnonzero(counts)
+        if int(cat.max()) < _BINCOUNT_SLOTS:
+            counts = np.bincount(cat)
+            seen = np.flatnonzero(counts)
+            counts = counts[seen]
+        else:  # a category first met after many other strings: counted by sorting, not a table that long
+            seen, counts = np.unique(cat, return_counts=True)
         if int(seen[-1]) >= len(self.branch_of) or (self.branch_of[seen] < 0).any():
             self._kinds(seen)
-        for slot, count in zip(seen.tolist(), counts[seen].tolist(), strict=True):
+        for slot, count in zip(seen.tolist(), counts.tolist(), strict=True):
             self.kind_by_slot[slot].events += count
         branch, gpu_of = self.branch_of[cat], self.gpu_of[cat]
         ph, ts_ok = b.i8[PH], b.i8[TS_TAG] == T_INT

@@ -28,6 +28,12 @@ a key (a repeated one, an explicit null, a field Event lacks). Such a batch, one
 above, one by one, and converted. Anything else unusual raises `FastPathUnsure`: the analysis then
 reads the file again by the exact path alone, so the fast path never changes a result or an error.
 `batches(stop_at=)` / `batches(start_at=)` let two readers share the array (audit.trace.collect).
+
+Compiled path (`TraceReader.columns`, where audit/trace/_scan.c is built: audit.trace.scan): the scanner reads the
+buffer from the cursor to its end in one call, checking JSON and unique keys as it goes, and returns `Columns`; an
+event it stops before (the one the buffer's end cuts, after one refill; or anything it is not sure of) is read
+alone by the exact path and converted; text that is not all ASCII is decoded as on the fast path above. It
+replaces both the msgspec decoding and the colon count, so the duplicate-key proof costs no second pass.
 A gzip'd trace is inflated by ISA-L (`isal.igzip`, about 3.5x zlib's speed) on the fast path where it is installed;
 the exact path keeps the standard library's `gzip`, so every refusal of a damaged stream is still worded by it
 (any error of the fast path's inflate sends the file to the exact path).
@@ -128,6 +134,9 @@ _ENCODE_INTO = msgspec.json.Encoder().encode_into
 FAST_GZIP: Any = _isal_gzip or gzip
 """The gzip module whose `GzipFile` inflates on the fast path (ISA-L's where installed; the exact path always uses
 the standard library's)."""
+_CUT_EVENT_CHARS = 64 << 10
+"""The compiled pass stopped this close to the buffer's end: read more text and scan again before the exact reader
+reads the event (an odd event further from the end is read at once: a refill per odd event would grow the buffer)."""
 _FAST_DEPTH = 100
 """Nesting the fast decoder may reach (below the exact path's limit, so it never accepts what that refuses)."""
 
@@ -497,8 +506,8 @@ class TraceReader:
                 return
             if status == SCAN_EVENT:
                 at = self._dropped + self._pos
-                if not self._eof and refilled_at != at:  # most often the event the buffer's end cuts: read on
-                    refilled_at = at
+                if not self._eof and refilled_at != at and len(self._buf) - self._pos < _CUT_EVENT_CHARS:
+                    refilled_at = at  # most likely the event the buffer's end cuts: read more, and scan it again
                     self._fill()
                     continue
                 yield self._exact_batch(at)  # this event alone, and its separator
