@@ -257,6 +257,11 @@ _TABLE: list[tuple[str, str, str, str]] = [
                                  "Python literal)", "added", "held"),
     ("trace.split-swap", "a trace replaced between the two opens of a split read (parent and forked child)",
      "added", "succeeded"),
+    ("trace.scan-escaped-duplicate", "a key named twice, the second time written with a \\u escape (\"t\\u0073\"): "
+                                     "equal only once decoded", "added", "held"),
+    ("trace.scan-odd-everywhere", "every event one the compiled pass leaves to the exact reader (times with "
+                                  "exponents): a refill per event grew the buffer by a chunk each time", "added",
+     "succeeded"),
     ("import.parquet-swap", "a Parquet details table replaced between its hash and datasets reading it", "added",
      "succeeded"),
     ("bench.huge-server-log", "a launched server that writes gigabytes of log: copied whole into the package",

@@ -121,6 +121,8 @@ DUPLICATES = {
                               '"args": {"o": {"a": [1, {"b": 1, "b": 1}]}}}',
     "beside an escaped colon": '{"ph": "X", "cat": "cpu_op", "name": "a\\u003ab", "pid": 1, "tid": 2, "ts": 5, '
                                '"pid": 1}',
+    "written escaped the second time": '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, '
+                                       '"t\\u0073": 6, "dur": 1}',
     "with blank space before the colon": '{"ph" : "X", "cat" : "cpu_op", "name" : "n", "pid": 1, "tid": 2, '
                                          '"ts": 5, "ph" : "X"}',
 }
@@ -137,6 +139,7 @@ def _refused_as_before(path: Path) -> None:
 
 @pytest.mark.parametrize("where", [11, 3001, 7999])
 @pytest.mark.parametrize("case", sorted(DUPLICATES))
+@attack("trace.scan-escaped-duplicate")
 def test_a_key_named_twice_deep_in_a_large_trace_is_refused_as_before(tmp_path, monkeypatch, case, where, fast_path):
     """Issue 19's refusal holds on the fast path: the message is the exact path's, wherever the batch falls."""
     monkeypatch.setattr(reader_mod, "CHUNK_CHARS", 64 << 10)
@@ -452,6 +455,7 @@ def test_every_field_kind_the_pass_reads_gives_the_exact_paths_result(tmp_path_f
         reader_mod.CHUNK_CHARS = saved
 
 
+@attack("trace.scan-odd-everywhere")
 def test_a_trace_whose_every_event_the_compiled_pass_leaves_keeps_the_buffer_small(tmp_path, monkeypatch):
     """Times written with exponents (valid JSON the compiled pass does not convert): every event is read by the exact
     reader, one at a time, with the same result, and the buffer is never refilled ahead of what was read (a refill
