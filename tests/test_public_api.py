@@ -140,8 +140,12 @@ def test_pyproject_packages_every_package_and_maps_the_top_level_folders():
                     for p in (REPO / folder).rglob("__init__.py")}
     assert set(config["packages"]) == on_disk
     assert config["package-data"] == {"audit": ["py.typed"], "audit.extractors": ["lock.json"],
-                                      "audit.graders": ["lock.json"], "audit.judge": ["*.lock.json", "prompts/*.txt"]}
+                                      "audit.graders": ["lock.json"], "audit.judge": ["*.lock.json", "prompts/*.txt"],
+                                      "audit.trace": ["_scan.pyi"]}
     assert (REPO / "audit" / "py.typed").is_file()
+    # the one compiled module: its source is there, and its stub names what scan.py imports
+    assert [(m["name"], m["sources"]) for m in config["ext-modules"]] == [("audit.trace._scan", ["audit/trace/_scan.c"])]
+    assert (REPO / "audit" / "trace" / "_scan.c").is_file() and (REPO / "audit" / "trace" / "_scan.pyi").is_file()
 
 
 @pytest.mark.slow
