@@ -720,6 +720,8 @@ static PyObject *columns(Scanner *s, Py_ssize_t next, int status) {
         Py_XDECREF(b8);
         return NULL;
     }
+    if (!n) /* no rows: the columns may not be allocated yet (memcpy from NULL is undefined, even of 0 bytes) */
+        return Py_BuildValue("(nNNNni)", n, b64, b32, b8, next, status);
     for (int k = 0; k < N64; k++) memcpy(PyBytes_AS_STRING(b64) + (size_t)k * n * 8, s->c64[k], (size_t)n * 8);
     for (int k = 0; k < N32; k++) memcpy(PyBytes_AS_STRING(b32) + (size_t)k * n * 4, s->c32[k], (size_t)n * 4);
     for (int k = 0; k < N8; k++) memcpy(PyBytes_AS_STRING(b8) + (size_t)k * n, s->c8[k], (size_t)n);
@@ -740,6 +742,10 @@ static PyObject *Scanner_scan(Scanner *s, PyObject *args) {
     Py_ssize_t len = PyUnicode_GET_LENGTH(text);
     if (start < 0 || start > len) {
         PyErr_SetString(PyExc_ValueError, "scan: start must satisfy 0 <= start <= len(text)");
+        return NULL;
+    }
+    if (!s->slots || !s->tslots) { /* made without __init__, or its __init__ failed */
+        PyErr_SetString(PyExc_ValueError, "scan: the scanner is not initialised");
         return NULL;
     }
     s->rows = 0;
