@@ -267,6 +267,8 @@ READ = {
     "other-typed ids": ('{"id":"5","args":{"stream":1.0,"device":true,"correlation":[1]}}',
                         _r(id="other", args=True, stream="other", device="other", correlation="other")),
     "negative ids": ('{"id":-5,"args":{"correlation":-1}}', _r(id="negative", args=True, correlation="negative")),
+    "id of 19 digits below MAX_NS": ('{"id":1000000000000000000,"args":{"correlation":4611686018427387903}}',
+                                     _r(id=10**18, args=True, correlation=MAX_NS - 1)),
     "id of MAX_NS": ('{"id":4611686018427387904}', _r(id="big")),
     "id of 19 digits over int64": ('{"id":9999999999999999999,"args":{"stream":-9999999999999999999}}',
                                    _r(id="big", args=True, stream="negative")),
@@ -323,6 +325,9 @@ STOP = {
     "args a string": '{"args":"x"}',
     "ph a number": '{"ph":1}',
     "name a list": '{"name":["x"]}',
+    "integer over 4300 digits in args": '{"args":{"x":' + "1" * 4301 + "}}",
+    "integer over 4300 digits as a time": '{"ts":' + "1" * 4301 + "}",
+    "integer over 4300 digits as an id": '{"id":' + "1" * 4301 + "}",
     "trailing comma": '{"ts":1,}',
     "missing colon": '{"ts" 1}',
     "leading zero": '{"ts":01}',
@@ -445,7 +450,7 @@ def json_string(draw: Any) -> str:
 @st.composite
 def json_number(draw: Any) -> str:
     if draw(_ODD):
-        return draw(st.sampled_from(["NaN", "Infinity", "-Infinity"]))
+        return draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1" * 4301]))
     return draw(st.one_of(_int_text, _int_text, _frac_text, _exp_text, st.sampled_from(["-0", "0", "-0.0"])))
 
 
@@ -506,3 +511,19 @@ def test_generated_events_are_read_as_the_reference_reads_them_or_not_at_all(eve
 @given(events=st.lists(EVENT, min_size=1, max_size=6), seps=SEPS)
 def test_generated_events_many(events, seps):
     check_events(events, seps)
+
+
+@pytest.mark.parametrize("case", ["flow id of 19 digits", "integer of 4301 digits"])
+def test_the_two_values_the_scanner_once_read_differently_collect_as_the_exact_path_does(tmp_path, case):
+    """A flow end's id in [10**18, MAX_NS) was given as MAX_NS (the flow dropped, where the exact path keeps
+    it); an integer over 4300 digits was skipped, where the exact reader refuses the file."""
+    from tests.test_trace_fast import _agree, _both
+
+    extra = {"flow id of 19 digits": '{"ph": "f", "id": 1000000000000000000, "pid": 1, "tid": 1, "ts": 10, '
+                                     '"cat": "ac2g", "name": "ac2g", "bp": "e"}',
+             "integer of 4301 digits": '{"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 1, '
+                                       '"dur": 1, "args": {"n": ' + "1" * 4301 + "}}"}[case]
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [' + LAUNCH + ", " + KERNEL + ", " + extra + "]}")
+    fast, exact = _both(path)
+    _agree(fast, exact, must_finish=case == "flow id of 19 digits")

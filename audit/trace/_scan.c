@@ -358,6 +358,9 @@ static const unsigned char *scan_number(const unsigned char *p, const unsigned c
         while (p < e && *p >= '0' && *p <= '9') p++;
         if (p == d) return NULL;
     }
+    /* an integer of more than 640 digits: Python's json refuses one over sys.get_int_max_str_digits() (4300 by
+     * default, 640 the least it may be set to), so the exact reader must say */
+    if (!n->fp.p && !n->exp && n->ip.n > 640) return NULL;
     /* the number must end here: the scanners around it check what follows */
     return p;
 }
@@ -530,8 +533,8 @@ static const unsigned char *time_field(Ctx *c, const unsigned char *p, int depth
     return skip_value(c, p, depth);
 }
 
-/* An integer field. T_INT: *v (a magnitude over 18 digits is given as MAX_NS, or -1 if negative: every test
- * of the pass reads those as it reads the integer); T_STR: a string's id (when `strings`); T_NULL; T_OTHER for
+/* An integer field. T_INT: *v (a magnitude of MAX_NS or more is given as MAX_NS, or -1 if negative: every
+ * test of the pass reads those as it reads the integer); T_STR: a string's id (when `strings`); T_NULL; T_OTHER for
  * any other value. `thread`: pid or tid, where a float, a boolean, an object, an array or a long integer is
  * odd (which thread it names is the exact reader's to say). */
 static const unsigned char *int_field(Ctx *c, const unsigned char *p, int depth, int thread, int64_t *v,
@@ -547,14 +550,14 @@ static const unsigned char *int_field(Ctx *c, const unsigned char *p, int depth,
             *tag = T_OTHER;
             return p;
         }
-        if (n.ip.n > 18) {
-            if (thread) return NULL;
-            *v = n.neg ? -1 : MAX_NS;
-        } else {
-            int64_t x = 0;
-            for (Py_ssize_t i = 0; i < n.ip.n; i++) x = x * 10 + (n.ip.p[i] - '0');
-            *v = n.neg ? -x : x;
+        if (thread && n.ip.n > 18) return NULL;
+        uint64_t x = (uint64_t)MAX_NS; /* over 19 digits */
+        if (n.ip.n <= 19) { /* below 10**19 < 2**64 */
+            x = 0;
+            for (Py_ssize_t i = 0; i < n.ip.n; i++) x = x * 10 + (uint64_t)(n.ip.p[i] - '0');
         }
+        if (x >= (uint64_t)MAX_NS) *v = n.neg ? -1 : MAX_NS;
+        else *v = n.neg ? -(int64_t)x : (int64_t)x;
         *tag = T_INT;
         return p;
     }
