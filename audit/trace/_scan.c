@@ -359,6 +359,9 @@ static const unsigned char *scan_number(const unsigned char *p, const unsigned c
         while (p < e && *p >= '0' && *p <= '9') p++;
         if (p == d) return NULL;
     }
+    /* an integer of more than 640 digits: Python's json refuses one over sys.get_int_max_str_digits() (4300 by
+     * default, 640 the least it may be set to), so the exact reader must say */
+    if (!n->fp.p && !n->exp && n->ip.n > 640) return NULL;
     /* the number must end here: the scanners around it check what follows */
     return p;
 }
@@ -531,8 +534,8 @@ static const unsigned char *time_field(Ctx *c, const unsigned char *p, int depth
     return skip_value(c, p, depth);
 }
 
-/* An integer field. T_INT: *v (a magnitude over 18 digits is given as MAX_NS, or -1 if negative: every test
- * of the pass reads those as it reads the integer); T_STR: a string's id (when `strings`); T_NULL; T_OTHER for
+/* An integer field. T_INT: *v (a magnitude of MAX_NS or more is given as MAX_NS, or -1 if negative: every
+ * test of the pass reads those as it reads the integer); T_STR: a string's id (when `strings`); T_NULL; T_OTHER for
  * any other value. `thread`: pid or tid, where a float, a boolean, an object, an array or a long integer is
  * odd (which thread it names is the exact reader's to say). */
 static const unsigned char *int_field(Ctx *c, const unsigned char *p, int depth, int thread, int64_t *v,
@@ -548,14 +551,14 @@ static const unsigned char *int_field(Ctx *c, const unsigned char *p, int depth,
             *tag = T_OTHER;
             return p;
         }
-        if (n.ip.n > 18) {
-            if (thread) return NULL;
-            *v = n.neg ? -1 : MAX_NS;
-        } else {
-            int64_t x = 0;
-            for (Py_ssize_t i = 0; i < n.ip.n; i++) x = x * 10 + (n.ip.p[i] - '0');
-            *v = n.neg ? -x : x;
+        if (thread && n.ip.n > 18) return NULL;
+        uint64_t x = (uint64_t)MAX_NS; /* over 19 digits */
+        if (n.ip.n <= 19) { /* below 10**19 < 2**64 */
+            x = 0;
+            for (Py_ssize_t i = 0; i < n.ip.n; i++) x = x * 10 + (uint64_t)(n.ip.p[i] - '0');
         }
+        if (x >= (uint64_t)MAX_NS) *v = n.neg ? -1 : MAX_NS;
+        else *v = n.neg ? -(int64_t)x : (int64_t)x;
         *tag = T_INT;
         return p;
     }
@@ -721,6 +724,8 @@ static PyObject *columns(Scanner *s, Py_ssize_t next, int status) {
         Py_XDECREF(b8);
         return NULL;
     }
+    if (!n) /* no rows: the columns may not be allocated yet (memcpy from NULL is undefined, even of 0 bytes) */
+        return Py_BuildValue("(nNNNni)", n, b64, b32, b8, next, status);
     for (int k = 0; k < N64; k++) memcpy(PyBytes_AS_STRING(b64) + (size_t)k * n * 8, s->c64[k], (size_t)n * 8);
     for (int k = 0; k < N32; k++) memcpy(PyBytes_AS_STRING(b32) + (size_t)k * n * 4, s->c32[k], (size_t)n * 4);
     for (int k = 0; k < N8; k++) memcpy(PyBytes_AS_STRING(b8) + (size_t)k * n, s->c8[k], (size_t)n);
@@ -741,6 +746,10 @@ static PyObject *Scanner_scan(Scanner *s, PyObject *args) {
     Py_ssize_t len = PyUnicode_GET_LENGTH(text);
     if (start < 0 || start > len) {
         PyErr_SetString(PyExc_ValueError, "scan: start must satisfy 0 <= start <= len(text)");
+        return NULL;
+    }
+    if (!s->slots || !s->tslots) { /* made without __init__, or its __init__ failed */
+        PyErr_SetString(PyExc_ValueError, "scan: the scanner is not initialised");
         return NULL;
     }
     s->rows = 0;

@@ -40,7 +40,7 @@ CAT, NAME, COLLECTIVE, THREAD_KEY = range(4)
 PH, TS_TAG, DUR_TAG, PID_TAG, TID_TAG, ID_TAG, CORR_TAG, STREAM_TAG, DEVICE_TAG, ARGS_TAG = range(10)
 
 # Tags. T_INT on ts and dur: a time in ns (T_NONE: the value is no time); T_INT on an id: an integer (one of
-# more than 18 digits is given as MAX_NS, or -1 if negative); T_STR on pid or tid: a string's id; on args:
+# MAX_NS or more is given as MAX_NS, or -1 if negative); T_STR on pid or tid: a string's id; on args:
 # T_INT an object, T_NONE absent or null.
 T_NONE, T_INT, T_STR, T_OTHER, T_NULL = range(5)
 # ph codes: absent or null, "X", "f", "i", "I", any other string.
