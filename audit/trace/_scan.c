@@ -901,9 +901,5 @@ PyMODINIT_FUNC PyInit__scan(void) {
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddIntConstant(m, "VERSION", 1) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
     return m;
 }

@@ -1,7 +1,5 @@
 """Types of the compiled pass (audit/trace/_scan.c; audit/trace/scan.py says what it returns)."""
 
-VERSION: int
-
 class Scanner:
     def __init__(self) -> None: ...
     def scan(self, text: str, start: int, /) -> tuple[int, bytes, bytes, bytes, int, int]: ...

@@ -24,7 +24,7 @@ import signal
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -154,11 +154,7 @@ class _Collected:
     def add_gpu(self, name: str, cat: int, ts: int, dur: int, dev: int, stream: int, corr: int | None,
                 thread: int) -> None:
         """Append one GPU event (its name numbered in order of first appearance)."""
-        nid = self.name_ids.get(name)
-        if nid is None:
-            nid = self.name_ids[name] = len(self.names)
-            self.names.append(name)
-        self.g_name.append(nid)
+        self.g_name.append(self.name_id(name))
         self.g_cat.append(cat)
         self.g_ts.append(ts)
         self.g_dur.append(dur)
@@ -166,6 +162,14 @@ class _Collected:
         self.g_stream.append(stream)
         self.g_corr.append(corr if corr is not None else _MISSING_CORRELATION)
         self.g_thread.append(thread)
+
+    def name_id(self, name: str) -> int:
+        """The index of a GPU event's name in `names`, numbered in order of first appearance."""
+        nid = self.name_ids.get(name)
+        if nid is None:
+            nid = self.name_ids[name] = len(self.names)
+            self.names.append(name)
+        return nid
 
     def thread_id(self, pid: Any, tid: Any) -> int:
         """The index of the thread (pid, tid), numbered in order of first appearance; BadThread where either is
@@ -493,13 +497,7 @@ def _collect_split(reader: TraceReader, pass_: _FastPass, half: int) -> _Collect
 def _merged(c: _Collected, later: _Collected) -> _Collected:
     """`later` (the events after `c`'s, read apart) added to `c` as one pass over both would have."""
     offset = c.events
-    name_of = []
-    for name in later.names:
-        nid = c.name_ids.get(name)
-        if nid is None:
-            nid = c.name_ids[name] = len(c.names)
-            c.names.append(name)
-        name_of.append(nid)
+    name_of = [c.name_id(name) for name in later.names]
     thread_of = [c.thread_id(*key) for key in later.threads]
     same_threads = thread_of == list(range(len(thread_of)))  # the usual case: no renumbering
     c.g_name.extend(array("q", [name_of[i] for i in later.g_name]))
@@ -731,6 +729,23 @@ class _FastPass:
             c.markers.append(Marker(ts, index, name, c.thread_id(e.pid, e.tid), ts + dur if dur is not None else None))
 
 
+def _numbered(table: np.ndarray, keys: np.ndarray, number: Callable[[int], int]) -> tuple[np.ndarray, np.ndarray]:
+    """(`table`, grown to hold every key; `table[keys]`), where each key not yet numbered (-1 in the table) is
+    numbered by `number(key)`, in the order the keys first appear."""
+    if len(keys) and int(keys.max()) >= len(table):
+        grown = np.full(max(2 * len(table), int(keys.max()) + 1), -1, dtype=table.dtype)
+        grown[:len(table)] = table
+        table = grown
+    of = table[keys]
+    new = of < 0
+    if new.any():
+        fresh, at = np.unique(keys[new], return_index=True)
+        for key in fresh[np.argsort(at)].tolist():
+            table[key] = number(key)
+        of = table[keys]
+    return table, of
+
+
 _BINCOUNT_SLOTS = 1 << 16
 """Categories are counted by `np.bincount` while their string ids stay below this (a table of that many counts)."""
 
@@ -746,8 +761,8 @@ class _ColumnPass:
     def _start(self, scanner: Any) -> None:
         """Caches by the scanner's ids (a file read again, or by a child process, has a scanner of its own)."""
         self.scanner = scanner
-        self.kind_by_id: dict[int, _Kind] = {}
         self.kind_by_slot: dict[int, _Kind] = {}
+        """Category slot (its string id + 1; 0: none) -> its kind, once looked up (`_kinds`)."""
         self.branch_of = np.full(16, -1, dtype=np.int8)
         """Category slot (its string id + 1; 0: none) -> `_Kind.branch` (-1: not yet looked up)."""
         self.gpu_of = np.full(16, -1, dtype=np.int8)
@@ -768,19 +783,13 @@ class _ColumnPass:
             self.gpu_of = np.concatenate([self.gpu_of, np.full(size - len(self.gpu_of), -1, np.int8)])
         for slot in slots.tolist():
             if slot not in self.kind_by_slot:
-                kind = self.kind_by_slot[slot] = self._kind(slot - 1)
+                cat = None if slot == 0 else self.scanner.string(slot - 1)
+                kind = self.kind_of.get(cat)
+                if kind is None:
+                    kind = self.kind_of[cat] = self.fast.kind(cat)
+                self.kind_by_slot[slot] = kind
                 self.branch_of[slot] = kind.branch
                 self.gpu_of[slot] = -1 if kind.gpu is None else kind.gpu
-
-    def _kind(self, sid: int) -> _Kind:
-        kind = self.kind_by_id.get(sid)
-        if kind is None:
-            cat = None if sid < 0 else self.scanner.string(sid)
-            kind = self.kind_of.get(cat)
-            if kind is None:
-                kind = self.kind_of[cat] = self.fast.kind(cat)
-            self.kind_by_id[sid] = kind
-        return kind
 
     def run(self, b: Columns, index: int) -> int:
         """Collect from one scan's columns; the index of its last event."""
@@ -828,18 +837,8 @@ class _ColumnPass:
 
     def _threads(self, keys: np.ndarray) -> np.ndarray:
         """The thread index of each thread key, numbering new threads in the order first met."""
-        if len(keys) and int(keys.max()) >= len(self.thread_of):
-            grown = np.full(max(2 * len(self.thread_of), int(keys.max()) + 1), -1, dtype=np.int64)
-            grown[:len(self.thread_of)] = self.thread_of
-            self.thread_of = grown
-        of = self.thread_of[keys]
-        new = of < 0
-        if new.any():
-            fresh, at = np.unique(keys[new], return_index=True)
-            thread_id, thread_key = self.fast.c.thread_id, self.scanner.thread_key
-            for key in fresh[np.argsort(at)].tolist():
-                self.thread_of[key] = thread_id(*thread_key(key))
-            of = self.thread_of[keys]
+        thread_id, thread_key = self.fast.c.thread_id, self.scanner.thread_key
+        self.thread_of, of = _numbered(self.thread_of, keys, lambda key: thread_id(*thread_key(key)))
         return of
 
     def _launches(self, b: Columns, rows: np.ndarray, thread: np.ndarray, first: int) -> None:
@@ -913,23 +912,8 @@ class _ColumnPass:
 
     def _gpu_names(self, sids: np.ndarray) -> np.ndarray:
         """Each GPU event's name as its index into `_Collected.names` (numbered in the order first met)."""
-        if int(sids.max()) >= len(self.gpu_name_of):
-            grown = np.full(max(2 * len(self.gpu_name_of), int(sids.max()) + 1), -1, dtype=np.int64)
-            grown[:len(self.gpu_name_of)] = self.gpu_name_of
-            self.gpu_name_of = grown
-        of = self.gpu_name_of[sids]
-        new = of < 0
-        if new.any():
-            c = self.fast.c
-            fresh, at = np.unique(sids[new], return_index=True)
-            for sid in fresh[np.argsort(at)].tolist():
-                name = self.scanner.string(sid)
-                nid = c.name_ids.get(name)
-                if nid is None:
-                    nid = c.name_ids[name] = len(c.names)
-                    c.names.append(name)
-                self.gpu_name_of[sid] = nid
-            of = self.gpu_name_of[sids]
+        name_id, string = self.fast.c.name_id, self.scanner.string
+        self.gpu_name_of, of = _numbered(self.gpu_name_of, sids, lambda sid: name_id(string(sid)))
         return of
 
     def _named(self, b: Columns, rows: np.ndarray, first: int) -> tuple[list[tuple[int, int]],
@@ -971,7 +955,7 @@ class _ColumnPass:
         """`_FastPass.name_flags` of a (category, name) pair of string ids, remembered by the pair."""
         got = self.flags_by_pair.get(pair)
         if got is None:
-            kind = self._kind((pair >> 32) - 1)
+            kind = self.kind_by_slot[pair >> 32]  # looked up by `run` before the names are read
             name = self.scanner.string(pair & 0xFFFFFFFF)
             got = kind.names.get(name)
             if got is None:

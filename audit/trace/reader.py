@@ -466,10 +466,7 @@ class TraceReader:
             event = self._value(f"traceEvents[{self.events_read}]")
             if type(event) is not dict:
                 raise FastPathUnsure("not an event object")
-            try:
-                out.append(convert(event, _ExactEvent))
-            except msgspec.ValidationError:
-                raise FastPathUnsure("an event field Event lacks") from None
+            out.append(convert(event, _ExactEvent))  # every field Any, others dropped: it cannot fail
             self.events_read += 1
             sep = self._peek()
             if sep == ",":
@@ -540,7 +537,12 @@ class TraceReader:
                 self._fill()
                 return []
             return self._exact_batch(self._dropped + len(buf))
-        batch = self._decoded(buf, pos, cut + 1, scratch)
+        return self._decoded_batch(cut, scratch)
+
+    def _decoded_batch(self, cut: int, scratch: bytearray) -> list[Event]:
+        """The events from the cursor to the buffer's `},` at `cut`, decoded by msgspec, else by the exact path;
+        the cursor past them."""
+        batch = self._decoded(self._buf, self._pos, cut + 1, scratch)  # searched and counted in place, copied once
         if batch is None:
             return self._exact_batch(self._dropped + cut)
         self.events_read += len(batch)
@@ -597,14 +599,7 @@ class TraceReader:
                     self._peek()
                     continue
                 self.split_at, start_at = self._dropped + pos, None
-            batch = self._decoded(buf, pos, cut + 1, scratch)  # searched and counted in place, copied once
-            if batch is None:
-                yield self._exact_batch(self._dropped + cut)
-                continue
-            self.events_read += len(batch)
-            yield batch
-            self._pos = cut + 2
-            self._peek()
+            yield self._decoded_batch(cut, scratch)
 
 
 CHANGED = "the file changed since it was hashed (rewritten or replaced while it was read): run again"
